@@ -1,0 +1,38 @@
+/*
+ * rix/alloc.h — the one allocator hook.
+ *
+ * All memory rix allocates goes through these functions, so that tests can fail allocation
+ * number N and benchmarks can count allocations and bytes. The hook is process-wide: set it
+ * before creating any rix object and don't change it while objects made under another hook
+ * are alive.
+ */
+#ifndef RIX_ALLOC_H
+#define RIX_ALLOC_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rix_allocator {
+	void *(*malloc_fn)(size_t size, void *ctx);
+	void *(*calloc_fn)(size_t nmemb, size_t size, void *ctx);
+	void *(*realloc_fn)(void *ptr, size_t size, void *ctx);
+	void (*free_fn)(void *ptr, void *ctx);
+	void *ctx;
+} rix_allocator;
+
+/* Installs a (copied) allocator; NULL restores libc's. */
+void rix_allocator_set(const rix_allocator *a);
+
+/* Allocation entry points used throughout rix. Same contracts as libc's. */
+void *rix_malloc(size_t size);
+void *rix_calloc(size_t nmemb, size_t size);
+void *rix_realloc(void *ptr, size_t size);
+void rix_free(void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,111 @@
+/*
+ * rix/index.h — the content of one index file.
+ *
+ * An index lists packs and the blobs each holds. Pack IDs are stored once, in a pack table;
+ * blobs refer to their pack by number. There is one rix_indexmap per blob type. An index is
+ * either unfinished (still receiving packs) or final (read from the repository, or finished
+ * for writing); a final index refuses new packs. It also records the IDs of the index files it
+ * was read from ("ids") and the index files it supersedes.
+ *
+ * JSON: rix_index_decode reads restic's index format (FORMAT.md), object form or legacy array
+ * form, skipping unknown fields; rix_index_encode writes it compactly as restic does.
+ *
+ * Thread-safety: concurrent readers, or one writer.
+ */
+#ifndef RIX_INDEX_H
+#define RIX_INDEX_H
+
+#include <stdbool.h>
+#include "rix/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rix_index rix_index;
+
+/*
+ * Creates an empty, unfinished index. batch: entry batch size for its maps (0: default).
+ * *out belongs to the caller, freed with rix_index_free.
+ * @return 0, RIX_ENOMEM.
+ */
+int rix_index_new(rix_index **out, uint32_t batch);
+
+/* Frees the index. NULL-safe. */
+void rix_index_free(rix_index *idx);
+
+/*
+ * Records that pack pack_id holds blobs[0..n). The pack gets one entry in the pack table even if
+ * stored again. On failure the index may hold a prefix of the blobs (never a broken entry).
+ * @return 0, RIX_ENOMEM, RIX_EINVAL (index final, or a blob type out of range), RIX_ELIMIT.
+ */
+int rix_index_store_pack(rix_index *idx, const rix_id *pack_id, const rix_blob *blobs, size_t n);
+
+/* Finds one location of a blob. out may be NULL. @return 0, RIX_ENOTFOUND. */
+int rix_index_lookup(const rix_index *idx, rix_blob_type t, const rix_id *id, rix_packed_blob *out);
+
+/* Up to max locations (newest first); returns the total number, which may exceed max. */
+size_t rix_index_lookup_all(const rix_index *idx, rix_blob_type t, const rix_id *id,
+			    rix_packed_blob *out, size_t max);
+
+/* Whether a blob is listed. */
+bool rix_index_has(const rix_index *idx, rix_blob_type t, const rix_id *id);
+
+/* Plaintext size of a blob (see rix_blob_plain_size). @return 0, RIX_ENOTFOUND. */
+int rix_index_size(const rix_index *idx, rix_blob_type t, const rix_id *id, uint32_t *size);
+
+/* Number of blob entries of type t. */
+size_t rix_index_count(const rix_index *idx, rix_blob_type t);
+
+/* Number of packs, and pack number i's ID (borrowed). */
+size_t rix_index_pack_count(const rix_index *idx);
+const rix_id *rix_index_pack_id(const rix_index *idx, uint32_t i);
+
+/* Calls fn per blob: data blobs in insertion order, then tree blobs. Stops on nonzero. */
+typedef int (*rix_index_blob_fn)(const rix_packed_blob *pb, void *arg);
+int rix_index_foreach(const rix_index *idx, rix_index_blob_fn fn, void *arg);
+
+/*
+ * Calls fn once per pack (pack table order) with all its blobs (data then tree, each in
+ * insertion order). blobs is borrowed for the call. Packs without blobs are reported with n = 0.
+ * @return 0, fn's nonzero value, RIX_ENOMEM.
+ */
+typedef int (*rix_index_pack_fn)(const rix_id *pack_id, const rix_packed_blob *blobs, size_t n,
+				 void *arg);
+int rix_index_foreach_pack(const rix_index *idx, rix_index_pack_fn fn, void *arg);
+
+/* Final flag. */
+void rix_index_finalize(rix_index *idx);
+bool rix_index_is_final(const rix_index *idx);
+
+/* IDs of the index files this index was read from. @return 0, RIX_ENOMEM. */
+int rix_index_add_id(rix_index *idx, const rix_id *id);
+const rix_id *rix_index_ids(const rix_index *idx, size_t *n);
+
+/* IDs of index files this one supersedes. @return 0, RIX_ENOMEM. */
+int rix_index_add_supersedes(rix_index *idx, const rix_id *id);
+const rix_id *rix_index_supersedes(const rix_index *idx, size_t *n);
+
+/* Bytes held (maps, pack table, id lists). */
+size_t rix_index_memory(const rix_index *idx);
+
+/*
+ * Decodes index JSON (restic's v1 object form or the legacy bare array). The result is final.
+ * Malformed input gives RIX_ECORRUPT with a message naming the byte offset. *out belongs to the
+ * caller. legacy, if not NULL, is set to whether the array form was read.
+ * @return 0, RIX_ECORRUPT, RIX_ENOMEM, RIX_ELIMIT.
+ */
+int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy);
+
+/*
+ * Encodes as restic writes it: compact JSON with a trailing newline, "supersedes" first and
+ * left out when empty, packs in pack-table order. *out (NUL-terminated; *len excludes the NUL)
+ * belongs to the caller, freed with rix_free.
+ * @return 0, RIX_ENOMEM.
+ */
+int rix_index_encode(const rix_index *idx, char **out, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

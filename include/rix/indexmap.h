@@ -1,0 +1,100 @@
+/*
+ * rix/indexmap.h — a chaining hash table from blob ID to location (rix_loc).
+ *
+ * The building block of every in-memory index. Entries (ID + location + a 32-bit chain link,
+ * 52 bytes) are allocated a batch at a time; buckets and links hold 32-bit entry numbers. The
+ * hash is XXH3 with a random seed per table, so crafted IDs cannot flood one chain.
+ * Duplicates are allowed (a lookup returns the most recently added match; lookup_all returns
+ * every match); entries are never deleted.
+ *
+ * Thread-safety: any number of concurrent readers, or one writer, never both (the caller
+ * locks). Lookups never write to the table.
+ *
+ * API families: create/free/reserve; add; lookup, lookup_all, lookup_many (batched, prefetching);
+ * count/memory; iteration in insertion order (callback or by entry number).
+ */
+#ifndef RIX_INDEXMAP_H
+#define RIX_INDEXMAP_H
+
+#include <stdbool.h>
+#include "rix/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rix_indexmap rix_indexmap;
+
+/* Default entries per allocation batch (chosen by bench/RESULTS.md's sweep). */
+#define RIX_INDEXMAP_DEFAULT_BATCH 1024u
+/* The largest number of entries one table holds. */
+#define RIX_INDEXMAP_MAX_ENTRIES 0xFFFFFFFEu
+
+/*
+ * Creates an empty table. batch = entries per allocation block (0: the default; rounded up to a
+ * power of two, at most 2^20). The seed is random (libc getrandom).
+ * *out belongs to the caller, freed with rix_indexmap_free.
+ * @return 0, RIX_ENOMEM.
+ */
+int rix_indexmap_new(rix_indexmap **out, uint32_t batch);
+
+/* As rix_indexmap_new with a fixed hash seed (tests and reproducible benchmarks). */
+int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed);
+
+/* Frees the table. NULL-safe. */
+void rix_indexmap_free(rix_indexmap *m);
+
+/*
+ * Makes room for n entries in total so that adding up to n entries allocates nothing more.
+ * @return 0, RIX_ENOMEM (table unchanged), RIX_ELIMIT.
+ */
+int rix_indexmap_reserve(rix_indexmap *m, size_t n);
+
+/*
+ * Adds an entry (duplicates allowed). On failure the table is unchanged.
+ * @return 0, RIX_ENOMEM, RIX_ELIMIT.
+ */
+int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc);
+
+/*
+ * Finds the most recently added entry for id. out may be NULL (membership test).
+ * @return 0, RIX_ENOTFOUND.
+ */
+int rix_indexmap_lookup(const rix_indexmap *m, const rix_id *id, rix_loc *out);
+
+/*
+ * Writes up to max matches for id into out (newest first) and returns the total number of
+ * matches, which may exceed max.
+ */
+size_t rix_indexmap_lookup_all(const rix_indexmap *m, const rix_id *id, rix_loc *out, size_t max);
+
+/*
+ * Batched lookup: for each i < n, found[i] = 1 and out[i] = location if ids[i] is present,
+ * else found[i] = 0 (out[i] untouched). out may be NULL. Issues the memory loads of many keys
+ * before using them, so their cache misses overlap. Returns the number found.
+ */
+size_t rix_indexmap_lookup_many(const rix_indexmap *m, const rix_id *ids, size_t n,
+				rix_loc *out, uint8_t *found);
+
+/* Number of entries. */
+size_t rix_indexmap_count(const rix_indexmap *m);
+
+/* Bytes the table holds (blocks, block list, buckets, struct). */
+size_t rix_indexmap_memory(const rix_indexmap *m);
+
+/* Entry number i (0 <= i < count), in insertion order. Pointers are borrowed. */
+void rix_indexmap_entry(const rix_indexmap *m, uint32_t i, const rix_id **id, rix_loc *loc);
+
+/*
+ * Calls fn for every entry in insertion order; stops at the first nonzero return and returns it.
+ */
+typedef int (*rix_indexmap_fn)(const rix_id *id, const rix_loc *loc, void *arg);
+int rix_indexmap_foreach(const rix_indexmap *m, rix_indexmap_fn fn, void *arg);
+
+/* The batch size in use. */
+uint32_t rix_indexmap_batch(const rix_indexmap *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,112 @@
+/*
+ * rix/master_index.h — all indexes of a repository, answering for them as one.
+ *
+ * Finalized indexes are merged (rix_master_index_merge) into one frozen table per blob type:
+ * a chaining table whose chains are laid out contiguously, so a lookup is one probe and an
+ * entry costs 48 bytes plus a share of an 8-byte bucket word. Unfinished indexes (and final
+ * ones added after the last merge) stay separate and are searched after the frozen table.
+ * Packs get global numbers in one pack table.
+ *
+ * The pending set holds blobs being written right now, so that two threads saving the same
+ * blob store it once: rix_master_index_add_pending returns 1 to exactly one caller.
+ *
+ * Thread-safety: every function may be called from many threads at once. Readers share a
+ * rwlock; adding and merging build their new state first and hold the write lock only to
+ * publish it, so lookups continue during a merge.
+ */
+#ifndef RIX_MASTER_INDEX_H
+#define RIX_MASTER_INDEX_H
+
+#include <stdbool.h>
+#include "rix/types.h"
+#include "rix/index.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rix_master_index rix_master_index;
+
+/* *out belongs to the caller, freed with rix_master_index_free. @return 0, RIX_ENOMEM. */
+int rix_master_index_new(rix_master_index **out);
+
+/* As rix_master_index_new with a fixed hash seed (tests, reproducible benchmarks). */
+int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed);
+
+/* Frees the master index and every index it holds. NULL-safe. */
+void rix_master_index_free(rix_master_index *mi);
+
+/*
+ * Adds an index; the master index takes ownership of idx on success (on failure the caller
+ * keeps it). A final index waits for the next merge; an unfinished one stays separate.
+ * @return 0, RIX_ENOMEM.
+ */
+int rix_master_index_add(rix_master_index *mi, rix_index *idx);
+
+/*
+ * Merges every final index added since the last merge into the frozen tables, then frees their
+ * blob maps (their IDs and supersedes lists are kept). Lookups during the merge see the state
+ * before it; afterwards, the state after it.
+ * @return 0, RIX_ENOMEM (nothing changed), RIX_ELIMIT.
+ */
+int rix_master_index_merge(rix_master_index *mi);
+
+/*
+ * Records that pack pack_id holds blobs, in the master's own unfinished index (created on
+ * demand). @return 0, RIX_ENOMEM, RIX_EINVAL.
+ */
+int rix_master_index_store_pack(rix_master_index *mi, const rix_id *pack_id,
+				const rix_blob *blobs, size_t n);
+
+/* One location of a blob. out may be NULL. @return 0, RIX_ENOTFOUND. */
+int rix_master_index_lookup(rix_master_index *mi, rix_blob_type t, const rix_id *id,
+			    rix_packed_blob *out);
+
+/* Whether the blob is in any index. */
+bool rix_master_index_has(rix_master_index *mi, rix_blob_type t, const rix_id *id);
+
+/* Plaintext size (see rix_blob_plain_size). @return 0, RIX_ENOTFOUND. */
+int rix_master_index_size(rix_master_index *mi, rix_blob_type t, const rix_id *id, uint32_t *size);
+
+/* Up to max locations; returns the total number, which may exceed max. */
+size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const rix_id *id,
+				   rix_packed_blob *out, size_t max);
+
+/*
+ * Batched lookup of n IDs of one type: found[i] = 1 and out[i] filled when ids[i] is known,
+ * else found[i] = 0. out may be NULL (membership only). Overlaps the memory misses of many
+ * keys. Returns the number found.
+ */
+size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const rix_id *ids,
+				    size_t n, rix_packed_blob *out, uint8_t *found);
+
+/* Number of blob entries of type t over all indexes (duplicates counted). */
+size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t);
+
+/* Calls fn for every blob entry (frozen tables first, then separate indexes). Stops on nonzero. */
+int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *arg);
+
+/*
+ * The distinct pack IDs of all indexes, sorted. *out belongs to the caller (rix_free).
+ * @return 0, RIX_ENOMEM.
+ */
+int rix_master_index_packs(rix_master_index *mi, rix_id **out, size_t *n);
+
+/* IDs of all index files held (rix_index_add_id of each). *out: caller's (rix_free). */
+int rix_master_index_index_ids(rix_master_index *mi, rix_id **out, size_t *n);
+
+/*
+ * Pending blobs. add_pending returns 1 if the caller should write the blob (it was neither
+ * known nor pending, and now is pending), 0 if it is known or pending already, or a negative
+ * error (RIX_ENOMEM). remove_pending drops it (after it was stored, or the write failed).
+ */
+int rix_master_index_add_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
+void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
+
+/* Bytes held by everything in the master index, pack table included. */
+size_t rix_master_index_memory(rix_master_index *mi);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,16 @@
+/*
+ * rix/rix.h — everything public.
+ *
+ * Families: error.h (codes, last message), alloc.h (allocator hook), types.h (IDs, blob
+ * locations), indexmap.h (the hash table), index.h (one index file, JSON codec),
+ * master_index.h (all indexes, merged).
+ */
+#ifndef RIX_RIX_H
+#define RIX_RIX_H
+#include "rix/error.h"
+#include "rix/alloc.h"
+#include "rix/types.h"
+#include "rix/indexmap.h"
+#include "rix/index.h"
+#include "rix/master_index.h"
+#endif

@@ -1,0 +1,54 @@
+/*
+ * index/hash.h — private to index/: the one hash every table here uses, and how its 64 bits
+ * are split.
+ *
+ *   h = XXH3_64(id, 32 bytes, seed)        seed: random per table (hash flooding)
+ *   bits  0..31  -> bucket = (h_lo * nbuckets) >> 32   ("fastrange": any bucket count works,
+ *                                                      no power of two, no division)
+ *   bits 32..36  -> first filter bit  (0..31)
+ *   bits 37..41  -> second filter bit (0..31)
+ *
+ * Each bucket word keeps 32 filter bits, the OR of the two bits of every entry in its chain
+ * (a tiny Bloom filter, k = 2). A lookup of an absent ID whose bits are not both set stops
+ * after reading the bucket word, without touching an entry.
+ */
+#ifndef RIX_INDEX_HASH_H
+#define RIX_INDEX_HASH_H
+
+#include <stdint.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "rix/types.h"
+
+static inline uint64_t rix__hash_id(const rix_id *id, uint64_t seed)
+{
+	return XXH3_64bits_withSeed(id->b, RIX_ID_SIZE, seed);
+}
+
+static inline uint32_t rix__hash_bucket(uint64_t h, uint32_t nbuckets)
+{
+	return (uint32_t)(((uint64_t)(uint32_t)h * nbuckets) >> 32);
+}
+
+/* The two filter bits of h, placed in the high half of a bucket word. */
+static inline uint64_t rix__hash_filter(uint64_t h)
+{
+	return ((uint64_t)1 << (32 + ((h >> 32) & 31))) | ((uint64_t)1 << (32 + ((h >> 37) & 31)));
+}
+
+/* A random 64-bit seed from the kernel (falls back to time and address bits). */
+uint64_t rix__random_seed(void);
+
+static inline int rix__id_eq(const rix_id *a, const rix_id *b)
+{
+	uint64_t x[4], y[4];
+	__builtin_memcpy(x, a->b, 32);
+	__builtin_memcpy(y, b->b, 32);
+	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+}
+
+#define RIX_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+
+#endif

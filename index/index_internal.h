@@ -1,0 +1,50 @@
+/*
+ * index/index_internal.h — private to index/ (and its tests): the rix_index struct and the
+ * fast paths the JSON decoder and the master index use.
+ */
+#ifndef RIX_INDEX_INTERNAL_H
+#define RIX_INDEX_INTERNAL_H
+
+#include "rix/index.h"
+#include "rix/indexmap.h"
+
+/*
+ * One index file's content.
+ *
+ *   packs[0..npacks)          pack table: each pack ID once; entries' rix_loc.pack points here
+ *   pack_slots[0..pack_cap)   open-addressing set over the pack table (value = number + 1,
+ *                             0 = empty; seeded XXH3), so storing a pack finds its number
+ *   maps[RIX_BLOB_DATA/TREE]  blob ID -> rix_loc, one chaining table per type
+ */
+struct rix_index {
+	rix_indexmap *maps[RIX_BLOB_TYPES]; /* NULL after the master index took the entries */
+	rix_id *packs;
+	uint32_t npacks, packs_cap;
+	uint32_t *pack_slots;
+	uint32_t pack_slots_cap; /* power of two, or 0 */
+	uint64_t pack_seed;      /* XXH3 seed for pack_slots */
+	uint32_t batch;
+	bool final;
+	rix_id *ids;
+	size_t nids, ids_cap;
+	rix_id *supersedes;
+	size_t nsupersedes, supersedes_cap;
+};
+
+/*
+ * Returns the number of pack_id in the pack table, adding it if new.
+ * @return 0, RIX_ENOMEM, RIX_ELIMIT.
+ */
+int rix__index_pack_number(rix_index *idx, const rix_id *pack_id, uint32_t *num);
+
+/*
+ * Adds one blob entry of pack number pack (which must exist). Works on unfinished and final
+ * indexes alike (the decoder fills an index, then marks it final).
+ * @return 0, RIX_ENOMEM, RIX_ELIMIT.
+ */
+int rix__index_add_blob(rix_index *idx, rix_blob_type t, const rix_id *id, const rix_loc *loc);
+
+/* Hint: about n more blobs of type t will be added. @return 0, RIX_ENOMEM. */
+int rix__index_reserve(rix_index *idx, rix_blob_type t, size_t n);
+
+#endif

@@ -1,0 +1,367 @@
+/*
+ * index/indexmap.c — the mutable chaining hash table: blob ID -> rix_loc.
+ *
+ * Layout
+ * ------
+ *                 buckets[nbuckets] (u64 words)
+ *                 +---------------------------+
+ *   bucket(h) --> | filter:32 | head+1:32     |   head+1 = 0: empty chain
+ *                 +---------------------------+
+ *                                |
+ *                                v  entry number e lives at blocks[e >> shift][e & mask]
+ *   blocks[0] --> [ e0 | e1 | ... | e(batch-1) ]       one allocation per `batch` entries
+ *   blocks[1] --> [ ... ]
+ *
+ *   entry (52 bytes, 4-byte aligned): id[32] | pack | offset | length | ulen | next+1
+ *
+ * A chain runs from the bucket's head through each entry's `next` (entry number + 1, 0 ends
+ * the chain). New entries are put at the head, so a chain lists newest first and a lookup
+ * returns the most recent duplicate. Entry numbers are insertion order, which makes iteration
+ * a walk over the blocks.
+ *
+ * Sizing
+ * ------
+ * The bucket count is any number (fastrange maps the hash to it), kept so that the load factor
+ * (entries per bucket) stays in (MAX_LOAD/2, MAX_LOAD] while growing by doubling; reserve(n)
+ * sizes for RESERVE_LOAD at n. Buckets then cost 8/load bytes per entry: 2-4 bytes at these
+ * loads, so an entry costs 54-56 bytes all-in. The 32 filter bits per bucket (k = 2 bits per
+ * entry) keep lookups of absent IDs at about one cache miss despite chains of 2-4.
+ *
+ * Growth allocates the new bucket array first and fails with RIX_ENOMEM leaving the table as it
+ * was. The rehash walks entries in order and prefetches the bucket words a few entries ahead,
+ * so its cache misses overlap.
+ *
+ * Limits: at most 2^32 - 2 entries (entry number + 1 must fit in 32 bits).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/indexmap.h"
+#include "hash.h"
+
+/* Growth keeps the load in (MAX_LOAD / 2, MAX_LOAD]. */
+#define MAX_LOAD 4u
+/* reserve(n) sizes the buckets for this load at n: n * 2 / 5 buckets. */
+#define RESERVE_LOAD_NUM 5u
+#define RESERVE_LOAD_DEN 2u
+#define MIN_BUCKETS 16u
+#define MAX_BATCH (1u << 20)
+
+struct entry {
+	rix_id id;
+	rix_loc loc;
+	uint32_t next; /* entry number + 1 of the next (older) entry in the chain; 0 = end */
+};
+_Static_assert(sizeof(struct entry) == 52, "entry must stay 52 bytes");
+
+struct rix_indexmap {
+	uint64_t *buckets;      /* nbuckets words: filter bits << 32 | (head entry + 1) */
+	uint32_t nbuckets;      /* 0 until the first add or reserve */
+	uint32_t count;         /* entries in use */
+	uint32_t shift;         /* batch = 1 << shift entries per block */
+	uint32_t nblocks;       /* blocks allocated (capacity = nblocks << shift) */
+	uint32_t blocks_cap;    /* slots in blocks[] */
+	struct entry **blocks;
+	uint64_t seed;
+};
+
+uint64_t rix__random_seed(void)
+{
+	uint64_t s;
+	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) == (ssize_t)sizeof(s))
+		return s;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&s;
+}
+
+static inline struct entry *entry_at(const rix_indexmap *m, uint32_t e)
+{
+	return &m->blocks[e >> m->shift][e & ((1u << m->shift) - 1)];
+}
+
+int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed)
+{
+	*out = NULL;
+	if (batch == 0)
+		batch = RIX_INDEXMAP_DEFAULT_BATCH;
+	if (batch > MAX_BATCH)
+		batch = MAX_BATCH;
+	uint32_t shift = 0;
+	while ((1u << shift) < batch)
+		shift++;
+	rix_indexmap *m = rix_calloc(1, sizeof(*m));
+	if (m == NULL)
+		return rix_error_set(RIX_ENOMEM, "indexmap: out of memory");
+	m->shift = shift;
+	m->seed = seed;
+	*out = m;
+	return 0;
+}
+
+int rix_indexmap_new(rix_indexmap **out, uint32_t batch)
+{
+	return rix_indexmap_new_seeded(out, batch, rix__random_seed());
+}
+
+void rix_indexmap_free(rix_indexmap *m)
+{
+	if (m == NULL)
+		return;
+	for (uint32_t i = 0; i < m->nblocks; i++)
+		rix_free(m->blocks[i]);
+	rix_free(m->blocks);
+	rix_free(m->buckets);
+	rix_free(m);
+}
+
+/* Ensures capacity for n entries in total. */
+static int grow_blocks(rix_indexmap *m, uint64_t n)
+{
+	uint64_t need = (n + (1u << m->shift) - 1) >> m->shift;
+	if (need <= m->nblocks)
+		return 0;
+	if (need > m->blocks_cap) {
+		uint64_t cap = m->blocks_cap ? (uint64_t)m->blocks_cap * 2 : 8;
+		if (cap < need)
+			cap = need;
+		struct entry **nb = rix_realloc(m->blocks, cap * sizeof(*nb));
+		if (nb == NULL)
+			return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for block list");
+		m->blocks = nb;
+		m->blocks_cap = (uint32_t)cap;
+	}
+	while (m->nblocks < need) {
+		struct entry *b = rix_malloc(sizeof(struct entry) << m->shift);
+		if (b == NULL)
+			return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for entry block");
+		m->blocks[m->nblocks++] = b;
+	}
+	return 0;
+}
+
+/*
+ * Replaces the buckets with nb fresh ones and relinks every entry. Entries are walked in
+ * insertion order, so each chain is rebuilt newest first; the bucket of entry i + AHEAD is
+ * prefetched while entry i is linked.
+ */
+static int rehash(rix_indexmap *m, uint32_t nb)
+{
+	enum { AHEAD = 8 };
+	uint64_t *buckets = rix_calloc(nb, sizeof(uint64_t));
+	if (buckets == NULL)
+		return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for %u buckets", nb);
+	uint64_t hs[AHEAD];
+	uint32_t n = m->count;
+	for (uint32_t i = 0; i < n && i < AHEAD; i++) {
+		hs[i] = rix__hash_id(&entry_at(m, i)->id, m->seed);
+		RIX_PREFETCH(&buckets[rix__hash_bucket(hs[i], nb)]);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t h = hs[i % AHEAD];
+		if (i + AHEAD < n) {
+			uint64_t h2 = rix__hash_id(&entry_at(m, i + AHEAD)->id, m->seed);
+			hs[i % AHEAD] = h2;
+			__builtin_prefetch(&buckets[rix__hash_bucket(h2, nb)], 1, 3);
+		}
+		uint64_t *w = &buckets[rix__hash_bucket(h, nb)];
+		entry_at(m, i)->next = (uint32_t)*w;
+		*w = ((*w | rix__hash_filter(h)) & 0xFFFFFFFF00000000ull) | (uint64_t)(i + 1);
+	}
+	rix_free(m->buckets);
+	m->buckets = buckets;
+	m->nbuckets = nb;
+	return 0;
+}
+
+int rix_indexmap_reserve(rix_indexmap *m, size_t n)
+{
+	if (n > RIX_INDEXMAP_MAX_ENTRIES)
+		return rix_error_set(RIX_ELIMIT, "indexmap: cannot hold %zu entries", n);
+	int rc = grow_blocks(m, n);
+	if (rc != 0)
+		return rc;
+	uint64_t nb = ((uint64_t)n * RESERVE_LOAD_DEN + RESERVE_LOAD_NUM - 1) / RESERVE_LOAD_NUM;
+	if (nb < MIN_BUCKETS)
+		nb = MIN_BUCKETS;
+	if (nb > m->nbuckets)
+		return rehash(m, (uint32_t)nb);
+	return 0;
+}
+
+int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc)
+{
+	uint32_t e = m->count;
+	if (e >= RIX_INDEXMAP_MAX_ENTRIES)
+		return rix_error_set(RIX_ELIMIT, "indexmap: full at %u entries", e);
+	if ((e >> m->shift) >= m->nblocks) {
+		int rc = grow_blocks(m, (uint64_t)e + 1);
+		if (rc != 0)
+			return rc;
+	}
+	if ((uint64_t)e + 1 > (uint64_t)m->nbuckets * MAX_LOAD) {
+		uint64_t nb = m->nbuckets ? (uint64_t)m->nbuckets * 2 : MIN_BUCKETS;
+		if (nb > 0xFFFFFFFFu)
+			nb = 0xFFFFFFFFu;
+		int rc = rehash(m, (uint32_t)nb);
+		if (rc != 0)
+			return rc;
+	}
+	uint64_t h = rix__hash_id(id, m->seed);
+	uint64_t *w = &m->buckets[rix__hash_bucket(h, m->nbuckets)];
+	struct entry *en = entry_at(m, e);
+	en->id = *id;
+	en->loc = *loc;
+	en->next = (uint32_t)*w;
+	*w = ((*w | rix__hash_filter(h)) & 0xFFFFFFFF00000000ull) | (uint64_t)(e + 1);
+	m->count = e + 1;
+	return 0;
+}
+
+int rix_indexmap_lookup(const rix_indexmap *m, const rix_id *id, rix_loc *out)
+{
+	if (m->count == 0)
+		return RIX_ENOTFOUND;
+	uint64_t h = rix__hash_id(id, m->seed);
+	uint64_t w = m->buckets[rix__hash_bucket(h, m->nbuckets)];
+	uint64_t f = rix__hash_filter(h);
+	if ((w & f) != f)
+		return RIX_ENOTFOUND;
+	for (uint32_t e = (uint32_t)w; e != 0;) {
+		const struct entry *en = entry_at(m, e - 1);
+		if (rix__id_eq(&en->id, id)) {
+			if (out != NULL)
+				*out = en->loc;
+			return 0;
+		}
+		e = en->next;
+	}
+	return RIX_ENOTFOUND;
+}
+
+size_t rix_indexmap_lookup_all(const rix_indexmap *m, const rix_id *id, rix_loc *out, size_t max)
+{
+	if (m->count == 0)
+		return 0;
+	uint64_t h = rix__hash_id(id, m->seed);
+	uint64_t w = m->buckets[rix__hash_bucket(h, m->nbuckets)];
+	uint64_t f = rix__hash_filter(h);
+	if ((w & f) != f)
+		return 0;
+	size_t n = 0;
+	for (uint32_t e = (uint32_t)w; e != 0;) {
+		const struct entry *en = entry_at(m, e - 1);
+		if (rix__id_eq(&en->id, id)) {
+			if (n < max && out != NULL)
+				out[n] = en->loc;
+			n++;
+		}
+		e = en->next;
+	}
+	return n;
+}
+
+/*
+ * Batched lookup, in groups of GROUP keys and three stages per group:
+ *   1. hash every key and prefetch its bucket word;
+ *   2. read the words, drop keys the filter rules out, prefetch each chain head;
+ *   3. step all live chains one entry per round, prefetching each next entry,
+ *      until every key is matched or its chain ends.
+ * The misses of the keys in a group overlap instead of queuing one after another.
+ */
+size_t rix_indexmap_lookup_many(const rix_indexmap *m, const rix_id *ids, size_t n,
+				rix_loc *out, uint8_t *found)
+{
+	enum { GROUP = 32 };
+	size_t nfound = 0;
+	if (m->count == 0) {
+		if (found != NULL)
+			memset(found, 0, n);
+		return 0;
+	}
+	for (size_t base = 0; base < n; base += GROUP) {
+		size_t g = n - base < GROUP ? n - base : GROUP;
+		uint64_t h[GROUP];
+		uint32_t cur[GROUP];
+		uint32_t live[GROUP];
+		size_t nlive = 0;
+		for (size_t i = 0; i < g; i++) {
+			h[i] = rix__hash_id(&ids[base + i], m->seed);
+			RIX_PREFETCH(&m->buckets[rix__hash_bucket(h[i], m->nbuckets)]);
+		}
+		for (size_t i = 0; i < g; i++) {
+			uint64_t w = m->buckets[rix__hash_bucket(h[i], m->nbuckets)];
+			uint64_t f = rix__hash_filter(h[i]);
+			if (found != NULL)
+				found[base + i] = 0;
+			if ((w & f) == f && (uint32_t)w != 0) {
+				cur[i] = (uint32_t)w;
+				RIX_PREFETCH(entry_at(m, cur[i] - 1));
+				live[nlive++] = (uint32_t)i;
+			}
+		}
+		while (nlive > 0) {
+			size_t keep = 0;
+			for (size_t k = 0; k < nlive; k++) {
+				uint32_t i = live[k];
+				const struct entry *en = entry_at(m, cur[i] - 1);
+				if (rix__id_eq(&en->id, &ids[base + i])) {
+					if (out != NULL)
+						out[base + i] = en->loc;
+					if (found != NULL)
+						found[base + i] = 1;
+					nfound++;
+					continue;
+				}
+				if (en->next == 0)
+					continue;
+				cur[i] = en->next;
+				RIX_PREFETCH(entry_at(m, cur[i] - 1));
+				live[keep++] = i;
+			}
+			nlive = keep;
+		}
+	}
+	return nfound;
+}
+
+size_t rix_indexmap_count(const rix_indexmap *m)
+{
+	return m->count;
+}
+
+size_t rix_indexmap_memory(const rix_indexmap *m)
+{
+	return sizeof(*m) + (size_t)m->nbuckets * sizeof(uint64_t) +
+	       (size_t)m->blocks_cap * sizeof(struct entry *) +
+	       ((size_t)m->nblocks << m->shift) * sizeof(struct entry);
+}
+
+void rix_indexmap_entry(const rix_indexmap *m, uint32_t i, const rix_id **id, rix_loc *loc)
+{
+	const struct entry *en = entry_at(m, i);
+	if (id != NULL)
+		*id = &en->id;
+	if (loc != NULL)
+		*loc = en->loc;
+}
+
+int rix_indexmap_foreach(const rix_indexmap *m, rix_indexmap_fn fn, void *arg)
+{
+	for (uint32_t i = 0; i < m->count; i++) {
+		const struct entry *en = entry_at(m, i);
+		int rc = fn(&en->id, &en->loc, arg);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+uint32_t rix_indexmap_batch(const rix_indexmap *m)
+{
+	return 1u << m->shift;
+}

@@ -1,0 +1,773 @@
+/*
+ * index/master_index.c — all indexes of a repository, merged.
+ *
+ * State
+ * -----
+ *   frozen[type]   one read-only chaining table per blob type holding every merged entry
+ *   packs[]        global pack table; frozen entries' rix_loc.pack numbers point here
+ *   separate[]     indexes not merged: unfinished ones (the master's own "current" index among
+ *                  them) and final ones added since the last merge; each keeps its own pack table
+ *   pending        blobs being written now (open addressing, backward-shift deletion)
+ *
+ * The frozen table is a chaining table whose chains are stored contiguously, in bucket order:
+ *
+ *   buckets[nb + 1] (u64)                    entries[count] (48 bytes: id[32] | rix_loc)
+ *   +-------------------------+              +----+----+----+----+----+----+----+----
+ *   | filter:32 | start:32    | b ---------> | e0 | e1 | e2 | e3 | e4 | e5 | e6 | ...
+ *   | filter:32 | start:32    | b+1 -------------------------> ^
+ *   ...                                       chain of b = entries[start(b) .. start(b+1))
+ *   | 0         | count       | nb (sentinel)
+ *   +-------------------------+
+ *
+ * No `next` field is needed (48 bytes an entry instead of 52), and a chain is one run of
+ * adjacent memory, so walking it costs one or two cache misses whatever its length. The bucket
+ * count is count / FROZEN_LOAD, so buckets cost 8 / FROZEN_LOAD bytes an entry; the same
+ * 32-bit filter as the mutable table (hash.h) rejects most absent IDs at the bucket word.
+ * Within a chain the newest entry comes first.
+ *
+ * A merge builds new frozen tables (a counting sort on bucket numbers: count, prefix sums,
+ * place) from the old tables and the final indexes waiting, with a new global pack table, while
+ * holding only the writers' mutex. Readers go on using the old state; the write lock is taken
+ * just to swap pointers. Then the old tables and the merged indexes are freed.
+ *
+ * Locks: `lock` (rwlock) guards every published pointer and the separate indexes; `wmu`
+ * serializes writers (add, merge, store_pack) so a merge may read `separate` without the
+ * rwlock; `pmu` guards the pending set and makes "known or pending? else mark pending" atomic.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/master_index.h"
+#include "index_internal.h"
+#include "hash.h"
+
+/* Entries per bucket in a frozen table. See bench/RESULTS.md for the sweep behind it. */
+#define FROZEN_LOAD 4u
+
+struct fentry {
+	rix_id id;
+	rix_loc loc; /* loc.pack: global pack number */
+};
+_Static_assert(sizeof(struct fentry) == 48, "frozen entry must stay 48 bytes");
+
+struct frozen {
+	uint64_t *buckets; /* nb + 1 words: filter << 32 | start; word nb holds count */
+	struct fentry *entries;
+	uint32_t nb;
+	uint32_t count;
+};
+
+struct pending_slot {
+	rix_id id;
+	uint8_t type;
+	uint8_t used;
+};
+
+struct rix_master_index {
+	pthread_rwlock_t lock;
+	pthread_mutex_t wmu;
+	pthread_mutex_t pmu;
+	uint64_t seed;
+	struct frozen *frozen[RIX_BLOB_TYPES]; /* NULL: nothing merged of that type yet */
+	rix_id *packs;
+	uint32_t npacks;
+	rix_index **separate;
+	size_t nseparate, separate_cap;
+	rix_index *own; /* the master's own unfinished index, also in separate[]; may be NULL */
+	rix_id *index_ids; /* IDs of the index files merged so far */
+	size_t nindex_ids;
+	struct pending_slot *pending;
+	uint32_t pending_cap, npending; /* cap: power of two or 0 */
+};
+
+/* ---- Frozen tables ------------------------------------------------------------------------ */
+
+static void frozen_free(struct frozen *f)
+{
+	if (f == NULL)
+		return;
+	rix_free(f->buckets);
+	rix_free(f->entries);
+	rix_free(f);
+}
+
+static size_t frozen_memory(const struct frozen *f)
+{
+	if (f == NULL)
+		return 0;
+	return sizeof(*f) + ((size_t)f->nb + 1) * sizeof(uint64_t) + (size_t)f->count * sizeof(struct fentry);
+}
+
+static const struct fentry *frozen_find(const struct frozen *f, const rix_id *id, uint64_t seed)
+{
+	uint64_t h = rix__hash_id(id, seed);
+	uint32_t b = rix__hash_bucket(h, f->nb);
+	uint64_t w = f->buckets[b];
+	uint64_t fl = rix__hash_filter(h);
+	if ((w & fl) != fl)
+		return NULL;
+	uint32_t end = (uint32_t)f->buckets[b + 1];
+	for (uint32_t i = (uint32_t)w; i < end; i++)
+		if (rix__id_eq(&f->entries[i].id, id))
+			return &f->entries[i];
+	return NULL;
+}
+
+/* One source of entries for a merge: a frozen table or an index's map. */
+struct merge_src {
+	const struct frozen *f;
+	const rix_indexmap *m;
+	uint32_t pack_base; /* added to an index map's local pack numbers */
+};
+
+static inline void src_entry(const struct merge_src *s, uint32_t i, const rix_id **id, rix_loc *loc)
+{
+	if (s->f != NULL) {
+		*id = &s->f->entries[i].id;
+		*loc = s->f->entries[i].loc;
+	} else {
+		rix_indexmap_entry(s->m, i, id, loc);
+		loc->pack += s->pack_base;
+	}
+}
+
+static inline uint32_t src_count(const struct merge_src *s)
+{
+	return s->f != NULL ? s->f->count : (uint32_t)rix_indexmap_count(s->m);
+}
+
+/*
+ * Builds a frozen table of all entries of srcs[0..n) (a counting sort by bucket). Sources are
+ * placed oldest first; placement fills each chain from its end, so the newest entry of a chain
+ * comes first. *out NULL when there are no entries.
+ */
+static int frozen_build(struct frozen **out, const struct merge_src *srcs, size_t n, uint64_t seed)
+{
+	*out = NULL;
+	uint64_t total = 0;
+	for (size_t s = 0; s < n; s++)
+		total += src_count(&srcs[s]);
+	if (total == 0)
+		return 0;
+	if (total > 0xFFFFFFFEu)
+		return rix_error_set(RIX_ELIMIT, "master index: %llu entries of one type is over the limit",
+				     (unsigned long long)total);
+	uint32_t nb = (uint32_t)((total + FROZEN_LOAD - 1) / FROZEN_LOAD);
+	struct frozen *f = rix_calloc(1, sizeof(*f));
+	if (f == NULL)
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
+	f->nb = nb;
+	f->count = (uint32_t)total;
+	f->buckets = rix_calloc((size_t)nb + 1, sizeof(uint64_t));
+	f->entries = rix_malloc((size_t)total * sizeof(struct fentry));
+	if (f->buckets == NULL || f->entries == NULL) {
+		frozen_free(f);
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %llu entries",
+				     (unsigned long long)total);
+	}
+	/* Pass 1: chain lengths (low half) and filter bits (high half) per bucket. */
+	for (size_t s = 0; s < n; s++) {
+		uint32_t c = src_count(&srcs[s]);
+		for (uint32_t i = 0; i < c; i++) {
+			const rix_id *id;
+			rix_loc loc;
+			src_entry(&srcs[s], i, &id, &loc);
+			uint64_t h = rix__hash_id(id, seed);
+			uint64_t *w = &f->buckets[rix__hash_bucket(h, nb)];
+			*w = (*w | rix__hash_filter(h)) + 1; /* total < 2^32: no carry */
+		}
+	}
+	/* Turn lengths into chain ends: end(b) = sum of lengths of buckets 0..b. */
+	uint32_t run = 0;
+	for (uint32_t b = 0; b < nb; b++) {
+		run += (uint32_t)f->buckets[b];
+		f->buckets[b] = (f->buckets[b] & 0xFFFFFFFF00000000ull) | run;
+	}
+	f->buckets[nb] = run;
+	/* Pass 2: place each entry at --end(b); afterwards the low half is start(b). */
+	for (size_t s = 0; s < n; s++) {
+		uint32_t c = src_count(&srcs[s]);
+		for (uint32_t i = 0; i < c; i++) {
+			const rix_id *id;
+			rix_loc loc;
+			src_entry(&srcs[s], i, &id, &loc);
+			uint64_t h = rix__hash_id(id, seed);
+			uint64_t *w = &f->buckets[rix__hash_bucket(h, nb)];
+			*w -= 1;
+			struct fentry *e = &f->entries[(uint32_t)*w];
+			e->id = *id;
+			e->loc = loc;
+		}
+	}
+	*out = f;
+	return 0;
+}
+
+/* ---- Create / free ------------------------------------------------------------------------ */
+
+int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed)
+{
+	*out = NULL;
+	rix_master_index *mi = rix_calloc(1, sizeof(*mi));
+	if (mi == NULL)
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
+	if (pthread_rwlock_init(&mi->lock, NULL) != 0) {
+		rix_free(mi);
+		return rix_error_set(RIX_ENOMEM, "master index: cannot create lock");
+	}
+	pthread_mutex_init(&mi->wmu, NULL);
+	pthread_mutex_init(&mi->pmu, NULL);
+	mi->seed = seed;
+	*out = mi;
+	return 0;
+}
+
+int rix_master_index_new(rix_master_index **out)
+{
+	return rix_master_index_new_seeded(out, rix__random_seed());
+}
+
+void rix_master_index_free(rix_master_index *mi)
+{
+	if (mi == NULL)
+		return;
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		frozen_free(mi->frozen[t]);
+	for (size_t i = 0; i < mi->nseparate; i++)
+		rix_index_free(mi->separate[i]);
+	rix_free(mi->separate);
+	rix_free(mi->packs);
+	rix_free(mi->index_ids);
+	rix_free(mi->pending);
+	pthread_rwlock_destroy(&mi->lock);
+	pthread_mutex_destroy(&mi->wmu);
+	pthread_mutex_destroy(&mi->pmu);
+	rix_free(mi);
+}
+
+/* ---- Writers ------------------------------------------------------------------------------ */
+
+/* Appends idx to separate[]; caller holds wmu. Takes the write lock itself. */
+static int push_separate(rix_master_index *mi, rix_index *idx)
+{
+	if (mi->nseparate == mi->separate_cap) {
+		size_t cap = mi->separate_cap ? mi->separate_cap * 2 : 8;
+		rix_index **s = rix_malloc(cap * sizeof(*s));
+		if (s == NULL)
+			return rix_error_set(RIX_ENOMEM, "master index: out of memory");
+		if (mi->nseparate)
+			memcpy(s, mi->separate, mi->nseparate * sizeof(*s));
+		pthread_rwlock_wrlock(&mi->lock);
+		rix_index **old = mi->separate;
+		mi->separate = s;
+		mi->separate_cap = cap;
+		mi->separate[mi->nseparate++] = idx;
+		pthread_rwlock_unlock(&mi->lock);
+		rix_free(old);
+		return 0;
+	}
+	pthread_rwlock_wrlock(&mi->lock);
+	mi->separate[mi->nseparate++] = idx;
+	pthread_rwlock_unlock(&mi->lock);
+	return 0;
+}
+
+int rix_master_index_add(rix_master_index *mi, rix_index *idx)
+{
+	pthread_mutex_lock(&mi->wmu);
+	int rc = push_separate(mi, idx);
+	pthread_mutex_unlock(&mi->wmu);
+	return rc;
+}
+
+int rix_master_index_store_pack(rix_master_index *mi, const rix_id *pack_id, const rix_blob *blobs,
+				size_t n)
+{
+	pthread_mutex_lock(&mi->wmu);
+	int rc = 0;
+	if (mi->own == NULL) {
+		rix_index *idx;
+		rc = rix_index_new(&idx, 0);
+		if (rc == 0) {
+			rc = push_separate(mi, idx);
+			if (rc != 0)
+				rix_index_free(idx);
+			else
+				mi->own = idx;
+		}
+	}
+	if (rc == 0) {
+		pthread_rwlock_wrlock(&mi->lock);
+		rc = rix_index_store_pack(mi->own, pack_id, blobs, n);
+		pthread_rwlock_unlock(&mi->lock);
+	}
+	pthread_mutex_unlock(&mi->wmu);
+	return rc;
+}
+
+int rix_master_index_merge(rix_master_index *mi)
+{
+	pthread_mutex_lock(&mi->wmu);
+	int rc = 0;
+	size_t nmerge = 0, nsrc_max = mi->nseparate + 1;
+	struct merge_src *srcs = rix_malloc(nsrc_max * sizeof(*srcs));
+	rix_index **merged = rix_malloc((mi->nseparate ? mi->nseparate : 1) * sizeof(*merged));
+	struct frozen *nf[RIX_BLOB_TYPES] = { NULL };
+	rix_id *npacks = NULL, *nids = NULL;
+	if (srcs == NULL || merged == NULL) {
+		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for merge");
+		goto done;
+	}
+	uint64_t packs_total = mi->npacks;
+	size_t ids_total = mi->nindex_ids;
+	for (size_t i = 0; i < mi->nseparate; i++) {
+		rix_index *idx = mi->separate[i];
+		if (!idx->final || idx == mi->own)
+			continue;
+		merged[nmerge++] = idx;
+		packs_total += idx->npacks;
+		ids_total += idx->nids;
+	}
+	if (nmerge == 0)
+		goto done;
+	if (packs_total > 0xFFFFFFFEu) {
+		rc = rix_error_set(RIX_ELIMIT, "master index: too many packs");
+		goto done;
+	}
+	/* The new global pack table: old one, then each merged index's table. */
+	npacks = rix_malloc((size_t)(packs_total ? packs_total : 1) * sizeof(rix_id));
+	nids = rix_malloc((ids_total ? ids_total : 1) * sizeof(rix_id));
+	if (npacks == NULL || nids == NULL) {
+		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for pack table");
+		goto done;
+	}
+	if (mi->npacks)
+		memcpy(npacks, mi->packs, (size_t)mi->npacks * sizeof(rix_id));
+	if (mi->nindex_ids)
+		memcpy(nids, mi->index_ids, mi->nindex_ids * sizeof(rix_id));
+	uint32_t base = mi->npacks;
+	size_t idn = mi->nindex_ids;
+	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		size_t ns = 0;
+		if (mi->frozen[t] != NULL)
+			srcs[ns++] = (struct merge_src){ mi->frozen[t], NULL, 0 };
+		uint32_t b = base;
+		for (size_t k = 0; k < nmerge; k++) {
+			if (merged[k]->maps[t] != NULL)
+				srcs[ns++] = (struct merge_src){ NULL, merged[k]->maps[t], b };
+			b += merged[k]->npacks;
+		}
+		rc = frozen_build(&nf[t], srcs, ns, mi->seed);
+		if (rc != 0)
+			goto done;
+	}
+	for (size_t k = 0; k < nmerge; k++) {
+		if (merged[k]->npacks)
+			memcpy(npacks + base, merged[k]->packs, (size_t)merged[k]->npacks * sizeof(rix_id));
+		base += merged[k]->npacks;
+		if (merged[k]->nids)
+			memcpy(nids + idn, merged[k]->ids, merged[k]->nids * sizeof(rix_id));
+		idn += merged[k]->nids;
+	}
+
+	/* Publish. */
+	struct frozen *old[RIX_BLOB_TYPES];
+	rix_id *old_packs, *old_ids;
+	pthread_rwlock_wrlock(&mi->lock);
+	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		old[t] = mi->frozen[t];
+		mi->frozen[t] = nf[t];
+		nf[t] = NULL;
+	}
+	old_packs = mi->packs;
+	mi->packs = npacks;
+	mi->npacks = (uint32_t)packs_total;
+	npacks = NULL;
+	old_ids = mi->index_ids;
+	mi->index_ids = nids;
+	mi->nindex_ids = ids_total;
+	nids = NULL;
+	size_t keep = 0;
+	for (size_t i = 0; i < mi->nseparate; i++) {
+		rix_index *idx = mi->separate[i];
+		if (!idx->final || idx == mi->own)
+			mi->separate[keep++] = idx;
+	}
+	mi->nseparate = keep;
+	pthread_rwlock_unlock(&mi->lock);
+
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		frozen_free(old[t]);
+	rix_free(old_packs);
+	rix_free(old_ids);
+	for (size_t k = 0; k < nmerge; k++)
+		rix_index_free(merged[k]);
+done:
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		frozen_free(nf[t]);
+	rix_free(npacks);
+	rix_free(nids);
+	rix_free(srcs);
+	rix_free(merged);
+	pthread_mutex_unlock(&mi->wmu);
+	return rc;
+}
+
+/* ---- Readers ------------------------------------------------------------------------------ */
+
+static void fill_from_frozen(const rix_master_index *mi, rix_blob_type t, const struct fentry *e,
+			     rix_packed_blob *out)
+{
+	out->id = e->id;
+	out->pack_id = mi->packs[e->loc.pack];
+	out->type = t;
+	out->offset = e->loc.offset;
+	out->length = e->loc.length;
+	out->uncompressed_length = e->loc.uncompressed_length;
+}
+
+/* Caller holds the read lock. */
+static int lookup_locked(const rix_master_index *mi, rix_blob_type t, const rix_id *id,
+			 rix_packed_blob *out)
+{
+	const struct frozen *f = mi->frozen[t];
+	if (f != NULL) {
+		const struct fentry *e = frozen_find(f, id, mi->seed);
+		if (e != NULL) {
+			if (out != NULL)
+				fill_from_frozen(mi, t, e, out);
+			return 0;
+		}
+	}
+	for (size_t i = mi->nseparate; i-- > 0;)
+		if (rix_index_lookup(mi->separate[i], t, id, out) == 0)
+			return 0;
+	return RIX_ENOTFOUND;
+}
+
+int rix_master_index_lookup(rix_master_index *mi, rix_blob_type t, const rix_id *id,
+			    rix_packed_blob *out)
+{
+	if ((unsigned)t >= RIX_BLOB_TYPES)
+		return RIX_ENOTFOUND;
+	pthread_rwlock_rdlock(&mi->lock);
+	int rc = lookup_locked(mi, t, id, out);
+	pthread_rwlock_unlock(&mi->lock);
+	return rc;
+}
+
+bool rix_master_index_has(rix_master_index *mi, rix_blob_type t, const rix_id *id)
+{
+	return rix_master_index_lookup(mi, t, id, NULL) == 0;
+}
+
+int rix_master_index_size(rix_master_index *mi, rix_blob_type t, const rix_id *id, uint32_t *size)
+{
+	rix_packed_blob pb;
+	int rc = rix_master_index_lookup(mi, t, id, &pb);
+	if (rc == 0)
+		*size = rix_blob_plain_size(pb.length, pb.uncompressed_length);
+	return rc;
+}
+
+size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const rix_id *id,
+				   rix_packed_blob *out, size_t max)
+{
+	if ((unsigned)t >= RIX_BLOB_TYPES)
+		return 0;
+	size_t n = 0;
+	pthread_rwlock_rdlock(&mi->lock);
+	const struct frozen *f = mi->frozen[t];
+	if (f != NULL) {
+		uint64_t h = rix__hash_id(id, mi->seed);
+		uint32_t b = rix__hash_bucket(h, f->nb);
+		uint32_t end = (uint32_t)f->buckets[b + 1];
+		for (uint32_t i = (uint32_t)f->buckets[b]; i < end; i++) {
+			if (!rix__id_eq(&f->entries[i].id, id))
+				continue;
+			if (n < max && out != NULL)
+				fill_from_frozen(mi, t, &f->entries[i], &out[n]);
+			n++;
+		}
+	}
+	for (size_t i = mi->nseparate; i-- > 0;) {
+		size_t room = n < max ? max - n : 0;
+		n += rix_index_lookup_all(mi->separate[i], t, id, out ? out + (n < max ? n : 0) : NULL, room);
+	}
+	pthread_rwlock_unlock(&mi->lock);
+	return n;
+}
+
+/*
+ * Batched frozen lookup in groups: hash all keys and prefetch their bucket words; read words,
+ * filter, prefetch chain starts; then scan each chain. Keys the frozen table lacks are then
+ * asked of the separate indexes one by one (there are few, and they are small).
+ */
+size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const rix_id *ids,
+				    size_t n, rix_packed_blob *out, uint8_t *found)
+{
+	enum { GROUP = 32 };
+	if ((unsigned)t >= RIX_BLOB_TYPES) {
+		if (found)
+			memset(found, 0, n);
+		return 0;
+	}
+	size_t nfound = 0;
+	pthread_rwlock_rdlock(&mi->lock);
+	const struct frozen *f = mi->frozen[t];
+	for (size_t base = 0; base < n; base += GROUP) {
+		size_t g = n - base < GROUP ? n - base : GROUP;
+		uint64_t h[GROUP];
+		uint32_t b[GROUP], start[GROUP], end[GROUP];
+		if (f != NULL) {
+			for (size_t i = 0; i < g; i++) {
+				h[i] = rix__hash_id(&ids[base + i], mi->seed);
+				b[i] = rix__hash_bucket(h[i], f->nb);
+				RIX_PREFETCH(&f->buckets[b[i]]);
+			}
+			for (size_t i = 0; i < g; i++) {
+				uint64_t w = f->buckets[b[i]];
+				uint64_t fl = rix__hash_filter(h[i]);
+				start[i] = (uint32_t)w;
+				end[i] = (w & fl) == fl ? (uint32_t)f->buckets[b[i] + 1] : start[i];
+				if (end[i] > start[i])
+					RIX_PREFETCH(&f->entries[start[i]]);
+			}
+		}
+		for (size_t i = 0; i < g; i++) {
+			const rix_id *id = &ids[base + i];
+			int hit = 0;
+			if (f != NULL) {
+				for (uint32_t k = start[i]; k < end[i]; k++) {
+					if (rix__id_eq(&f->entries[k].id, id)) {
+						if (out != NULL)
+							fill_from_frozen(mi, t, &f->entries[k], &out[base + i]);
+						hit = 1;
+						break;
+					}
+				}
+			}
+			if (!hit && mi->nseparate > 0)
+				for (size_t s = mi->nseparate; s-- > 0 && !hit;)
+					hit = rix_index_lookup(mi->separate[s], t, id,
+							       out ? &out[base + i] : NULL) == 0;
+			if (found != NULL)
+				found[base + i] = (uint8_t)hit;
+			nfound += (size_t)hit;
+		}
+	}
+	pthread_rwlock_unlock(&mi->lock);
+	return nfound;
+}
+
+size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t)
+{
+	if ((unsigned)t >= RIX_BLOB_TYPES)
+		return 0;
+	pthread_rwlock_rdlock(&mi->lock);
+	size_t n = mi->frozen[t] ? mi->frozen[t]->count : 0;
+	for (size_t i = 0; i < mi->nseparate; i++)
+		n += rix_index_count(mi->separate[i], t);
+	pthread_rwlock_unlock(&mi->lock);
+	return n;
+}
+
+int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *arg)
+{
+	int rc = 0;
+	pthread_rwlock_rdlock(&mi->lock);
+	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++) {
+		const struct frozen *f = mi->frozen[t];
+		for (uint32_t i = 0; f != NULL && i < f->count && rc == 0; i++) {
+			rix_packed_blob pb;
+			fill_from_frozen(mi, (rix_blob_type)t, &f->entries[i], &pb);
+			rc = fn(&pb, arg);
+		}
+	}
+	for (size_t i = 0; i < mi->nseparate && rc == 0; i++)
+		rc = rix_index_foreach(mi->separate[i], fn, arg);
+	pthread_rwlock_unlock(&mi->lock);
+	return rc;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	return memcmp(a, b, RIX_ID_SIZE);
+}
+
+/* Copies the listed IDs, sorts them and drops repeats. */
+static int sorted_unique(rix_id *all, size_t n, rix_id **out, size_t *nout)
+{
+	qsort(all, n, sizeof(rix_id), cmp_id);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || memcmp(&all[k - 1], &all[i], RIX_ID_SIZE) != 0)
+			all[k++] = all[i];
+	*out = all;
+	*nout = k;
+	return 0;
+}
+
+int rix_master_index_packs(rix_master_index *mi, rix_id **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	pthread_rwlock_rdlock(&mi->lock);
+	size_t total = mi->npacks;
+	for (size_t i = 0; i < mi->nseparate; i++)
+		total += mi->separate[i]->npacks;
+	rix_id *all = rix_malloc((total ? total : 1) * sizeof(rix_id));
+	if (all == NULL) {
+		pthread_rwlock_unlock(&mi->lock);
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory listing packs");
+	}
+	size_t k = mi->npacks;
+	if (k)
+		memcpy(all, mi->packs, k * sizeof(rix_id));
+	for (size_t i = 0; i < mi->nseparate; i++) {
+		const rix_index *idx = mi->separate[i];
+		if (idx->npacks)
+			memcpy(all + k, idx->packs, (size_t)idx->npacks * sizeof(rix_id));
+		k += idx->npacks;
+	}
+	pthread_rwlock_unlock(&mi->lock);
+	return sorted_unique(all, total, out, n);
+}
+
+int rix_master_index_index_ids(rix_master_index *mi, rix_id **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	pthread_rwlock_rdlock(&mi->lock);
+	size_t total = mi->nindex_ids;
+	for (size_t i = 0; i < mi->nseparate; i++)
+		total += mi->separate[i]->nids;
+	rix_id *all = rix_malloc((total ? total : 1) * sizeof(rix_id));
+	if (all == NULL) {
+		pthread_rwlock_unlock(&mi->lock);
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory listing index IDs");
+	}
+	size_t k = mi->nindex_ids;
+	if (k)
+		memcpy(all, mi->index_ids, k * sizeof(rix_id));
+	for (size_t i = 0; i < mi->nseparate; i++) {
+		const rix_index *idx = mi->separate[i];
+		if (idx->nids)
+			memcpy(all + k, idx->ids, idx->nids * sizeof(rix_id));
+		k += idx->nids;
+	}
+	pthread_rwlock_unlock(&mi->lock);
+	return sorted_unique(all, total, out, n);
+}
+
+size_t rix_master_index_memory(rix_master_index *mi)
+{
+	pthread_rwlock_rdlock(&mi->lock);
+	size_t m = sizeof(*mi) + (size_t)mi->npacks * sizeof(rix_id) + mi->separate_cap * sizeof(rix_index *) +
+		   mi->nindex_ids * sizeof(rix_id);
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		m += frozen_memory(mi->frozen[t]);
+	for (size_t i = 0; i < mi->nseparate; i++)
+		m += rix_index_memory(mi->separate[i]);
+	pthread_rwlock_unlock(&mi->lock);
+	pthread_mutex_lock(&mi->pmu);
+	m += (size_t)mi->pending_cap * sizeof(struct pending_slot);
+	pthread_mutex_unlock(&mi->pmu);
+	return m;
+}
+
+/* ---- Pending blobs ------------------------------------------------------------------------ */
+
+static inline uint32_t pending_home(const rix_master_index *mi, rix_blob_type t, const rix_id *id)
+{
+	return (uint32_t)(rix__hash_id(id, mi->seed ^ (uint64_t)(t + 1))) & (mi->pending_cap - 1);
+}
+
+/* Index of (t, id) in the pending table, or UINT32_MAX. Caller holds pmu. */
+static uint32_t pending_find(const rix_master_index *mi, rix_blob_type t, const rix_id *id)
+{
+	if (mi->pending_cap == 0)
+		return UINT32_MAX;
+	uint32_t mask = mi->pending_cap - 1;
+	for (uint32_t s = pending_home(mi, t, id);; s = (s + 1) & mask) {
+		const struct pending_slot *p = &mi->pending[s];
+		if (!p->used)
+			return UINT32_MAX;
+		if (p->type == t && rix__id_eq(&p->id, id))
+			return s;
+	}
+}
+
+static void pending_put(rix_master_index *mi, rix_blob_type t, const rix_id *id)
+{
+	uint32_t mask = mi->pending_cap - 1;
+	uint32_t s = pending_home(mi, t, id);
+	while (mi->pending[s].used)
+		s = (s + 1) & mask;
+	mi->pending[s] = (struct pending_slot){ *id, (uint8_t)t, 1 };
+}
+
+static int pending_grow(rix_master_index *mi)
+{
+	uint32_t oldcap = mi->pending_cap;
+	struct pending_slot *old = mi->pending;
+	uint32_t cap = oldcap ? oldcap * 2 : 64;
+	struct pending_slot *p = rix_calloc(cap, sizeof(*p));
+	if (p == NULL)
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory for pending set");
+	mi->pending = p;
+	mi->pending_cap = cap;
+	for (uint32_t i = 0; i < oldcap; i++)
+		if (old[i].used)
+			pending_put(mi, (rix_blob_type)old[i].type, &old[i].id);
+	rix_free(old);
+	return 0;
+}
+
+int rix_master_index_add_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id)
+{
+	if ((unsigned)t >= RIX_BLOB_TYPES)
+		return rix_error_set(RIX_EINVAL, "master index: blob type %d", (int)t);
+	pthread_mutex_lock(&mi->pmu);
+	int rc;
+	if (pending_find(mi, t, id) != UINT32_MAX || rix_master_index_has(mi, t, id)) {
+		rc = 0;
+	} else if ((uint64_t)(mi->npending + 1) * 2 > mi->pending_cap && (rc = pending_grow(mi)) != 0) {
+		/* rc holds RIX_ENOMEM */
+	} else {
+		pending_put(mi, t, id);
+		mi->npending++;
+		rc = 1;
+	}
+	pthread_mutex_unlock(&mi->pmu);
+	return rc;
+}
+
+/* Linear-probing deletion by backward shift: no tombstones, probes stay short. */
+void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id)
+{
+	pthread_mutex_lock(&mi->pmu);
+	uint32_t hole = pending_find(mi, t, id);
+	if (hole != UINT32_MAX) {
+		uint32_t mask = mi->pending_cap - 1;
+		uint32_t s = hole;
+		for (;;) {
+			s = (s + 1) & mask;
+			struct pending_slot *p = &mi->pending[s];
+			if (!p->used)
+				break;
+			uint32_t home = pending_home(mi, (rix_blob_type)p->type, &p->id);
+			/* Move p into the hole unless its home lies cyclically in (hole, s]. */
+			if (((s - home) & mask) >= ((s - hole) & mask)) {
+				mi->pending[hole] = *p;
+				hole = s;
+			}
+		}
+		mi->pending[hole].used = 0;
+		mi->npending--;
+	}
+	pthread_mutex_unlock(&mi->pmu);
+}

@@ -1,0 +1,298 @@
+/*
+ * tests/test_indexmap.c — the chaining table against a simple reference (a sorted array with
+ * binary search), on random inputs with duplicates, for several batch sizes and table sizes
+ * that cross growth points; allocation failure N; reserve.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rix/error.h"
+#include "rix/indexmap.h"
+#include "testutil.h"
+
+struct ref {
+	rix_id id;
+	rix_loc loc;
+	uint32_t seq; /* insertion number */
+};
+
+static int ref_cmp(const void *a, const void *b)
+{
+	const struct ref *x = a, *y = b;
+	int c = memcmp(x->id.b, y->id.b, RIX_ID_SIZE);
+	if (c != 0)
+		return c;
+	return (x->seq < y->seq) ? -1 : (x->seq > y->seq);
+}
+
+/* Index of the first reference entry with this ID, or -1. */
+static long ref_first(const struct ref *r, size_t n, const rix_id *id)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (memcmp(r[mid].id.b, id->b, RIX_ID_SIZE) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo < n && memcmp(r[lo].id.b, id->b, RIX_ID_SIZE) == 0) ? (long)lo : -1;
+}
+
+/* Makes n entries; about one in `dupe_every` reuses an earlier ID. */
+static void make_entries(struct ref *e, size_t n, unsigned dupe_every, uint64_t *st)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && dupe_every && rix_test_next(st) % dupe_every == 0)
+			e[i].id = e[rix_test_next(st) % i].id;
+		else
+			rix_test_random_id(&e[i].id, st);
+		e[i].loc.pack = (uint32_t)rix_test_next(st);
+		e[i].loc.offset = (uint32_t)rix_test_next(st);
+		e[i].loc.length = (uint32_t)rix_test_next(st);
+		e[i].loc.uncompressed_length = (uint32_t)rix_test_next(st);
+		e[i].seq = (uint32_t)i;
+	}
+}
+
+static int loc_eq(const rix_loc *a, const rix_loc *b)
+{
+	return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+/* Checks every behaviour of m against the first n entries of e. */
+static void check_against_reference(const rix_indexmap *m, const struct ref *e, size_t n, uint64_t *st)
+{
+	assert_int_equal(rix_indexmap_count(m), n);
+	struct ref *r = malloc((n ? n : 1) * sizeof(*r));
+	memcpy(r, e, n * sizeof(*r));
+	qsort(r, n, sizeof(*r), ref_cmp);
+
+	/* Iteration is insertion order. */
+	for (size_t i = 0; i < n; i++) {
+		const rix_id *id;
+		rix_loc loc;
+		rix_indexmap_entry(m, (uint32_t)i, &id, &loc);
+		assert_memory_equal(id->b, e[i].id.b, RIX_ID_SIZE);
+		assert_true(loc_eq(&loc, &e[i].loc));
+	}
+
+	/* Known IDs: newest match first, lookup_all counts every copy. */
+	rix_loc all[64];
+	for (size_t i = 0; i < n; i++) {
+		long f = ref_first(r, n, &e[i].id);
+		assert_true(f >= 0);
+		size_t k = (size_t)f;
+		while (k + 1 < n && memcmp(r[k + 1].id.b, e[i].id.b, RIX_ID_SIZE) == 0)
+			k++;
+		size_t copies = k - (size_t)f + 1;
+		rix_loc got;
+		assert_int_equal(rix_indexmap_lookup(m, &e[i].id, &got), 0);
+		assert_true(loc_eq(&got, &r[k].loc));
+		size_t total = rix_indexmap_lookup_all(m, &e[i].id, all, 64);
+		assert_int_equal(total, copies);
+		for (size_t j = 0; j < copies && j < 64; j++)
+			assert_true(loc_eq(&all[j], &r[k - j].loc));
+	}
+
+	/* Unknown IDs. */
+	for (int i = 0; i < 2000; i++) {
+		rix_id id;
+		rix_test_random_id(&id, st);
+		assert_int_equal(rix_indexmap_lookup(m, &id, NULL), RIX_ENOTFOUND);
+		assert_int_equal(rix_indexmap_lookup_all(m, &id, all, 64), 0);
+	}
+
+	/* Batched: a mix of known and unknown, in sizes that straddle the group size. */
+	size_t q = n < 500 ? n * 2 + 3 : 1003;
+	rix_id *ids = malloc(q * sizeof(*ids));
+	rix_loc *out = malloc(q * sizeof(*out));
+	uint8_t *found = malloc(q);
+	size_t want = 0;
+	for (size_t i = 0; i < q; i++) {
+		if (n > 0 && i % 3 != 0) {
+			ids[i] = e[rix_test_next(st) % n].id;
+			want++;
+		} else {
+			rix_test_random_id(&ids[i], st);
+		}
+	}
+	assert_int_equal(rix_indexmap_lookup_many(m, ids, q, out, found), want);
+	for (size_t i = 0; i < q; i++) {
+		rix_loc one;
+		int rc = rix_indexmap_lookup(m, &ids[i], &one);
+		assert_int_equal(found[i], rc == 0);
+		if (rc == 0)
+			assert_true(loc_eq(&one, &out[i]));
+	}
+	assert_int_equal(rix_indexmap_lookup_many(m, ids, q, NULL, NULL), want);
+	free(ids);
+	free(out);
+	free(found);
+	free(r);
+}
+
+static void test_reference_sizes_and_batches(void **state)
+{
+	(void)state;
+	static const uint32_t batches[] = { 1, 4, 16, 1024, 5000 /* rounds up to 8192 */ };
+	/* 64 = 16 buckets * MAX_LOAD 4: the first growth; then 128, 256, ... */
+	static const size_t sizes[] = { 0, 1, 2, 63, 64, 65, 129, 1000, 4097, 70000 };
+	uint64_t st = 42;
+	for (size_t b = 0; b < sizeof(batches) / sizeof(batches[0]); b++) {
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+			size_t n = sizes[s];
+			struct ref *e = malloc((n ? n : 1) * sizeof(*e));
+			make_entries(e, n, 7, &st);
+			rix_indexmap *m;
+			assert_int_equal(rix_indexmap_new_seeded(&m, batches[b], rix_test_next(&st)), 0);
+			assert_true(rix_indexmap_batch(m) >= batches[b]);
+			for (size_t i = 0; i < n; i++)
+				assert_int_equal(rix_indexmap_add(m, &e[i].id, &e[i].loc), 0);
+			check_against_reference(m, e, n, &st);
+			rix_indexmap_free(m);
+			free(e);
+		}
+	}
+}
+
+static void test_reserve_then_no_allocation(void **state)
+{
+	(void)state;
+	uint64_t st = 7;
+	size_t n = 30000;
+	struct ref *e = malloc(n * sizeof(*e));
+	make_entries(e, n, 0, &st);
+	rix_test_failalloc_install(0);
+	rix_indexmap *m;
+	assert_int_equal(rix_indexmap_new(&m, 256), 0);
+	assert_int_equal(rix_indexmap_reserve(m, n), 0);
+	long before = rix_test_failalloc_count();
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(rix_indexmap_add(m, &e[i].id, &e[i].loc), 0);
+	assert_int_equal(rix_test_failalloc_count(), before);
+	/* Reserved at load 2.5, then the table holds n entries within the design's budget. */
+	double per = (double)rix_indexmap_memory(m) / (double)n;
+	assert_true(per >= 52.0 && per <= 56.5);
+	check_against_reference(m, e, n, &st);
+	rix_indexmap_free(m);
+	assert_int_equal(rix_test_failalloc_live(), 0);
+	rix_test_failalloc_remove();
+	free(e);
+}
+
+/*
+ * Fail allocation N for N = 1, 2, ... while building a table that crosses several growth
+ * points: the failing add returns RIX_ENOMEM, every earlier entry is still found, adding can
+ * continue afterwards, and freeing leaves nothing allocated.
+ */
+static void test_allocation_failure_n(void **state)
+{
+	(void)state;
+	uint64_t st = 99;
+	size_t n = 3000;
+	struct ref *e = malloc(n * sizeof(*e));
+	make_entries(e, n, 5, &st);
+	int finished = 0;
+	for (long fail = 1; !finished; fail++) {
+		rix_test_failalloc_install(fail);
+		rix_indexmap *m = NULL;
+		int rc = rix_indexmap_new_seeded(&m, 64, 1);
+		if (rc != 0) {
+			assert_int_equal(rc, RIX_ENOMEM);
+			assert_null(m);
+			assert_int_equal(rix_test_failalloc_live(), 0);
+			continue;
+		}
+		size_t added = 0, failures = 0;
+		for (size_t i = 0; i < n; i++) {
+			rc = rix_indexmap_add(m, &e[added].id, &e[added].loc);
+			if (rc != 0) {
+				assert_int_equal(rc, RIX_ENOMEM);
+				assert_true(rix_error_last()[0] != '\0');
+				assert_int_equal(rix_indexmap_count(m), added);
+				failures++;
+				i--; /* retry the same entry: the next allocation succeeds */
+				continue;
+			}
+			added++;
+		}
+		check_against_reference(m, e, n, &st);
+		rix_indexmap_free(m);
+		assert_int_equal(rix_test_failalloc_live(), 0);
+		if (failures == 0 && rix_test_failalloc_count() < fail)
+			finished = 1;
+	}
+	rix_test_failalloc_remove();
+	free(e);
+}
+
+static void test_memory_and_limits(void **state)
+{
+	(void)state;
+	rix_indexmap *m;
+	assert_int_equal(rix_indexmap_new(&m, 0), 0);
+	assert_int_equal(rix_indexmap_batch(m), RIX_INDEXMAP_DEFAULT_BATCH);
+	assert_int_equal(rix_indexmap_reserve(m, (size_t)RIX_INDEXMAP_MAX_ENTRIES + 1), RIX_ELIMIT);
+	rix_id id = { { 0 } };
+	assert_int_equal(rix_indexmap_lookup(m, &id, NULL), RIX_ENOTFOUND);
+	uint8_t f = 9;
+	assert_int_equal(rix_indexmap_lookup_many(m, &id, 1, NULL, &f), 0);
+	assert_int_equal(f, 0);
+	/* 100k entries without reserve: 52-byte entries plus 2-4 bytes of buckets. */
+	uint64_t st = 3;
+	for (int i = 0; i < 100000; i++) {
+		rix_loc loc = { (uint32_t)i, 0, 0, 0 };
+		rix_test_random_id(&id, &st);
+		assert_int_equal(rix_indexmap_add(m, &id, &loc), 0);
+	}
+	double per = (double)rix_indexmap_memory(m) / 100000.0;
+	assert_true(per > 52.0 && per < 58.0);
+	rix_indexmap_free(m);
+	rix_indexmap_free(NULL);
+}
+
+static int count_cb(const rix_id *id, const rix_loc *loc, void *arg)
+{
+	(void)id;
+	size_t *n = arg;
+	if (loc->pack != *n)
+		return -1;
+	++*n;
+	return *n == 500 ? 7 : 0;
+}
+
+static void test_foreach_order_and_stop(void **state)
+{
+	(void)state;
+	rix_indexmap *m;
+	assert_int_equal(rix_indexmap_new(&m, 16), 0);
+	uint64_t st = 5;
+	for (uint32_t i = 0; i < 1000; i++) {
+		rix_id id;
+		rix_loc loc = { i, 0, 0, 0 };
+		rix_test_random_id(&id, &st);
+		assert_int_equal(rix_indexmap_add(m, &id, &loc), 0);
+	}
+	size_t n = 0;
+	assert_int_equal(rix_indexmap_foreach(m, count_cb, &n), 7);
+	assert_int_equal(n, 500);
+	rix_indexmap_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reference_sizes_and_batches),
+		cmocka_unit_test(test_reserve_then_no_allocation),
+		cmocka_unit_test(test_allocation_failure_n),
+		cmocka_unit_test(test_memory_and_limits),
+		cmocka_unit_test(test_foreach_order_and_stop),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

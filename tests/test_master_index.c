@@ -1,0 +1,426 @@
+/*
+ * tests/test_master_index.c — the master index: merged and separate indexes answer alike,
+ * duplicates across indexes, batched lookups, pack and index ID lists, the pending set,
+ * allocation failure N during a merge, and readers running during merges.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/master_index.h"
+#include "testutil.h"
+
+#define PER_PACK 8
+#define PACKS_PER_INDEX 50
+
+/* Everything one index file holds, kept to check answers against. */
+struct idxdata {
+	rix_id id; /* the index file's ID */
+	rix_id packs[PACKS_PER_INDEX];
+	rix_blob blobs[PACKS_PER_INDEX][PER_PACK];
+};
+
+static void make_idxdata(struct idxdata *d, uint64_t *st, const struct idxdata *dup_from)
+{
+	rix_test_random_id(&d->id, st);
+	for (int p = 0; p < PACKS_PER_INDEX; p++) {
+		rix_test_random_id(&d->packs[p], st);
+		for (int b = 0; b < PER_PACK; b++) {
+			rix_blob *bl = &d->blobs[p][b];
+			/* Some blobs repeat one of an earlier index (same type, other pack). */
+			if (dup_from != NULL && b == 0)
+				*bl = dup_from->blobs[p][1];
+			else {
+				rix_test_random_id(&bl->id, st);
+				bl->type = (b == 5) ? RIX_BLOB_TREE : RIX_BLOB_DATA;
+			}
+			bl->offset = (uint32_t)b * 1000;
+			bl->length = 100 + (uint32_t)(rix_test_next(st) % 5000);
+			bl->uncompressed_length = (b & 1) ? 0 : bl->length * 2;
+		}
+	}
+}
+
+static rix_index *build_index(const struct idxdata *d, int final)
+{
+	rix_index *idx;
+	assert_int_equal(rix_index_new(&idx, 0), 0);
+	for (int p = 0; p < PACKS_PER_INDEX; p++)
+		assert_int_equal(rix_index_store_pack(idx, &d->packs[p], d->blobs[p], PER_PACK), 0);
+	assert_int_equal(rix_index_add_id(idx, &d->id), 0);
+	if (final)
+		rix_index_finalize(idx);
+	return idx;
+}
+
+/* Every blob of d is found with a location that is one of its real locations. */
+static void check_idxdata(rix_master_index *mi, const struct idxdata *d)
+{
+	for (int p = 0; p < PACKS_PER_INDEX; p++) {
+		for (int b = 0; b < PER_PACK; b++) {
+			const rix_blob *bl = &d->blobs[p][b];
+			rix_packed_blob all[8];
+			size_t n = rix_master_index_lookup_all(mi, bl->type, &bl->id, all, 8);
+			assert_true(n >= 1);
+			int hit = 0;
+			for (size_t i = 0; i < n && i < 8; i++)
+				if (memcmp(all[i].pack_id.b, d->packs[p].b, 32) == 0 && all[i].offset == bl->offset &&
+				    all[i].length == bl->length &&
+				    all[i].uncompressed_length == bl->uncompressed_length && all[i].type == bl->type)
+					hit = 1;
+			assert_true(hit);
+			rix_packed_blob one;
+			assert_int_equal(rix_master_index_lookup(mi, bl->type, &bl->id, &one), 0);
+			assert_memory_equal(one.id.b, bl->id.b, 32);
+			assert_true(rix_master_index_has(mi, bl->type, &bl->id));
+			uint32_t size;
+			assert_int_equal(rix_master_index_size(mi, bl->type, &bl->id, &size), 0);
+			assert_int_equal(size, rix_blob_plain_size(one.length, one.uncompressed_length));
+		}
+	}
+}
+
+static void check_unknown(rix_master_index *mi, uint64_t *st)
+{
+	for (int i = 0; i < 1000; i++) {
+		rix_id id;
+		rix_test_random_id(&id, st);
+		assert_false(rix_master_index_has(mi, RIX_BLOB_DATA, &id));
+		assert_int_equal(rix_master_index_lookup_all(mi, RIX_BLOB_DATA, &id, NULL, 0), 0);
+	}
+}
+
+static void check_batch(rix_master_index *mi, const struct idxdata *d, size_t nd, uint64_t *st)
+{
+	enum { Q = 777 };
+	rix_id ids[Q];
+	rix_packed_blob out[Q];
+	uint8_t found[Q];
+	size_t want = 0;
+	for (size_t i = 0; i < Q; i++) {
+		if (i % 4 == 0) {
+			rix_test_random_id(&ids[i], st);
+		} else {
+			const struct idxdata *x = &d[rix_test_next(st) % nd];
+			ids[i] = x->blobs[rix_test_next(st) % PACKS_PER_INDEX][rix_test_next(st) % 5].id;
+			want++;
+		}
+	}
+	assert_int_equal(rix_master_index_lookup_many(mi, RIX_BLOB_DATA, ids, Q, out, found), want);
+	for (size_t i = 0; i < Q; i++) {
+		rix_packed_blob one;
+		int rc = rix_master_index_lookup(mi, RIX_BLOB_DATA, &ids[i], &one);
+		assert_int_equal(found[i], rc == 0);
+		if (rc == 0)
+			assert_memory_equal(&one, &out[i], sizeof(one));
+	}
+	assert_int_equal(rix_master_index_lookup_many(mi, RIX_BLOB_DATA, ids, Q, NULL, found), want);
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	return memcmp(a, b, 32);
+}
+
+static void test_merge_and_lookup(void **state)
+{
+	(void)state;
+	enum { N = 12 };
+	static struct idxdata d[N];
+	uint64_t st = 77;
+	for (int i = 0; i < N; i++)
+		make_idxdata(&d[i], &st, i > 0 ? &d[i - 1] : NULL);
+	rix_master_index *mi;
+	assert_int_equal(rix_master_index_new(&mi), 0);
+	/* First half, separate, then merged; then the second half, separate, merged on top. */
+	for (int i = 0; i < N / 2; i++)
+		assert_int_equal(rix_master_index_add(mi, build_index(&d[i], 1)), 0);
+	for (int i = 0; i < N / 2; i++)
+		check_idxdata(mi, &d[i]);
+	size_t before = rix_master_index_count(mi, RIX_BLOB_DATA);
+	assert_int_equal(rix_master_index_merge(mi), 0);
+	assert_int_equal(rix_master_index_count(mi, RIX_BLOB_DATA), before);
+	for (int i = 0; i < N / 2; i++)
+		check_idxdata(mi, &d[i]);
+	check_batch(mi, d, N / 2, &st);
+	for (int i = N / 2; i < N; i++)
+		assert_int_equal(rix_master_index_add(mi, build_index(&d[i], 1)), 0);
+	check_batch(mi, d, N, &st); /* frozen + separate */
+	assert_int_equal(rix_master_index_merge(mi), 0);
+	assert_int_equal(rix_master_index_merge(mi), 0); /* nothing to do */
+	for (int i = 0; i < N; i++)
+		check_idxdata(mi, &d[i]);
+	check_unknown(mi, &st);
+	check_batch(mi, d, N, &st);
+	assert_int_equal(rix_master_index_count(mi, RIX_BLOB_DATA), (size_t)N * PACKS_PER_INDEX * 7);
+	assert_int_equal(rix_master_index_count(mi, RIX_BLOB_TREE), (size_t)N * PACKS_PER_INDEX);
+
+	/* Duplicates: blob 1 of index i-1 is also blob 0 of index i. */
+	rix_packed_blob all[4];
+	assert_int_equal(rix_master_index_lookup_all(mi, d[3].blobs[7][0].type, &d[3].blobs[7][0].id, all, 4), 2);
+
+	/* Pack list: sorted, each once. Index IDs likewise. */
+	rix_id *packs;
+	size_t np;
+	assert_int_equal(rix_master_index_packs(mi, &packs, &np), 0);
+	assert_int_equal(np, (size_t)N * PACKS_PER_INDEX);
+	for (size_t i = 1; i < np; i++)
+		assert_true(memcmp(&packs[i - 1], &packs[i], 32) < 0);
+	for (int i = 0; i < N; i++)
+		assert_non_null(bsearch(&d[i].packs[17], packs, np, 32, cmp_id));
+	rix_free(packs);
+	rix_id *ids;
+	size_t nids;
+	assert_int_equal(rix_master_index_index_ids(mi, &ids, &nids), 0);
+	assert_int_equal(nids, N);
+	rix_free(ids);
+	/* Memory: merged entries cost 48 bytes plus buckets; pack table and the rest on top. */
+	size_t entries = (size_t)N * PACKS_PER_INDEX * PER_PACK;
+	assert_true(rix_master_index_memory(mi) >= entries * 48 + (size_t)N * PACKS_PER_INDEX * 32);
+	assert_true(rix_master_index_memory(mi) <= entries * 56 + (size_t)N * PACKS_PER_INDEX * 32 + 4096);
+	rix_master_index_free(mi);
+}
+
+static int count_blob(const rix_packed_blob *pb, void *arg)
+{
+	(void)pb;
+	++*(size_t *)arg;
+	return 0;
+}
+
+static void test_unfinished_and_own_index(void **state)
+{
+	(void)state;
+	static struct idxdata d[3];
+	uint64_t st = 78;
+	for (int i = 0; i < 3; i++)
+		make_idxdata(&d[i], &st, NULL);
+	rix_master_index *mi;
+	assert_int_equal(rix_master_index_new_seeded(&mi, 5), 0);
+	assert_int_equal(rix_master_index_add(mi, build_index(&d[0], 1)), 0);
+	assert_int_equal(rix_master_index_add(mi, build_index(&d[1], 0)), 0); /* unfinished */
+	for (int p = 0; p < PACKS_PER_INDEX; p++)
+		assert_int_equal(rix_master_index_store_pack(mi, &d[2].packs[p], d[2].blobs[p], PER_PACK), 0);
+	assert_int_equal(rix_master_index_merge(mi), 0);
+	for (int i = 0; i < 3; i++)
+		check_idxdata(mi, &d[i]);
+	check_batch(mi, d, 3, &st);
+	size_t n = 0;
+	assert_int_equal(rix_master_index_foreach(mi, count_blob, &n), 0);
+	assert_int_equal(n, (size_t)3 * PACKS_PER_INDEX * PER_PACK);
+	rix_id *packs;
+	size_t np;
+	assert_int_equal(rix_master_index_packs(mi, &packs, &np), 0);
+	assert_int_equal(np, (size_t)3 * PACKS_PER_INDEX);
+	rix_free(packs);
+	rix_master_index_free(mi);
+}
+
+static void test_pending(void **state)
+{
+	(void)state;
+	static struct idxdata d[1];
+	uint64_t st = 79;
+	make_idxdata(&d[0], &st, NULL);
+	rix_master_index *mi;
+	assert_int_equal(rix_master_index_new(&mi), 0);
+	assert_int_equal(rix_master_index_add(mi, build_index(&d[0], 1)), 0);
+	assert_int_equal(rix_master_index_merge(mi), 0);
+	/* Known blobs are never pending. */
+	assert_int_equal(rix_master_index_add_pending(mi, RIX_BLOB_DATA, &d[0].blobs[0][0].id), 0);
+	/* Many IDs, added, re-added, removed in a scrambled order, checked against a reference. */
+	enum { K = 5000 };
+	static rix_id ids[K];
+	static char in[K];
+	for (int i = 0; i < K; i++) {
+		rix_test_random_id(&ids[i], &st);
+		assert_int_equal(rix_master_index_add_pending(mi, RIX_BLOB_DATA, &ids[i]), 1);
+		in[i] = 1;
+	}
+	/* The same ID as a tree blob is a different blob. */
+	assert_int_equal(rix_master_index_add_pending(mi, RIX_BLOB_TREE, &ids[0]), 1);
+	rix_master_index_remove_pending(mi, RIX_BLOB_TREE, &ids[0]);
+	for (int round = 0; round < 4; round++) {
+		for (int j = 0; j < K; j++) {
+			int i = (int)(rix_test_next(&st) % K);
+			if (in[i]) {
+				assert_int_equal(rix_master_index_add_pending(mi, RIX_BLOB_DATA, &ids[i]), 0);
+				rix_master_index_remove_pending(mi, RIX_BLOB_DATA, &ids[i]);
+				in[i] = 0;
+			} else {
+				assert_int_equal(rix_master_index_add_pending(mi, RIX_BLOB_DATA, &ids[i]), 1);
+				in[i] = 1;
+			}
+		}
+		for (int i = 0; i < K; i++) {
+			int rc = rix_master_index_add_pending(mi, RIX_BLOB_DATA, &ids[i]);
+			assert_int_equal(rc, !in[i]);
+			in[i] = 1;
+		}
+	}
+	/* Stored blobs stop being pending and stay known. */
+	rix_blob b = { ids[9], RIX_BLOB_DATA, 0, 100, 0 };
+	assert_int_equal(rix_master_index_store_pack(mi, &d[0].packs[0], &b, 1), 0);
+	rix_master_index_remove_pending(mi, RIX_BLOB_DATA, &ids[9]);
+	assert_int_equal(rix_master_index_add_pending(mi, RIX_BLOB_DATA, &ids[9]), 0);
+	assert_int_equal(rix_master_index_add_pending(mi, (rix_blob_type)3, &ids[9]), RIX_EINVAL);
+	rix_master_index_free(mi);
+}
+
+static void test_merge_allocation_failure_n(void **state)
+{
+	(void)state;
+	enum { N = 4 };
+	static struct idxdata d[N];
+	uint64_t st = 80;
+	for (int i = 0; i < N; i++)
+		make_idxdata(&d[i], &st, NULL);
+	for (long fail = 1;; fail++) {
+		rix_master_index *mi;
+		assert_int_equal(rix_master_index_new(&mi), 0);
+		assert_int_equal(rix_master_index_add(mi, build_index(&d[0], 1)), 0);
+		assert_int_equal(rix_master_index_add(mi, build_index(&d[1], 1)), 0);
+		assert_int_equal(rix_master_index_merge(mi), 0);
+		assert_int_equal(rix_master_index_add(mi, build_index(&d[2], 1)), 0);
+		assert_int_equal(rix_master_index_add(mi, build_index(&d[3], 1)), 0);
+		rix_test_failalloc_install(fail);
+		int rc = rix_master_index_merge(mi);
+		long calls = rix_test_failalloc_count();
+		long live = rix_test_failalloc_live();
+		rix_test_failalloc_remove();
+		assert_true(rc == 0 || rc == RIX_ENOMEM);
+		if (rc != 0)
+			assert_int_equal(live, 0); /* nothing half-built is kept */
+		/* Either way every blob still answers. */
+		for (int i = 0; i < N; i++)
+			check_idxdata(mi, &d[i]);
+		assert_int_equal(rix_master_index_merge(mi), 0);
+		for (int i = 0; i < N; i++)
+			check_idxdata(mi, &d[i]);
+		rix_master_index_free(mi);
+		if (rc == 0 && calls < fail)
+			break;
+	}
+}
+
+/* ---- Concurrency: readers during merges, racing pending claims ---------------------------- */
+
+struct reader_arg {
+	rix_master_index *mi;
+	const struct idxdata *d;
+	volatile int *stop;
+	long lookups;
+};
+
+static void *reader(void *p)
+{
+	struct reader_arg *a = p;
+	uint64_t st = (uint64_t)(uintptr_t)p;
+	while (!*a->stop) {
+		const rix_blob *bl = &a->d->blobs[rix_test_next(&st) % PACKS_PER_INDEX][rix_test_next(&st) % PER_PACK];
+		rix_packed_blob pb;
+		if (rix_master_index_lookup(a->mi, bl->type, &bl->id, &pb) != 0 || pb.offset != bl->offset)
+			return (void *)1;
+		rix_id ids[40];
+		uint8_t found[40];
+		for (int i = 0; i < 40; i++)
+			ids[i] = a->d->blobs[i % PACKS_PER_INDEX][i % 5].id;
+		if (rix_master_index_lookup_many(a->mi, RIX_BLOB_DATA, ids, 40, NULL, found) != 40)
+			return (void *)2;
+		a->lookups++;
+	}
+	return NULL;
+}
+
+static void test_readers_during_merges(void **state)
+{
+	(void)state;
+	enum { N = 24 };
+	static struct idxdata d[N];
+	uint64_t st = 81;
+	for (int i = 0; i < N; i++)
+		make_idxdata(&d[i], &st, NULL);
+	rix_master_index *mi;
+	assert_int_equal(rix_master_index_new(&mi), 0);
+	assert_int_equal(rix_master_index_add(mi, build_index(&d[0], 1)), 0);
+	volatile int stop = 0;
+	struct reader_arg args[2] = { { mi, &d[0], &stop, 0 }, { mi, &d[0], &stop, 0 } };
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, reader, &args[i]), 0);
+	for (int i = 1; i < N; i++) {
+		assert_int_equal(rix_master_index_add(mi, build_index(&d[i], 1)), 0);
+		if (i % 2 == 0)
+			assert_int_equal(rix_master_index_merge(mi), 0);
+		rix_blob b = d[i].blobs[0][0];
+		rix_test_random_id(&b.id, &st);
+		assert_int_equal(rix_master_index_store_pack(mi, &d[i].packs[0], &b, 1), 0);
+	}
+	assert_int_equal(rix_master_index_merge(mi), 0);
+	stop = 1;
+	for (int i = 0; i < 2; i++) {
+		void *ret;
+		assert_int_equal(pthread_join(th[i], &ret), 0);
+		assert_null(ret);
+	}
+	for (int i = 0; i < N; i++)
+		check_idxdata(mi, &d[i]);
+	rix_master_index_free(mi);
+}
+
+struct claim_arg {
+	rix_master_index *mi;
+	const rix_id *ids;
+	int n;
+	int wins;
+};
+
+static void *claimer(void *p)
+{
+	struct claim_arg *a = p;
+	for (int i = 0; i < a->n; i++)
+		if (rix_master_index_add_pending(a->mi, RIX_BLOB_DATA, &a->ids[i]) == 1)
+			a->wins++;
+	return NULL;
+}
+
+static void test_pending_race(void **state)
+{
+	(void)state;
+	enum { K = 20000 };
+	static rix_id ids[K];
+	uint64_t st = 82;
+	for (int i = 0; i < K; i++)
+		rix_test_random_id(&ids[i], &st);
+	rix_master_index *mi;
+	assert_int_equal(rix_master_index_new(&mi), 0);
+	struct claim_arg a[2] = { { mi, ids, K, 0 }, { mi, ids, K, 0 } };
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, claimer, &a[i]), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	/* Every blob was claimed exactly once. */
+	assert_int_equal(a[0].wins + a[1].wins, K);
+	rix_master_index_free(mi);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_merge_and_lookup),
+		cmocka_unit_test(test_unfinished_and_own_index),
+		cmocka_unit_test(test_pending),
+		cmocka_unit_test(test_merge_allocation_failure_n),
+		cmocka_unit_test(test_readers_during_merges),
+		cmocka_unit_test(test_pending_race),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,101 @@
+/*
+ * tests/testutil.c — see testutil.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rix/alloc.h"
+#include "testutil.h"
+
+uint64_t rix_test_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+void rix_test_fill_random(void *buf, size_t n, uint64_t *state)
+{
+	unsigned char *p = buf;
+	while (n > 0) {
+		uint64_t x = rix_test_next(state);
+		size_t k = n < 8 ? n : 8;
+		memcpy(p, &x, k);
+		p += k;
+		n -= k;
+	}
+}
+
+void rix_test_random_id(rix_id *id, uint64_t *state)
+{
+	rix_test_fill_random(id->b, sizeof(id->b), state);
+}
+
+static long fail_at_n, calls, live;
+
+static void *fa_malloc(size_t n, void *ctx)
+{
+	(void)ctx;
+	if (++calls == fail_at_n)
+		return NULL;
+	void *p = malloc(n);
+	if (p)
+		live++;
+	return p;
+}
+
+static void *fa_calloc(size_t n, size_t s, void *ctx)
+{
+	(void)ctx;
+	if (++calls == fail_at_n)
+		return NULL;
+	void *p = calloc(n, s);
+	if (p)
+		live++;
+	return p;
+}
+
+static void *fa_realloc(void *p, size_t n, void *ctx)
+{
+	(void)ctx;
+	if (++calls == fail_at_n)
+		return NULL;
+	void *q = realloc(p, n);
+	if (q && p == NULL)
+		live++;
+	return q;
+}
+
+static void fa_free(void *p, void *ctx)
+{
+	(void)ctx;
+	if (p) {
+		live--;
+		free(p);
+	}
+}
+
+void rix_test_failalloc_install(long fail_at)
+{
+	fail_at_n = fail_at;
+	calls = 0;
+	live = 0;
+	rix_allocator a = { fa_malloc, fa_calloc, fa_realloc, fa_free, NULL };
+	rix_allocator_set(&a);
+}
+
+long rix_test_failalloc_count(void)
+{
+	return calls;
+}
+
+long rix_test_failalloc_live(void)
+{
+	return live;
+}
+
+void rix_test_failalloc_remove(void)
+{
+	rix_allocator_set(NULL);
+}
