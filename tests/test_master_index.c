@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -315,7 +316,7 @@ static void test_merge_allocation_failure_n(void **state)
 struct reader_arg {
 	rix_master_index *mi;
 	const struct idxdata *d;
-	volatile int *stop;
+	atomic_int *stop;
 	long lookups;
 };
 
@@ -323,7 +324,7 @@ static void *reader(void *p)
 {
 	struct reader_arg *a = p;
 	uint64_t st = (uint64_t)(uintptr_t)p;
-	while (!*a->stop) {
+	while (!atomic_load(a->stop)) {
 		const rix_blob *bl = &a->d->blobs[rix_test_next(&st) % PACKS_PER_INDEX][rix_test_next(&st) % PER_PACK];
 		rix_packed_blob pb;
 		if (rix_master_index_lookup(a->mi, bl->type, &bl->id, &pb) != 0 || pb.offset != bl->offset)
@@ -350,7 +351,7 @@ static void test_readers_during_merges(void **state)
 	rix_master_index *mi;
 	assert_int_equal(rix_master_index_new(&mi), 0);
 	assert_int_equal(rix_master_index_add(mi, build_index(&d[0], 1)), 0);
-	volatile int stop = 0;
+	atomic_int stop = 0;
 	struct reader_arg args[2] = { { mi, &d[0], &stop, 0 }, { mi, &d[0], &stop, 0 } };
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
@@ -364,7 +365,7 @@ static void test_readers_during_merges(void **state)
 		assert_int_equal(rix_master_index_store_pack(mi, &d[i].packs[0], &b, 1), 0);
 	}
 	assert_int_equal(rix_master_index_merge(mi), 0);
-	stop = 1;
+	atomic_store(&stop, 1);
 	for (int i = 0; i < 2; i++) {
 		void *ret;
 		assert_int_equal(pthread_join(th[i], &ret), 0);
