@@ -219,6 +219,8 @@ static int index_alloc_setup(bench_b *b)
 	rstate *s = new_state(b);
 	s->threads = (int)b->def->arg[0];
 	s->nblobs = big_gen()->nblobs;
+	b->per_op_div = (double)s->nblobs;
+	b->per_op_unit = "ns/entry";
 	return 0;
 }
 
@@ -308,6 +310,8 @@ static int index_set_setup(bench_b *b)
 		rgen_index_make(&s->set[k], &st, (size_t)b->def->arg[1]);
 		s->nblobs += s->set[k].nblobs;
 	}
+	b->per_op_div = (double)s->nblobs;
+	b->per_op_unit = "ns/entry";
 	return 0;
 }
 
