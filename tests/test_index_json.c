@@ -1,0 +1,880 @@
+/*
+ * tests/test_index_json.c — the index JSON codec (index/index_json.c).
+ *
+ * Fixtures in tests/data (RIX_TEST_DATA): restic_index_v{1,2}_*.json were written by restic
+ * 0.14 (`restic cat index`, the trailing newline of `cat` removed); legacy_index.json is the
+ * packs of restic_index_v1_backup.json as a bare, indented array.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rix/rix.h"
+#include "testutil.h"
+
+#define H1 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define H2 "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+#define HU "0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF"
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static char *read_fixture(const char *name, size_t *len)
+{
+	const char *dir = getenv("RIX_TEST_DATA");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "tests/data", name);
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		fail_msg("cannot open fixture %s", path);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	buf[n] = '\0';
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Decodes exactly len bytes from a private heap copy, so ASan sees any overread. */
+static int decode_exact(const char *text, size_t len, rix_index **out, bool *legacy)
+{
+	char *copy = malloc(len ? len : 1);
+	assert_non_null(copy);
+	memcpy(copy, text, len);
+	int rc = rix_index_decode(out, copy, len, legacy);
+	free(copy);
+	return rc;
+}
+
+static rix_index *decode_ok(const char *text)
+{
+	rix_index *idx = NULL;
+	bool legacy = true;
+	int rc = decode_exact(text, strlen(text), &idx, &legacy);
+	if (rc != 0)
+		fail_msg("decode of %s failed: %s", text, rix_error_last());
+	assert_non_null(idx);
+	assert_true(rix_index_is_final(idx));
+	return idx;
+}
+
+static void expect_corrupt_n(const char *text, size_t len)
+{
+	rix_index *idx = (rix_index *)&idx;
+	rix_error_clear();
+	int rc = decode_exact(text, len, &idx, NULL);
+	if (rc != RIX_ECORRUPT)
+		fail_msg("expected RIX_ECORRUPT, got %d for: %.*s", rc, (int)len, text);
+	assert_null(idx);
+	assert_true(strlen(rix_error_last()) > 0);
+	assert_non_null(strstr(rix_error_last(), "index JSON: "));
+	assert_non_null(strstr(rix_error_last(), " at byte "));
+}
+
+static void expect_corrupt(const char *text)
+{
+	expect_corrupt_n(text, strlen(text));
+}
+
+static char *encode(const rix_index *idx, size_t *len)
+{
+	char *out = NULL;
+	size_t n = 0;
+	int rc = rix_index_encode(idx, &out, &n);
+	if (rc != 0)
+		fail_msg("encode failed: %s", rix_error_last());
+	assert_non_null(out);
+	assert_int_equal(strlen(out), n);
+	if (len != NULL)
+		*len = n;
+	return out;
+}
+
+static void get_blob(const rix_index *idx, rix_blob_type t, const char *hex, rix_packed_blob *pb)
+{
+	rix_id id;
+	assert_int_equal(rix_id_from_hex(&id, hex, 64), 0);
+	assert_int_equal(rix_index_lookup(idx, t, &id, pb), 0);
+}
+
+/* ---- fixtures ----------------------------------------------------------------------------- */
+
+static void roundtrip_fixture(const char *name, bool want_supersedes)
+{
+	size_t len, n;
+	char *text = read_fixture(name, &len);
+	rix_index *idx = NULL;
+	bool legacy = true;
+
+	assert_int_equal(decode_exact(text, len, &idx, &legacy), 0);
+	assert_false(legacy);
+	assert_true(rix_index_pack_count(idx) > 0);
+	assert_true(rix_index_count(idx, RIX_BLOB_DATA) > 0);
+	assert_true(rix_index_count(idx, RIX_BLOB_TREE) > 0);
+	rix_index_supersedes(idx, &n);
+	assert_int_equal(n > 0, want_supersedes);
+
+	/* Every "type" in the text is one blob. */
+	size_t blobs = 0;
+	for (const char *p = text; (p = strstr(p, "\"type\":")) != NULL; p++)
+		blobs++;
+	assert_int_equal(rix_index_count(idx, RIX_BLOB_DATA) + rix_index_count(idx, RIX_BLOB_TREE),
+			 blobs);
+
+	/* restic's bytes, exactly. */
+	char *out = encode(idx, &n);
+	assert_int_equal(n, len);
+	assert_memory_equal(out, text, len);
+	rix_free(out);
+	rix_index_free(idx);
+	free(text);
+}
+
+static void test_fixture_v2_backup(void **state)
+{
+	(void)state;
+	roundtrip_fixture("restic_index_v2_backup.json", false);
+}
+
+static void test_fixture_v2_supersedes(void **state)
+{
+	(void)state;
+	roundtrip_fixture("restic_index_v2_supersedes.json", true);
+}
+
+static void test_fixture_v1_backup(void **state)
+{
+	(void)state;
+	roundtrip_fixture("restic_index_v1_backup.json", false);
+}
+
+static void test_fixture_v1_supersedes(void **state)
+{
+	(void)state;
+	roundtrip_fixture("restic_index_v1_supersedes.json", true);
+}
+
+/* Values read from the v2 fixture, checked against the text. */
+static void test_fixture_values(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = read_fixture("restic_index_v2_backup.json", &len);
+	rix_index *idx = NULL;
+	assert_int_equal(decode_exact(text, len, &idx, NULL), 0);
+
+	/* Walk the text with sscanf: every blob must be found with its exact location. */
+	const char *p = text;
+	char pack[65] = "";
+	size_t checked = 0;
+	while ((p = strstr(p, "{\"id\":\"")) != NULL) {
+		char hex[65];
+		memcpy(hex, p + 7, 64);
+		hex[64] = '\0';
+		const char *q = p + 7 + 64;
+		if (strncmp(q, "\",\"blobs\"", 9) == 0) {
+			memcpy(pack, hex, 65);
+			p = q;
+			continue;
+		}
+		char type[5];
+		unsigned off, length, ulen = 0;
+		int got = sscanf(q, "\",\"type\":\"%4[a-z]\",\"offset\":%u,\"length\":%u,"
+				 "\"uncompressed_length\":%u", type, &off, &length, &ulen);
+		assert_true(got >= 3);
+		rix_packed_blob pb;
+		get_blob(idx, strcmp(type, "tree") == 0 ? RIX_BLOB_TREE : RIX_BLOB_DATA, hex, &pb);
+		char ph[65];
+		rix_id_to_hex(&pb.pack_id, ph);
+		assert_string_equal(ph, pack);
+		assert_int_equal(pb.offset, off);
+		assert_int_equal(pb.length, length);
+		assert_int_equal(pb.uncompressed_length, got == 4 ? ulen : 0);
+		checked++;
+		p = q;
+	}
+	assert_true(checked >= 5);
+	rix_index_free(idx);
+	free(text);
+}
+
+static void test_fixture_legacy(void **state)
+{
+	(void)state;
+	size_t len, ref_len, n;
+	char *text = read_fixture("legacy_index.json", &len);
+	char *ref = read_fixture("restic_index_v1_backup.json", &ref_len);
+	rix_index *idx = NULL;
+	bool legacy = false;
+
+	assert_int_equal(decode_exact(text, len, &idx, &legacy), 0);
+	assert_true(legacy);
+	/* Same content as the object form it was made from: same encoding. */
+	char *out = encode(idx, &n);
+	assert_int_equal(n, ref_len);
+	assert_memory_equal(out, ref, n);
+	rix_free(out);
+	rix_index_free(idx);
+	free(text);
+	free(ref);
+}
+
+/* Every proper prefix that cuts into the top value is an error, never a crash. */
+static void truncate_fixture(const char *name)
+{
+	size_t len;
+	char *text = read_fixture(name, &len);
+	const char *last = strrchr(text, text[0] == '[' ? ']' : '}');
+	size_t complete = (size_t)(last - text) + 1;
+
+	for (size_t l = 0; l < len; l++) {
+		if (l >= complete) {
+			rix_index *idx = NULL;
+			assert_int_equal(decode_exact(text, l, &idx, NULL), 0);
+			rix_index_free(idx);
+		} else {
+			expect_corrupt_n(text, l);
+		}
+	}
+	free(text);
+}
+
+static void test_truncation(void **state)
+{
+	(void)state;
+	truncate_fixture("restic_index_v2_backup.json");
+	truncate_fixture("restic_index_v2_supersedes.json");
+	truncate_fixture("restic_index_v1_backup.json");
+	truncate_fixture("legacy_index.json");
+}
+
+/* Flipping each byte of a fixture to a few bad values: an error or a valid index, no crash. */
+static void test_byte_flips(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = read_fixture("restic_index_v2_backup.json", &len);
+	static const char subst[] = { '"', '\\', '{', ']', '0', 'x', ' ', '\0', '-', 'e' };
+	for (size_t i = 0; i < len; i++) {
+		char saved = text[i];
+		for (size_t s = 0; s < sizeof(subst); s++) {
+			text[i] = subst[s];
+			rix_index *idx = NULL;
+			int rc = decode_exact(text, len, &idx, NULL);
+			assert_true(rc == 0 || rc == RIX_ECORRUPT);
+			assert_true((rc == 0) == (idx != NULL));
+			rix_index_free(idx);
+		}
+		text[i] = saved;
+	}
+	free(text);
+}
+
+/* ---- random round trips ------------------------------------------------------------------- */
+
+struct check_arg {
+	const rix_index *other;
+	size_t n;
+};
+
+/* Every blob of one index has a location in the other with the same pack ID and numbers. */
+static int check_blob_fn(const rix_packed_blob *pb, void *arg)
+{
+	struct check_arg *a = arg;
+	rix_packed_blob locs[16];
+	size_t n = rix_index_lookup_all(a->other, pb->type, &pb->id, locs, 16);
+	assert_true(n > 0 && n <= 16);
+	for (size_t i = 0; i < n; i++) {
+		if (memcmp(&locs[i].pack_id, &pb->pack_id, sizeof(rix_id)) == 0 &&
+		    locs[i].offset == pb->offset && locs[i].length == pb->length &&
+		    locs[i].uncompressed_length == pb->uncompressed_length) {
+			a->n++;
+			return 0;
+		}
+	}
+	fail_msg("blob location lost in the round trip");
+	return 1;
+}
+
+static void assert_same_index(const rix_index *a, const rix_index *b)
+{
+	assert_int_equal(rix_index_pack_count(a), rix_index_pack_count(b));
+	for (uint32_t i = 0; i < rix_index_pack_count(a); i++)
+		assert_memory_equal(rix_index_pack_id(a, i), rix_index_pack_id(b, i), sizeof(rix_id));
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		assert_int_equal(rix_index_count(a, t), rix_index_count(b, t));
+	size_t na, nb;
+	const rix_id *sa = rix_index_supersedes(a, &na), *sb = rix_index_supersedes(b, &nb);
+	assert_int_equal(na, nb);
+	if (na > 0)
+		assert_memory_equal(sa, sb, na * sizeof(rix_id));
+	struct check_arg arg = { b, 0 };
+	assert_int_equal(rix_index_foreach(a, check_blob_fn, &arg), 0);
+	assert_int_equal(arg.n, rix_index_count(a, RIX_BLOB_DATA) + rix_index_count(a, RIX_BLOB_TREE));
+}
+
+static uint32_t random_u32(uint64_t *st)
+{
+	uint64_t r = rix_test_next(st);
+	switch (r & 3) {
+	case 0: return 0;
+	case 1: return UINT32_MAX - (uint32_t)(r >> 60);
+	default: return (uint32_t)(r >> 32) >> (r >> 8 & 31);
+	}
+}
+
+static rix_index *random_index(uint64_t *st, size_t npacks, size_t nsup)
+{
+	rix_index *idx = NULL;
+	rix_blob blobs[40];
+	rix_id prev_blob;
+	assert_int_equal(rix_index_new(&idx, 0), 0);
+	rix_test_random_id(&prev_blob, st);
+	for (size_t p = 0; p < npacks; p++) {
+		rix_id pack;
+		rix_test_random_id(&pack, st);
+		size_t n = rix_test_next(st) % 40; /* includes packs without blobs */
+		rix_blob_type type = rix_test_next(st) % 3 == 0 ? RIX_BLOB_TREE : RIX_BLOB_DATA;
+		for (size_t i = 0; i < n; i++) {
+			rix_blob *b = &blobs[i];
+			if (rix_test_next(st) % 10 == 0)
+				b->id = prev_blob; /* duplicates across packs */
+			else
+				rix_test_random_id(&b->id, st);
+			prev_blob = b->id;
+			b->type = type;
+			b->offset = random_u32(st);
+			b->length = random_u32(st);
+			b->uncompressed_length = rix_test_next(st) % 2 ? random_u32(st) : 0;
+		}
+		assert_int_equal(rix_index_store_pack(idx, &pack, blobs, n), 0);
+	}
+	for (size_t i = 0; i < nsup; i++) {
+		rix_id id;
+		rix_test_random_id(&id, st);
+		assert_int_equal(rix_index_add_supersedes(idx, &id), 0);
+	}
+	return idx;
+}
+
+static void test_random_roundtrip(void **state)
+{
+	(void)state;
+	uint64_t st = 42;
+	static const size_t sizes[] = { 0, 1, 2, 7, 100, 3000 };
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (size_t nsup = 0; nsup < 3; nsup++) {
+			rix_index *a = random_index(&st, sizes[s], nsup);
+			size_t n1, n2;
+			char *e1 = encode(a, &n1);
+			assert_true(n1 > 0 && e1[n1 - 1] == '\n');
+			assert_int_equal(strncmp(e1, nsup ? "{\"supersedes\":[" : "{\"packs\":[", nsup ? 15 : 10), 0);
+			rix_index *b = NULL;
+			bool legacy = true;
+			assert_int_equal(decode_exact(e1, n1, &b, &legacy), 0);
+			assert_false(legacy);
+			assert_same_index(a, b);
+			assert_same_index(b, a);
+			char *e2 = encode(b, &n2);
+			assert_int_equal(n1, n2);
+			assert_memory_equal(e1, e2, n1);
+			rix_free(e1);
+			rix_free(e2);
+			rix_index_free(a);
+			rix_index_free(b);
+		}
+	}
+}
+
+static void test_encode_empty(void **state)
+{
+	(void)state;
+	rix_index *idx = NULL;
+	assert_int_equal(rix_index_new(&idx, 0), 0);
+	char *out = encode(idx, NULL);
+	assert_string_equal(out, "{\"packs\":[]}\n");
+	rix_free(out);
+	rix_index_free(idx);
+}
+
+/* ---- accepted variations ------------------------------------------------------------------ */
+
+static void test_null_and_missing_lists(void **state)
+{
+	(void)state;
+	static const char *const texts[] = {
+		"{}",
+		"{\"packs\":null}",
+		"{\"supersedes\":null}",
+		"{\"packs\":null,\"supersedes\":null}",
+		"{\"packs\":[],\"supersedes\":[]}",
+		" \t\r\n{ } \n",
+		"[]",
+		"[ ]\n",
+	};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		rix_index *idx = decode_ok(texts[i]);
+		size_t n;
+		rix_index_supersedes(idx, &n);
+		assert_int_equal(n, 0);
+		assert_int_equal(rix_index_pack_count(idx), 0);
+		rix_index_free(idx);
+	}
+	/* A pack with null, empty or missing blobs is still in the pack table. */
+	static const char *const packs[] = {
+		"{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":null}]}",
+		"{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":[]}]}",
+		"{\"packs\":[{\"id\":\"" H1 "\"}]}",
+	};
+	for (size_t i = 0; i < sizeof(packs) / sizeof(packs[0]); i++) {
+		rix_index *idx = decode_ok(packs[i]);
+		assert_int_equal(rix_index_pack_count(idx), 1);
+		char *out = encode(idx, NULL);
+		assert_string_equal(out, "{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":[]}]}\n");
+		rix_free(out);
+		rix_index_free(idx);
+	}
+}
+
+static void test_legacy_flag(void **state)
+{
+	(void)state;
+	rix_index *idx = NULL;
+	bool legacy = false;
+	const char *t = "[{\"id\":\"" H1 "\",\"blobs\":[{\"id\":\"" H2 "\",\"type\":\"tree\","
+			"\"offset\":0,\"length\":10}]}]";
+	assert_int_equal(decode_exact(t, strlen(t), &idx, &legacy), 0);
+	assert_true(legacy);
+	rix_packed_blob pb;
+	get_blob(idx, RIX_BLOB_TREE, H2, &pb);
+	assert_int_equal(pb.length, 10);
+	rix_index_free(idx);
+	/* legacy may be NULL. */
+	assert_int_equal(decode_exact(t, strlen(t), &idx, NULL), 0);
+	rix_index_free(idx);
+}
+
+static void test_unknown_fields_skipped(void **state)
+{
+	(void)state;
+	const char *t =
+		"{\"version\":2,\"x\":[1,-2.5e+3,0,-0,1E-7,true,false,null,\"a\\u00e9\\n\\\"\\\\\\/\\b\\f\\r\\t\","
+		"{\"y\":{},\"z\":[[],[{}]]}],"
+		"\"packs\":[{\"meta\":{\"id\":\"not an id\",\"blobs\":5},\"id\":\"" H1 "\","
+		"\"blobs\":[{\"comment\":\"\\ud83d\\ude00\",\"id\":\"" H2 "\",\"type\":\"data\","
+		"\"offset\":5,\"length\":6,\"size\":[1,{\"a\":null}],\"uncompressed_length\":7}],"
+		"\"packs\":\"ignored here\"}],"
+		"\"P\\u0061cks\":{\"packs\":null},\"Packs\":[1],\"supersedes\":[\"" H2 "\"],\"tail\":{}}";
+	rix_index *idx = decode_ok(t);
+	rix_packed_blob pb;
+	get_blob(idx, RIX_BLOB_DATA, H2, &pb);
+	assert_int_equal(pb.offset, 5);
+	assert_int_equal(pb.length, 6);
+	assert_int_equal(pb.uncompressed_length, 7);
+	size_t n;
+	rix_index_supersedes(idx, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(rix_index_count(idx, RIX_BLOB_DATA), 1);
+	assert_int_equal(rix_index_pack_count(idx), 1);
+	/* Unknown keys may repeat. */
+	rix_index_free(idx);
+	idx = decode_ok("{\"a\":1,\"a\":2,\"packs\":[{\"q\":1,\"q\":[],\"id\":\"" H1 "\"}]}");
+	rix_index_free(idx);
+}
+
+static void test_key_order_and_whitespace(void **state)
+{
+	(void)state;
+	/* blobs before id, keys shuffled, upper-case hex, whitespace everywhere. */
+	const char *t =
+		" {\n\t\"packs\" :\r[ {\"blobs\" : [ {\"length\": 9 , \"uncompressed_length\" :0,"
+		" \"offset\" :\n4294967295 ,\"type\": \"tree\" ,\"id\" :\"" HU "\" } ] ,"
+		"\"id\" : \"" H2 "\" } ] ,\"supersedes\":[ \"" HU "\" ] }\n\n";
+	rix_index *idx = decode_ok(t);
+	rix_packed_blob pb;
+	get_blob(idx, RIX_BLOB_TREE, H1, &pb);
+	assert_int_equal(pb.offset, UINT32_MAX);
+	assert_int_equal(pb.length, 9);
+	assert_int_equal(pb.uncompressed_length, 0);
+	char hex[65];
+	rix_id_to_hex(&pb.pack_id, hex);
+	assert_string_equal(hex, H2);
+	char *out = encode(idx, NULL);
+	assert_string_equal(out, "{\"supersedes\":[\"" H1 "\"],\"packs\":[{\"id\":\"" H2 "\","
+				 "\"blobs\":[{\"id\":\"" H1 "\",\"type\":\"tree\",\"offset\":4294967295,"
+				 "\"length\":9}]}]}\n");
+	rix_free(out);
+	rix_index_free(idx);
+}
+
+/* Missing offset/length read as 0 (Go's zero values); the same pack twice is one pack. */
+static void test_defaults_and_repeated_pack(void **state)
+{
+	(void)state;
+	rix_index *idx = decode_ok("{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":[{\"id\":\"" H2 "\","
+				   "\"type\":\"data\"}]},{\"id\":\"" H1 "\",\"blobs\":[{\"id\":\"" H1
+				   "\",\"type\":\"data\",\"offset\":3,\"length\":4}]}]}");
+	assert_int_equal(rix_index_pack_count(idx), 1);
+	assert_int_equal(rix_index_count(idx, RIX_BLOB_DATA), 2);
+	rix_packed_blob pb;
+	get_blob(idx, RIX_BLOB_DATA, H2, &pb);
+	assert_int_equal(pb.offset, 0);
+	assert_int_equal(pb.length, 0);
+	rix_index_free(idx);
+}
+
+static void test_depth_limit(void **state)
+{
+	(void)state;
+	/* The top object is level 1; an unknown value may nest up to level 64 in total. */
+	char buf[1024];
+	for (int k = 60; k <= 66; k++) {
+		size_t n = (size_t)sprintf(buf, "{\"x\":");
+		for (int i = 0; i < k; i++) {
+			if (i % 2)
+				buf[n++] = '[';
+			else
+				n += (size_t)sprintf(buf + n, "{\"k\":");
+		}
+		buf[n++] = '0';
+		for (int i = k - 1; i >= 0; i--)
+			buf[n++] = i % 2 ? ']' : '}';
+		buf[n++] = '}';
+		buf[n] = '\0';
+		if (1 + k <= 64) {
+			rix_index *idx = decode_ok(buf);
+			rix_index_free(idx);
+		} else {
+			expect_corrupt(buf);
+			assert_non_null(strstr(rix_error_last(), "nesting"));
+		}
+	}
+	/* Inside a blob the schema already uses five levels. */
+	const char *pre = "{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":[{\"id\":\"" H2 "\",\"type\":\"data\",\"x\":";
+	for (int k = 58; k <= 60; k++) {
+		size_t n = (size_t)sprintf(buf, "%s", pre);
+		for (int i = 0; i < k; i++)
+			buf[n++] = '[';
+		for (int i = 0; i < k; i++)
+			buf[n++] = ']';
+		n += (size_t)sprintf(buf + n, "}]}]}");
+		if (5 + k <= 64) {
+			rix_index *idx = decode_ok(buf);
+			rix_index_free(idx);
+		} else {
+			expect_corrupt(buf);
+		}
+	}
+	/* Hostile nesting: rejected at the limit, not by the C stack. */
+	static char deep[1000008];
+	size_t big = 1000000;
+	memcpy(deep, "{\"x\":", 5);
+	memset(deep + 5, '[', big);
+	expect_corrupt_n(deep, big + 5);
+	memset(deep, '[', big);
+	expect_corrupt_n(deep, big);
+}
+
+/* ---- rejections --------------------------------------------------------------------------- */
+
+#define PACK(blobs) "{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":[" blobs "]}]}"
+#define BLOB(rest) "{\"id\":\"" H2 "\",\"type\":\"data\"," rest "}"
+
+static void test_reject_ids(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		/* pack IDs */
+		"{\"packs\":[{\"id\":\"" H1 "0\",\"blobs\":[]}]}",
+		"{\"packs\":[{\"id\":\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\"}]}",
+		"{\"packs\":[{\"id\":\"\"}]}",
+		"{\"packs\":[{\"id\":\"g123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}]}",
+		"{\"packs\":[{\"id\":\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde \"}]}",
+		"{\"packs\":[{\"id\":\"\\u0030123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}]}",
+		"{\"packs\":[{\"id\":\"\\u0030123456789abcdef0123456789abcdef0123456789abcdef0123456789a\"}]}",
+		"{\"packs\":[{\"id\":\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd\\\"\"}]}",
+		"{\"packs\":[{\"id\":null}]}",
+		"{\"packs\":[{\"id\":5}]}",
+		"{\"packs\":[{\"id\":[\"" H1 "\"]}]}",
+		"{\"packs\":[{\"id\":\"0x23456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}]}",
+		/* blob IDs */
+		PACK("{\"id\":\"" H1 "1\",\"type\":\"data\"}"),
+		PACK("{\"id\":\"abc\",\"type\":\"data\"}"),
+		PACK("{\"id\":\"\xc3\xa9" "23456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\",\"type\":\"data\"}"),
+		/* supersedes */
+		"{\"supersedes\":[\"" H1 "f\"]}",
+		"{\"supersedes\":[5]}",
+		"{\"supersedes\":[null]}",
+		"{\"supersedes\":\"" H1 "\"}",
+		"{\"supersedes\":{}}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_corrupt(bad[i]);
+}
+
+static void test_reject_types(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		PACK("{\"id\":\"" H2 "\",\"type\":\"Data\"}"),
+		PACK("{\"id\":\"" H2 "\",\"type\":\"dat\\u0061\"}"),
+		PACK("{\"id\":\"" H2 "\",\"type\":\"blob\"}"),
+		PACK("{\"id\":\"" H2 "\",\"type\":\"\"}"),
+		PACK("{\"id\":\"" H2 "\",\"type\":0}"),
+		PACK("{\"id\":\"" H2 "\",\"type\":null}"),
+		PACK("{\"id\":\"" H2 "\",\"type\":\"data \"}"),
+		PACK("{\"id\":\"" H2 "\",\"type\":\"treee\"}"),
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_corrupt(bad[i]);
+}
+
+static void test_reject_numbers(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		PACK(BLOB("\"offset\":-1")),
+		PACK(BLOB("\"offset\":-0")),
+		PACK(BLOB("\"offset\":+1")),
+		PACK(BLOB("\"offset\":1.0")),
+		PACK(BLOB("\"offset\":1.")),
+		PACK(BLOB("\"offset\":1e3")),
+		PACK(BLOB("\"offset\":1E3")),
+		PACK(BLOB("\"offset\":0e0")),
+		PACK(BLOB("\"offset\":01")),
+		PACK(BLOB("\"offset\":00")),
+		PACK(BLOB("\"length\":4294967296")),
+		PACK(BLOB("\"length\":9999999999")),
+		PACK(BLOB("\"length\":42949672950")),
+		PACK(BLOB("\"length\":18446744073709551617")),
+		PACK(BLOB("\"length\":\"5\"")),
+		PACK(BLOB("\"length\":true")),
+		PACK(BLOB("\"length\":null")),
+		PACK(BLOB("\"length\":[5]")),
+		PACK(BLOB("\"uncompressed_length\":-5")),
+		PACK(BLOB("\"uncompressed_length\":0.5")),
+		PACK(BLOB("\"uncompressed_length\":.5")),
+		PACK(BLOB("\"uncompressed_length\":0x10")),
+		PACK(BLOB("\"uncompressed_length\":5000000000")),
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_corrupt(bad[i]);
+	/* The bounds themselves are fine. */
+	rix_index *idx = decode_ok(PACK(BLOB("\"offset\":0,\"length\":4294967295,"
+					     "\"uncompressed_length\":4294967295")));
+	rix_packed_blob pb;
+	get_blob(idx, RIX_BLOB_DATA, H2, &pb);
+	assert_int_equal(pb.offset, 0);
+	assert_int_equal(pb.length, UINT32_MAX);
+	assert_int_equal(pb.uncompressed_length, UINT32_MAX);
+	rix_index_free(idx);
+}
+
+static void test_reject_structure(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		/* top level */
+		"", " \n", "null", "true", "5", "\"x\"", "{", "[", "}", "]",
+		"{\"packs\":[]}x", "{\"packs\":[]}{}", "{}[]", "[] 1",
+		"{\"packs\":[],}", "{,}", "{\"packs\" []}", "{\"packs\":[] \"x\":1}", "{packs:[]}",
+		"{'packs':[]}", "{\"packs\":[],\"x\"}", "{\"packs\":[],\"x\":}",
+		/* wrong types */
+		"{\"packs\":{}}", "{\"packs\":\"\"}", "{\"packs\":5}", "{\"packs\":true}",
+		"{\"packs\":[5]}", "{\"packs\":[null]}", "{\"packs\":[[]]}", "{\"packs\":[\"x\"]}",
+		"[1]", "[null]", "[[]]",
+		"{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":{}}]}",
+		"{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":5}]}",
+		"{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":[5]}]}",
+		"{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":[null]}]}",
+		"{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":[[]]}]}",
+		/* missing members */
+		"{\"packs\":[{}]}", "{\"packs\":[{\"blobs\":[]}]}", "[{\"blobs\":null}]",
+		PACK("{}"),
+		PACK("{\"type\":\"data\",\"offset\":1,\"length\":2}"),
+		PACK("{\"id\":\"" H2 "\",\"offset\":1,\"length\":2}"),
+		/* commas, colons, brackets */
+		"{\"packs\":[{\"id\":\"" H1 "\"},]}",
+		"{\"packs\":[{\"id\":\"" H1 "\",}]}",
+		"{\"packs\":[{\"id\":\"" H1 "\"}}",
+		"{\"packs\":[{\"id\":\"" H1 "\"]]}",
+		"{\"packs\":[{\"id\" \"" H1 "\"}]}",
+		PACK(BLOB("\"offset\":1,")),
+		PACK(BLOB("\"offset\":1 \"length\":2")),
+		PACK(BLOB("\"offset\"")),
+		PACK(BLOB("\"offset\"=1")),
+		/* unknown values that are not valid JSON */
+		"{\"x\":tru}", "{\"x\":nul}", "{\"x\":falsey}", "{\"x\":True}", "{\"x\":-}", "{\"x\":1.}",
+		"{\"x\":1e}", "{\"x\":1e+}", "{\"x\":01}", "{\"x\":.5}", "{\"x\":+1}", "{\"x\":-a}",
+		"{\"x\":\"\\x\"}", "{\"x\":\"\\u12g4\"}", "{\"x\":\"\\u123\"}", "{\"x\":\"a\nb\"}",
+		"{\"x\":\"\x01\"}", "{\"x\":\"\x1f\"}", "{\"x\":\"abc}", "{\"x\":[1,]}", "{\"x\":[,1]}",
+		"{\"x\":{\"a\"}}", "{\"x\":{\"a\":}}", "{\"x\":{1:2}}", "{\"x\":{\"a\":1,}}", "{\"x\":[}",
+		"{\"x\":{]}", "{\"x\":[1 2]}", "{\"x\":'a'}", "{\"x\":NaN}", "{\"x\":Infinity}",
+		"{\"x\":\"\\", "{\"x\":\"\\u00", "{\"x\\u00\":1}", "{\"\x02\":1}",
+		"{\"packs\":[{\"id\":\"" H1 "\",\"x\":[}]}",
+		PACK(BLOB("\"x\":{\"a\":[1,2,}")),
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_corrupt(bad[i]);
+	/* An embedded NUL is data, not the end of the text. */
+	expect_corrupt_n("{}\0", 3);
+	expect_corrupt_n("{\"x\":\"\0\"}", 8);
+}
+
+static void test_reject_duplicate_keys(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"{\"packs\":[],\"packs\":[]}",
+		"{\"packs\":null,\"packs\":null}",
+		"{\"supersedes\":[],\"packs\":[],\"supersedes\":[]}",
+		"{\"packs\":[{\"id\":\"" H1 "\",\"id\":\"" H1 "\"}]}",
+		"{\"packs\":[{\"id\":\"" H1 "\",\"id\":\"" H2 "\",\"blobs\":[]}]}",
+		"{\"packs\":[{\"blobs\":[],\"id\":\"" H1 "\",\"blobs\":[]}]}",
+		"{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":null,\"blobs\":[]}]}",
+		PACK("{\"id\":\"" H2 "\",\"id\":\"" H2 "\",\"type\":\"data\"}"),
+		PACK(BLOB("\"type\":\"tree\"")),
+		PACK(BLOB("\"offset\":1,\"offset\":1")),
+		PACK(BLOB("\"length\":1,\"length\":2")),
+		PACK(BLOB("\"uncompressed_length\":1,\"uncompressed_length\":1")),
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		expect_corrupt(bad[i]);
+		assert_non_null(strstr(rix_error_last(), "duplicate key"));
+	}
+}
+
+/* The message names the byte where the problem is. */
+static void test_error_offsets(void **state)
+{
+	(void)state;
+	char buf[300];
+	/* bad hex digit at position 17 + 10 */
+	snprintf(buf, sizeof(buf), "{\"packs\":[{\"id\":\"0123456789x%s\"}]}", H1 + 11);
+	expect_corrupt(buf);
+	assert_non_null(strstr(rix_error_last(), "bad hex digit in ID at byte 27"));
+	expect_corrupt("{\"packs\":[]} x");
+	assert_non_null(strstr(rix_error_last(), "at byte 13"));
+	expect_corrupt(PACK(BLOB("\"offset\":-1")));
+	assert_non_null(strstr(rix_error_last(), "negative number"));
+	expect_corrupt("{\"packs\":[");
+	assert_non_null(strstr(rix_error_last(), "unexpected end of text at byte 10"));
+}
+
+/* ---- allocation failures ------------------------------------------------------------------ */
+
+static void oom_decode(const char *text, size_t len)
+{
+	for (long n = 1;; n++) {
+		rix_index *idx = (rix_index *)&idx;
+		rix_test_failalloc_install(n);
+		int rc = rix_index_decode(&idx, text, len, NULL);
+		long count = rix_test_failalloc_count();
+		if (rc == 0) {
+			rix_index_free(idx);
+			assert_int_equal(rix_test_failalloc_live(), 0);
+			rix_test_failalloc_remove();
+			assert_true(count < n); /* it succeeded because nothing failed */
+			break;
+		}
+		assert_int_equal(rc, RIX_ENOMEM);
+		assert_null(idx);
+		assert_int_equal(rix_test_failalloc_live(), 0);
+		rix_test_failalloc_remove();
+		assert_true(n < 100000);
+	}
+}
+
+static void test_oom_decode(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = read_fixture("restic_index_v2_supersedes.json", &len);
+	oom_decode(text, len);
+	free(text);
+
+	/* Large enough (> 64 KiB) to take the reserve path. */
+	uint64_t st = 7;
+	rix_index *a = random_index(&st, 1000, 2);
+	char *big = encode(a, &len);
+	assert_true(len > 100000);
+	oom_decode(big, len);
+	rix_free(big);
+	rix_index_free(a);
+}
+
+static void test_oom_encode(void **state)
+{
+	(void)state;
+	uint64_t st = 9;
+	rix_index *a = random_index(&st, 200, 1);
+	size_t ref_len;
+	char *ref = encode(a, &ref_len);
+	for (long n = 1;; n++) {
+		char *out = (char *)&out;
+		size_t len = 1;
+		rix_test_failalloc_install(n);
+		int rc = rix_index_encode(a, &out, &len);
+		long count = rix_test_failalloc_count();
+		if (rc == 0 && count < n) {
+			assert_int_equal(len, ref_len);
+			assert_memory_equal(out, ref, len);
+			rix_free(out);
+			assert_int_equal(rix_test_failalloc_live(), 0);
+			rix_test_failalloc_remove();
+			break;
+		}
+		if (rc == 0) {
+			/* A failed shrink is not an error: the output is still right. */
+			assert_memory_equal(out, ref, ref_len);
+			rix_free(out);
+		} else {
+			assert_int_equal(rc, RIX_ENOMEM);
+			assert_null(out);
+		}
+		assert_int_equal(rix_test_failalloc_live(), 0);
+		rix_test_failalloc_remove();
+		assert_true(n < 1000);
+	}
+	rix_free(ref);
+	rix_index_free(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fixture_v2_backup),
+		cmocka_unit_test(test_fixture_v2_supersedes),
+		cmocka_unit_test(test_fixture_v1_backup),
+		cmocka_unit_test(test_fixture_v1_supersedes),
+		cmocka_unit_test(test_fixture_values),
+		cmocka_unit_test(test_fixture_legacy),
+		cmocka_unit_test(test_truncation),
+		cmocka_unit_test(test_byte_flips),
+		cmocka_unit_test(test_random_roundtrip),
+		cmocka_unit_test(test_encode_empty),
+		cmocka_unit_test(test_null_and_missing_lists),
+		cmocka_unit_test(test_legacy_flag),
+		cmocka_unit_test(test_unknown_fields_skipped),
+		cmocka_unit_test(test_key_order_and_whitespace),
+		cmocka_unit_test(test_defaults_and_repeated_pack),
+		cmocka_unit_test(test_depth_limit),
+		cmocka_unit_test(test_reject_ids),
+		cmocka_unit_test(test_reject_types),
+		cmocka_unit_test(test_reject_numbers),
+		cmocka_unit_test(test_reject_structure),
+		cmocka_unit_test(test_reject_duplicate_keys),
+		cmocka_unit_test(test_error_offsets),
+		cmocka_unit_test(test_oom_decode),
+		cmocka_unit_test(test_oom_encode),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
