@@ -49,6 +49,23 @@ static inline int rix__id_eq(const rix_id *a, const rix_id *b)
 	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
 }
 
+/* First 8 bytes equal: the cheap test before rix__id_eq on chain walks. */
+static inline int rix__id_prefix_eq(const rix_id *a, const rix_id *b)
+{
+	uint64_t x, y;
+	__builtin_memcpy(&x, a->b, 8);
+	__builtin_memcpy(&y, b->b, 8);
+	return x == y;
+}
+
 #define RIX_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+
+/*
+ * Asks the kernel to back the 2 MiB-aligned interior of [p, p + n) with huge pages (when
+ * transparent huge pages are in "madvise" mode). Large tables are read at random, and with
+ * 4 KiB pages nearly every lookup also misses the TLB. Advice only: errors are ignored, and
+ * nothing is done below 4 MiB. Defined in indexmap.c.
+ */
+void rix__advise_huge(void *p, size_t n);
 
 #endif

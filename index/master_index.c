@@ -45,7 +45,10 @@
 #include "hash.h"
 
 /* Entries per bucket in a frozen table. See bench/RESULTS.md for the sweep behind it. */
-#define FROZEN_LOAD 4u
+#ifndef RIX_FROZEN_LOAD
+#define RIX_FROZEN_LOAD 4u
+#endif
+#define FROZEN_LOAD RIX_FROZEN_LOAD
 
 struct fentry {
 	rix_id id;
@@ -101,6 +104,19 @@ static size_t frozen_memory(const struct frozen *f)
 	return sizeof(*f) + ((size_t)f->nb + 1) * sizeof(uint64_t) + (size_t)f->count * sizeof(struct fentry);
 }
 
+/*
+ * Prefetches every cache line of entries[start, end) (at most 8), so that the misses of one
+ * chain overlap instead of following each other as the scan advances.
+ */
+static inline void prefetch_chain(const struct frozen *f, uint32_t start, uint32_t end)
+{
+	const char *p = (const char *)&f->entries[start];
+	const char *e = (const char *)&f->entries[end];
+	uintptr_t line = (uintptr_t)p & ~(uintptr_t)63;
+	for (int k = 0; k < 8 && (const char *)line < e; k++, line += 64)
+		RIX_PREFETCH((const void *)line);
+}
+
 static const struct fentry *frozen_find(const struct frozen *f, const rix_id *id, uint64_t seed)
 {
 	uint64_t h = rix__hash_id(id, seed);
@@ -110,8 +126,9 @@ static const struct fentry *frozen_find(const struct frozen *f, const rix_id *id
 	if ((w & fl) != fl)
 		return NULL;
 	uint32_t end = (uint32_t)f->buckets[b + 1];
+	prefetch_chain(f, (uint32_t)w, end);
 	for (uint32_t i = (uint32_t)w; i < end; i++)
-		if (rix__id_eq(&f->entries[i].id, id))
+		if (rix__id_prefix_eq(&f->entries[i].id, id) && rix__id_eq(&f->entries[i].id, id))
 			return &f->entries[i];
 	return NULL;
 }
@@ -168,6 +185,8 @@ static int frozen_build(struct frozen **out, const struct merge_src *srcs, size_
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %llu entries",
 				     (unsigned long long)total);
 	}
+	rix__advise_huge(f->buckets, ((size_t)nb + 1) * sizeof(uint64_t));
+	rix__advise_huge(f->entries, (size_t)total * sizeof(struct fentry));
 	/* Pass 1: chain lengths (low half) and filter bits (high half) per bucket. */
 	for (size_t s = 0; s < n; s++) {
 		uint32_t c = src_count(&srcs[s]);
@@ -534,7 +553,7 @@ size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const
 				start[i] = (uint32_t)w;
 				end[i] = (w & fl) == fl ? (uint32_t)f->buckets[b[i] + 1] : start[i];
 				if (end[i] > start[i])
-					RIX_PREFETCH(&f->entries[start[i]]);
+					prefetch_chain(f, start[i], end[i]);
 			}
 		}
 		for (size_t i = 0; i < g; i++) {
@@ -542,7 +561,7 @@ size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const
 			int hit = 0;
 			if (f != NULL) {
 				for (uint32_t k = start[i]; k < end[i]; k++) {
-					if (rix__id_eq(&f->entries[k].id, id)) {
+					if (rix__id_prefix_eq(&f->entries[k].id, id) && rix__id_eq(&f->entries[k].id, id)) {
 						if (out != NULL)
 							fill_from_frozen(mi, t, &f->entries[k], &out[base + i]);
 						hit = 1;
