@@ -30,11 +30,26 @@
  * holding only the writers' mutex. Readers go on using the old state; the write lock is taken
  * just to swap pointers. Then the old tables and the merged indexes are freed.
  *
- * Locks: `lock` (rwlock) guards every published pointer and the separate indexes; `wmu`
+ * Readers and writers
+ * -------------------
+ * The frozen tables and the global pack table form one immutable `struct mstate`, published
+ * through an atomic pointer. A lookup reads it inside an RCU read section (rcu.h: two plain
+ * stores, no lock), which answers every ID found in the frozen tables. Only a miss while
+ * separate indexes exist takes the rwlock `lock` and asks them (and the frozen tables again,
+ * if a merge published new ones meanwhile). A merge publishes the new state and shrinks the
+ * separate list under the write lock, then waits for RCU readers (rix__rcu_synchronize)
+ * before freeing the old state.
+ *
+ * Why a lock-free miss is safe: readers load `nsep` (the count of separate indexes) before
+ * the state pointer; merges store the new state before the smaller count. A reader that sees
+ * nsep = 0 therefore also sees the state that contains whatever was merged.
+ *
+ * `lock` (rwlock) guards the separate indexes and every field a writer changes; `wmu`
  * serializes writers (add, merge, store_pack) so a merge may read `separate` without the
  * rwlock; `pmu` guards the pending set and makes "known or pending? else mark pending" atomic.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +58,7 @@
 #include "rix/master_index.h"
 #include "index_internal.h"
 #include "hash.h"
+#include "rcu.h"
 
 /* Entries per bucket in a frozen table. See bench/RESULTS.md for the sweep behind it. */
 #ifndef RIX_FROZEN_LOAD
@@ -63,6 +79,13 @@ struct frozen {
 	uint32_t count;
 };
 
+/* What a merge publishes: immutable until freed after an RCU grace period. */
+struct mstate {
+	struct frozen *frozen[RIX_BLOB_TYPES]; /* NULL: nothing merged of that type yet */
+	rix_id *packs;                          /* global pack table */
+	uint32_t npacks;
+};
+
 struct pending_slot {
 	rix_id id;
 	uint8_t type;
@@ -74,9 +97,8 @@ struct rix_master_index {
 	pthread_mutex_t wmu;
 	pthread_mutex_t pmu;
 	uint64_t seed;
-	struct frozen *frozen[RIX_BLOB_TYPES]; /* NULL: nothing merged of that type yet */
-	rix_id *packs;
-	uint32_t npacks;
+	_Atomic(struct mstate *) state; /* never NULL */
+	atomic_size_t nsep;             /* = nseparate, for lock-free readers */
 	rix_index **separate;
 	size_t nseparate, separate_cap;
 	rix_index *own; /* the master's own unfinished index, also in separate[]; may be NULL */
@@ -227,19 +249,43 @@ static int frozen_build(struct frozen **out, const struct merge_src *srcs, size_
 
 /* ---- Create / free ------------------------------------------------------------------------ */
 
+static void mstate_free(struct mstate *st)
+{
+	if (st == NULL)
+		return;
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		frozen_free(st->frozen[t]);
+	rix_free(st->packs);
+	rix_free(st);
+}
+
+/* The published state. Readers call this inside an RCU read section or under `lock`. */
+static inline struct mstate *state_of(rix_master_index *mi)
+{
+	return atomic_load_explicit(&mi->state, memory_order_seq_cst);
+}
+
 int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed)
 {
 	*out = NULL;
 	rix_master_index *mi = rix_calloc(1, sizeof(*mi));
-	if (mi == NULL)
+	struct mstate *st = rix_calloc(1, sizeof(*st));
+	if (mi == NULL || st == NULL) {
+		rix_free(mi);
+		rix_free(st);
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
+	}
 	if (pthread_rwlock_init(&mi->lock, NULL) != 0) {
 		rix_free(mi);
+		rix_free(st);
 		return rix_error_set(RIX_ENOMEM, "master index: cannot create lock");
 	}
 	pthread_mutex_init(&mi->wmu, NULL);
 	pthread_mutex_init(&mi->pmu, NULL);
 	mi->seed = seed;
+	atomic_init(&mi->state, st);
+	atomic_init(&mi->nsep, 0);
+	(void)rix__rcu_fast(); /* registers for membarrier before any reader runs */
 	*out = mi;
 	return 0;
 }
@@ -253,12 +299,10 @@ void rix_master_index_free(rix_master_index *mi)
 {
 	if (mi == NULL)
 		return;
-	for (int t = 0; t < RIX_BLOB_TYPES; t++)
-		frozen_free(mi->frozen[t]);
+	mstate_free(atomic_load(&mi->state));
 	for (size_t i = 0; i < mi->nseparate; i++)
 		rix_index_free(mi->separate[i]);
 	rix_free(mi->separate);
-	rix_free(mi->packs);
 	rix_free(mi->index_ids);
 	rix_free(mi->pending);
 	pthread_rwlock_destroy(&mi->lock);
@@ -272,6 +316,7 @@ void rix_master_index_free(rix_master_index *mi)
 /* Appends idx to separate[]; caller holds wmu. Takes the write lock itself. */
 static int push_separate(rix_master_index *mi, rix_index *idx)
 {
+	rix_index **old = NULL;
 	if (mi->nseparate == mi->separate_cap) {
 		size_t cap = mi->separate_cap ? mi->separate_cap * 2 : 8;
 		rix_index **s = rix_malloc(cap * sizeof(*s));
@@ -280,17 +325,16 @@ static int push_separate(rix_master_index *mi, rix_index *idx)
 		if (mi->nseparate)
 			memcpy(s, mi->separate, mi->nseparate * sizeof(*s));
 		pthread_rwlock_wrlock(&mi->lock);
-		rix_index **old = mi->separate;
+		old = mi->separate;
 		mi->separate = s;
 		mi->separate_cap = cap;
-		mi->separate[mi->nseparate++] = idx;
-		pthread_rwlock_unlock(&mi->lock);
-		rix_free(old);
-		return 0;
+	} else {
+		pthread_rwlock_wrlock(&mi->lock);
 	}
-	pthread_rwlock_wrlock(&mi->lock);
 	mi->separate[mi->nseparate++] = idx;
+	atomic_store(&mi->nsep, mi->nseparate);
 	pthread_rwlock_unlock(&mi->lock);
+	rix_free(old);
 	return 0;
 }
 
@@ -330,17 +374,18 @@ int rix_master_index_store_pack(rix_master_index *mi, const rix_id *pack_id, con
 int rix_master_index_merge(rix_master_index *mi)
 {
 	pthread_mutex_lock(&mi->wmu);
+	struct mstate *cur = atomic_load(&mi->state); /* only writers change it; we hold wmu */
 	int rc = 0;
 	size_t nmerge = 0, nsrc_max = mi->nseparate + 1;
 	struct merge_src *srcs = rix_malloc(nsrc_max * sizeof(*srcs));
 	rix_index **merged = rix_malloc((mi->nseparate ? mi->nseparate : 1) * sizeof(*merged));
-	struct frozen *nf[RIX_BLOB_TYPES] = { NULL };
-	rix_id *npacks = NULL, *nids = NULL;
-	if (srcs == NULL || merged == NULL) {
+	struct mstate *next = rix_calloc(1, sizeof(*next));
+	rix_id *nids = NULL;
+	if (srcs == NULL || merged == NULL || next == NULL) {
 		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for merge");
 		goto done;
 	}
-	uint64_t packs_total = mi->npacks;
+	uint64_t packs_total = cur->npacks;
 	size_t ids_total = mi->nindex_ids;
 	for (size_t i = 0; i < mi->nseparate; i++) {
 		rix_index *idx = mi->separate[i];
@@ -356,55 +401,48 @@ int rix_master_index_merge(rix_master_index *mi)
 		rc = rix_error_set(RIX_ELIMIT, "master index: too many packs");
 		goto done;
 	}
-	/* The new global pack table: old one, then each merged index's table. */
-	npacks = rix_malloc((size_t)(packs_total ? packs_total : 1) * sizeof(rix_id));
+	/* The new global pack table: the old one, then each merged index's table. */
+	next->packs = rix_malloc((size_t)(packs_total ? packs_total : 1) * sizeof(rix_id));
 	nids = rix_malloc((ids_total ? ids_total : 1) * sizeof(rix_id));
-	if (npacks == NULL || nids == NULL) {
+	if (next->packs == NULL || nids == NULL) {
 		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for pack table");
 		goto done;
 	}
-	if (mi->npacks)
-		memcpy(npacks, mi->packs, (size_t)mi->npacks * sizeof(rix_id));
+	next->npacks = (uint32_t)packs_total;
+	if (cur->npacks)
+		memcpy(next->packs, cur->packs, (size_t)cur->npacks * sizeof(rix_id));
 	if (mi->nindex_ids)
 		memcpy(nids, mi->index_ids, mi->nindex_ids * sizeof(rix_id));
-	uint32_t base = mi->npacks;
+	uint32_t base = cur->npacks;
 	size_t idn = mi->nindex_ids;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
 		size_t ns = 0;
-		if (mi->frozen[t] != NULL)
-			srcs[ns++] = (struct merge_src){ mi->frozen[t], NULL, 0 };
+		if (cur->frozen[t] != NULL)
+			srcs[ns++] = (struct merge_src){ cur->frozen[t], NULL, 0 };
 		uint32_t b = base;
 		for (size_t k = 0; k < nmerge; k++) {
 			if (merged[k]->maps[t] != NULL)
 				srcs[ns++] = (struct merge_src){ NULL, merged[k]->maps[t], b };
 			b += merged[k]->npacks;
 		}
-		rc = frozen_build(&nf[t], srcs, ns, mi->seed);
+		rc = frozen_build(&next->frozen[t], srcs, ns, mi->seed);
 		if (rc != 0)
 			goto done;
 	}
 	for (size_t k = 0; k < nmerge; k++) {
 		if (merged[k]->npacks)
-			memcpy(npacks + base, merged[k]->packs, (size_t)merged[k]->npacks * sizeof(rix_id));
+			memcpy(next->packs + base, merged[k]->packs, (size_t)merged[k]->npacks * sizeof(rix_id));
 		base += merged[k]->npacks;
 		if (merged[k]->nids)
 			memcpy(nids + idn, merged[k]->ids, merged[k]->nids * sizeof(rix_id));
 		idn += merged[k]->nids;
 	}
 
-	/* Publish. */
-	struct frozen *old[RIX_BLOB_TYPES];
-	rix_id *old_packs, *old_ids;
+	/* Publish: the state first, then the smaller separate count (see the file comment). */
+	rix_id *old_ids;
 	pthread_rwlock_wrlock(&mi->lock);
-	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		old[t] = mi->frozen[t];
-		mi->frozen[t] = nf[t];
-		nf[t] = NULL;
-	}
-	old_packs = mi->packs;
-	mi->packs = npacks;
-	mi->npacks = (uint32_t)packs_total;
-	npacks = NULL;
+	atomic_store(&mi->state, next);
+	next = NULL;
 	old_ids = mi->index_ids;
 	mi->index_ids = nids;
 	mi->nindex_ids = ids_total;
@@ -416,18 +454,16 @@ int rix_master_index_merge(rix_master_index *mi)
 			mi->separate[keep++] = idx;
 	}
 	mi->nseparate = keep;
+	atomic_store(&mi->nsep, keep);
 	pthread_rwlock_unlock(&mi->lock);
 
-	for (int t = 0; t < RIX_BLOB_TYPES; t++)
-		frozen_free(old[t]);
-	rix_free(old_packs);
+	rix__rcu_synchronize(); /* no reader still holds `cur` */
+	mstate_free(cur);
 	rix_free(old_ids);
 	for (size_t k = 0; k < nmerge; k++)
 		rix_index_free(merged[k]);
 done:
-	for (int t = 0; t < RIX_BLOB_TYPES; t++)
-		frozen_free(nf[t]);
-	rix_free(npacks);
+	mstate_free(next);
 	rix_free(nids);
 	rix_free(srcs);
 	rix_free(merged);
@@ -437,27 +473,30 @@ done:
 
 /* ---- Readers ------------------------------------------------------------------------------ */
 
-static void fill_from_frozen(const rix_master_index *mi, rix_blob_type t, const struct fentry *e,
+static void fill_from_frozen(const struct mstate *st, rix_blob_type t, const struct fentry *e,
 			     rix_packed_blob *out)
 {
 	out->id = e->id;
-	out->pack_id = mi->packs[e->loc.pack];
+	out->pack_id = st->packs[e->loc.pack];
 	out->type = t;
 	out->offset = e->loc.offset;
 	out->length = e->loc.length;
 	out->uncompressed_length = e->loc.uncompressed_length;
 }
 
-/* Caller holds the read lock. */
-static int lookup_locked(const rix_master_index *mi, rix_blob_type t, const rix_id *id,
-			 rix_packed_blob *out)
+/*
+ * The slow half of a lookup: under the read lock, the frozen tables (again, only if a merge
+ * published new ones since `seen`) and then the separate indexes, newest first.
+ */
+static int lookup_locked(rix_master_index *mi, const struct mstate *seen, rix_blob_type t,
+			 const rix_id *id, rix_packed_blob *out)
 {
-	const struct frozen *f = mi->frozen[t];
-	if (f != NULL) {
-		const struct fentry *e = frozen_find(f, id, mi->seed);
+	const struct mstate *st = state_of(mi);
+	if (st != seen && st->frozen[t] != NULL) {
+		const struct fentry *e = frozen_find(st->frozen[t], id, mi->seed);
 		if (e != NULL) {
 			if (out != NULL)
-				fill_from_frozen(mi, t, e, out);
+				fill_from_frozen(st, t, e, out);
 			return 0;
 		}
 	}
@@ -472,8 +511,23 @@ int rix_master_index_lookup(rix_master_index *mi, rix_blob_type t, const rix_id 
 {
 	if ((unsigned)t >= RIX_BLOB_TYPES)
 		return RIX_ENOTFOUND;
+	rix__rcu_read_lock();
+	size_t nsep = atomic_load(&mi->nsep);
+	const struct mstate *st = state_of(mi);
+	const struct frozen *f = st->frozen[t];
+	const struct fentry *e = f != NULL ? frozen_find(f, id, mi->seed) : NULL;
+	if (e != NULL) {
+		if (out != NULL)
+			fill_from_frozen(st, t, e, out);
+		rix__rcu_read_unlock();
+		return 0;
+	}
+	rix__rcu_read_unlock();
+	if (nsep == 0)
+		return RIX_ENOTFOUND;
 	pthread_rwlock_rdlock(&mi->lock);
-	int rc = lookup_locked(mi, t, id, out);
+	/* st is only compared, never dereferenced, once outside the read section. */
+	int rc = lookup_locked(mi, st, t, id, out);
 	pthread_rwlock_unlock(&mi->lock);
 	return rc;
 }
@@ -499,7 +553,8 @@ size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const 
 		return 0;
 	size_t n = 0;
 	pthread_rwlock_rdlock(&mi->lock);
-	const struct frozen *f = mi->frozen[t];
+	const struct mstate *st = state_of(mi);
+	const struct frozen *f = st->frozen[t];
 	if (f != NULL) {
 		uint64_t h = rix__hash_id(id, mi->seed);
 		uint32_t b = rix__hash_bucket(h, f->nb);
@@ -508,7 +563,7 @@ size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const 
 			if (!rix__id_eq(&f->entries[i].id, id))
 				continue;
 			if (n < max && out != NULL)
-				fill_from_frozen(mi, t, &f->entries[i], &out[n]);
+				fill_from_frozen(st, t, &f->entries[i], &out[n]);
 			n++;
 		}
 	}
@@ -522,8 +577,10 @@ size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const 
 
 /*
  * Batched frozen lookup in groups: hash all keys and prefetch their bucket words; read words,
- * filter, prefetch chain starts; then scan each chain. Keys the frozen table lacks are then
- * asked of the separate indexes one by one (there are few, and they are small).
+ * filter, prefetch whole chains; scan the chains; prefetch the pack IDs of the hits, then copy
+ * them out. Keys the frozen table lacks are asked of the separate indexes under the read lock
+ * (taken once, at the first such miss), one by one: there are few separate indexes, and they
+ * are small.
  */
 size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const rix_id *ids,
 				    size_t n, rix_packed_blob *out, uint8_t *found)
@@ -535,12 +592,16 @@ size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const
 		return 0;
 	}
 	size_t nfound = 0;
-	pthread_rwlock_rdlock(&mi->lock);
-	const struct frozen *f = mi->frozen[t];
+	int locked = 0;
+	rix__rcu_read_lock();
+	size_t nsep = atomic_load(&mi->nsep);
+	const struct mstate *st = state_of(mi);
+	const struct frozen *f = st->frozen[t];
 	for (size_t base = 0; base < n; base += GROUP) {
 		size_t g = n - base < GROUP ? n - base : GROUP;
 		uint64_t h[GROUP];
 		uint32_t b[GROUP], start[GROUP], end[GROUP];
+		const struct fentry *hit[GROUP];
 		if (f != NULL) {
 			for (size_t i = 0; i < g; i++) {
 				h[i] = rix__hash_id(&ids[base + i], mi->seed);
@@ -558,27 +619,37 @@ size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const
 		}
 		for (size_t i = 0; i < g; i++) {
 			const rix_id *id = &ids[base + i];
-			int hit = 0;
-			if (f != NULL) {
-				for (uint32_t k = start[i]; k < end[i]; k++) {
+			hit[i] = NULL;
+			if (f != NULL)
+				for (uint32_t k = start[i]; k < end[i]; k++)
 					if (rix__id_prefix_eq(&f->entries[k].id, id) && rix__id_eq(&f->entries[k].id, id)) {
+						hit[i] = &f->entries[k];
 						if (out != NULL)
-							fill_from_frozen(mi, t, &f->entries[k], &out[base + i]);
-						hit = 1;
+							RIX_PREFETCH(&st->packs[hit[i]->loc.pack]);
 						break;
 					}
+		}
+		for (size_t i = 0; i < g; i++) {
+			int ok = hit[i] != NULL;
+			if (ok && out != NULL)
+				fill_from_frozen(st, t, hit[i], &out[base + i]);
+			if (!ok && nsep > 0) {
+				/* Read lock inside the read section is safe: writers never hold
+				 * the write lock while they wait for RCU readers. */
+				if (!locked) {
+					pthread_rwlock_rdlock(&mi->lock);
+					locked = 1;
 				}
+				ok = lookup_locked(mi, st, t, &ids[base + i], out ? &out[base + i] : NULL) == 0;
 			}
-			if (!hit && mi->nseparate > 0)
-				for (size_t s = mi->nseparate; s-- > 0 && !hit;)
-					hit = rix_index_lookup(mi->separate[s], t, id,
-							       out ? &out[base + i] : NULL) == 0;
 			if (found != NULL)
-				found[base + i] = (uint8_t)hit;
-			nfound += (size_t)hit;
+				found[base + i] = (uint8_t)ok;
+			nfound += (size_t)ok;
 		}
 	}
-	pthread_rwlock_unlock(&mi->lock);
+	if (locked)
+		pthread_rwlock_unlock(&mi->lock);
+	rix__rcu_read_unlock();
 	return nfound;
 }
 
@@ -587,7 +658,8 @@ size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t)
 	if ((unsigned)t >= RIX_BLOB_TYPES)
 		return 0;
 	pthread_rwlock_rdlock(&mi->lock);
-	size_t n = mi->frozen[t] ? mi->frozen[t]->count : 0;
+	const struct mstate *st = state_of(mi);
+	size_t n = st->frozen[t] ? st->frozen[t]->count : 0;
 	for (size_t i = 0; i < mi->nseparate; i++)
 		n += rix_index_count(mi->separate[i], t);
 	pthread_rwlock_unlock(&mi->lock);
@@ -598,11 +670,12 @@ int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *a
 {
 	int rc = 0;
 	pthread_rwlock_rdlock(&mi->lock);
+	const struct mstate *st = state_of(mi);
 	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++) {
-		const struct frozen *f = mi->frozen[t];
+		const struct frozen *f = st->frozen[t];
 		for (uint32_t i = 0; f != NULL && i < f->count && rc == 0; i++) {
 			rix_packed_blob pb;
-			fill_from_frozen(mi, (rix_blob_type)t, &f->entries[i], &pb);
+			fill_from_frozen(st, (rix_blob_type)t, &f->entries[i], &pb);
 			rc = fn(&pb, arg);
 		}
 	}
@@ -617,7 +690,7 @@ static int cmp_id(const void *a, const void *b)
 	return memcmp(a, b, RIX_ID_SIZE);
 }
 
-/* Copies the listed IDs, sorts them and drops repeats. */
+/* Sorts the IDs in place and drops repeats; hands the array to *out. */
 static int sorted_unique(rix_id *all, size_t n, rix_id **out, size_t *nout)
 {
 	qsort(all, n, sizeof(rix_id), cmp_id);
@@ -630,30 +703,47 @@ static int sorted_unique(rix_id *all, size_t n, rix_id **out, size_t *nout)
 	return 0;
 }
 
+/* Collects base[0..nbase) and, per separate index, what get() returns; caller holds lock. */
+static int collect_ids(rix_master_index *mi, const rix_id *base, size_t nbase,
+		       const rix_id *(*get)(const rix_index *, size_t *), rix_id **out, size_t *n)
+{
+	size_t total = nbase;
+	for (size_t i = 0; i < mi->nseparate; i++) {
+		size_t k;
+		get(mi->separate[i], &k);
+		total += k;
+	}
+	rix_id *all = rix_malloc((total ? total : 1) * sizeof(rix_id));
+	if (all == NULL)
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory listing %zu IDs", total);
+	if (nbase)
+		memcpy(all, base, nbase * sizeof(rix_id));
+	size_t at = nbase;
+	for (size_t i = 0; i < mi->nseparate; i++) {
+		size_t k;
+		const rix_id *ids = get(mi->separate[i], &k);
+		if (k)
+			memcpy(all + at, ids, k * sizeof(rix_id));
+		at += k;
+	}
+	return sorted_unique(all, total, out, n);
+}
+
+static const rix_id *packs_of(const rix_index *idx, size_t *n)
+{
+	*n = idx->npacks;
+	return idx->packs;
+}
+
 int rix_master_index_packs(rix_master_index *mi, rix_id **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
 	pthread_rwlock_rdlock(&mi->lock);
-	size_t total = mi->npacks;
-	for (size_t i = 0; i < mi->nseparate; i++)
-		total += mi->separate[i]->npacks;
-	rix_id *all = rix_malloc((total ? total : 1) * sizeof(rix_id));
-	if (all == NULL) {
-		pthread_rwlock_unlock(&mi->lock);
-		return rix_error_set(RIX_ENOMEM, "master index: out of memory listing packs");
-	}
-	size_t k = mi->npacks;
-	if (k)
-		memcpy(all, mi->packs, k * sizeof(rix_id));
-	for (size_t i = 0; i < mi->nseparate; i++) {
-		const rix_index *idx = mi->separate[i];
-		if (idx->npacks)
-			memcpy(all + k, idx->packs, (size_t)idx->npacks * sizeof(rix_id));
-		k += idx->npacks;
-	}
+	const struct mstate *st = state_of(mi);
+	int rc = collect_ids(mi, st->packs, st->npacks, packs_of, out, n);
 	pthread_rwlock_unlock(&mi->lock);
-	return sorted_unique(all, total, out, n);
+	return rc;
 }
 
 int rix_master_index_index_ids(rix_master_index *mi, rix_id **out, size_t *n)
@@ -661,34 +751,19 @@ int rix_master_index_index_ids(rix_master_index *mi, rix_id **out, size_t *n)
 	*out = NULL;
 	*n = 0;
 	pthread_rwlock_rdlock(&mi->lock);
-	size_t total = mi->nindex_ids;
-	for (size_t i = 0; i < mi->nseparate; i++)
-		total += mi->separate[i]->nids;
-	rix_id *all = rix_malloc((total ? total : 1) * sizeof(rix_id));
-	if (all == NULL) {
-		pthread_rwlock_unlock(&mi->lock);
-		return rix_error_set(RIX_ENOMEM, "master index: out of memory listing index IDs");
-	}
-	size_t k = mi->nindex_ids;
-	if (k)
-		memcpy(all, mi->index_ids, k * sizeof(rix_id));
-	for (size_t i = 0; i < mi->nseparate; i++) {
-		const rix_index *idx = mi->separate[i];
-		if (idx->nids)
-			memcpy(all + k, idx->ids, idx->nids * sizeof(rix_id));
-		k += idx->nids;
-	}
+	int rc = collect_ids(mi, mi->index_ids, mi->nindex_ids, rix_index_ids, out, n);
 	pthread_rwlock_unlock(&mi->lock);
-	return sorted_unique(all, total, out, n);
+	return rc;
 }
 
 size_t rix_master_index_memory(rix_master_index *mi)
 {
 	pthread_rwlock_rdlock(&mi->lock);
-	size_t m = sizeof(*mi) + (size_t)mi->npacks * sizeof(rix_id) + mi->separate_cap * sizeof(rix_index *) +
-		   mi->nindex_ids * sizeof(rix_id);
+	const struct mstate *st = state_of(mi);
+	size_t m = sizeof(*mi) + sizeof(*st) + (size_t)st->npacks * sizeof(rix_id) +
+		   mi->separate_cap * sizeof(rix_index *) + mi->nindex_ids * sizeof(rix_id);
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
-		m += frozen_memory(mi->frozen[t]);
+		m += frozen_memory(st->frozen[t]);
 	for (size_t i = 0; i < mi->nseparate; i++)
 		m += rix_index_memory(mi->separate[i]);
 	pthread_rwlock_unlock(&mi->lock);
