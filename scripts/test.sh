@@ -16,4 +16,14 @@ run() { # name, cmake args...
 run build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo
 run build-asan -DCMAKE_BUILD_TYPE=Debug -DRIX_SANITIZE=address,undefined -DRIX_BUILD_BENCH=OFF
 run build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRIX_SANITIZE=thread -DRIX_BUILD_BENCH=OFF
+echo "== install: pkg-config and find_package consumers"
+prefix=$(mktemp -d)
+cmake --install build-test --prefix "$prefix" >/dev/null
+PKG_CONFIG_PATH="$prefix/lib/pkgconfig" cc -o "$prefix/consumer-pc" tests/install/consumer.c \
+	$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs rix) -Wl,-rpath,"$prefix/lib"
+"$prefix/consumer-pc"
+cmake -S tests/install -B "$prefix/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/build" >/dev/null
+"$prefix/build/consumer"
+rm -rf "$prefix"
 echo "== all test builds passed"
