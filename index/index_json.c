@@ -66,8 +66,13 @@
 /* Nesting limit for the whole document (the schema itself uses 5 levels). */
 #define RIX_JSON_MAX_DEPTH 64
 
-/* After this many bytes, extrapolate the blob counts and reserve (inputs smaller: never). */
-#define RESERVE_SAMPLE (64 * 1024)
+/*
+ * After this many bytes, extrapolate the blob counts and reserve (inputs smaller: never). The
+ * fuzz build lowers it so that its small inputs reach the reserve path too.
+ */
+#ifndef RIX_JSON_RESERVE_SAMPLE
+#define RIX_JSON_RESERVE_SAMPLE (64 * 1024)
+#endif
 
 /* ==== Decoder state and error reporting ==================================================== */
 
@@ -838,7 +843,7 @@ static int parse_pack(struct dec *d, const char **pp, int depth)
 		if (rc != 0)
 			return rc;
 	}
-	if (!d->reserved && (size_t)(p - d->base) >= RESERVE_SAMPLE) {
+	if (!d->reserved && (size_t)(p - d->base) >= RIX_JSON_RESERVE_SAMPLE) {
 		rc = maybe_reserve(d, p);
 		if (rc != 0)
 			return rc;
