@@ -64,7 +64,7 @@ static inline int rix__id_prefix_eq(const rix_id *a, const rix_id *b)
  * Asks the kernel to back the 2 MiB-aligned interior of [p, p + n) with huge pages (when
  * transparent huge pages are in "madvise" mode). Large tables are read at random, and with
  * 4 KiB pages nearly every lookup also misses the TLB. Advice only: errors are ignored, and
- * nothing is done below 4 MiB. Defined in indexmap.c.
+ * nothing is done below 2 MiB. Defined in indexmap.c.
  */
 void rix__advise_huge(void *p, size_t n);
 

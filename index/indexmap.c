@@ -94,7 +94,7 @@ void rix__advise_huge(void *p, size_t n)
 {
 #ifdef MADV_HUGEPAGE
 	const uintptr_t huge = (uintptr_t)2 << 20;
-	if (p == NULL || n < 2 * huge)
+	if (p == NULL || n < huge)
 		return;
 	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
 	uintptr_t e = ((uintptr_t)p + n) & ~(huge - 1);
