@@ -339,64 +339,84 @@ size_t rix_indexmap_lookup_all(const rix_indexmap *m, const rix_id *id, rix_loc 
 }
 
 /*
- * Batched lookup, in groups of GROUP keys and three stages per group:
- *   1. hash every key and prefetch its bucket word;
- *   2. read the words, drop keys the filter rules out, prefetch each chain head;
- *   3. step all live chains one entry per round, prefetching each next entry,
- *      until every key is matched or its chain ends.
- * The misses of the keys in a group overlap instead of queuing one after another.
+ * Batched lookup as a rolling window of W keys in flight (asynchronous memory access
+ * chaining). Each slot is a small state machine:
+ *
+ *   BUCKET: its bucket word was prefetched; read it, apply the filter, prefetch the chain head
+ *   ENTRY:  an entry was prefetched; compare it, then finish or prefetch the next entry
+ *
+ * The window is served round robin, one step per slot per turn, and a slot whose key is done
+ * takes the next key at once (hash, prefetch its bucket). So W misses stay in flight whatever
+ * the chain lengths, where processing keys in fixed groups would leave most of a group idle
+ * while its longest chain is walked.
  */
 size_t rix_indexmap_lookup_many(const rix_indexmap *m, const rix_id *ids, size_t n,
 				rix_loc *out, uint8_t *found)
 {
-	enum { GROUP = 32 };
+	enum { W = 16, IDLE = 0, BUCKET = 1, ENTRY = 2 };
 	size_t nfound = 0;
-	if (m->count == 0) {
-		if (found != NULL)
-			memset(found, 0, n);
+	if (found != NULL)
+		memset(found, 0, n);
+	if (m->count == 0 || n == 0)
 		return 0;
+	struct {
+		size_t key;
+		uint64_t h;
+		uint32_t cur;
+		int state;
+	} s[W];
+	size_t next = 0, active = 0;
+	for (int k = 0; k < W; k++) {
+		s[k].state = IDLE;
+		if (next < n) {
+			s[k].key = next++;
+			s[k].h = rix__hash_id(&ids[s[k].key], m->seed);
+			RIX_PREFETCH(&m->buckets[rix__hash_bucket(s[k].h, m->nbuckets)]);
+			s[k].state = BUCKET;
+			active++;
+		}
 	}
-	for (size_t base = 0; base < n; base += GROUP) {
-		size_t g = n - base < GROUP ? n - base : GROUP;
-		uint64_t h[GROUP];
-		uint32_t cur[GROUP];
-		uint32_t live[GROUP];
-		size_t nlive = 0;
-		for (size_t i = 0; i < g; i++) {
-			h[i] = rix__hash_id(&ids[base + i], m->seed);
-			RIX_PREFETCH(&m->buckets[rix__hash_bucket(h[i], m->nbuckets)]);
-		}
-		for (size_t i = 0; i < g; i++) {
-			uint64_t w = m->buckets[rix__hash_bucket(h[i], m->nbuckets)];
-			uint64_t f = rix__hash_filter(h[i]);
-			if (found != NULL)
-				found[base + i] = 0;
-			if ((w & f) == f && (uint32_t)w != 0) {
-				cur[i] = (uint32_t)w;
-				RIX_PREFETCH(entry_at(m, cur[i] - 1));
-				live[nlive++] = (uint32_t)i;
-			}
-		}
-		while (nlive > 0) {
-			size_t keep = 0;
-			for (size_t k = 0; k < nlive; k++) {
-				uint32_t i = live[k];
-				const struct entry *en = entry_at(m, cur[i] - 1);
-				if (rix__id_prefix_eq(&en->id, &ids[base + i]) && rix__id_eq(&en->id, &ids[base + i])) {
-					if (out != NULL)
-						out[base + i] = en->loc;
-					if (found != NULL)
-						found[base + i] = 1;
-					nfound++;
-					continue;
+	while (active > 0) {
+		for (int k = 0; k < W; k++) {
+			int done = 0;
+			if (s[k].state == BUCKET) {
+				uint64_t w = m->buckets[rix__hash_bucket(s[k].h, m->nbuckets)];
+				uint64_t f = rix__hash_filter(s[k].h);
+				if ((w & f) != f || (uint32_t)w == 0) {
+					done = 1;
+				} else {
+					s[k].cur = (uint32_t)w;
+					RIX_PREFETCH(entry_at(m, s[k].cur - 1));
+					s[k].state = ENTRY;
 				}
-				if (en->next == 0)
-					continue;
-				cur[i] = en->next;
-				RIX_PREFETCH(entry_at(m, cur[i] - 1));
-				live[keep++] = i;
+			} else if (s[k].state == ENTRY) {
+				const struct entry *en = entry_at(m, s[k].cur - 1);
+				const rix_id *id = &ids[s[k].key];
+				if (rix__id_prefix_eq(&en->id, id) && rix__id_eq(&en->id, id)) {
+					if (out != NULL)
+						out[s[k].key] = en->loc;
+					if (found != NULL)
+						found[s[k].key] = 1;
+					nfound++;
+					done = 1;
+				} else if (en->next == 0) {
+					done = 1;
+				} else {
+					s[k].cur = en->next;
+					RIX_PREFETCH(entry_at(m, s[k].cur - 1));
+				}
 			}
-			nlive = keep;
+			if (!done)
+				continue;
+			if (next < n) {
+				s[k].key = next++;
+				s[k].h = rix__hash_id(&ids[s[k].key], m->seed);
+				RIX_PREFETCH(&m->buckets[rix__hash_bucket(s[k].h, m->nbuckets)]);
+				s[k].state = BUCKET;
+			} else {
+				s[k].state = IDLE;
+				active--;
+			}
 		}
 	}
 	return nfound;
