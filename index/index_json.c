@@ -577,6 +577,37 @@ static int duplicate(const struct dec *d, const char *p)
 	return corrupt(d, p, "duplicate key");
 }
 
+/* Keys checked for repeats inside pack and blob objects: every known key. */
+#define KEYS_KNOWN (~(1u << K_UNKNOWN))
+
+/*
+ * Reads the next member's key: p at its opening quote or at whitespace before it. A key whose
+ * bit is in `checked` may appear once per object (`seen` tracks them); a repeat is
+ * RIX_ECORRUPT. On success p is just past the key's closing quote.
+ */
+static int member_key(const struct dec *d, const char **pp, unsigned checked, unsigned *seen,
+		      enum key *k)
+{
+	const char *p = *pp;
+	if (p < d->end && *p != '"')
+		p = skip_ws(p, d->end);
+	if (p >= d->end)
+		return truncated(d);
+	if (*p != '"')
+		return corrupt(d, p, "expected a key string");
+	const char *kp = p;
+	int rc = parse_key(d, &p, k);
+	if (rc != 0)
+		return rc;
+	if (checked & (1u << *k)) {
+		if (*seen & (1u << *k))
+			return duplicate(d, kp);
+		*seen |= 1u << *k;
+	}
+	*pp = p;
+	return 0;
+}
+
 /* ==== Schema =============================================================================== */
 
 /* Once enough text is read, reserves room for the blobs the rest probably holds. */
@@ -681,24 +712,9 @@ static int parse_blob(struct dec *d, const char **pp, uint32_t pack, int depth)
 	}
 	for (;;) {
 		enum key k;
-		if (p >= d->end)
-			return truncated(d);
-		if (*p != '"') {
-			p = skip_ws(p, d->end);
-			if (p >= d->end)
-				return truncated(d);
-			if (*p != '"')
-				return corrupt(d, p, "expected a key string");
-		}
-		const char *kp = p;
-		rc = parse_key(d, &p, &k);
+		rc = member_key(d, &p, KEYS_KNOWN, &seen, &k);
 		if (rc != 0)
 			return rc;
-		if (k != K_UNKNOWN) {
-			if (seen & (1u << k))
-				return duplicate(d, kp);
-			seen |= 1u << k;
-		}
 		switch (k) {
 		case K_ID:
 			rc = parse_id(d, &p, &id);
@@ -795,20 +811,9 @@ static int parse_pack(struct dec *d, const char **pp, int depth)
 	}
 	for (;;) {
 		enum key k;
-		p = skip_ws(p, d->end);
-		if (p >= d->end)
-			return truncated(d);
-		if (*p != '"')
-			return corrupt(d, p, "expected a key string");
-		const char *kp = p;
-		rc = parse_key(d, &p, &k);
+		rc = member_key(d, &p, KEYS_KNOWN, &seen, &k);
 		if (rc != 0)
 			return rc;
-		if (k != K_UNKNOWN) {
-			if (seen & (1u << k))
-				return duplicate(d, kp);
-			seen |= 1u << k;
-		}
 		switch (k) {
 		case K_ID:
 			rc = parse_id(d, &p, &id);
@@ -905,20 +910,10 @@ static int parse_top(struct dec *d, const char **pp)
 		return rc;
 	for (;;) {
 		enum key k;
-		const char *p = skip_ws(*pp, d->end);
-		if (p >= d->end)
-			return truncated(d);
-		if (*p != '"')
-			return corrupt(d, p, "expected a key string");
-		const char *kp = p;
-		rc = parse_key(d, &p, &k);
+		const char *p = *pp;
+		rc = member_key(d, &p, (1u << K_PACKS) | (1u << K_SUPERSEDES), &seen, &k);
 		if (rc != 0)
 			return rc;
-		if (k == K_PACKS || k == K_SUPERSEDES) {
-			if (seen & (1u << k))
-				return duplicate(d, kp);
-			seen |= 1u << k;
-		}
 		if (k == K_PACKS)
 			rc = parse_packs(d, &p, 2, true);
 		else if (k == K_SUPERSEDES)
