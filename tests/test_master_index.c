@@ -4,6 +4,7 @@
  * allocation failure N during a merge, and readers running during merges.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -318,10 +319,11 @@ struct reader_arg {
 	rix_master_index *mi;
 	const struct idxdata *d;
 	atomic_int *stop;
-	long lookups;
+	atomic_long lookups;
+	atomic_int exited; /* set when the reader returns, failed or stopped */
 };
 
-static void *reader(void *p)
+static void *reader_body(void *p)
 {
 	struct reader_arg *a = p;
 	uint64_t st = (uint64_t)(uintptr_t)p;
@@ -336,9 +338,17 @@ static void *reader(void *p)
 			ids[i] = a->d->blobs[i % PACKS_PER_INDEX][i % 5].id;
 		if (rix_master_index_lookup_many(a->mi, RIX_BLOB_DATA, ids, 40, NULL, found) != 40)
 			return (void *)2;
-		a->lookups++;
+		atomic_fetch_add(&a->lookups, 1);
 	}
 	return NULL;
+}
+
+static void *reader(void *p)
+{
+	struct reader_arg *a = p;
+	void *ret = reader_body(p);
+	atomic_store(&a->exited, 1);
+	return ret;
 }
 
 static void test_readers_during_merges(void **state)
@@ -353,7 +363,7 @@ static void test_readers_during_merges(void **state)
 	assert_int_equal(rix_master_index_new(&mi), 0);
 	assert_int_equal(rix_master_index_add(mi, build_index(&d[0], 1)), 0);
 	atomic_int stop = 0;
-	struct reader_arg args[2] = { { mi, &d[0], &stop, 0 }, { mi, &d[0], &stop, 0 } };
+	struct reader_arg args[2] = { { mi, &d[0], &stop, 0, 0 }, { mi, &d[0], &stop, 0, 0 } };
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, reader, &args[i]), 0);
@@ -367,12 +377,19 @@ static void test_readers_during_merges(void **state)
 		assert_int_equal(rix_master_index_store_pack(mi, &d[i].packs[0], &b, 1), 0);
 	}
 	assert_int_equal(rix_master_index_merge(mi), 0);
+	/* Let each reader do some lookups on the final state too, however threads are scheduled
+	 * (a loaded machine may not have run them at all yet). */
+	for (int i = 0; i < 2; i++) {
+		long seen = atomic_load(&args[i].lookups);
+		while (atomic_load(&args[i].lookups) < seen + 100 && !atomic_load(&args[i].exited))
+			sched_yield();
+	}
 	atomic_store(&stop, 1);
 	for (int i = 0; i < 2; i++) {
 		void *ret;
 		assert_int_equal(pthread_join(th[i], &ret), 0);
 		assert_null(ret);
-		assert_true(args[i].lookups > 0);
+		assert_true(atomic_load(&args[i].lookups) >= 100);
 	}
 	print_message("rcu fast path (membarrier): %s\n", rix__rcu_fast() ? "yes" : "no");
 	for (int i = 0; i < N; i++)
