@@ -3,7 +3,7 @@
  *
  * Families: error.h (codes, last message), alloc.h (allocator hook), types.h (IDs, blob
  * locations), indexmap.h (the hash table), index.h (one index file, JSON codec),
- * master_index.h (all indexes, merged).
+ * master_index.h (all indexes, merged), crypto.h (keys, seal/open, SHA-256).
  */
 #ifndef RIX_RIX_H
 #define RIX_RIX_H
@@ -13,4 +13,5 @@
 #include "rix/indexmap.h"
 #include "rix/index.h"
 #include "rix/master_index.h"
+#include "rix/crypto.h"
 #endif

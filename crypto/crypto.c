@@ -1,0 +1,177 @@
+/*
+ * crypto/crypto.c — master keys, seal/open, SHA-256.
+ *
+ * Sealed object layout (FORMAT.md):
+ *
+ *   +--------+----------------------------------+--------+
+ *   | IV[16] | AES-256-CTR(encrypt, IV, plain)  | MAC[16]|
+ *   +--------+----------------------------------+--------+
+ *   MAC = Poly1305(one-time key = r || AES-128(k, IV), ciphertext)
+ *
+ * The IV is the initial 128-bit big-endian counter block (OpenSSL's CTR mode increments it the
+ * same way). Poly1305 clamps r itself (libsodium), so the stored r is used as it is.
+ *
+ * Libraries: OpenSSL libcrypto for AES (CTR and the single ECB block) and SHA-256; libsodium
+ * for Poly1305, randomness, guarded memory, wiping and the constant-time comparison. Which
+ * library serves Poly1305 and SHA-256 is to be settled by measurement (issue 3).
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+#include <sodium.h>
+
+#include "rix/crypto.h"
+#include "rix/error.h"
+#include "crypto_internal.h"
+
+struct rix_key {
+	uint8_t encrypt[32];
+	uint8_t mac_k[16];
+	uint8_t mac_r[16];
+};
+
+static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
+static int sodium_ok;
+
+static void sodium_start(void)
+{
+	sodium_ok = sodium_init() >= 0;
+}
+
+int rix__crypto_init(void)
+{
+	pthread_once(&sodium_once, sodium_start);
+	return sodium_ok ? 0 : rix_error_set(RIX_EIO, "crypto: libsodium failed to initialise");
+}
+
+int rix_key_from_bytes(rix_key **out, const uint8_t encrypt[32], const uint8_t mac_k[16],
+		       const uint8_t mac_r[16])
+{
+	*out = NULL;
+	int rc = rix__crypto_init();
+	if (rc != 0)
+		return rc;
+	rix_key *k = sodium_malloc(sizeof(*k));
+	if (k == NULL)
+		return rix_error_set(RIX_ENOMEM, "crypto: out of guarded memory for a key");
+	memcpy(k->encrypt, encrypt, 32);
+	memcpy(k->mac_k, mac_k, 16);
+	memcpy(k->mac_r, mac_r, 16);
+	sodium_mprotect_readonly(k);
+	*out = k;
+	return 0;
+}
+
+int rix_key_random(rix_key **out)
+{
+	*out = NULL;
+	int rc = rix__crypto_init();
+	if (rc != 0)
+		return rc;
+	uint8_t *raw = sodium_malloc(64);
+	if (raw == NULL)
+		return rix_error_set(RIX_ENOMEM, "crypto: out of guarded memory for a key");
+	randombytes_buf(raw, 64);
+	rc = rix_key_from_bytes(out, raw, raw + 32, raw + 48);
+	sodium_free(raw); /* wipes */
+	return rc;
+}
+
+void rix_key_free(rix_key *key)
+{
+	if (key != NULL)
+		sodium_free(key); /* unprotects, wipes, frees */
+}
+
+const uint8_t *rix__key_encrypt(const rix_key *key)
+{
+	return key->encrypt;
+}
+
+const uint8_t *rix__key_mac_k(const rix_key *key)
+{
+	return key->mac_k;
+}
+
+const uint8_t *rix__key_mac_r(const rix_key *key)
+{
+	return key->mac_r;
+}
+
+/* AES-256-CTR over in[0..n) into out (out == in allowed). */
+static int aes_ctr(const rix_key *key, const uint8_t iv[16], const uint8_t *in, size_t n, uint8_t *out)
+{
+	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+	if (ctx == NULL)
+		return rix_error_set(RIX_ENOMEM, "crypto: out of memory for a cipher context");
+	int ok = EVP_EncryptInit_ex(ctx, EVP_aes_256_ctr(), NULL, key->encrypt, iv) == 1;
+	size_t done = 0;
+	while (ok && done < n) {
+		/* EVP takes int lengths: go in steps of at most 1 GiB. */
+		int step = (int)(n - done > (1u << 30) ? (1u << 30) : n - done), outl = 0;
+		ok = EVP_EncryptUpdate(ctx, out + done, &outl, in + done, step) == 1 && outl == step;
+		done += (size_t)step;
+	}
+	EVP_CIPHER_CTX_free(ctx);
+	return ok ? 0 : rix_error_set(RIX_EIO, "crypto: AES-256-CTR failed");
+}
+
+/* Poly1305-AES of ct[0..n) with the key's (k, r) and this IV. */
+static int mac(const rix_key *key, const uint8_t iv[16], const uint8_t *ct, size_t n, uint8_t tag[16])
+{
+	uint8_t otk[32];
+	memcpy(otk, key->mac_r, 16);
+	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+	if (ctx == NULL)
+		return rix_error_set(RIX_ENOMEM, "crypto: out of memory for a cipher context");
+	int outl = 0;
+	int ok = EVP_EncryptInit_ex(ctx, EVP_aes_128_ecb(), NULL, key->mac_k, NULL) == 1 &&
+		 EVP_CIPHER_CTX_set_padding(ctx, 0) == 1 &&
+		 EVP_EncryptUpdate(ctx, otk + 16, &outl, iv, 16) == 1 && outl == 16;
+	EVP_CIPHER_CTX_free(ctx);
+	if (ok)
+		crypto_onetimeauth_poly1305(tag, ct, n, otk);
+	sodium_memzero(otk, sizeof(otk));
+	return ok ? 0 : rix_error_set(RIX_EIO, "crypto: AES-128 for the MAC key failed");
+}
+
+int rix_crypto_seal(const rix_key *key, const void *plain, size_t n, uint8_t *out)
+{
+	if (n > SIZE_MAX - RIX_CRYPTO_OVERHEAD)
+		return rix_error_set(RIX_EINVAL, "crypto: object of %zu bytes is too large", n);
+	uint8_t *iv = out, *ct = out + RIX_CRYPTO_IV_SIZE;
+	static const uint8_t zero[16];
+	do
+		randombytes_buf(iv, RIX_CRYPTO_IV_SIZE);
+	while (memcmp(iv, zero, 16) == 0);
+	int rc = aes_ctr(key, iv, plain, n, ct);
+	if (rc == 0)
+		rc = mac(key, iv, ct, n, ct + n);
+	return rc;
+}
+
+int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *out)
+{
+	if (n < RIX_CRYPTO_OVERHEAD)
+		return rix_error_set(RIX_ECORRUPT, "crypto: sealed object of %zu bytes is shorter than its %d-byte overhead",
+				     n, RIX_CRYPTO_OVERHEAD);
+	const uint8_t *iv = in, *ct = in + RIX_CRYPTO_IV_SIZE;
+	size_t clen = n - RIX_CRYPTO_OVERHEAD;
+	static const uint8_t zero[16];
+	if (sodium_memcmp(iv, zero, 16) == 0)
+		return rix_error_set(RIX_ECORRUPT, "crypto: all-zero IV");
+	uint8_t tag[16];
+	int rc = mac(key, iv, ct, clen, tag);
+	if (rc != 0)
+		return rc;
+	if (crypto_verify_16(tag, ct + clen) != 0)
+		return rix_error_set(RIX_EAUTH, "crypto: MAC mismatch (wrong key or damaged data)");
+	return aes_ctr(key, iv, ct, clen, out);
+}
+
+void rix_sha256(const void *data, size_t n, rix_id *out)
+{
+	unsigned int len = 0;
+	EVP_Digest(data, n, out->b, &len, EVP_sha256(), NULL);
+}

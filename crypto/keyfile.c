@@ -1,0 +1,156 @@
+/*
+ * crypto/keyfile.c — opening restic key files.
+ *
+ * A key file (keys/<id>) is plain JSON:
+ *   {"created": ..., "username": ..., "hostname": ..., "kdf": "scrypt",
+ *    "N": 32768, "r": 8, "p": 4, "salt": "<base64, 64 bytes>", "data": "<base64>"}
+ * scrypt(password, salt, N, r, p) gives 64 bytes, read as a key (encrypt 32 | mac k 16 |
+ * mac r 16) that opens `data`; inside is the master key as JSON:
+ *   {"mac": {"k": "<b64 16>", "r": "<b64 16>"}, "encrypt": "<b64 32>"}
+ *
+ * The scrypt parameters come from the file, so they are bounded before use (N a power of two,
+ * memory 128 * N * r * p at most RIX_SCRYPT_MAX_MEMORY): a hostile file must not make us
+ * allocate or compute without limit. Every secret (the derived key, the decrypted master-key
+ * JSON, the decoded parts) lives in guarded memory and is wiped on every path.
+ */
+#include <string.h>
+
+#include <jansson.h>
+#include <sodium.h>
+
+#include "rix/crypto.h"
+#include "rix/error.h"
+#include "crypto_internal.h"
+
+/* Decodes standard base64 (with padding) of exactly `want` bytes into out. */
+static int b64_exact(const char *what, const char *b64, uint8_t *out, size_t want)
+{
+	size_t got = 0;
+	if (b64 == NULL ||
+	    sodium_base642bin(out, want, b64, strlen(b64), NULL, &got, NULL, sodium_base64_VARIANT_ORIGINAL) != 0 ||
+	    got != want)
+		return rix_error_set(RIX_ECORRUPT, "key file: %s is not base64 of %zu bytes", what, want);
+	return 0;
+}
+
+static int get_param(json_t *root, const char *name, uint64_t *v)
+{
+	json_t *j = json_object_get(root, name);
+	if (!json_is_integer(j) || json_integer_value(j) <= 0)
+		return rix_error_set(RIX_ECORRUPT, "key file: \"%s\" is not a positive integer", name);
+	*v = (uint64_t)json_integer_value(j);
+	return 0;
+}
+
+/* Reads the master key from its decrypted JSON. */
+static int master_from_json(rix_key **out, const uint8_t *plain, size_t n)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb((const char *)plain, n, 0, &jerr);
+	if (root == NULL)
+		return rix_error_set(RIX_ECORRUPT, "key file: master key is not JSON: %s", jerr.text);
+	uint8_t *parts = sodium_malloc(64); /* encrypt 32 | k 16 | r 16 */
+	int rc = parts == NULL ? rix_error_set(RIX_ENOMEM, "key file: out of guarded memory") : 0;
+	json_t *mac = json_object_get(root, "mac");
+	if (rc == 0)
+		rc = b64_exact("master key \"encrypt\"", json_string_value(json_object_get(root, "encrypt")), parts, 32);
+	if (rc == 0)
+		rc = b64_exact("master key \"mac.k\"", json_string_value(json_object_get(mac, "k")), parts + 32, 16);
+	if (rc == 0)
+		rc = b64_exact("master key \"mac.r\"", json_string_value(json_object_get(mac, "r")), parts + 48, 16);
+	if (rc == 0)
+		rc = rix_key_from_bytes(out, parts, parts + 32, parts + 48);
+	/* jansson copied the base64 strings; they are encodings of the key, wipe them too. */
+	const char *kname;
+	json_t *v;
+	json_object_foreach(mac, kname, v)
+		if (json_is_string(v))
+			sodium_memzero((void *)json_string_value(v), json_string_length(v));
+	v = json_object_get(root, "encrypt");
+	if (json_is_string(v))
+		sodium_memzero((void *)json_string_value(v), json_string_length(v));
+	json_decref(root);
+	sodium_free(parts);
+	return rc;
+}
+
+int rix_key_open_file(rix_key **out, const char *text, size_t len, const char *password,
+		      size_t password_len)
+{
+	*out = NULL;
+	int rc = rix__crypto_init();
+	if (rc != 0)
+		return rc;
+	json_error_t jerr;
+	json_t *root = json_loadb(text, len, 0, &jerr);
+	if (root == NULL)
+		return rix_error_set(RIX_ECORRUPT, "key file: not JSON: %s (line %d)", jerr.text, jerr.line);
+	uint8_t salt[64];
+	uint8_t *derived = NULL, *plain = NULL, *sealed = NULL;
+	size_t salt_len = 0, sealed_len = 0;
+	uint64_t N, r, p;
+	const char *kdf = json_string_value(json_object_get(root, "kdf"));
+	const char *salt_b64 = json_string_value(json_object_get(root, "salt"));
+	const char *data_b64 = json_string_value(json_object_get(root, "data"));
+	if (kdf == NULL || strcmp(kdf, "scrypt") != 0) {
+		rc = rix_error_set(RIX_ECORRUPT, "key file: kdf is %s%s%s, want \"scrypt\"", kdf ? "\"" : "",
+				   kdf ? kdf : "missing", kdf ? "\"" : "");
+		goto done;
+	}
+	if ((rc = get_param(root, "N", &N)) != 0 || (rc = get_param(root, "r", &r)) != 0 ||
+	    (rc = get_param(root, "p", &p)) != 0)
+		goto done;
+	if (N < 2 || (N & (N - 1)) != 0 || r > (1u << 20) || p > (1u << 20) ||
+	    128 * N * r > RIX_SCRYPT_MAX_MEMORY / p) {
+		rc = rix_error_set(RIX_ECORRUPT, "key file: scrypt parameters N=%llu r=%llu p=%llu out of range",
+				   (unsigned long long)N, (unsigned long long)r, (unsigned long long)p);
+		goto done;
+	}
+	if (salt_b64 == NULL || data_b64 == NULL ||
+	    sodium_base642bin(salt, sizeof(salt), salt_b64, strlen(salt_b64), NULL, &salt_len, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0 || salt_len == 0) {
+		rc = rix_error_set(RIX_ECORRUPT, "key file: salt missing or not base64 (at most 64 bytes)");
+		goto done;
+	}
+	size_t data_max = strlen(data_b64) / 4 * 3 + 3;
+	sealed = sodium_malloc(data_max ? data_max : 1);
+	derived = sodium_malloc(64);
+	if (sealed == NULL || derived == NULL) {
+		rc = rix_error_set(RIX_ENOMEM, "key file: out of guarded memory");
+		goto done;
+	}
+	if (sodium_base642bin(sealed, data_max, data_b64, strlen(data_b64), NULL, &sealed_len, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0 || sealed_len < RIX_CRYPTO_OVERHEAD) {
+		rc = rix_error_set(RIX_ECORRUPT, "key file: data missing, not base64, or too short");
+		goto done;
+	}
+	if (crypto_pwhash_scryptsalsa208sha256_ll((const uint8_t *)password, password_len, salt, salt_len,
+						  N, (uint32_t)r, (uint32_t)p, derived, 64) != 0) {
+		rc = rix_error_set(RIX_ENOMEM, "key file: scrypt failed (N=%llu r=%llu p=%llu)",
+				   (unsigned long long)N, (unsigned long long)r, (unsigned long long)p);
+		goto done;
+	}
+	rix_key *user = NULL;
+	if ((rc = rix_key_from_bytes(&user, derived, derived + 32, derived + 48)) != 0)
+		goto done;
+	plain = sodium_malloc(sealed_len - RIX_CRYPTO_OVERHEAD + 1);
+	if (plain == NULL) {
+		rix_key_free(user);
+		rc = rix_error_set(RIX_ENOMEM, "key file: out of guarded memory");
+		goto done;
+	}
+	rc = rix_crypto_open(user, sealed, sealed_len, plain);
+	rix_key_free(user);
+	if (rc == RIX_EAUTH) {
+		rc = rix_error_set(RIX_EAUTH, "key file: wrong password (the sealed master key does not verify)");
+		goto done;
+	}
+	if (rc == 0)
+		rc = master_from_json(out, plain, sealed_len - RIX_CRYPTO_OVERHEAD);
+done:
+	sodium_free(derived);
+	sodium_free(plain);
+	sodium_free(sealed);
+	json_decref(root);
+	return rc;
+}

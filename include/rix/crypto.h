@@ -1,0 +1,81 @@
+/*
+ * rix/crypto.h — keys, sealing and opening of objects, SHA-256 IDs (restic's format, FORMAT.md).
+ *
+ * Every encrypted object is IV[16] || AES-256-CTR ciphertext || Poly1305-AES MAC[16]. The MAC
+ * covers the ciphertext; its one-time key is r || AES-128(k, IV). Opening verifies the MAC in
+ * constant time before anything is decrypted.
+ *
+ * A master key lives in libsodium's guarded memory (not the rix allocator hook: it must never
+ * be swapped or left behind), read-only while in use, wiped when freed.
+ *
+ * API families: master keys (from bytes, from a key file and password, free); seal / open;
+ * SHA-256.
+ */
+#ifndef RIX_CRYPTO_H
+#define RIX_CRYPTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "rix/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RIX_CRYPTO_IV_SIZE 16
+#define RIX_CRYPTO_MAC_SIZE 16
+/* Bytes a sealed object has beyond its plaintext. */
+#define RIX_CRYPTO_OVERHEAD (RIX_CRYPTO_IV_SIZE + RIX_CRYPTO_MAC_SIZE)
+
+/* A master key: encryption key (32 bytes), MAC k (16), MAC r (16). Opaque. */
+typedef struct rix_key rix_key;
+
+/*
+ * A key from its three parts. *out belongs to the caller, freed with rix_key_free.
+ * @return 0, RIX_ENOMEM.
+ */
+int rix_key_from_bytes(rix_key **out, const uint8_t encrypt[32], const uint8_t mac_k[16],
+		       const uint8_t mac_r[16]);
+
+/* A fresh random master key. @return 0, RIX_ENOMEM. */
+int rix_key_random(rix_key **out);
+
+/* Wipes and frees. NULL-safe. */
+void rix_key_free(rix_key *key);
+
+/*
+ * Opens a restic key file (keys/<id>: JSON with scrypt parameters, salt and the sealed master
+ * key) with a password, and returns the master key it holds.
+ * @return 0; RIX_EAUTH (wrong password: the sealed key's MAC does not verify); RIX_ECORRUPT
+ * (not a key file: bad JSON, unknown kdf, parameters out of range, bad base64, bad inner JSON);
+ * RIX_ENOMEM.
+ */
+int rix_key_open_file(rix_key **out, const char *json, size_t len, const char *password,
+		      size_t password_len);
+
+/*
+ * Seals plain[0..n) into out[0..n + RIX_CRYPTO_OVERHEAD) with a random IV. out must not
+ * overlap plain. @return 0, RIX_EINVAL (n too large).
+ */
+int rix_crypto_seal(const rix_key *key, const void *plain, size_t n, uint8_t *out);
+
+/*
+ * Opens a sealed object in[0..n) into out[0..n - RIX_CRYPTO_OVERHEAD). out is either disjoint
+ * from in or exactly in + RIX_CRYPTO_IV_SIZE (decrypting in place, no copy). Nothing is
+ * written to out unless the MAC verifies.
+ * @return 0; RIX_ECORRUPT (shorter than the overhead, or an all-zero IV); RIX_EAUTH (MAC
+ * mismatch).
+ */
+int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *out)
+#if defined(__GNUC__)
+	__attribute__((warn_unused_result))
+#endif
+	;
+
+/* SHA-256 of data[0..n): the ID of a blob (plaintext) or of a stored file (its bytes). */
+void rix_sha256(const void *data, size_t n, rix_id *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
