@@ -552,6 +552,7 @@ int main(int argc, char **argv)
 
 	register_workload_benchmarks();
 	register_restic_benchmarks();
+	register_crypto_benchmarks();
 
 	regex_t re;
 	bool have_re = false;

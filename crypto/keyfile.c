@@ -88,7 +88,7 @@ int rix_key_open_file(rix_key **out, const char *text, size_t len, const char *p
 	uint8_t salt[64];
 	uint8_t *derived = NULL, *plain = NULL, *sealed = NULL;
 	size_t salt_len = 0, sealed_len = 0;
-	uint64_t N, r, p;
+	uint64_t N = 0, r = 0, p = 0;
 	const char *kdf = json_string_value(json_object_get(root, "kdf"));
 	const char *salt_b64 = json_string_value(json_object_get(root, "salt"));
 	const char *data_b64 = json_string_value(json_object_get(root, "data"));
