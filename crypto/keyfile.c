@@ -13,7 +13,11 @@
  * allocate or compute without limit. Every secret (the derived key, the decrypted master-key
  * JSON, the decoded parts) lives in guarded memory and is wiped on every path.
  */
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+#include "rix/alloc.h"
 
 #include <jansson.h>
 #include <sodium.h>
@@ -151,6 +155,113 @@ done:
 	sodium_free(derived);
 	sodium_free(plain);
 	sodium_free(sealed);
+	json_decref(root);
+	return rc;
+}
+
+/* Appends base64 of bin[0..n) at *p (guarded buffer with room), moving *p past it. */
+static void put_b64(char **p, const uint8_t *bin, size_t n)
+{
+	size_t room = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
+	sodium_bin2base64(*p, room, bin, n, sodium_base64_VARIANT_ORIGINAL);
+	*p += strlen(*p);
+}
+
+static void put_str(char **p, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(*p, s, n);
+	*p += n;
+	**p = '\0';
+}
+
+int rix_key_create_file(const rix_key *master, const char *password, size_t password_len,
+			uint64_t N, uint32_t r, uint32_t p, const char *username, const char *hostname,
+			char **json, size_t *len)
+{
+	*json = NULL;
+	*len = 0;
+	int rc = rix__crypto_init();
+	if (rc != 0)
+		return rc;
+	if (N < 2 || (N & (N - 1)) != 0 || r == 0 || p == 0 || 128 * N * r > RIX_SCRYPT_MAX_MEMORY / p)
+		return rix_error_set(RIX_EINVAL, "key file: scrypt parameters N=%llu r=%u p=%u out of range",
+				     (unsigned long long)N, r, p);
+	uint8_t salt[64];
+	randombytes_buf(salt, sizeof(salt));
+	/* The master key as JSON, built in guarded memory (not through jansson, to wipe it). */
+	enum { INNER_MAX = 256 };
+	char *inner = sodium_malloc(INNER_MAX);
+	uint8_t *derived = sodium_malloc(64);
+	uint8_t *sealed = sodium_malloc(INNER_MAX + RIX_CRYPTO_OVERHEAD);
+	char *data_b64 = NULL;
+	json_t *root = NULL;
+	rix_key *user = NULL;
+	if (inner == NULL || derived == NULL || sealed == NULL) {
+		rc = rix_error_set(RIX_ENOMEM, "key file: out of guarded memory");
+		goto done;
+	}
+	char *q = inner;
+	put_str(&q, "{\"mac\":{\"k\":\"");
+	put_b64(&q, rix__key_mac_k(master), 16);
+	put_str(&q, "\",\"r\":\"");
+	put_b64(&q, rix__key_mac_r(master), 16);
+	put_str(&q, "\"},\"encrypt\":\"");
+	put_b64(&q, rix__key_encrypt(master), 32);
+	put_str(&q, "\"}");
+	size_t inner_len = (size_t)(q - inner);
+	if (crypto_pwhash_scryptsalsa208sha256_ll((const uint8_t *)password, password_len, salt, sizeof(salt),
+						  N, r, p, derived, 64) != 0) {
+		rc = rix_error_set(RIX_ENOMEM, "key file: scrypt failed");
+		goto done;
+	}
+	if ((rc = rix_key_from_bytes(&user, derived, derived + 32, derived + 48)) != 0)
+		goto done;
+	if ((rc = rix_crypto_seal(user, inner, inner_len, sealed)) != 0)
+		goto done;
+	size_t sealed_len = inner_len + RIX_CRYPTO_OVERHEAD;
+	size_t b64_len = sodium_base64_ENCODED_LEN(sealed_len, sodium_base64_VARIANT_ORIGINAL);
+	char salt_b64[sodium_base64_ENCODED_LEN(64, sodium_base64_VARIANT_ORIGINAL)];
+	data_b64 = rix_malloc(b64_len);
+	if (data_b64 == NULL) {
+		rc = rix_error_set(RIX_ENOMEM, "key file: out of memory");
+		goto done;
+	}
+	sodium_bin2base64(data_b64, b64_len, sealed, sealed_len, sodium_base64_VARIANT_ORIGINAL);
+	sodium_bin2base64(salt_b64, sizeof(salt_b64), salt, sizeof(salt), sodium_base64_VARIANT_ORIGINAL);
+	/* created: RFC 3339 with nanoseconds, as restic writes it. */
+	struct timespec ts;
+	struct tm tm;
+	char created[64], secs[32];
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(secs, sizeof(secs), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(created, sizeof(created), "%s.%09ldZ", secs, ts.tv_nsec);
+	root = json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:i, s:s, s:s}", "created", created,
+			 "username", username ? username : "", "hostname", hostname ? hostname : "",
+			 "kdf", "scrypt", "N", (json_int_t)N, "r", (int)r, "p", (int)p, "salt", salt_b64,
+			 "data", data_b64);
+	char *text = root != NULL ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	if (text == NULL) {
+		rc = rix_error_set(RIX_ENOMEM, "key file: out of memory building JSON");
+		goto done;
+	}
+	size_t n = strlen(text);
+	*json = rix_malloc(n + 1);
+	if (*json == NULL) {
+		free(text);
+		rc = rix_error_set(RIX_ENOMEM, "key file: out of memory");
+		goto done;
+	}
+	memcpy(*json, text, n + 1);
+	*len = n;
+	free(text); /* jansson's allocation */
+done:
+	rix_key_free(user);
+	sodium_free(inner);
+	sodium_free(derived);
+	sodium_free(sealed);
+	rix_free(data_b64);
 	json_decref(root);
 	return rc;
 }

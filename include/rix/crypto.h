@@ -8,7 +8,8 @@
  * A master key lives in libsodium's guarded memory (not the rix allocator hook: it must never
  * be swapped or left behind), read-only while in use, wiped when freed.
  *
- * API families: master keys (from bytes, from a key file and password, free); seal / open;
+ * API families: master keys (from bytes, random, from a key file and password, into a new key
+ * file, free); seal / open;
  * SHA-256.
  */
 #ifndef RIX_CRYPTO_H
@@ -52,6 +53,22 @@ void rix_key_free(rix_key *key);
  */
 int rix_key_open_file(rix_key **out, const char *json, size_t len, const char *password,
 		      size_t password_len);
+
+/* scrypt parameters restic-compatible and sound (FORMAT.md); tests may use N=128, r=1, p=1. */
+#define RIX_SCRYPT_DEFAULT_N 32768u
+#define RIX_SCRYPT_DEFAULT_R 8u
+#define RIX_SCRYPT_DEFAULT_P 1u
+
+/*
+ * Writes a new key file holding `master`, sealed under scrypt(password, 64 random bytes of
+ * salt, N, r, p). username/hostname may be NULL. *json (NUL-terminated; *len excludes it)
+ * belongs to the caller, freed with rix_free; its SHA-256 is the key file's name.
+ * @return 0, RIX_EINVAL (N not a power of two >= 2, or parameters over the memory bound),
+ * RIX_ENOMEM.
+ */
+int rix_key_create_file(const rix_key *master, const char *password, size_t password_len,
+			uint64_t N, uint32_t r, uint32_t p, const char *username, const char *hostname,
+			char **json, size_t *len);
 
 /*
  * Seals plain[0..n) into out[0..n + RIX_CRYPTO_OVERHEAD) with a random IV. out must not
