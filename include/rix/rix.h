@@ -3,7 +3,8 @@
  *
  * Families: error.h (codes, last message), alloc.h (allocator hook), types.h (IDs, blob
  * locations), indexmap.h (the hash table), index.h (one index file, JSON codec),
- * master_index.h (all indexes, merged), crypto.h (keys, seal/open, SHA-256).
+ * master_index.h (all indexes, merged), crypto.h (keys, seal/open, SHA-256), pack.h (pack
+ * headers and blobs, unpacked files).
  */
 #ifndef RIX_RIX_H
 #define RIX_RIX_H
@@ -14,4 +15,5 @@
 #include "rix/index.h"
 #include "rix/master_index.h"
 #include "rix/crypto.h"
+#include "rix/pack.h"
 #endif

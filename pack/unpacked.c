@@ -1,0 +1,254 @@
+/*
+ * pack/unpacked.c — "unpacked" files (index, snapshot, lock): decode and encode, and the zstd
+ * contexts of the module.
+ *
+ * Layout of an unpacked file (FORMAT.md), as stored and after opening:
+ *
+ *   file:       | IV[16] | ciphertext ..................... | MAC[16] |
+ *                                 | open (MAC first)
+ *   plaintext:  | '{' or '[' JSON ...................... |               any version
+ *           or  | 0x02 | one zstd frame holding the JSON |               version 2 only
+ *
+ * Invariants:
+ * - Nothing of the plaintext is looked at before rix_crypto_open verified the MAC.
+ * - A zstd frame must be exactly the rest of the plaintext (one frame, nothing after it), and
+ *   decompresses to at most min(rix__unpacked_max, RIX_UNPACKED_MAX_RATIO x its size) bytes:
+ *   a declared content size over the cap is refused before any allocation; a frame without a
+ *   declared size is streamed into a buffer that grows (doubling) up to cap + 1 bytes, and
+ *   reaching cap + 1 is RIX_ECORRUPT. The streaming window is limited to 2^27 bytes (zstd's
+ *   own default limit), so no frame header can make the context allocate more.
+ * - Plain JSON is returned in the buffer it was decrypted into (no copy).
+ */
+#include <string.h>
+
+#include "rix/alloc.h"
+#include "rix/crypto.h"
+#include "rix/error.h"
+#include "rix/pack.h"
+#include "pack_internal.h"
+
+size_t rix__unpacked_max = RIX_UNPACKED_MAX;
+
+#define STREAM_WINDOW_LOG_MAX 27
+
+static void *zstd_alloc(void *opaque, size_t size)
+{
+	(void)opaque;
+	return rix_malloc(size);
+}
+
+static void zstd_free(void *opaque, void *p)
+{
+	(void)opaque;
+	rix_free(p);
+}
+
+static const ZSTD_customMem rix_zstd_mem = { zstd_alloc, zstd_free, NULL };
+
+ZSTD_DCtx *rix__zstd_dctx_new(void)
+{
+	return ZSTD_createDCtx_advanced(rix_zstd_mem);
+}
+
+ZSTD_CCtx *rix__zstd_cctx_new(void)
+{
+	return ZSTD_createCCtx_advanced(rix_zstd_mem);
+}
+
+/* Streams a frame without a declared content size into a growing buffer, at most cap bytes. */
+static int stream_frame(ZSTD_DCtx *dctx, const uint8_t *src, size_t sn, size_t cap, uint8_t **out,
+			size_t *out_len)
+{
+	if (ZSTD_isError(ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, STREAM_WINDOW_LOG_MAX)))
+		return rix_error_set(RIX_EIO, "unpacked: cannot limit the zstd window");
+	/* One byte beyond the cap tells "exactly cap" from "more than cap". */
+	size_t limit = cap + 1;
+	size_t size = sn < limit / 4 ? sn * 4 : limit;
+	if (size < 4096)
+		size = limit < 4096 ? limit : 4096;
+	uint8_t *buf = rix_malloc(size);
+	if (buf == NULL)
+		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for %zu decompressed bytes", size);
+	ZSTD_inBuffer in = { src, sn, 0 };
+	ZSTD_outBuffer ob = { buf, size, 0 };
+	for (;;) {
+		size_t r = ZSTD_decompressStream(dctx, &ob, &in);
+		if (ZSTD_isError(r)) {
+			rix_free(buf);
+			if (ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
+				return rix_error_set(RIX_ENOMEM, "unpacked: out of memory in zstd");
+			return rix_error_set(RIX_ECORRUPT, "unpacked: bad zstd frame: %s", ZSTD_getErrorName(r));
+		}
+		if (ob.pos > cap) {
+			rix_free(buf);
+			return rix_error_set(RIX_ECORRUPT,
+					     "unpacked: zstd frame of %zu bytes decompresses to more than %zu bytes",
+					     sn, cap);
+		}
+		if (r == 0)
+			break; /* frame complete */
+		if (ob.pos == ob.size) {
+			size_t nsize = ob.size < limit / 2 ? ob.size * 2 : limit;
+			uint8_t *nb = rix_realloc(buf, nsize);
+			if (nb == NULL) {
+				rix_free(buf);
+				return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for %zu decompressed bytes",
+						     nsize);
+			}
+			buf = nb;
+			ob.dst = buf;
+			ob.size = nsize;
+		} else if (in.pos == in.size) {
+			rix_free(buf);
+			return rix_error_set(RIX_ECORRUPT, "unpacked: zstd frame is truncated");
+		}
+	}
+	*out = buf;
+	*out_len = ob.pos;
+	return 0;
+}
+
+/* Decompresses the one zstd frame src[0..sn) within the limits (see the top of the file). */
+static int decompress_frame(const uint8_t *src, size_t sn, uint8_t **out, size_t *out_len)
+{
+	static const uint8_t magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
+	if (sn < 4 || memcmp(src, magic, 4) != 0)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: 0x02 not followed by a zstd frame");
+	size_t fsize = ZSTD_findFrameCompressedSize(src, sn);
+	if (ZSTD_isError(fsize))
+		return rix_error_set(RIX_ECORRUPT, "unpacked: bad zstd frame: %s", ZSTD_getErrorName(fsize));
+	if (fsize != sn)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: %zu bytes after the zstd frame", sn - fsize);
+	size_t cap = rix__unpacked_max;
+	if (sn <= cap / RIX_UNPACKED_MAX_RATIO)
+		cap = sn * RIX_UNPACKED_MAX_RATIO;
+	unsigned long long fcs = ZSTD_getFrameContentSize(src, sn);
+	if (fcs == ZSTD_CONTENTSIZE_ERROR)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: bad zstd frame header");
+	if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs > cap)
+		return rix_error_set(RIX_ECORRUPT,
+				     "unpacked: zstd frame of %zu bytes declares %llu bytes, over the limit %zu",
+				     sn, fcs, cap);
+	ZSTD_DCtx *dctx = rix__zstd_dctx_new();
+	if (dctx == NULL)
+		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for a zstd context");
+	int rc = 0;
+	if (fcs == ZSTD_CONTENTSIZE_UNKNOWN) {
+		rc = stream_frame(dctx, src, sn, cap, out, out_len);
+	} else {
+		/* Declared size: one call straight into a buffer of exactly that size (no window). */
+		size_t size = (size_t)fcs;
+		uint8_t *buf = rix_malloc(size ? size : 1);
+		if (buf == NULL) {
+			rc = rix_error_set(RIX_ENOMEM, "unpacked: out of memory for %zu decompressed bytes", size);
+		} else {
+			size_t r = ZSTD_decompressDCtx(dctx, buf, size, src, sn);
+			if (ZSTD_isError(r) || r != size) {
+				rix_free(buf);
+				if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
+					rc = rix_error_set(RIX_ENOMEM, "unpacked: out of memory in zstd");
+				else
+					rc = rix_error_set(RIX_ECORRUPT, "unpacked: bad zstd frame: %s",
+							   ZSTD_isError(r) ? ZSTD_getErrorName(r) : "size differs");
+			} else {
+				*out = buf;
+				*out_len = size;
+			}
+		}
+	}
+	ZSTD_freeDCtx(dctx);
+	return rc;
+}
+
+int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size_t n, int repo_version,
+			uint8_t **out, size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	if (repo_version != 1 && repo_version != 2)
+		return rix_error_set(RIX_EINVAL, "unpacked: repository version %d", repo_version);
+	if (n < RIX_CRYPTO_OVERHEAD)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: file of %zu bytes is shorter than the %d-byte crypto overhead",
+				     n, RIX_CRYPTO_OVERHEAD);
+	size_t m = n - RIX_CRYPTO_OVERHEAD;
+	uint8_t *plain = rix_malloc(m ? m : 1);
+	if (plain == NULL)
+		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for %zu bytes", m);
+	int rc = rix_crypto_open(key, file, n, plain);
+	if (rc != 0) {
+		rix_free(plain);
+		return rc;
+	}
+	/* Authenticated: now the plaintext may be looked at. */
+	if (m == 0) {
+		rix_free(plain);
+		return rix_error_set(RIX_ECORRUPT, "unpacked: empty plaintext");
+	}
+	if (plain[0] == '{' || plain[0] == '[') {
+		*out = plain;
+		*out_len = m;
+		return 0;
+	}
+	if (plain[0] != RIX_UNPACKED_ZSTD) {
+		rc = rix_error_set(RIX_ECORRUPT, "unpacked: unknown first plaintext byte 0x%02x", plain[0]);
+	} else if (repo_version < 2) {
+		rc = rix_error_set(RIX_ECORRUPT, "unpacked: compressed file in a version 1 repository");
+	} else {
+		rc = decompress_frame(plain + 1, m - 1, out, out_len);
+	}
+	rix_free(plain);
+	return rc;
+}
+
+int rix_unpacked_encode(const rix_key *key, const void *json, size_t n, int repo_version,
+			uint8_t **out, size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	if (repo_version != 1 && repo_version != 2)
+		return rix_error_set(RIX_EINVAL, "unpacked: repository version %d", repo_version);
+	if (n > ((size_t)1 << 40))
+		return rix_error_set(RIX_EINVAL, "unpacked: %zu bytes of JSON is too large", n);
+	if (repo_version == 1) {
+		uint8_t *f = rix_malloc(n + RIX_CRYPTO_OVERHEAD);
+		if (f == NULL)
+			return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for %zu bytes", n);
+		int rc = rix_crypto_seal(key, json, n, f);
+		if (rc != 0) {
+			rix_free(f);
+			return rc;
+		}
+		*out = f;
+		*out_len = n + RIX_CRYPTO_OVERHEAD;
+		return 0;
+	}
+	size_t bound = ZSTD_compressBound(n);
+	uint8_t *tmp = rix_malloc(1 + bound);
+	if (tmp == NULL)
+		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for %zu bytes", bound);
+	ZSTD_CCtx *cctx = rix__zstd_cctx_new();
+	if (cctx == NULL) {
+		rix_free(tmp);
+		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for a zstd context");
+	}
+	tmp[0] = RIX_UNPACKED_ZSTD;
+	size_t c = ZSTD_compress2(cctx, tmp + 1, bound, json, n);
+	ZSTD_freeCCtx(cctx);
+	if (ZSTD_isError(c)) {
+		rix_free(tmp);
+		if (ZSTD_getErrorCode(c) == ZSTD_error_memory_allocation)
+			return rix_error_set(RIX_ENOMEM, "unpacked: out of memory in zstd");
+		return rix_error_set(RIX_EIO, "unpacked: zstd compression failed: %s", ZSTD_getErrorName(c));
+	}
+	uint8_t *f = rix_malloc(1 + c + RIX_CRYPTO_OVERHEAD);
+	int rc = f == NULL ? rix_error_set(RIX_ENOMEM, "unpacked: out of memory for %zu bytes", c)
+			   : rix_crypto_seal(key, tmp, 1 + c, f);
+	rix_free(tmp);
+	if (rc != 0) {
+		rix_free(f);
+		return rc;
+	}
+	*out = f;
+	*out_len = 1 + c + RIX_CRYPTO_OVERHEAD;
+	return 0;
+}
