@@ -4,6 +4,7 @@
  * fuzzers found interesting stays a regression test in the ordinary run.
  *
  * The corpus directory is found next to RIX_TEST_DATA (tests/data -> tests/fuzz/corpus).
+ * pack/ targets: fuzz/fuzz_pack_checks.h.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 
 #include "fuzz/fuzz_checks.h"
+#include "fuzz/fuzz_pack_checks.h"
 
 typedef const char *(*check_fn)(const uint8_t *data, size_t size);
 
@@ -70,11 +72,19 @@ static void test_replay_roundtrip(void **state)
 	assert_true(replay("fuzz_index_roundtrip", rix_fuzz_check_decode) > 0);
 }
 
+static void test_replay_pack(void **state)
+{
+	(void)state;
+	assert_true(replay("fuzz_pack_header", rix_fuzz_check_pack) > 0);
+	assert_true(replay("fuzz_unpacked", rix_fuzz_check_unpacked) > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_replay_decode),
 		cmocka_unit_test(test_replay_roundtrip),
+		cmocka_unit_test(test_replay_pack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
