@@ -195,6 +195,41 @@ int rix_pack_read_header_at(const rix_key *key, uint64_t size, rix_pack_read_fn 
 	return rc;
 }
 
+/* Decompresses a blob's opened frame z[0..zn) into exactly ulen bytes (*out, the caller's). */
+static int decompress_blob(const uint8_t *z, size_t zn, uint32_t ulen, uint8_t **out)
+{
+	unsigned long long fcs = ZSTD_getFrameContentSize(z, zn);
+	if (fcs == ZSTD_CONTENTSIZE_ERROR)
+		return rix_error_set(RIX_ECORRUPT, "pack: compressed blob is not a zstd frame");
+	if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ulen)
+		return rix_error_set(RIX_ECORRUPT, "pack: blob's zstd frame declares %llu bytes, header says %u",
+				     fcs, ulen);
+	uint8_t *buf = rix_malloc(ulen);
+	ZSTD_DCtx *dctx = buf != NULL ? rix__zstd_dctx_new() : NULL;
+	if (dctx == NULL) {
+		rix_free(buf);
+		return rix_error_set(RIX_ENOMEM, "pack: out of memory for a %u-byte blob", ulen);
+	}
+	/* dst holds exactly ulen bytes: a frame holding more fails with dstSize_tooSmall. */
+	size_t r = ZSTD_decompressDCtx(dctx, buf, ulen, z, zn);
+	ZSTD_freeDCtx(dctx);
+	int rc = 0;
+	if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
+		rc = rix_error_set(RIX_ENOMEM, "pack: out of memory in zstd");
+	else if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
+		rc = rix_error_set(RIX_ECORRUPT, "pack: blob decompresses to more than %u bytes", ulen);
+	else if (ZSTD_isError(r))
+		rc = rix_error_set(RIX_ECORRUPT, "pack: bad zstd in blob: %s", ZSTD_getErrorName(r));
+	else if (r != ulen)
+		rc = rix_error_set(RIX_ECORRUPT, "pack: blob decompresses to %zu bytes, header says %u", r, ulen);
+	if (rc != 0) {
+		rix_free(buf);
+		return rc;
+	}
+	*out = buf;
+	return 0;
+}
+
 int rix_blob_decode(const rix_key *key, const uint8_t *stored, size_t n, const rix_blob *b,
 		    int repo_version, uint8_t **out, size_t *out_len)
 {
@@ -224,43 +259,11 @@ int rix_blob_decode(const rix_key *key, const uint8_t *stored, size_t n, const r
 	uint8_t *res = plain;
 	size_t res_len = m;
 	if (ulen != 0) {
-		unsigned long long fcs = ZSTD_getFrameContentSize(plain, m);
-		if (fcs == ZSTD_CONTENTSIZE_ERROR) {
-			rc = rix_error_set(RIX_ECORRUPT, "pack: compressed blob is not a zstd frame");
-		} else if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ulen) {
-			rc = rix_error_set(RIX_ECORRUPT, "pack: blob's zstd frame declares %llu bytes, header says %u",
-					   fcs, ulen);
-		} else {
-			res = rix_malloc(ulen);
-			ZSTD_DCtx *dctx = res != NULL ? rix__zstd_dctx_new() : NULL;
-			if (dctx == NULL) {
-				rc = rix_error_set(RIX_ENOMEM, "pack: out of memory for a %u-byte blob", ulen);
-			} else {
-				size_t r = ZSTD_decompressDCtx(dctx, res, ulen, plain, m);
-				if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
-					rc = rix_error_set(RIX_ENOMEM, "pack: out of memory in zstd");
-				else if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
-					rc = rix_error_set(RIX_ECORRUPT, "pack: blob decompresses to more than %u bytes",
-							   ulen);
-				else if (ZSTD_isError(r))
-					rc = rix_error_set(RIX_ECORRUPT, "pack: bad zstd in blob: %s",
-							   ZSTD_getErrorName(r));
-				else if (r != ulen)
-					rc = rix_error_set(RIX_ECORRUPT, "pack: blob decompresses to %zu bytes, header says %u",
-							   r, ulen);
-				ZSTD_freeDCtx(dctx);
-			}
-			rix_free(plain);
-			if (rc != 0) {
-				rix_free(res);
-				return rc;
-			}
-			res_len = ulen;
-		}
-		if (rc != 0) {
-			rix_free(plain);
+		rc = decompress_blob(plain, m, ulen, &res);
+		rix_free(plain);
+		if (rc != 0)
 			return rc;
-		}
+		res_len = ulen;
 	}
 	rix_id id;
 	rix_sha256(res, res_len, &id);
