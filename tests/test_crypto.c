@@ -20,48 +20,11 @@
 #include "rix/error.h"
 #include "testutil.h"
 
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *buf = malloc((size_t)n + 1);
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		fclose(f);
-		free(buf);
-		return NULL;
-	}
-	fclose(f);
-	buf[n] = '\0';
-	*len = (size_t)n;
-	return buf;
-}
-
-static const char *data_dir(void)
-{
-	const char *d = getenv("RIX_TEST_DATA");
-	return d != NULL ? d : "tests/data";
-}
-
-/* Reads <data>/<rel>; the test fails if it is missing. */
-static char *data_file(const char *rel, size_t *len)
-{
-	char path[1024];
-	snprintf(path, sizeof(path), "%s/%s", data_dir(), rel);
-	char *buf = read_file(path, len);
-	if (buf == NULL)
-		fail_msg("cannot read %s", path);
-	return buf;
-}
-
 /* The one key file of a fixture repository, and its name (the ID). */
 static char *key_file(int version, size_t *len, char name[65])
 {
 	char dir[1024];
-	snprintf(dir, sizeof(dir), "%s/restic_repo_v%d/keys", data_dir(), version);
+	snprintf(dir, sizeof(dir), "%s/restic_repo_v%d/keys", rix_test_data_dir(), version);
 	DIR *d = opendir(dir);
 	assert_non_null(d);
 	struct dirent *e;
@@ -71,7 +34,7 @@ static char *key_file(int version, size_t *len, char name[65])
 			continue;
 		char path[2048];
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		buf = read_file(path, len);
+		buf = rix_test_read_file(path, len);
 		memcpy(name, e->d_name, 65);
 	}
 	closedir(d);
@@ -84,7 +47,7 @@ static rix_key *open_fixture_key(int version)
 	size_t len, plen;
 	char name[65];
 	char *kf = key_file(version, &len, name);
-	char *pw = data_file("restic_repo_password", &plen);
+	char *pw = rix_test_data_file("restic_repo_password", &plen);
 	rix_key *key = NULL;
 	int rc = rix_key_open_file(&key, kf, len, pw, plen);
 	if (rc != 0)
@@ -192,9 +155,9 @@ static void check_restic_config(int version)
 	char rel[64];
 	size_t n, elen;
 	snprintf(rel, sizeof(rel), "restic_repo_v%d/config", version);
-	char *sealed = data_file(rel, &n);
+	char *sealed = rix_test_data_file(rel, &n);
 	snprintf(rel, sizeof(rel), "restic_repo_v%d/config.expected.json", version);
-	char *expected = data_file(rel, &elen);
+	char *expected = rix_test_data_file(rel, &elen);
 	char *plain = malloc(n);
 	assert_int_equal(rix_crypto_open(key, (uint8_t *)sealed, n, (uint8_t *)plain), 0);
 	json_t *got = json_loadb(plain, n - RIX_CRYPTO_OVERHEAD, 0, NULL);
@@ -271,52 +234,78 @@ static void test_bad_key_files(void **state)
 	free(kf);
 }
 
+/* ---- The real restic binary as the oracle -------------------------------------------------- */
+
 /*
- * The other direction: a config sealed by rix (with the master key from restic's key file)
- * is read by the real restic binary. Skipped only where restic is not installed (CI installs
- * it through scripts/deps.sh).
+ * Copies fixture repository restic_repo_v<version> into a fresh directory (dir: a mkdtemp
+ * template), with the folders restic expects; without its key files if drop_keys.
+ * scripts/deps.sh installs restic, so its absence is a failure, not a skip.
  */
+static void restic_repo_copy(int version, char *dir, int drop_keys)
+{
+	if (system("command -v restic >/dev/null 2>&1") != 0)
+		fail_msg("the restic binary is missing (scripts/deps.sh installs it)");
+	assert_non_null(mkdtemp(dir));
+	char cmd[4096];
+	int k = snprintf(cmd, sizeof(cmd),
+			 "cp -r '%s/restic_repo_v%d/.' '%s/' && mkdir -p '%s/data' '%s/index' '%s/snapshots' '%s/locks'"
+			 " && chmod -R u+w '%s'",
+			 rix_test_data_dir(), version, dir, dir, dir, dir, dir, dir);
+	if (drop_keys)
+		snprintf(cmd + k, sizeof(cmd) - (size_t)k, " && rm -f '%s'/keys/*", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* Writes data[0..n) to <dir>/<name>. */
+static void put_file(const char *dir, const char *name, const void *data, size_t n)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* `restic cat config` on dir with password must succeed and print JSON equal to want. */
+static void restic_cat_config_equals(const char *dir, const char *password, const char *want_json,
+				     size_t want_len)
+{
+	char cmd[8192], out[512];
+	snprintf(out, sizeof(out), "%s.out", dir);
+	snprintf(cmd, sizeof(cmd), "RESTIC_PASSWORD='%s' restic --no-cache -r '%s' cat config > '%s' 2>&1",
+		 password, dir, out);
+	int rc = system(cmd);
+	size_t olen = 0;
+	char *got_text = rix_test_read_file(out, &olen);
+	if (rc != 0)
+		fail_msg("restic cat config failed: %s", got_text ? got_text : "(no output)");
+	json_t *got = json_loadb(got_text, olen, 0, NULL), *want = json_loadb(want_json, want_len, 0, NULL);
+	assert_non_null(got);
+	assert_non_null(want);
+	assert_true(json_equal(got, want));
+	json_decref(got);
+	json_decref(want);
+	free(got_text);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", dir, out);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* A config sealed by rix, with the master key from restic's key file, is read by restic. */
 static void test_restic_reads_rix_sealed_config(void **state)
 {
 	(void)state;
-	if (system("command -v restic >/dev/null 2>&1") != 0) {
-		print_message("restic not installed: skipping the restic-side check\n");
-		skip();
-	}
 	char dir[] = "/tmp/rix-crypto-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	char cmd[4096];
-	snprintf(cmd, sizeof(cmd), "cp -r '%s/restic_repo_v2/.' '%s/' && mkdir -p '%s/data' '%s/index' '%s/snapshots' '%s/locks' && chmod -R u+w '%s'",
-		 data_dir(), dir, dir, dir, dir, dir, dir);
-	assert_int_equal(system(cmd), 0);
+	restic_repo_copy(2, dir, 0);
 	rix_key *key = open_fixture_key(2);
 	const char *json = "{\"version\":2,\"id\":\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\",\"chunker_polynomial\":\"25b468838dcb75\"}";
 	size_t n = strlen(json);
 	uint8_t *sealed = malloc(n + RIX_CRYPTO_OVERHEAD);
 	assert_int_equal(rix_crypto_seal(key, json, n, sealed), 0);
-	char path[256];
-	snprintf(path, sizeof(path), "%s/config", dir);
-	FILE *f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(sealed, 1, n + RIX_CRYPTO_OVERHEAD, f), n + RIX_CRYPTO_OVERHEAD);
-	fclose(f);
-	snprintf(cmd, sizeof(cmd), "RESTIC_PASSWORD='correct horse' restic --no-cache -r '%s' cat config > '%s.out' 2>&1", dir, dir);
-	int rc = system(cmd);
-	size_t olen = 0;
-	snprintf(path, sizeof(path), "%s.out", dir);
-	char *outp = read_file(path, &olen);
-	if (rc != 0)
-		fail_msg("restic cat config failed: %s", outp ? outp : "(no output)");
-	json_t *got = json_loadb(outp, olen, 0, NULL), *want = json_loads(json, 0, NULL);
-	assert_non_null(got);
-	assert_true(json_equal(got, want));
-	json_decref(got);
-	json_decref(want);
-	free(outp);
+	put_file(dir, "config", sealed, n + RIX_CRYPTO_OVERHEAD);
+	restic_cat_config_equals(dir, "correct horse", json, n);
 	free(sealed);
 	rix_key_free(key);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s.out'", dir, dir);
-	assert_int_equal(system(cmd), 0);
 }
 
 static void test_create_key_file_round_trip(void **state)
@@ -351,48 +340,23 @@ static void test_create_key_file_round_trip(void **state)
 static void test_restic_opens_rix_key_file(void **state)
 {
 	(void)state;
-	if (system("command -v restic >/dev/null 2>&1") != 0) {
-		print_message("restic not installed: skipping the restic-side check\n");
-		skip();
-	}
 	char dir[] = "/tmp/rix-keyfile-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	char cmd[4096];
-	snprintf(cmd, sizeof(cmd), "cp -r '%s/restic_repo_v1/.' '%s/' && mkdir -p '%s/data' '%s/index' '%s/snapshots' '%s/locks' && chmod -R u+w '%s' && rm -f '%s'/keys/*",
-		 data_dir(), dir, dir, dir, dir, dir, dir, dir);
-	assert_int_equal(system(cmd), 0);
+	restic_repo_copy(1, dir, 1);
 	rix_key *master = open_fixture_key(1);
 	char *json;
-	size_t len;
+	size_t len, elen;
 	assert_int_equal(rix_key_create_file(master, "rix made this", 13, 1024, 8, 1, "rix", "test", &json, &len), 0);
 	rix_id id;
-	char hex[65], path[512];
+	char name[80];
 	rix_sha256(json, len, &id);
-	rix_id_to_hex(&id, hex);
-	snprintf(path, sizeof(path), "%s/keys/%s", dir, hex);
-	FILE *f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(json, 1, len, f), len);
-	fclose(f);
-	snprintf(cmd, sizeof(cmd), "RESTIC_PASSWORD='rix made this' restic --no-cache -r '%s' cat config > '%s.out' 2>&1", dir, dir);
-	int rc = system(cmd);
-	size_t olen = 0, elen = 0;
-	snprintf(path, sizeof(path), "%s.out", dir);
-	char *outp = read_file(path, &olen);
-	if (rc != 0)
-		fail_msg("restic could not open the repository with rix's key file: %s", outp ? outp : "");
-	char *expected = data_file("restic_repo_v1/config.expected.json", &elen);
-	json_t *got = json_loadb(outp, olen, 0, NULL), *want = json_loadb(expected, elen, 0, NULL);
-	assert_non_null(got);
-	assert_true(json_equal(got, want));
-	json_decref(got);
-	json_decref(want);
-	free(outp);
+	memcpy(name, "keys/", 5);
+	rix_id_to_hex(&id, name + 5);
+	put_file(dir, name, json, len);
+	char *expected = rix_test_data_file("restic_repo_v1/config.expected.json", &elen);
+	restic_cat_config_equals(dir, "rix made this", expected, elen);
 	free(expected);
 	rix_free(json);
 	rix_key_free(master);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s.out'", dir, dir);
-	assert_int_equal(system(cmd), 0);
 }
 
 int main(void)

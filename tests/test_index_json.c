@@ -23,26 +23,6 @@
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static char *read_fixture(const char *name, size_t *len)
-{
-	const char *dir = getenv("RIX_TEST_DATA");
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "tests/data", name);
-	FILE *f = fopen(path, "rb");
-	if (f == NULL)
-		fail_msg("cannot open fixture %s", path);
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	buf[n] = '\0';
-	*len = (size_t)n;
-	return buf;
-}
-
 /* Decodes exactly len bytes from a private heap copy, so ASan sees any overread. */
 static int decode_exact(const char *text, size_t len, rix_index **out, bool *legacy)
 {
@@ -110,7 +90,7 @@ static void get_blob(const rix_index *idx, rix_blob_type t, const char *hex, rix
 static void roundtrip_fixture(const char *name, bool want_supersedes)
 {
 	size_t len, n;
-	char *text = read_fixture(name, &len);
+	char *text = rix_test_data_file(name, &len);
 	rix_index *idx = NULL;
 	bool legacy = true;
 
@@ -167,7 +147,7 @@ static void test_fixture_values(void **state)
 {
 	(void)state;
 	size_t len;
-	char *text = read_fixture("restic_index_v2_backup.json", &len);
+	char *text = rix_test_data_file("restic_index_v2_backup.json", &len);
 	rix_index *idx = NULL;
 	assert_int_equal(decode_exact(text, len, &idx, NULL), 0);
 
@@ -210,8 +190,8 @@ static void test_fixture_legacy(void **state)
 {
 	(void)state;
 	size_t len, ref_len, n;
-	char *text = read_fixture("legacy_index.json", &len);
-	char *ref = read_fixture("restic_index_v1_backup.json", &ref_len);
+	char *text = rix_test_data_file("legacy_index.json", &len);
+	char *ref = rix_test_data_file("restic_index_v1_backup.json", &ref_len);
 	rix_index *idx = NULL;
 	bool legacy = false;
 
@@ -231,7 +211,7 @@ static void test_fixture_legacy(void **state)
 static void truncate_fixture(const char *name)
 {
 	size_t len;
-	char *text = read_fixture(name, &len);
+	char *text = rix_test_data_file(name, &len);
 	const char *last = strrchr(text, text[0] == '[' ? ']' : '}');
 	size_t complete = (size_t)(last - text) + 1;
 
@@ -261,7 +241,7 @@ static void test_byte_flips(void **state)
 {
 	(void)state;
 	size_t len;
-	char *text = read_fixture("restic_index_v2_backup.json", &len);
+	char *text = rix_test_data_file("restic_index_v2_backup.json", &len);
 	static const char subst[] = { '"', '\\', '{', ']', '0', 'x', ' ', '\0', '-', 'e' };
 	for (size_t i = 0; i < len; i++) {
 		char saved = text[i];
@@ -797,7 +777,7 @@ static void test_oom_decode(void **state)
 {
 	(void)state;
 	size_t len;
-	char *text = read_fixture("restic_index_v2_supersedes.json", &len);
+	char *text = rix_test_data_file("restic_index_v2_supersedes.json", &len);
 	oom_decode(text, len);
 	free(text);
 

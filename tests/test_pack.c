@@ -30,40 +30,6 @@
 
 /* ---- files ---------------------------------------------------------------------------------- */
 
-static uint8_t *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *buf = malloc((size_t)n + 1);
-	if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		fclose(f);
-		free(buf);
-		return NULL;
-	}
-	fclose(f);
-	buf[n] = '\0';
-	*len = (size_t)n;
-	return buf;
-}
-
-static const char *data_dir(void)
-{
-	const char *d = getenv("RIX_TEST_DATA");
-	return d != NULL ? d : "tests/data";
-}
-
-static uint8_t *must_read(const char *path, size_t *len)
-{
-	uint8_t *b = read_file(path, len);
-	if (b == NULL)
-		fail_msg("cannot read %s", path);
-	return b;
-}
-
 /* The names (64 hex digits) in dir, sorted; returns how many (at most max). */
 static int cmp_name(const void *a, const void *b)
 {
@@ -88,13 +54,13 @@ static size_t list_ids(const char *dir, char names[][65], size_t max)
 static rix_key *open_repo_key(const char *repo)
 {
 	char dir[1024], path[4096], names[4][65];
-	snprintf(dir, sizeof(dir), "%s/%s/keys", data_dir(), repo);
+	snprintf(dir, sizeof(dir), "%s/%s/keys", rix_test_data_dir(), repo);
 	assert_int_equal(list_ids(dir, names, 4), 1);
 	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
 	size_t len, plen;
-	char *kf = (char *)must_read(path, &len);
-	snprintf(path, sizeof(path), "%s/restic_repo_password", data_dir());
-	char *pw = (char *)must_read(path, &plen);
+	char *kf = (char *)rix_test_must_read(path, &len);
+	snprintf(path, sizeof(path), "%s/restic_repo_password", rix_test_data_dir());
+	char *pw = (char *)rix_test_must_read(path, &plen);
 	rix_key *key = NULL;
 	if (rix_key_open_file(&key, kf, len, pw, plen) != 0)
 		fail_msg("opening %s's key: %s", repo, rix_error_last());
@@ -319,10 +285,10 @@ static void check_restic_repo(const char *repo, int version)
 	size_t n;
 
 	/* The index file: unpacked (compressed in version 2), then restic's index JSON. */
-	snprintf(dir, sizeof(dir), "%s/%s/index", data_dir(), repo);
+	snprintf(dir, sizeof(dir), "%s/%s/index", rix_test_data_dir(), repo);
 	assert_int_equal(list_ids(dir, names, 16), 1);
 	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
-	uint8_t *file = must_read(path, &n);
+	uint8_t *file = rix_test_must_read(path, &n);
 	uint8_t *plain = malloc(n);
 	assert_int_equal(rix_crypto_open(key, file, n, plain), 0);
 	assert_int_equal(plain[0], version == 2 ? RIX_UNPACKED_ZSTD : '{');
@@ -340,11 +306,11 @@ static void check_restic_repo(const char *repo, int version)
 	struct blob_line got[64];
 	size_t ngot = 0, npacks = 0, ncompressed = 0;
 	for (int hi = 0; hi < 256; hi++) {
-		snprintf(dir, sizeof(dir), "%s/%s/data/%02x", data_dir(), repo, hi);
+		snprintf(dir, sizeof(dir), "%s/%s/data/%02x", rix_test_data_dir(), repo, hi);
 		size_t np = list_ids(dir, names, 16);
 		for (size_t k = 0; k < np; k++) {
 			snprintf(path, sizeof(path), "%s/%s", dir, names[k]);
-			uint8_t *pack = must_read(path, &n);
+			uint8_t *pack = rix_test_must_read(path, &n);
 			rix_id pack_id, want_pack;
 			rix_sha256(pack, n, &pack_id);
 			assert_int_equal(rix_id_from_hex(&want_pack, names[k], 64), 0);
@@ -414,8 +380,8 @@ static void check_restic_repo(const char *repo, int version)
 	rix_index_free(idx);
 
 	/* The blob set equals `restic list blobs`. */
-	snprintf(path, sizeof(path), "%s/%s/blobs.expected", data_dir(), repo);
-	char *exp = (char *)must_read(path, &n);
+	snprintf(path, sizeof(path), "%s/%s/blobs.expected", rix_test_data_dir(), repo);
+	char *exp = (char *)rix_test_must_read(path, &n);
 	struct blob_line want[64];
 	size_t nwant = 0;
 	for (char *line = strtok(exp, "\n"); line != NULL; line = strtok(NULL, "\n")) {
@@ -430,14 +396,14 @@ static void check_restic_repo(const char *repo, int version)
 		assert_string_equal(got[i].s, want[i].s);
 
 	/* The snapshot: unpacked JSON equal to `restic cat snapshot`. */
-	snprintf(dir, sizeof(dir), "%s/%s/snapshots", data_dir(), repo);
+	snprintf(dir, sizeof(dir), "%s/%s/snapshots", rix_test_data_dir(), repo);
 	assert_int_equal(list_ids(dir, names, 16), 1);
 	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
-	file = must_read(path, &n);
+	file = rix_test_must_read(path, &n);
 	assert_int_equal(rix_unpacked_decode(key, file, n, version, &json, &jn), 0);
 	assert_int_equal(json[0], '{');
-	snprintf(path, sizeof(path), "%s/%s/snapshot.expected.json", data_dir(), repo);
-	char *sexp = (char *)must_read(path, &n);
+	snprintf(path, sizeof(path), "%s/%s/snapshot.expected.json", rix_test_data_dir(), repo);
+	char *sexp = (char *)rix_test_must_read(path, &n);
 	json_t *g = json_loadb((const char *)json, jn, 0, NULL), *w = json_loads(sexp, 0, NULL);
 	assert_non_null(g);
 	assert_non_null(w);
@@ -473,12 +439,12 @@ static uint8_t *fixture_pack(const char *repo, size_t *n, char name[65])
 {
 	char dir[1024], path[4096], names[16][65];
 	for (int hi = 0; hi < 256; hi++) {
-		snprintf(dir, sizeof(dir), "%s/%s/data/%02x", data_dir(), repo, hi);
+		snprintf(dir, sizeof(dir), "%s/%s/data/%02x", rix_test_data_dir(), repo, hi);
 		if (list_ids(dir, names, 16) > 0) {
 			snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
 			if (name != NULL)
 				memcpy(name, names[0], 65);
-			return must_read(path, n);
+			return rix_test_must_read(path, n);
 		}
 	}
 	fail_msg("no pack in %s", repo);
@@ -488,10 +454,10 @@ static uint8_t *fixture_pack(const char *repo, size_t *n, char name[65])
 static uint8_t *fixture_file(const char *repo, const char *sub, size_t *n)
 {
 	char dir[1024], path[4096], names[4][65];
-	snprintf(dir, sizeof(dir), "%s/%s/%s", data_dir(), repo, sub);
+	snprintf(dir, sizeof(dir), "%s/%s/%s", rix_test_data_dir(), repo, sub);
 	assert_int_equal(list_ids(dir, names, 4), 1);
 	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
-	return must_read(path, n);
+	return rix_test_must_read(path, n);
 }
 
 /* Wrong key: every sealed thing of a restic repository gives RIX_EAUTH. */

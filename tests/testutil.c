@@ -1,8 +1,14 @@
 /*
  * tests/testutil.c — see testutil.h.
  */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cmocka.h>
 
 #include "rix/alloc.h"
 #include "testutil.h"
@@ -98,4 +104,47 @@ long rix_test_failalloc_live(void)
 void rix_test_failalloc_remove(void)
 {
 	rix_allocator_set(NULL);
+}
+
+void *rix_test_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	char *buf = NULL;
+	long n = -1;
+	if (fseek(f, 0, SEEK_END) == 0)
+		n = ftell(f);
+	if (n >= 0 && fseek(f, 0, SEEK_SET) == 0)
+		buf = malloc((size_t)n + 1);
+	if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	buf[n] = '\0';
+	*len = (size_t)n;
+	return buf;
+}
+
+void *rix_test_must_read(const char *path, size_t *len)
+{
+	void *buf = rix_test_read_file(path, len);
+	if (buf == NULL)
+		fail_msg("cannot read %s", path);
+	return buf;
+}
+
+const char *rix_test_data_dir(void)
+{
+	const char *d = getenv("RIX_TEST_DATA");
+	return d != NULL ? d : "tests/data";
+}
+
+void *rix_test_data_file(const char *rel, size_t *len)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", rix_test_data_dir(), rel);
+	return rix_test_must_read(path, len);
 }

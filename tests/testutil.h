@@ -23,4 +23,15 @@ long rix_test_failalloc_count(void);
 long rix_test_failalloc_live(void);
 void rix_test_failalloc_remove(void);
 
+/*
+ * Files. rix_test_read_file: the whole file, NUL-terminated (*len excludes the NUL), malloc'd;
+ * NULL if unreadable. rix_test_must_read: the same, failing the cmocka test if unreadable.
+ * rix_test_data_dir: the fixture directory ($RIX_TEST_DATA, set by CTest, or tests/data).
+ * rix_test_data_file: <data dir>/<rel>, read whole, failing the test if unreadable.
+ */
+void *rix_test_read_file(const char *path, size_t *len);
+void *rix_test_must_read(const char *path, size_t *len);
+const char *rix_test_data_dir(void);
+void *rix_test_data_file(const char *rel, size_t *len);
+
 #endif
