@@ -34,12 +34,21 @@ struct rix_key {
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int sodium_ok;
-static EVP_MAC *poly1305; /* fetched once: fetching is a provider lookup, far too slow per call */
+/*
+ * Algorithms fetched once: OpenSSL 3 looks an algorithm up in its providers on every implicit
+ * use (EVP_aes_256_ctr() in an init call), which cost more than the cipher work itself for small
+ * objects (bench/RESULTS.md, "Crypto"). Contexts are still made per call and freed (and so
+ * cleansed) at its end, so no expanded key outlives the call that used it.
+ */
+static EVP_MAC *poly1305;
+static EVP_CIPHER *aes256ctr, *aes128ecb;
 
 static void crypto_start(void)
 {
 	sodium_ok = sodium_init() >= 0;
 	poly1305 = EVP_MAC_fetch(NULL, "POLY1305", NULL);
+	aes256ctr = EVP_CIPHER_fetch(NULL, "AES-256-CTR", NULL);
+	aes128ecb = EVP_CIPHER_fetch(NULL, "AES-128-ECB", NULL);
 }
 
 int rix__crypto_init(void)
@@ -47,8 +56,8 @@ int rix__crypto_init(void)
 	pthread_once(&init_once, crypto_start);
 	if (!sodium_ok)
 		return rix_error_set(RIX_EIO, "crypto: libsodium failed to initialise");
-	if (poly1305 == NULL)
-		return rix_error_set(RIX_EIO, "crypto: OpenSSL has no POLY1305 MAC");
+	if (poly1305 == NULL || aes256ctr == NULL || aes128ecb == NULL)
+		return rix_error_set(RIX_EIO, "crypto: OpenSSL lacks POLY1305, AES-256-CTR or AES-128-ECB");
 	return 0;
 }
 
@@ -112,7 +121,7 @@ static int aes_ctr(const rix_key *key, const uint8_t iv[16], const uint8_t *in, 
 	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
 	if (ctx == NULL)
 		return rix_error_set(RIX_ENOMEM, "crypto: out of memory for a cipher context");
-	int ok = EVP_EncryptInit_ex(ctx, EVP_aes_256_ctr(), NULL, key->encrypt, iv) == 1;
+	int ok = EVP_EncryptInit_ex2(ctx, aes256ctr, key->encrypt, iv, NULL) == 1;
 	size_t done = 0;
 	while (ok && done < n) {
 		/* EVP takes int lengths: go in steps of at most 1 GiB. */
@@ -133,7 +142,7 @@ static int mac(const rix_key *key, const uint8_t iv[16], const uint8_t *ct, size
 	if (ctx == NULL)
 		return rix_error_set(RIX_ENOMEM, "crypto: out of memory for a cipher context");
 	int outl = 0;
-	int ok = EVP_EncryptInit_ex(ctx, EVP_aes_128_ecb(), NULL, key->mac_k, NULL) == 1 &&
+	int ok = EVP_EncryptInit_ex2(ctx, aes128ecb, key->mac_k, NULL, NULL) == 1 &&
 		 EVP_CIPHER_CTX_set_padding(ctx, 0) == 1 &&
 		 EVP_EncryptUpdate(ctx, otk + 16, &outl, iv, 16) == 1 && outl == 16;
 	EVP_CIPHER_CTX_free(ctx);
