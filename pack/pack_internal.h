@@ -25,6 +25,12 @@ ZSTD_CCtx *rix__zstd_cctx_new(void);
  */
 extern size_t rix__unpacked_max;
 
+/*
+ * No zstd frame yields more than 32768 bytes per byte of input: a block produces at most
+ * 128 KiB and takes at least 4 bytes (3-byte block header + 1 byte of RLE or content).
+ */
+#define RIX_ZSTD_MAX_RATIO 32768u
+
 /* Little-endian u32 load / store. */
 static inline uint32_t rix__le32(const uint8_t *p)
 {

@@ -34,11 +34,6 @@
 #include "rix/pack.h"
 #include "pack_internal.h"
 
-/*
- * No zstd frame yields more than 32768 bytes per byte of input: a block produces at most
- * 128 KiB and takes at least 4 bytes (3-byte block header + 1 byte of RLE or content).
- */
-#define RIX_ZSTD_MAX_RATIO 32768u
 
 static int check_version(int v)
 {
@@ -193,87 +188,6 @@ int rix_pack_read_header_at(const rix_key *key, uint64_t size, rix_pack_read_fn 
 				    out, count);
 	rix_free(buf);
 	return rc;
-}
-
-/* Decompresses a blob's opened frame z[0..zn) into exactly ulen bytes (*out, the caller's). */
-static int decompress_blob(const uint8_t *z, size_t zn, uint32_t ulen, uint8_t **out)
-{
-	unsigned long long fcs = ZSTD_getFrameContentSize(z, zn);
-	if (fcs == ZSTD_CONTENTSIZE_ERROR)
-		return rix_error_set(RIX_ECORRUPT, "pack: compressed blob is not a zstd frame");
-	if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ulen)
-		return rix_error_set(RIX_ECORRUPT, "pack: blob's zstd frame declares %llu bytes, header says %u",
-				     fcs, ulen);
-	uint8_t *buf = rix_malloc(ulen);
-	ZSTD_DCtx *dctx = buf != NULL ? rix__zstd_dctx_new() : NULL;
-	if (dctx == NULL) {
-		rix_free(buf);
-		return rix_error_set(RIX_ENOMEM, "pack: out of memory for a %u-byte blob", ulen);
-	}
-	/* dst holds exactly ulen bytes: a frame holding more fails with dstSize_tooSmall. */
-	size_t r = ZSTD_decompressDCtx(dctx, buf, ulen, z, zn);
-	ZSTD_freeDCtx(dctx);
-	int rc = 0;
-	if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
-		rc = rix_error_set(RIX_ENOMEM, "pack: out of memory in zstd");
-	else if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
-		rc = rix_error_set(RIX_ECORRUPT, "pack: blob decompresses to more than %u bytes", ulen);
-	else if (ZSTD_isError(r))
-		rc = rix_error_set(RIX_ECORRUPT, "pack: bad zstd in blob: %s", ZSTD_getErrorName(r));
-	else if (r != ulen)
-		rc = rix_error_set(RIX_ECORRUPT, "pack: blob decompresses to %zu bytes, header says %u", r, ulen);
-	if (rc != 0) {
-		rix_free(buf);
-		return rc;
-	}
-	*out = buf;
-	return 0;
-}
-
-int rix_blob_decode(const rix_key *key, const uint8_t *stored, size_t n, const rix_blob *b,
-		    int repo_version, uint8_t **out, size_t *out_len)
-{
-	*out = NULL;
-	*out_len = 0;
-	int rc = check_version(repo_version);
-	if (rc != 0)
-		return rc;
-	if (n < RIX_CRYPTO_OVERHEAD)
-		return rix_error_set(RIX_ECORRUPT, "pack: blob of %zu bytes is under the %d-byte crypto overhead",
-				     n, RIX_CRYPTO_OVERHEAD);
-	uint32_t ulen = b->uncompressed_length;
-	if (ulen != 0 && repo_version < 2)
-		return rix_error_set(RIX_ECORRUPT, "pack: compressed blob in a version 1 repository");
-	size_t m = n - RIX_CRYPTO_OVERHEAD;
-	if (ulen != 0 && ulen / RIX_ZSTD_MAX_RATIO > m)
-		return rix_error_set(RIX_ECORRUPT,
-				     "pack: blob of %zu compressed bytes cannot decompress to %u bytes", m, ulen);
-	uint8_t *plain = rix_malloc(m ? m : 1);
-	if (plain == NULL)
-		return rix_error_set(RIX_ENOMEM, "pack: out of memory for a %zu-byte blob", m);
-	rc = rix_crypto_open(key, stored, n, plain);
-	if (rc != 0) {
-		rix_free(plain);
-		return rc == RIX_EAUTH ? rix_error_set(RIX_EAUTH, "pack: blob MAC does not verify") : rc;
-	}
-	uint8_t *res = plain;
-	size_t res_len = m;
-	if (ulen != 0) {
-		rc = decompress_blob(plain, m, ulen, &res);
-		rix_free(plain);
-		if (rc != 0)
-			return rc;
-		res_len = ulen;
-	}
-	rix_id id;
-	rix_sha256(res, res_len, &id);
-	if (memcmp(id.b, b->id.b, RIX_ID_SIZE) != 0) {
-		rix_free(res);
-		return rix_error_set(RIX_ECORRUPT, "pack: blob ID mismatch");
-	}
-	*out = res;
-	*out_len = res_len;
-	return 0;
 }
 
 int rix_pack_read_blob(const rix_key *key, const uint8_t *pack, size_t n, const rix_blob *b,

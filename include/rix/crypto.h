@@ -92,6 +92,19 @@ int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *ou
 /* SHA-256 of data[0..n): the ID of a blob (plaintext) or of a stored file (its bytes). */
 void rix_sha256(const void *data, size_t n, rix_id *out);
 
+/*
+ * Incremental SHA-256, for a file hashed while it is written (a pack's ID). A context is owned
+ * by one thread at a time. rix_sha256_final writes the digest of everything updated since
+ * creation or the previous final, and resets the context for the next message.
+ * @return (new) 0, RIX_ENOMEM, RIX_EIO.
+ */
+typedef struct rix_sha256_ctx rix_sha256_ctx;
+int rix_sha256_new(rix_sha256_ctx **out);
+void rix_sha256_update(rix_sha256_ctx *c, const void *data, size_t n);
+void rix_sha256_final(rix_sha256_ctx *c, rix_id *out);
+/* NULL-safe. */
+void rix_sha256_free(rix_sha256_ctx *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -103,6 +103,178 @@ int rix_pack_read_blob(const rix_key *key, const uint8_t *pack, size_t n, const 
 int rix_blob_decode(const rix_key *key, const uint8_t *stored, size_t n, const rix_blob *b,
 		    int repo_version, uint8_t **out, size_t *out_len);
 
+/* ---- Blob codec: compression mode + encryption ------------------------------------------- */
+
+/*
+ * Compression of data blobs in version 2 (FORMAT.md, "Compression modes"). Version 1 never
+ * compresses; in version 2 tree blobs are always compressed (whatever the mode) and a
+ * zero-length blob never is.
+ */
+typedef enum rix_compression {
+	RIX_COMPRESSION_OFF = 0,  /* data blobs stored as they are */
+	RIX_COMPRESSION_AUTO = 1, /* zstd at RIX_ZSTD_LEVEL_AUTO; compressed only when it saves enough */
+	RIX_COMPRESSION_MAX = 2,  /* zstd at RIX_ZSTD_LEVEL_MAX; compressed when it is smaller */
+} rix_compression;
+
+#define RIX_ZSTD_LEVEL_AUTO 3
+#define RIX_ZSTD_LEVEL_MAX 19
+/*
+ * auto stores a data blob compressed only when that saves at least this many thousandths of
+ * its size (the figure comes from the space-versus-read-time study in bench/RESULTS.md).
+ */
+#define RIX_AUTO_MIN_SAVING_PERMILLE 0
+/* Largest blob plaintext accepted (stored lengths and pack offsets are u32). */
+#define RIX_BLOB_MAX ((size_t)1 << 31)
+
+/*
+ * A blob codec: one per thread (not thread-safe), reused for every blob so that no blob costs
+ * an allocation (zstd contexts and one scratch buffer, grown when a bigger blob comes). The key
+ * is borrowed and must outlive the codec.
+ * @return 0; RIX_EINVAL (repo_version not 1 or 2, unknown mode); RIX_ENOMEM.
+ */
+typedef struct rix_blob_codec rix_blob_codec;
+int rix_blob_codec_new(rix_blob_codec **out, const rix_key *key, int repo_version, rix_compression mode);
+/* NULL-safe. */
+void rix_blob_codec_free(rix_blob_codec *c);
+/* Changes auto's minimum saving, in thousandths (0..999) (for the measurements). */
+void rix_blob_codec_set_min_saving(rix_blob_codec *c, unsigned permille);
+
+/* Bytes rix_blob_codec_encode may write for an n-byte plaintext (>= n + RIX_CRYPTO_OVERHEAD). */
+size_t rix_blob_stored_bound(size_t n);
+
+/*
+ * Encodes blob plaintext plain[0..n) of type t as it is stored in a pack: seal(plain) or
+ * seal(zstd(plain)), into out[0..cap), cap >= rix_blob_stored_bound(n). *stored_len is the bytes
+ * written (the header's length), *uncompressed_len n when compressed, else 0.
+ * @return 0; RIX_EINVAL (n > RIX_BLOB_MAX, cap too small); RIX_ENOMEM; RIX_EIO.
+ */
+int rix_blob_codec_encode(rix_blob_codec *c, rix_blob_type t, const void *plain, size_t n, uint8_t *out,
+			  size_t cap, uint32_t *stored_len, uint32_t *uncompressed_len);
+
+/*
+ * Decodes stored blob stored[0..n) described by b (type, ID, uncompressed length; offset and
+ * length are not used) into the caller's out[0..cap), cap >= rix_blob_plain_size(n, b's
+ * uncompressed_length): MAC, decrypt (straight into out when not compressed), decompress,
+ * SHA-256 == b->id. *out_len is the plaintext's size.
+ * @return as rix_blob_decode, and RIX_EINVAL when cap is too small.
+ */
+int rix_blob_codec_decode(rix_blob_codec *c, const uint8_t *stored, size_t n, const rix_blob *b,
+			  uint8_t *out, size_t cap, size_t *out_len);
+
+/* ---- Pack writer ---------------------------------------------------------------------------- */
+
+/* Most blobs in one pack: the sealed header then stays within RIX_PACK_HEADER_MAX. */
+#define RIX_PACK_MAX_BLOBS ((RIX_PACK_HEADER_MAX - 32u) / RIX_PACK_ENTRY_SIZE_ZSTD)
+
+/*
+ * A pack being written to a temporary file, hashed as it is written: the pack's ID
+ * (SHA-256 of the file) is known when the last byte is written, without reading the file
+ * again. One thread at a time.
+ *
+ *   new ──> add, add_stored ... ──> finish (header, trailer, ID) ──> rename into place
+ *                                                                 or read from fd (upload)
+ *   free at any point: a temporary file not renamed is removed.
+ *
+ * rix_pack_writer_new makes the file in dir (mkostemp, "rix-pack-XXXXXX", mode 0600).
+ * @return 0; RIX_EINVAL (version); RIX_EIO / RIX_ENOSPC (the file cannot be made); RIX_ENOMEM.
+ */
+typedef struct rix_pack_writer rix_pack_writer;
+int rix_pack_writer_new(rix_pack_writer **out, const rix_key *key, int repo_version, const char *dir);
+/* Removes the temporary file unless it was renamed. NULL-safe. */
+void rix_pack_writer_free(rix_pack_writer *w);
+
+/*
+ * Encodes blob plain[0..n) with codec c (which must be of the same key and version) and appends
+ * it. Errors other than RIX_EINVAL/RIX_ELIMIT leave the writer failed: every later call
+ * returns RIX_EIO, and the pack can only be freed.
+ * @return 0; RIX_EINVAL (finished; n > RIX_BLOB_MAX); RIX_ELIMIT (the pack would pass 4 GiB or
+ * RIX_PACK_MAX_BLOBS: finish it and start another); RIX_EIO, RIX_ENOSPC (write failed);
+ * RIX_ENOMEM.
+ */
+int rix_pack_writer_add(rix_pack_writer *w, rix_blob_codec *c, rix_blob_type t, const rix_id *id,
+			const void *plain, size_t n);
+/*
+ * Appends a blob already in stored form (from another pack, when repacking): b gives type, ID,
+ * length and uncompressed length; b->offset is ignored. The bytes are not checked here.
+ * @return as rix_pack_writer_add, and RIX_EINVAL for a length under 32.
+ */
+int rix_pack_writer_add_stored(rix_pack_writer *w, const rix_blob *b, const uint8_t *stored);
+
+/* Bytes of blobs appended so far (the offset the next blob gets). */
+uint64_t rix_pack_writer_size(const rix_pack_writer *w);
+/* Blobs appended so far. */
+size_t rix_pack_writer_count(const rix_pack_writer *w);
+/* The blobs appended so far with their offsets, in pack order. Borrowed, valid until the next add. */
+const rix_blob *rix_pack_writer_blobs(const rix_pack_writer *w);
+
+/*
+ * Writes the sealed header and its length and gives the pack's ID. The file is complete but
+ * not synced. @return 0; RIX_EINVAL (already finished or empty); RIX_EIO, RIX_ENOSPC; RIX_ENOMEM.
+ */
+int rix_pack_writer_finish(rix_pack_writer *w, rix_id *pack_id);
+/* After finish: the file's size, its descriptor (open for reading, offset unspecified) and path. */
+uint64_t rix_pack_writer_file_size(const rix_pack_writer *w);
+int rix_pack_writer_fd(const rix_pack_writer *w);
+const char *rix_pack_writer_path(const rix_pack_writer *w);
+/*
+ * After finish: moves the file to path (same file system), atomically: fsync the file, rename,
+ * fsync path's directory (the syncs only when sync is true). The writer no longer removes it.
+ * @return 0; RIX_EINVAL (not finished); RIX_EIO, RIX_ENOSPC.
+ */
+int rix_pack_writer_rename(rix_pack_writer *w, const char *path, int sync);
+
+/* ---- Packer manager -------------------------------------------------------------------------- */
+
+#define RIX_PACK_TARGET_DEFAULT ((uint64_t)16 << 20)
+#define RIX_PACK_TARGET_MIN ((uint64_t)4 << 20)
+#define RIX_PACK_TARGET_MAX ((uint64_t)128 << 20)
+
+/*
+ * Receives a finished pack (rix_pack_writer_finish done, pack_id its ID) and owns w from then
+ * on, whatever it returns: it stores the pack (rename, upload), records its blobs in an index,
+ * and frees w. A nonzero return (a RIX_E* code, with the message set) is returned by the add or
+ * flush that finished the pack. May run on any thread that calls rix_packer_add or _flush, and
+ * on several at once.
+ */
+typedef int (*rix_packer_done_fn)(void *arg, rix_pack_writer *w, const rix_id *pack_id);
+
+/*
+ * The packer manager: turns blobs into packs of about target_size bytes (0: the default,
+ * 16 MiB; else RIX_PACK_TARGET_MIN..MAX). Data and tree blobs go to separate packs; each thread
+ * that adds at the same time fills its own open pack (so there are several open packs per
+ * type), and a blob at least as big as the target gets a pack of its own. Thread-safe.
+ * Temporary pack files are made in tmpdir (on the repository's file system for a local one,
+ * so that a finished pack is renamed into place, not copied).
+ * @return 0; RIX_EINVAL (version, target size); RIX_ENOMEM.
+ */
+typedef struct rix_packer rix_packer;
+int rix_packer_new(rix_packer **out, const rix_key *key, int repo_version, const char *tmpdir,
+		   uint64_t target_size, rix_packer_done_fn done, void *arg);
+/*
+ * Discards every open pack (their temporary files are removed; their blobs were never handed
+ * on). NULL-safe. Not while another thread adds.
+ */
+void rix_packer_free(rix_packer *p);
+
+/*
+ * Encodes blob plain[0..n) with the caller's codec c (one per thread) and appends it to an open
+ * pack of its type, which is finished and handed to done when it reaches the target size. A blob
+ * counts as stored only once done received its pack. On RIX_EIO / RIX_ENOSPC the open pack the
+ * blob went to is discarded with the blobs it held (none of them was handed on).
+ * @return 0; the codec's and writer's errors; done's.
+ */
+int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_id *id, const void *plain,
+		   size_t n);
+/*
+ * Finishes every open pack that holds a blob and hands it to done. Call it when no add is in
+ * progress (at the end of a backup, before the index is written). @return 0 or the first error;
+ * the other packs are still finished and handed on.
+ */
+int rix_packer_flush(rix_packer *p);
+/* Packs handed to done so far, and open packs now (both for progress reports and tests). */
+uint64_t rix_packer_packs_done(rix_packer *p);
+size_t rix_packer_open_count(rix_packer *p);
+
 #ifdef __cplusplus
 }
 #endif

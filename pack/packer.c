@@ -1,0 +1,217 @@
+/*
+ * pack/packer.c — the packer manager: many blobs, from many threads, into packs of a target size.
+ *
+ *   idle[DATA]: [w][w]      add(t): pop an idle writer of type t (or make one) under the lock,
+ *   idle[TREE]: [w]                 append outside the lock (encode, seal, hash, write),
+ *                                   then push it back, or finish it and hand it to done
+ *                                   when it reached the target
+ *
+ * Invariants:
+ * - A writer is in exactly one place: an idle list, or the hands of the one thread adding to
+ *   it, or (finished) done's. So threads never share a writer, and the number of open packs of
+ *   a type is at most the number of threads that added at once.
+ * - Only list operations and counters happen under the mutex; encoding and I/O never do.
+ * - A blob of target size or more bypasses the lists: a pack of its own, finished at once.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/pack.h"
+
+struct rix_packer {
+	const rix_key *key; /* borrowed */
+	int version;
+	char *tmpdir;
+	uint64_t target;
+	rix_packer_done_fn done;
+	void *arg;
+	pthread_mutex_t mu;
+	rix_pack_writer *idle[RIX_BLOB_TYPES][64]; /* a stack per type */
+	size_t nidle[RIX_BLOB_TYPES];
+	size_t open; /* writers made and not yet handed on or discarded */
+	uint64_t packs_done;
+};
+
+int rix_packer_new(rix_packer **out, const rix_key *key, int repo_version, const char *tmpdir,
+		   uint64_t target_size, rix_packer_done_fn done, void *arg)
+{
+	*out = NULL;
+	if (repo_version != 1 && repo_version != 2)
+		return rix_error_set(RIX_EINVAL, "packer: repository version %d", repo_version);
+	if (target_size == 0)
+		target_size = RIX_PACK_TARGET_DEFAULT;
+	if (target_size < RIX_PACK_TARGET_MIN || target_size > RIX_PACK_TARGET_MAX)
+		return rix_error_set(RIX_EINVAL, "packer: target size %llu is outside 4-128 MiB",
+				     (unsigned long long)target_size);
+	rix_packer *p = rix_calloc(1, sizeof(*p));
+	size_t n = strlen(tmpdir) + 1;
+	if (p == NULL || (p->tmpdir = rix_malloc(n)) == NULL) {
+		rix_free(p);
+		return rix_error_set(RIX_ENOMEM, "packer: out of memory");
+	}
+	memcpy(p->tmpdir, tmpdir, n);
+	p->key = key;
+	p->version = repo_version;
+	p->target = target_size;
+	p->done = done;
+	p->arg = arg;
+	pthread_mutex_init(&p->mu, NULL);
+	*out = p;
+	return 0;
+}
+
+void rix_packer_free(rix_packer *p)
+{
+	if (p == NULL)
+		return;
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		for (size_t i = 0; i < p->nidle[t]; i++)
+			rix_pack_writer_free(p->idle[t][i]);
+	pthread_mutex_destroy(&p->mu);
+	rix_free(p->tmpdir);
+	rix_free(p);
+}
+
+/* An idle writer of type t, or a new one. */
+static int take(rix_packer *p, rix_blob_type t, rix_pack_writer **w)
+{
+	pthread_mutex_lock(&p->mu);
+	*w = p->nidle[t] > 0 ? p->idle[t][--p->nidle[t]] : NULL;
+	if (*w == NULL)
+		p->open++;
+	pthread_mutex_unlock(&p->mu);
+	if (*w != NULL)
+		return 0;
+	int rc = rix_pack_writer_new(w, p->key, p->version, p->tmpdir);
+	if (rc != 0) {
+		pthread_mutex_lock(&p->mu);
+		p->open--;
+		pthread_mutex_unlock(&p->mu);
+	}
+	return rc;
+}
+
+/* Drops a writer that failed (its temporary file goes with it). */
+static void discard(rix_packer *p, rix_pack_writer *w)
+{
+	rix_pack_writer_free(w);
+	pthread_mutex_lock(&p->mu);
+	p->open--;
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Finishes w and hands it to done. */
+static int hand_on(rix_packer *p, rix_pack_writer *w)
+{
+	rix_id id;
+	int rc = rix_pack_writer_finish(w, &id);
+	if (rc != 0) {
+		discard(p, w);
+		return rc;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->open--;
+	p->packs_done++;
+	pthread_mutex_unlock(&p->mu);
+	return p->done(p->arg, w, &id);
+}
+
+/* Gives w back to the idle list; when the list is full, finishes it instead. */
+static int give_back(rix_packer *p, rix_blob_type t, rix_pack_writer *w)
+{
+	pthread_mutex_lock(&p->mu);
+	int room = p->nidle[t] < sizeof(p->idle[t]) / sizeof(p->idle[t][0]);
+	if (room)
+		p->idle[t][p->nidle[t]++] = w;
+	pthread_mutex_unlock(&p->mu);
+	return room ? 0 : hand_on(p, w);
+}
+
+int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_id *id, const void *plain,
+		   size_t n)
+{
+	if ((unsigned)t >= RIX_BLOB_TYPES)
+		return rix_error_set(RIX_EINVAL, "packer: blob type %d", (int)t);
+	rix_pack_writer *w;
+	if (n >= p->target) { /* a pack of its own */
+		int rc = rix_pack_writer_new(&w, p->key, p->version, p->tmpdir);
+		if (rc != 0)
+			return rc;
+		pthread_mutex_lock(&p->mu);
+		p->open++;
+		pthread_mutex_unlock(&p->mu);
+		rc = rix_pack_writer_add(w, c, t, id, plain, n);
+		if (rc != 0) {
+			discard(p, w);
+			return rc;
+		}
+		return hand_on(p, w);
+	}
+	int rc = take(p, t, &w);
+	if (rc != 0)
+		return rc;
+	rc = rix_pack_writer_add(w, c, t, id, plain, n);
+	if (rc == RIX_ELIMIT) { /* the pack is full by count: finish it, go on in a new one */
+		rc = hand_on(p, w);
+		if (rc != 0)
+			return rc;
+		rc = take(p, t, &w);
+		if (rc != 0)
+			return rc;
+		rc = rix_pack_writer_add(w, c, t, id, plain, n);
+	}
+	if (rc == RIX_EIO || rc == RIX_ENOSPC) {
+		discard(p, w);
+		return rc;
+	}
+	if (rc != 0) { /* the writer is unchanged (memory, argument): keep it */
+		int rc2 = give_back(p, t, w);
+		(void)rc2;
+		return rc;
+	}
+	if (rix_pack_writer_size(w) >= p->target)
+		return hand_on(p, w);
+	return give_back(p, t, w);
+}
+
+int rix_packer_flush(rix_packer *p)
+{
+	int first = 0;
+	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		for (;;) {
+			pthread_mutex_lock(&p->mu);
+			rix_pack_writer *w = p->nidle[t] > 0 ? p->idle[t][--p->nidle[t]] : NULL;
+			pthread_mutex_unlock(&p->mu);
+			if (w == NULL)
+				break;
+			int rc;
+			if (rix_pack_writer_count(w) == 0) {
+				discard(p, w);
+				rc = 0;
+			} else {
+				rc = hand_on(p, w);
+			}
+			if (rc != 0 && first == 0)
+				first = rc;
+		}
+	}
+	return first;
+}
+
+uint64_t rix_packer_packs_done(rix_packer *p)
+{
+	pthread_mutex_lock(&p->mu);
+	uint64_t n = p->packs_done;
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
+
+size_t rix_packer_open_count(rix_packer *p)
+{
+	pthread_mutex_lock(&p->mu);
+	size_t n = p->open;
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
