@@ -147,6 +147,8 @@ int rgen_index_build(const rgen_index *g, uint32_t batch, rix_index **out);
 void register_workload_benchmarks(void);
 void register_restic_benchmarks(void);
 void register_crypto_benchmarks(void);
+void register_pack_benchmarks(void);
+void register_compress_benchmarks(void);
 /* Free the built tables and indexes a family keeps between its benchmarks. */
 void workload_caches_free(void);
 void restic_caches_free(void);

@@ -553,6 +553,8 @@ int main(int argc, char **argv)
 	register_workload_benchmarks();
 	register_restic_benchmarks();
 	register_crypto_benchmarks();
+	register_pack_benchmarks();
+	register_compress_benchmarks();
 
 	regex_t re;
 	bool have_re = false;

@@ -35,6 +35,7 @@ struct rix_blob_codec {
 	int version;
 	rix_compression mode;
 	unsigned min_saving; /* thousandths, auto only */
+	int level;           /* 0: the mode's own */
 	int cctx_level;      /* level the compression context is set to, 0 = none yet */
 	ZSTD_CCtx *cctx;
 	ZSTD_DCtx *dctx;
@@ -81,6 +82,13 @@ void rix_blob_codec_free(rix_blob_codec *c)
 void rix_blob_codec_set_min_saving(rix_blob_codec *c, unsigned permille)
 {
 	c->min_saving = permille < 1000 ? permille : 999;
+}
+
+void rix_blob_codec_set_level(rix_blob_codec *c, int level)
+{
+	if (level < 0)
+		level = 1;
+	c->level = level > ZSTD_maxCLevel() ? ZSTD_maxCLevel() : level;
 }
 
 size_t rix_blob_stored_bound(size_t n)
@@ -153,6 +161,8 @@ int rix_blob_codec_encode(rix_blob_codec *c, rix_blob_type t, const void *plain,
 		else if (c->mode == RIX_COMPRESSION_MAX)
 			level = RIX_ZSTD_LEVEL_MAX;
 	}
+	if (level != 0 && c->level != 0)
+		level = c->level;
 	const void *src = plain;
 	size_t sn = n;
 	if (level != 0) {

@@ -138,6 +138,11 @@ int rix_blob_codec_new(rix_blob_codec **out, const rix_key *key, int repo_versio
 void rix_blob_codec_free(rix_blob_codec *c);
 /* Changes auto's minimum saving, in thousandths (0..999) (for the measurements). */
 void rix_blob_codec_set_min_saving(rix_blob_codec *c, unsigned permille);
+/*
+ * Changes the zstd level the mode compresses with (1..ZSTD_maxCLevel(), clamped; 0 restores
+ * the mode's own), for data and tree blobs alike.
+ */
+void rix_blob_codec_set_level(rix_blob_codec *c, int level);
 
 /* Bytes rix_blob_codec_encode may write for an n-byte plaintext (>= n + RIX_CRYPTO_OVERHEAD). */
 size_t rix_blob_stored_bound(size_t n);
