@@ -14,6 +14,7 @@
 #include "rix/indexmap.h"
 #include "rix/index.h"
 #include "rix/master_index.h"
+#include "rix/backend.h"
 #include "rix/crypto.h"
 #include "rix/pack.h"
 #endif

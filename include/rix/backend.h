@@ -1,0 +1,111 @@
+/*
+ * rix/backend.h — where a repository's files live: one small interface, and the local backend
+ * (the embedded default). The REST backend comes later behind the same interface.
+ *
+ * A repository is a set of named files by type (FORMAT.md, "Layout"):
+ *
+ *   config                    RIX_FILE_CONFIG   (name ignored: there is one)
+ *   keys/<id>                 RIX_FILE_KEY
+ *   locks/<id>                RIX_FILE_LOCK
+ *   snapshots/<id>            RIX_FILE_SNAPSHOT
+ *   index/<id>                RIX_FILE_INDEX
+ *   data/<id[0..2)>/<id>      RIX_FILE_PACK
+ *
+ * Names are 64 lowercase hex digits (the SHA-256 of the file's bytes); backends refuse anything
+ * else, so a name can never walk out of the repository.
+ *
+ * Writes are atomic: a reader sees no file or the whole file, never part of one, and a crash
+ * at any point leaves the old state or the new file complete (local: temporary file, write,
+ * fsync, rename, fsync of the directory).
+ *
+ * A backend is safe to use from several threads at once.
+ */
+#ifndef RIX_BACKEND_H
+#define RIX_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum rix_file_type {
+	RIX_FILE_CONFIG = 0,
+	RIX_FILE_KEY = 1,
+	RIX_FILE_LOCK = 2,
+	RIX_FILE_SNAPSHOT = 3,
+	RIX_FILE_INDEX = 4,
+	RIX_FILE_PACK = 5,
+} rix_file_type;
+#define RIX_FILE_TYPES 6
+
+/* "config", "key", "lock", "snapshot", "index", "pack" (the folder names differ: see above). */
+const char *rix_file_type_name(rix_file_type t);
+
+/* Called once per file by rix_backend_list: name (NUL-terminated, borrowed) and size. Nonzero stops. */
+typedef int (*rix_backend_list_fn)(void *arg, const char *name, uint64_t size);
+
+/*
+ * The operations of a backend, for implementing one. Each returns 0 or a RIX_E* code with the
+ * message set (rix_error_set). Names are checked by the rix_backend_* wrappers before a call.
+ */
+typedef struct rix_backend_ops {
+	const char *kind; /* "local", ... */
+	/* Every file of type t, in no particular order; fn's nonzero return is returned. */
+	int (*list)(void *self, rix_file_type t, rix_backend_list_fn fn, void *arg);
+	/* *size of the file; RIX_ENOTFOUND if there is none. */
+	int (*stat)(void *self, rix_file_type t, const char *name, uint64_t *size);
+	/* Exactly len bytes from off into buf; RIX_ENOTFOUND, RIX_ECORRUPT when the file ends first. */
+	int (*read)(void *self, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len);
+	/* Stores data[0..n) atomically (replacing a file of that name). RIX_ENOSPC when full. */
+	int (*write)(void *self, rix_file_type t, const char *name, const void *data, size_t n);
+	/*
+	 * Stores the size bytes of the open file fd (at path on this machine) atomically; may take
+	 * the file itself (local: a rename when on the same file system), and then sets *taken.
+	 */
+	int (*write_file)(void *self, rix_file_type t, const char *name, int fd, const char *path, uint64_t size,
+			  int *taken);
+	/* Removes the file; RIX_ENOTFOUND if there is none. */
+	int (*remove)(void *self, rix_file_type t, const char *name);
+	/* A directory on this machine for temporary files that write_file can take whole, or NULL. */
+	const char *(*temp_dir)(void *self);
+	void (*close)(void *self);
+} rix_backend_ops;
+
+typedef struct rix_backend rix_backend;
+
+/* Wraps an implementation (ops and its state). @return 0, RIX_ENOMEM. */
+int rix_backend_new(rix_backend **out, const rix_backend_ops *ops, void *self);
+/* Closes the implementation and frees. NULL-safe. */
+void rix_backend_free(rix_backend *b);
+
+/*
+ * The local backend over the directory path. With create, makes the directory if missing and
+ * restic's folders (keys, locks, snapshots, index, data/00..ff), and refuses a directory that
+ * already holds a config file; without, path must hold a config file. Both make the folder
+ * .rix-tmp for temporary pack files (rix_backend_temp_dir) when they can.
+ * @return 0; RIX_ENOTFOUND (no repository there); RIX_EEXISTS (create, and a config is already
+ * there); RIX_EIO; RIX_ENOMEM.
+ */
+int rix_backend_local_open(rix_backend **out, const char *path, int create);
+
+/* The operations, through any backend (name: 64 hex digits; ignored for RIX_FILE_CONFIG). */
+const char *rix_backend_kind(const rix_backend *b);
+int rix_backend_list(rix_backend *b, rix_file_type t, rix_backend_list_fn fn, void *arg);
+int rix_backend_stat(rix_backend *b, rix_file_type t, const char *name, uint64_t *size);
+int rix_backend_read(rix_backend *b, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len);
+/* The whole file, in *data (freed with rix_free), *n bytes. At most max bytes, else RIX_ECORRUPT. */
+int rix_backend_read_all(rix_backend *b, rix_file_type t, const char *name, size_t max, uint8_t **data,
+			 size_t *n);
+int rix_backend_write(rix_backend *b, rix_file_type t, const char *name, const void *data, size_t n);
+int rix_backend_write_file(rix_backend *b, rix_file_type t, const char *name, int fd, const char *path,
+			   uint64_t size, int *taken);
+int rix_backend_remove(rix_backend *b, rix_file_type t, const char *name);
+const char *rix_backend_temp_dir(rix_backend *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,395 @@
+/*
+ * tests/test_backend.c — repo/: the backend interface and the local backend.
+ *
+ * Cases: create and open (restic's folders; refusing a second create, a path without a config);
+ * write, stat, read ranges, read_all, list, remove for every file type; names that are not 64
+ * hex digits refused (no path escapes); a read past the end is RIX_ECORRUPT; missing files are
+ * RIX_ENOTFOUND; files end read-only and no temporary file is ever listed; write_file by rename
+ * (same file system) and by copy (from /dev/shm, another file system); a full disk
+ * (RLIMIT_FSIZE) gives RIX_ENOSPC and leaves the old file whole and no temporary file; and
+ * allocation failure at every allocation.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "rix/rix.h"
+#include "testutil.h"
+
+#define MUST(expr)                                                                               \
+	do {                                                                                     \
+		int rc_ = (expr);                                                                \
+		if (rc_ != 0)                                                                    \
+			fail_msg("%s: %d (%s)", #expr, rc_, rix_error_last());                   \
+	} while (0)
+
+static char *new_repo_dir(void)
+{
+	char *d = strdup("/tmp/rix-backend-XXXXXX");
+	assert_non_null(mkdtemp(d));
+	return d;
+}
+
+static void rm_rf(char *d)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", d, d);
+	assert_int_equal(system(cmd), 0);
+	free(d);
+}
+
+static void name_of(const void *data, size_t n, char hex[65])
+{
+	rix_id id;
+	rix_sha256(data, n, &id);
+	rix_id_to_hex(&id, hex);
+}
+
+struct seen {
+	char names[64][65];
+	uint64_t sizes[64];
+	size_t n;
+};
+
+static int collect(void *arg, const char *name, uint64_t size)
+{
+	struct seen *s = arg;
+	if (s->n == 64)
+		return RIX_ELIMIT;
+	snprintf(s->names[s->n], 65, "%s", name);
+	s->sizes[s->n++] = size;
+	return 0;
+}
+
+static int stop_at_first(void *arg, const char *name, uint64_t size)
+{
+	(void)name;
+	(void)size;
+	++*(int *)arg;
+	return 42;
+}
+
+/* Files, with no temporary leftovers, anywhere under dir (find's count). */
+static int count_temp_files(const char *dir)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "find '%s' -name '.*-tmp-*' | wc -l", dir);
+	FILE *f = popen(cmd, "r");
+	int n = -1;
+	assert_int_equal(fscanf(f, "%d", &n), 1);
+	pclose(f);
+	return n;
+}
+
+static void test_create_open(void **state)
+{
+	(void)state;
+	char *dir = new_repo_dir();
+	char sub[600];
+	rix_backend *b = (rix_backend *)1;
+	assert_int_equal(rix_backend_local_open(&b, dir, 0), RIX_ENOTFOUND);
+	assert_null(b);
+	assert_non_null(strstr(rix_error_last(), "not a repository"));
+	MUST(rix_backend_local_open(&b, dir, 1));
+	assert_string_equal(rix_backend_kind(b), "local");
+	static const char *const folders[] = { "keys", "locks", "snapshots", "index", "data/00", "data/7f", "data/ff",
+					       ".rix-tmp" };
+	for (size_t i = 0; i < sizeof(folders) / sizeof(folders[0]); i++) {
+		struct stat st;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, folders[i]);
+		assert_int_equal(stat(sub, &st), 0);
+		assert_true(S_ISDIR(st.st_mode));
+	}
+	snprintf(sub, sizeof(sub), "%s/.rix-tmp", dir);
+	assert_string_equal(rix_backend_temp_dir(b), sub);
+	MUST(rix_backend_write(b, RIX_FILE_CONFIG, NULL, "cfg", 3));
+	rix_backend_free(b);
+	/* A second create is refused; open works. */
+	assert_int_equal(rix_backend_local_open(&b, dir, 1), RIX_EEXISTS);
+	MUST(rix_backend_local_open(&b, dir, 0));
+	uint8_t *data;
+	size_t n;
+	MUST(rix_backend_read_all(b, RIX_FILE_CONFIG, NULL, 100, &data, &n));
+	assert_int_equal(n, 3);
+	assert_memory_equal(data, "cfg", 3);
+	rix_free(data);
+	rix_backend_free(b);
+	rix_backend_free(NULL);
+	assert_int_equal(rix_backend_local_open(&b, "/nonexistent/rix/repo", 0), RIX_ENOTFOUND);
+	assert_int_equal(rix_backend_local_open(&b, "", 0), RIX_EINVAL);
+	rm_rf(dir);
+}
+
+static void test_files(void **state)
+{
+	(void)state;
+	char *dir = new_repo_dir();
+	rix_backend *b;
+	MUST(rix_backend_local_open(&b, dir, 1));
+	uint64_t st = 7;
+	for (int t = RIX_FILE_KEY; t < RIX_FILE_TYPES; t++) {
+		struct seen seen = { 0 };
+		char names[5][65];
+		uint8_t bufs[5][3000];
+		for (int i = 0; i < 5; i++) {
+			size_t n = 100 + 600 * (size_t)i;
+			rix_test_fill_random(bufs[i], n, &st);
+			name_of(bufs[i], n, names[i]);
+			MUST(rix_backend_write(b, (rix_file_type)t, names[i], bufs[i], n));
+			uint64_t size;
+			MUST(rix_backend_stat(b, (rix_file_type)t, names[i], &size));
+			assert_int_equal(size, n);
+			/* A range, and the whole. */
+			uint8_t got[3000];
+			MUST(rix_backend_read(b, (rix_file_type)t, names[i], 50, got, n - 60));
+			assert_memory_equal(got, bufs[i] + 50, n - 60);
+			uint8_t *all;
+			size_t an;
+			MUST(rix_backend_read_all(b, (rix_file_type)t, names[i], 1 << 20, &all, &an));
+			assert_int_equal(an, n);
+			assert_memory_equal(all, bufs[i], n);
+			rix_free(all);
+			/* Past the end: corrupt (a pack shorter than its index says), not a short read. */
+			assert_int_equal(rix_backend_read(b, (rix_file_type)t, names[i], n - 10, got, 11), RIX_ECORRUPT);
+			assert_non_null(strstr(rix_error_last(), "ends before"));
+			/* Bigger than the caller allows. */
+			assert_int_equal(rix_backend_read_all(b, (rix_file_type)t, names[i], n - 1, &all, &an), RIX_ECORRUPT);
+			assert_null(all);
+		}
+		/* Read-only on disk, as restic leaves its files. */
+		char path[700];
+		if (t == RIX_FILE_PACK)
+			snprintf(path, sizeof(path), "%s/data/%.2s/%s", dir, names[0], names[0]);
+		else
+			snprintf(path, sizeof(path), "%s/%s/%s", dir, t == RIX_FILE_KEY ? "keys" : t == RIX_FILE_LOCK ? "locks" : t == RIX_FILE_SNAPSHOT ? "snapshots" : "index", names[0]);
+		struct stat sb;
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(sb.st_mode & 0777, 0400);
+		/* A stray file that is not an ID is not listed. */
+		char stray[800];
+		snprintf(stray, sizeof(stray), "%s.bak", path);
+		FILE *f = fopen(stray, "w");
+		assert_non_null(f);
+		fclose(f);
+		MUST(rix_backend_list(b, (rix_file_type)t, collect, &seen));
+		assert_int_equal(seen.n, 5);
+		for (int i = 0; i < 5; i++) {
+			int found = 0;
+			for (size_t k = 0; k < seen.n; k++)
+				if (strcmp(seen.names[k], names[i]) == 0) {
+					found = 1;
+					assert_int_equal(seen.sizes[k], 100 + 600 * (uint64_t)i);
+				}
+			assert_true(found);
+		}
+		int calls = 0;
+		assert_int_equal(rix_backend_list(b, (rix_file_type)t, stop_at_first, &calls), 42);
+		assert_int_equal(calls, 1);
+		unlink(stray);
+		/* Replacing a file is atomic too; removing it makes it gone. */
+		MUST(rix_backend_write(b, (rix_file_type)t, names[0], "new", 3));
+		uint64_t size;
+		MUST(rix_backend_stat(b, (rix_file_type)t, names[0], &size));
+		assert_int_equal(size, 3);
+		for (int i = 0; i < 5; i++)
+			MUST(rix_backend_remove(b, (rix_file_type)t, names[i]));
+		assert_int_equal(rix_backend_remove(b, (rix_file_type)t, names[0]), RIX_ENOTFOUND);
+		assert_int_equal(rix_backend_stat(b, (rix_file_type)t, names[0], &size), RIX_ENOTFOUND);
+		uint8_t x;
+		assert_int_equal(rix_backend_read(b, (rix_file_type)t, names[0], 0, &x, 1), RIX_ENOTFOUND);
+		seen.n = 0;
+		MUST(rix_backend_list(b, (rix_file_type)t, collect, &seen));
+		assert_int_equal(seen.n, 0);
+	}
+	assert_int_equal(count_temp_files(dir), 0);
+	rix_backend_free(b);
+	rm_rf(dir);
+}
+
+static void test_bad_names(void **state)
+{
+	(void)state;
+	char *dir = new_repo_dir();
+	rix_backend *b;
+	MUST(rix_backend_local_open(&b, dir, 1));
+	static const char *const bad[] = {
+		"",
+		"../../../../etc/passwd",
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde",   /* 63 */
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0", /* 65 */
+		"0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef", /* upper case */
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde/",
+	};
+	uint64_t size;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(rix_backend_write(b, RIX_FILE_INDEX, bad[i], "x", 1), RIX_EINVAL);
+		assert_int_equal(rix_backend_stat(b, RIX_FILE_PACK, bad[i], &size), RIX_EINVAL);
+		assert_int_equal(rix_backend_remove(b, RIX_FILE_KEY, bad[i]), RIX_EINVAL);
+	}
+	assert_int_equal(rix_backend_write(b, RIX_FILE_INDEX, NULL, "x", 1), RIX_EINVAL);
+	assert_int_equal(rix_backend_write(b, (rix_file_type)9, bad[2], "x", 1), RIX_EINVAL);
+	assert_int_equal(rix_backend_list(b, RIX_FILE_CONFIG, collect, NULL), RIX_EINVAL);
+	rix_backend_free(b);
+	rm_rf(dir);
+}
+
+/* A pack file handed over whole: renamed on the same file system, copied from another. */
+static void test_write_file(void **state)
+{
+	(void)state;
+	char *dir = new_repo_dir();
+	rix_backend *b;
+	MUST(rix_backend_local_open(&b, dir, 1));
+	uint64_t st = 9;
+	size_t n = 3 << 20;
+	uint8_t *data = malloc(n);
+	rix_test_fill_random(data, n, &st);
+	char name[65];
+	name_of(data, n, name);
+	const char *tmpdirs[2] = { rix_backend_temp_dir(b), "/dev/shm" };
+	for (int k = 0; k < 2; k++) {
+		char src[600];
+		snprintf(src, sizeof(src), "%s/rix-test-XXXXXX", tmpdirs[k]);
+		int fd = mkstemp(src);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, data, n), (ssize_t)n);
+		int taken = -1;
+		assert_int_equal(rix_backend_write_file(b, RIX_FILE_PACK, name, fd, src, n + 1, &taken), RIX_EINVAL);
+		MUST(rix_backend_write_file(b, RIX_FILE_PACK, name, fd, src, n, &taken));
+		close(fd);
+		struct stat sb;
+		assert_int_equal(taken, k == 0);
+		assert_int_equal(stat(src, &sb) == 0, k == 1); /* copied: the source stays */
+		unlink(src);
+		uint8_t *all;
+		size_t an;
+		MUST(rix_backend_read_all(b, RIX_FILE_PACK, name, n, &all, &an));
+		assert_int_equal(an, n);
+		assert_memory_equal(all, data, n);
+		rix_free(all);
+		MUST(rix_backend_remove(b, RIX_FILE_PACK, name));
+	}
+	assert_int_equal(count_temp_files(dir), 0);
+	free(data);
+	rix_backend_free(b);
+	rm_rf(dir);
+}
+
+/* Disk full mid-write: RIX_ENOSPC, the old file unchanged, no temporary file left. */
+static void test_disk_full(void **state)
+{
+	(void)state;
+	char *dir = new_repo_dir();
+	rix_backend *b;
+	MUST(rix_backend_local_open(&b, dir, 1));
+	char name[65];
+	name_of("old", 3, name);
+	MUST(rix_backend_write(b, RIX_FILE_INDEX, name, "old", 3));
+	size_t n = 2 << 20;
+	uint8_t *old_back;
+	size_t old_n;
+	uint8_t *big = calloc(1, n);
+	struct rlimit old, lim;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	void (*oldsig)(int) = signal(SIGXFSZ, SIG_IGN);
+	lim = old;
+	lim.rlim_cur = 1 << 20;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	int rc = rix_backend_write(b, RIX_FILE_INDEX, name, big, n);
+	char msg[512];
+	snprintf(msg, sizeof(msg), "%s", rix_error_last());
+	int rc_old = rix_backend_read_all(b, RIX_FILE_INDEX, name, n, &old_back, &old_n);
+	/* The copy path of write_file too. */
+	char src[] = "/dev/shm/rix-test-XXXXXX";
+	int fd = mkstemp(src);
+	assert_true(fd >= 0);
+	int rc2 = 0, taken = 0;
+	if (write(fd, big, 1 << 19) == 1 << 19)
+		rc2 = rix_backend_write_file(b, RIX_FILE_INDEX, name, fd, NULL, 1 << 19, &taken);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, oldsig);
+	close(fd);
+	unlink(src);
+	assert_int_equal(rc, RIX_ENOSPC);
+	assert_int_equal(rc_old, 0); /* the failed write left the old file whole */
+	assert_int_equal(old_n, 3);
+	assert_memory_equal(old_back, "old", 3);
+	rix_free(old_back);
+	assert_non_null(strstr(msg, "cannot write"));
+	assert_int_equal(rc2, 0); /* 512 KiB fits under the limit */
+	uint8_t *all;
+	size_t an;
+	MUST(rix_backend_read_all(b, RIX_FILE_INDEX, name, n, &all, &an));
+	assert_int_equal(an, 1 << 19); /* the copy replaced it whole */
+	rix_free(all);
+	assert_int_equal(count_temp_files(dir), 0);
+	free(big);
+	rix_backend_free(b);
+	rm_rf(dir);
+}
+
+static int oom_backend(const char *dir)
+{
+	rix_backend *b;
+	int rc = rix_backend_local_open(&b, dir, 0);
+	if (rc != 0)
+		return rc;
+	char name[65];
+	name_of("x", 1, name);
+	rc = rix_backend_write(b, RIX_FILE_SNAPSHOT, name, "x", 1);
+	uint8_t *all = NULL;
+	size_t an;
+	if (rc == 0)
+		rc = rix_backend_read_all(b, RIX_FILE_SNAPSHOT, name, 10, &all, &an);
+	rix_free(all);
+	rix_backend_free(b);
+	return rc;
+}
+
+static void test_allocation_failure(void **state)
+{
+	(void)state;
+	char *dir = new_repo_dir();
+	rix_backend *b;
+	MUST(rix_backend_local_open(&b, dir, 1));
+	MUST(rix_backend_write(b, RIX_FILE_CONFIG, NULL, "c", 1));
+	rix_backend_free(b);
+	for (long at = 1;; at++) {
+		rix_test_failalloc_install(at);
+		int rc = oom_backend(dir);
+		long live = rix_test_failalloc_live();
+		rix_test_failalloc_remove();
+		if (live != 0)
+			fail_msg("allocation %ld failing: %ld leaked", at, live);
+		if (rc == 0)
+			break;
+		if (rc != RIX_ENOMEM)
+			fail_msg("allocation %ld failing: %d (%s)", at, rc, rix_error_last());
+		assert_true(at < 100);
+	}
+	rm_rf(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_create_open),
+		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_bad_names),
+		cmocka_unit_test(test_write_file),
+		cmocka_unit_test(test_disk_full),
+		cmocka_unit_test(test_allocation_failure),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
