@@ -10,6 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <jansson.h>
+
 #include "rix/alloc.h"
 #include "testutil.h"
 
@@ -147,4 +149,59 @@ void *rix_test_data_file(const char *rel, size_t *len)
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/%s", rix_test_data_dir(), rel);
 	return rix_test_must_read(path, len);
+}
+
+void rix_test_put_file(const char *dir, const char *name, const void *data, size_t n)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	if (f == NULL)
+		fail_msg("cannot create %s", path);
+	assert_int_equal(fwrite(data, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+void rix_test_remove_tree(const char *dir)
+{
+	char cmd[8192];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s.out'", dir, dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+void rix_test_need_restic(void)
+{
+	if (system("command -v restic >/dev/null 2>&1") != 0)
+		fail_msg("the restic binary is missing (scripts/deps.sh installs it)");
+}
+
+int rix_test_restic(const char *dir, const char *password, const char *args, char **output)
+{
+	rix_test_need_restic();
+	char cmd[8192], out[4200];
+	snprintf(out, sizeof(out), "%s.out", dir);
+	snprintf(cmd, sizeof(cmd), "RESTIC_PASSWORD='%s' restic --no-cache -r '%s' %s > '%s' 2>&1", password, dir,
+		 args, out);
+	int rc = system(cmd);
+	if (output != NULL) {
+		size_t n;
+		*output = rix_test_read_file(out, &n);
+		if (*output == NULL)
+			*output = strdup("(no output)");
+	}
+	return rc;
+}
+
+void rix_test_restic_cat_config_equals(const char *dir, const char *password, const char *want_json,
+				       size_t want_len)
+{
+	char *got_text = NULL;
+	if (rix_test_restic(dir, password, "cat config", &got_text) != 0)
+		fail_msg("restic cat config failed: %s", got_text);
+	json_t *got = json_loads(got_text, 0, NULL), *want = json_loadb(want_json, want_len, 0, NULL);
+	if (got == NULL || want == NULL || !json_equal(got, want))
+		fail_msg("restic cat config printed %s, want %.*s", got_text, (int)want_len, want_json);
+	json_decref(got);
+	json_decref(want);
+	free(got_text);
 }

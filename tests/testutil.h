@@ -34,4 +34,23 @@ void *rix_test_must_read(const char *path, size_t *len);
 const char *rix_test_data_dir(void);
 void *rix_test_data_file(const char *rel, size_t *len);
 
+/* Writes data[0..n) to <dir>/<name>, failing the test on error. */
+void rix_test_put_file(const char *dir, const char *name, const void *data, size_t n);
+/* rm -rf dir (and dir.out, the restic helpers' output file), failing the test on error. */
+void rix_test_remove_tree(const char *dir);
+
+/*
+ * The real restic binary as the oracle. scripts/deps.sh installs it, so its absence fails the
+ * test instead of skipping it.
+ * rix_test_restic: runs `RESTIC_PASSWORD=<password> restic --no-cache -r <dir> <args>`, stdout
+ * and stderr into <dir>.out; returns the exit status and, if output is not NULL, the output
+ * (malloc'd, NUL-terminated).
+ * rix_test_restic_cat_config_equals: `restic cat config` must succeed and print JSON equal to
+ * want_json.
+ */
+void rix_test_need_restic(void);
+int rix_test_restic(const char *dir, const char *password, const char *args, char **output);
+void rix_test_restic_cat_config_equals(const char *dir, const char *password, const char *want_json,
+				       size_t want_len);
+
 #endif

@@ -4,7 +4,7 @@
  * Families: error.h (codes, last message), alloc.h (allocator hook), types.h (IDs, blob
  * locations), indexmap.h (the hash table), index.h (one index file, JSON codec),
  * master_index.h (all indexes, merged), crypto.h (keys, seal/open, SHA-256), pack.h (pack
- * headers and blobs, unpacked files).
+ * headers and blobs, unpacked files), config.h (the repository config file, chunker polynomial).
  */
 #ifndef RIX_RIX_H
 #define RIX_RIX_H
@@ -17,4 +17,5 @@
 #include "rix/backend.h"
 #include "rix/crypto.h"
 #include "rix/pack.h"
+#include "rix/config.h"
 #endif
