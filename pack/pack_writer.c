@@ -334,3 +334,8 @@ int rix_pack_writer_rename(rix_pack_writer *w, const char *path, int sync)
 	w->owned = 0;
 	return sync ? sync_dir_of(np) : 0;
 }
+
+void rix_pack_writer_disown(rix_pack_writer *w)
+{
+	w->owned = 0;
+}

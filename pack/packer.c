@@ -26,6 +26,7 @@ struct rix_packer {
 	char *tmpdir;
 	uint64_t target;
 	rix_packer_done_fn done;
+	rix_packer_discard_fn discard;
 	void *arg;
 	pthread_mutex_t mu;
 	rix_pack_writer *idle[RIX_BLOB_TYPES][64]; /* a stack per type */
@@ -93,9 +94,16 @@ static int take(rix_packer *p, rix_blob_type t, rix_pack_writer **w)
 	return rc;
 }
 
+void rix_packer_set_discard(rix_packer *p, rix_packer_discard_fn fn)
+{
+	p->discard = fn;
+}
+
 /* Drops a writer that failed (its temporary file goes with it). */
 static void discard(rix_packer *p, rix_pack_writer *w)
 {
+	if (p->discard != NULL && rix_pack_writer_count(w) > 0)
+		p->discard(p->arg, rix_pack_writer_blobs(w), rix_pack_writer_count(w));
 	rix_pack_writer_free(w);
 	pthread_mutex_lock(&p->mu);
 	p->open--;

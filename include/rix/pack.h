@@ -227,6 +227,8 @@ const char *rix_pack_writer_path(const rix_pack_writer *w);
  * @return 0; RIX_EINVAL (not finished); RIX_EIO, RIX_ENOSPC.
  */
 int rix_pack_writer_rename(rix_pack_writer *w, const char *path, int sync);
+/* The file was moved away by someone else (a backend took it): free will not remove its path. */
+void rix_pack_writer_disown(rix_pack_writer *w);
 
 /* ---- Packer manager -------------------------------------------------------------------------- */
 
@@ -276,6 +278,13 @@ int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_
  * the other packs are still finished and handed on.
  */
 int rix_packer_flush(rix_packer *p);
+/*
+ * Called with the blobs of an open pack that is thrown away after a failed write (they were
+ * never handed on), before it is freed: a repository forgets them as pending there.
+ */
+typedef void (*rix_packer_discard_fn)(void *arg, const rix_blob *blobs, size_t n);
+void rix_packer_set_discard(rix_packer *p, rix_packer_discard_fn fn);
+
 /* Packs handed to done so far, and open packs now (both for progress reports and tests). */
 uint64_t rix_packer_packs_done(rix_packer *p);
 size_t rix_packer_open_count(rix_packer *p);

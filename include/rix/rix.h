@@ -17,5 +17,6 @@
 #include "rix/backend.h"
 #include "rix/crypto.h"
 #include "rix/pack.h"
+#include "rix/repo.h"
 #include "rix/config.h"
 #endif

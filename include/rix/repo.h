@@ -1,0 +1,138 @@
+/*
+ * rix/repo.h — a repository: open or create one over a backend, find, store (with
+ * deduplication) and read blobs, write index files, manage keys.
+ *
+ *   rix_repo_open ──> rix_repo_load_index ──> has / lookup / load_blob      (restore, check)
+ *                                          └─> save_blob ... save_blob ──> flush   (backup)
+ *
+ * A blob saved is stored only if the repository does not have it and no other thread is
+ * storing it at that moment (the master index and its pending set decide). It is durable once
+ * rix_repo_flush returned 0: its pack is written, and an index file names it. Until then a
+ * crash loses it, and nothing else: files are written atomically, packs before the index files
+ * that name them.
+ *
+ * Thread-safety: save_blob, load_blob, has and lookup may be called from many threads at once;
+ * open, load_index, flush, the key functions and close from one thread, with no save in flight.
+ */
+#ifndef RIX_REPO_H
+#define RIX_REPO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rix/backend.h"
+#include "rix/config.h"
+#include "rix/master_index.h"
+#include "rix/pack.h"
+#include "rix/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rix_repo_options {
+	int version;                 /* init: 1 or 2 (0: 2) */
+	rix_compression compression; /* data blobs in version 2 */
+	int compression_set;         /* nonzero: use .compression; zero: RIX_COMPRESSION_AUTO */
+	uint64_t pack_size;          /* target pack size; 0: 16 MiB (4-128 MiB) */
+	uint64_t scrypt_n;           /* new key files; 0: RIX_SCRYPT_DEFAULT_N / _R / _P */
+	uint32_t scrypt_r, scrypt_p;
+	const char *username;        /* for key files; NULL: the user running */
+	const char *hostname;        /* NULL: this machine's name */
+	unsigned workers;            /* index loading; 0: one per online CPU */
+	int strict;                  /* a damaged index file makes rix_repo_load_index fail */
+} rix_repo_options;
+
+typedef struct rix_repo rix_repo;
+
+/*
+ * A new repository on backend b (which must hold none): a fresh master key, a key file for
+ * password, a config of opt->version with a random ID and chunker polynomial. The repository
+ * owns b on success (freed by rix_repo_close); on failure the caller keeps it. opt may be NULL.
+ * @return 0; RIX_EEXISTS (a config is there); RIX_EINVAL; the backend's errors; RIX_ENOMEM.
+ */
+int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
+		  const rix_repo_options *opt);
+
+/*
+ * Opens the repository on b with password: every key file is tried (scrypt each) until one
+ * opens; then the config. Ownership of b as rix_repo_init. The index is not loaded.
+ * @return 0; RIX_EAUTH (no key file opens with this password); RIX_ENOTFOUND (no key file);
+ * RIX_ECORRUPT (config); RIX_EINVAL (unknown config version); backend errors; RIX_ENOMEM.
+ */
+int rix_repo_open(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
+		  const rix_repo_options *opt);
+
+/* Frees everything (blobs saved since the last flush are not stored). NULL-safe. */
+void rix_repo_close(rix_repo *r);
+
+/* Borrowed, valid while r is. */
+const rix_config *rix_repo_config(const rix_repo *r);
+rix_backend *rix_repo_backend(rix_repo *r);
+rix_master_index *rix_repo_master_index(rix_repo *r);
+const rix_key *rix_repo_key(const rix_repo *r);
+/* Name (64 hex) of the key file the repository was opened or made with. */
+const char *rix_repo_key_name(const rix_repo *r);
+
+/*
+ * Called for an index file that could not be loaded: its name and the error (code and
+ * message). Loading goes on with the others unless opt->strict.
+ */
+typedef void (*rix_repo_index_error_fn)(void *arg, const char *name, int code, const char *msg);
+
+typedef struct rix_repo_load_stats {
+	size_t files;      /* index files listed */
+	size_t loaded;     /* and loaded */
+	uint64_t bytes;    /* bytes of index files read */
+	size_t blobs;      /* blob entries loaded */
+} rix_repo_load_stats;
+
+/*
+ * Loads every index file into the master index, in parallel (opt->workers threads): read,
+ * check the file's SHA-256 against its name, authenticate, decompress, decode, merge.
+ * Damaged files go to on_error (may be NULL) and are skipped, unless opt->strict.
+ * stats may be NULL.
+ * @return 0; the first error when strict; backend errors from listing; RIX_ENOMEM.
+ */
+int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg, rix_repo_load_stats *stats);
+
+/*
+ * Saves blob data[0..n) of type t: its ID (SHA-256) into *id, and *stored = 1 if it was
+ * stored now, 0 if the repository has it or another thread is storing it (both may be NULL).
+ * @return 0; RIX_EINVAL (n over RIX_BLOB_MAX); the codec's, packer's, backend's errors.
+ */
+int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n, rix_id *id, int *stored);
+
+/*
+ * Finishes open packs, stores them, and writes index files for every pack stored since the
+ * last flush (a new index file every RIX_REPO_INDEX_BLOBS_V2 / _V1 blobs, as restic 0.14).
+ * After it returns 0 every blob saved before is durable.
+ * @return 0; backend errors (RIX_ENOSPC: nothing flushed before is lost, and calling flush again
+ * once there is room stores the rest); RIX_ENOMEM.
+ */
+int rix_repo_flush(rix_repo *r);
+#define RIX_REPO_INDEX_BLOBS_V2 150000u
+#define RIX_REPO_INDEX_BLOBS_V1 50000u
+
+/*
+ * Reads blob (t, id): index lookup, read of its bytes from the pack, MAC, decrypt, decompress,
+ * SHA-256 check. *out (rix_free) holds *n bytes.
+ * @return 0; RIX_ENOTFOUND (not in the index); RIX_ECORRUPT / RIX_EAUTH (a damaged pack: the
+ * message names it); backend errors; RIX_ENOMEM.
+ */
+int rix_repo_load_blob(rix_repo *r, rix_blob_type t, const rix_id *id, uint8_t **out, size_t *n);
+
+/*
+ * Keys. add: a new key file for the same master key, opened by password; *name (65 bytes, may
+ * be NULL) gets its name. remove: deletes key file name, refusing the one r was opened with
+ * (RIX_EINVAL) so a repository always keeps a key that works. list: fn per key file name.
+ */
+int rix_repo_key_add(rix_repo *r, const char *password, size_t password_len, char name[65]);
+int rix_repo_key_remove(rix_repo *r, const char *name);
+int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,686 @@
+/*
+ * repo/repo.c — the repository: keys and config, index loading, save (with dedup) and load of
+ * blobs, index files.
+ *
+ *   save_blob(t, data):  id = SHA-256(data)
+ *       master index has it? ── yes ──> done (dedup)
+ *       add_pending(t, id)   ── already pending (another thread) ──> done
+ *       codec (a pool, one per thread at a time) ──> packer: open pack of type t
+ *   packer's done(pack):  backend write_file (local: rename of the temp file into data/)
+ *       ──> master index store_pack ──> current index file (written when it is full)
+ *       ──> remove_pending of its blobs
+ *       a pack the backend refused waits in `retry` (its blobs stay pending) for the next flush
+ *   flush:  retry waiting packs ──> packer flush ──> write the current index file
+ *
+ * Invariants:
+ * - A pack is written before any index file names it; an index file names only stored packs.
+ * - A blob is pending from add_pending until its pack is in the master index, or until the pack
+ *   is thrown away (discard) or its save failed: never longer, so a blob is never lost to a
+ *   stale pending entry.
+ * - mu guards the codec pool, the current index file, the retry list and the packer's creation.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/repo.h"
+
+#define KEY_FILE_MAX ((size_t)1 << 20)
+#define INDEX_FILE_MAX ((size_t)1 << 31)
+#define POOL_MAX 64
+
+struct rix_repo {
+	rix_backend *b;
+	rix_key *key;
+	char key_name[65];
+	rix_config cfg;
+	rix_repo_options opt;
+	char username[256], hostname[256];
+	rix_master_index *mi;
+	rix_compression compression;
+
+	pthread_mutex_t mu;
+	rix_packer *packer;
+	rix_blob_codec *pool[POOL_MAX];
+	size_t npool;
+	rix_index *cur; /* the index file being filled */
+	rix_pack_writer *retry[256];
+	rix_id retry_id[256];
+	size_t nretry;
+};
+
+/* ---- opening ------------------------------------------------------------------------------- */
+
+static void set_identity(rix_repo *r)
+{
+	const char *u = r->opt.username;
+	if (u == NULL) {
+		struct passwd *pw = getpwuid(getuid());
+		u = pw != NULL ? pw->pw_name : "";
+	}
+	snprintf(r->username, sizeof(r->username), "%s", u);
+	if (r->opt.hostname != NULL)
+		snprintf(r->hostname, sizeof(r->hostname), "%s", r->opt.hostname);
+	else if (gethostname(r->hostname, sizeof(r->hostname)) != 0)
+		r->hostname[0] = '\0';
+	r->hostname[sizeof(r->hostname) - 1] = '\0';
+	r->opt.username = r->username;
+	r->opt.hostname = r->hostname;
+}
+
+static int repo_new(rix_repo **out, rix_backend *b, const rix_repo_options *opt)
+{
+	rix_repo *r = rix_calloc(1, sizeof(*r));
+	if (r == NULL)
+		return rix_error_set(RIX_ENOMEM, "repo: out of memory");
+	if (opt != NULL)
+		r->opt = *opt;
+	r->b = b;
+	r->compression = r->opt.compression_set ? r->opt.compression : RIX_COMPRESSION_AUTO;
+	set_identity(r);
+	pthread_mutex_init(&r->mu, NULL);
+	int rc = rix_master_index_new(&r->mi);
+	if (rc != 0) {
+		pthread_mutex_destroy(&r->mu);
+		rix_free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+/* Frees r but not its backend (the caller keeps it when open or init fails). */
+static void repo_free(rix_repo *r)
+{
+	rix_packer_free(r->packer);
+	for (size_t i = 0; i < r->npool; i++)
+		rix_blob_codec_free(r->pool[i]);
+	for (size_t i = 0; i < r->nretry; i++)
+		rix_pack_writer_free(r->retry[i]);
+	rix_index_free(r->cur);
+	rix_master_index_free(r->mi);
+	rix_key_free(r->key);
+	pthread_mutex_destroy(&r->mu);
+	rix_free(r);
+}
+
+void rix_repo_close(rix_repo *r)
+{
+	if (r == NULL)
+		return;
+	rix_backend *b = r->b;
+	repo_free(r);
+	rix_backend_free(b);
+}
+
+const rix_config *rix_repo_config(const rix_repo *r)
+{
+	return &r->cfg;
+}
+
+rix_backend *rix_repo_backend(rix_repo *r)
+{
+	return r->b;
+}
+
+rix_master_index *rix_repo_master_index(rix_repo *r)
+{
+	return r->mi;
+}
+
+const rix_key *rix_repo_key(const rix_repo *r)
+{
+	return r->key;
+}
+
+const char *rix_repo_key_name(const rix_repo *r)
+{
+	return r->key_name;
+}
+
+/* Writes a key file for r->key under password; its name into name. */
+static int write_key_file(rix_repo *r, const char *password, size_t password_len, char name[65])
+{
+	uint64_t n = r->opt.scrypt_n ? r->opt.scrypt_n : RIX_SCRYPT_DEFAULT_N;
+	uint32_t rr = r->opt.scrypt_r ? r->opt.scrypt_r : RIX_SCRYPT_DEFAULT_R;
+	uint32_t p = r->opt.scrypt_p ? r->opt.scrypt_p : RIX_SCRYPT_DEFAULT_P;
+	char *json;
+	size_t len;
+	int rc = rix_key_create_file(r->key, password, password_len, n, rr, p, r->username, r->hostname, &json, &len);
+	if (rc != 0)
+		return rc;
+	rix_id id;
+	rix_sha256(json, len, &id);
+	rix_id_to_hex(&id, name);
+	rc = rix_backend_write(r->b, RIX_FILE_KEY, name, json, len);
+	rix_free(json);
+	return rc;
+}
+
+int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
+		  const rix_repo_options *opt)
+{
+	*out = NULL;
+	int version = opt != NULL && opt->version ? opt->version : 2;
+	uint64_t size;
+	int rc = rix_backend_stat(b, RIX_FILE_CONFIG, NULL, &size);
+	if (rc == 0)
+		return rix_error_set(RIX_EEXISTS, "repo: there is a repository already (a config file)");
+	if (rc != RIX_ENOTFOUND)
+		return rc;
+	rix_repo *r;
+	if ((rc = repo_new(&r, b, opt)) != 0)
+		return rc;
+	rc = rix_config_new(version, &r->cfg);
+	if (rc == 0)
+		rc = rix_key_random(&r->key);
+	if (rc == 0)
+		rc = write_key_file(r, password, password_len, r->key_name);
+	uint8_t *file = NULL;
+	size_t fn = 0;
+	if (rc == 0)
+		rc = rix_config_seal(r->key, &r->cfg, &file, &fn);
+	/* The config last: a repository exists once it is there. */
+	if (rc == 0)
+		rc = rix_backend_write(b, RIX_FILE_CONFIG, NULL, file, fn);
+	rix_free(file);
+	if (rc != 0) {
+		repo_free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+struct names {
+	char (*v)[65];
+	size_t n, cap;
+};
+
+static int collect_name(void *arg, const char *name, uint64_t size)
+{
+	(void)size;
+	struct names *s = arg;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		char(*v)[65] = rix_realloc(s->v, cap * 65);
+		if (v == NULL)
+			return rix_error_set(RIX_ENOMEM, "repo: out of memory listing files");
+		s->v = v;
+		s->cap = cap;
+	}
+	memcpy(s->v[s->n++], name, 65);
+	return 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+static int list_names(rix_backend *b, rix_file_type t, struct names *out)
+{
+	*out = (struct names){ 0 };
+	int rc = rix_backend_list(b, t, collect_name, out);
+	if (rc != 0) {
+		rix_free(out->v);
+		*out = (struct names){ 0 };
+		return rc;
+	}
+	if (out->n > 1)
+		qsort(out->v, out->n, 65, cmp_name);
+	return 0;
+}
+
+/* Tries every key file with password. */
+static int open_key(rix_repo *r, const char *password, size_t password_len)
+{
+	struct names keys;
+	int rc = list_names(r->b, RIX_FILE_KEY, &keys);
+	if (rc != 0)
+		return rc;
+	int auth_failed = 0, corrupt = 0;
+	char corrupt_msg[256] = "";
+	for (size_t i = 0; i < keys.n && r->key == NULL; i++) {
+		uint8_t *kf;
+		size_t len;
+		rc = rix_backend_read_all(r->b, RIX_FILE_KEY, keys.v[i], KEY_FILE_MAX, &kf, &len);
+		if (rc == RIX_ENOMEM)
+			break;
+		if (rc == 0) {
+			rc = rix_key_open_file(&r->key, (const char *)kf, len, password, password_len);
+			rix_free(kf);
+		}
+		if (rc == 0)
+			memcpy(r->key_name, keys.v[i], 65);
+		else if (rc == RIX_EAUTH)
+			auth_failed++;
+		else if (rc == RIX_ENOMEM)
+			break;
+		else if (corrupt++ == 0)
+			snprintf(corrupt_msg, sizeof(corrupt_msg), "key %.16s: %s", keys.v[i], rix_error_last());
+	}
+	size_t nkeys = keys.n;
+	rix_free(keys.v);
+	if (r->key != NULL)
+		return 0;
+	if (rc == RIX_ENOMEM)
+		return rc;
+	if (nkeys == 0)
+		return rix_error_set(RIX_ENOTFOUND, "repo: no key file (keys/ is empty)");
+	if (auth_failed)
+		return rix_error_set(RIX_EAUTH, "repo: wrong password: none of the %zu key files opens with it%s%s",
+				     nkeys, corrupt ? "; " : "", corrupt_msg);
+	return rix_error_set(RIX_ECORRUPT, "repo: no key file is readable: %s", corrupt_msg);
+}
+
+int rix_repo_open(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
+		  const rix_repo_options *opt)
+{
+	*out = NULL;
+	rix_repo *r;
+	int rc = repo_new(&r, b, opt);
+	if (rc != 0)
+		return rc;
+	rc = open_key(r, password, password_len);
+	uint8_t *file = NULL;
+	size_t n = 0;
+	if (rc == 0)
+		rc = rix_backend_read_all(b, RIX_FILE_CONFIG, NULL, RIX_CONFIG_MAX_SIZE + RIX_CRYPTO_OVERHEAD, &file, &n);
+	if (rc == 0 && (rc = rix_config_open(r->key, file, n, &r->cfg)) == RIX_EAUTH)
+		rc = rix_error_set(RIX_ECORRUPT, "repo: the config does not authenticate with the repository key");
+	rix_free(file);
+	if (rc != 0) {
+		repo_free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+/* ---- keys ---------------------------------------------------------------------------------- */
+
+int rix_repo_key_add(rix_repo *r, const char *password, size_t password_len, char name[65])
+{
+	char tmp[65];
+	return write_key_file(r, password, password_len, name != NULL ? name : tmp);
+}
+
+int rix_repo_key_remove(rix_repo *r, const char *name)
+{
+	if (name != NULL && strcmp(name, r->key_name) == 0)
+		return rix_error_set(RIX_EINVAL, "repo: refusing to remove key %.16s: the repository is open with it",
+				     name);
+	return rix_backend_remove(r->b, RIX_FILE_KEY, name);
+}
+
+int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *arg)
+{
+	return rix_backend_list(r->b, RIX_FILE_KEY, fn, arg);
+}
+
+/* ---- index loading ------------------------------------------------------------------------- */
+
+struct loader {
+	rix_repo *r;
+	struct names names;
+	size_t next; /* guarded by mu */
+	pthread_mutex_t mu;
+	rix_repo_index_error_fn on_error;
+	void *arg;
+	int first_error;
+	rix_repo_load_stats stats;
+};
+
+/* Loads one index file into an index (final, with its ID). */
+static int load_one(rix_repo *r, const char *name, rix_index **out, uint64_t *bytes)
+{
+	*out = NULL;
+	rix_id want, got;
+	int rc = rix_id_from_hex(&want, name, 64);
+	uint8_t *file = NULL, *json = NULL;
+	size_t n = 0, jn = 0;
+	if (rc == 0)
+		rc = rix_backend_read_all(r->b, RIX_FILE_INDEX, name, INDEX_FILE_MAX, &file, &n);
+	*bytes = n;
+	if (rc == 0) {
+		rix_sha256(file, n, &got);
+		if (memcmp(got.b, want.b, RIX_ID_SIZE) != 0)
+			rc = rix_error_set(RIX_ECORRUPT, "index %.16s: the file's SHA-256 is not its name", name);
+	}
+	if (rc == 0)
+		rc = rix_unpacked_decode(r->key, file, n, r->cfg.version, &json, &jn);
+	rix_free(file);
+	if (rc == 0)
+		rc = rix_index_decode(out, (const char *)json, jn, NULL);
+	rix_free(json);
+	if (rc == 0 && (rc = rix_index_add_id(*out, &want)) != 0) {
+		rix_index_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+static void *load_worker(void *arg)
+{
+	struct loader *l = arg;
+	for (;;) {
+		pthread_mutex_lock(&l->mu);
+		size_t i = l->next < l->names.n && (l->first_error == 0 || !l->r->opt.strict) ? l->next++ : SIZE_MAX;
+		pthread_mutex_unlock(&l->mu);
+		if (i == SIZE_MAX)
+			return NULL;
+		rix_index *idx;
+		uint64_t bytes;
+		int rc = load_one(l->r, l->names.v[i], &idx, &bytes);
+		pthread_mutex_lock(&l->mu);
+		if (rc == 0) {
+			size_t blobs = rix_index_count(idx, RIX_BLOB_DATA) + rix_index_count(idx, RIX_BLOB_TREE);
+			rc = rix_master_index_add(l->r->mi, idx);
+			if (rc == 0) {
+				l->stats.loaded++;
+				l->stats.blobs += blobs;
+			} else {
+				rix_index_free(idx);
+			}
+		}
+		l->stats.bytes += bytes;
+		if (rc != 0) {
+			if (l->on_error != NULL)
+				l->on_error(l->arg, l->names.v[i], rc, rix_error_last());
+			if (l->first_error == 0 || rc == RIX_ENOMEM)
+				l->first_error = rc;
+		}
+		pthread_mutex_unlock(&l->mu);
+	}
+}
+
+int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg, rix_repo_load_stats *stats)
+{
+	struct loader l = { .r = r, .on_error = on_error, .arg = arg };
+	int rc = list_names(r->b, RIX_FILE_INDEX, &l.names);
+	if (rc != 0)
+		return rc;
+	l.stats.files = l.names.n;
+	pthread_mutex_init(&l.mu, NULL);
+	unsigned workers = r->opt.workers;
+	if (workers == 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		workers = c > 0 ? (unsigned)c : 1;
+	}
+	if (workers > l.names.n)
+		workers = (unsigned)l.names.n;
+	if (workers > 256)
+		workers = 256;
+	pthread_t th[256];
+	unsigned started = 0;
+	for (unsigned i = 1; i < workers; i++) /* the calling thread is worker 0 */
+		if (pthread_create(&th[started], NULL, load_worker, &l) == 0)
+			started++;
+	load_worker(&l);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&l.mu);
+	rix_free(l.names.v);
+	rc = rix_master_index_merge(r->mi);
+	if (stats != NULL)
+		*stats = l.stats;
+	if (rc != 0)
+		return rc;
+	if (l.first_error == RIX_ENOMEM)
+		return rix_error_set(RIX_ENOMEM, "repo: out of memory loading the index");
+	if (l.first_error != 0 && r->opt.strict)
+		return l.first_error;
+	return 0;
+}
+
+/* ---- saving -------------------------------------------------------------------------------- */
+
+/* Writes the current index file (mu held). On failure it stays for the next try. */
+static int write_index_locked(rix_repo *r)
+{
+	if (r->cur == NULL)
+		return 0;
+	char *json;
+	size_t len;
+	int rc = rix_index_encode(r->cur, &json, &len);
+	if (rc != 0)
+		return rc;
+	uint8_t *file;
+	size_t n;
+	rc = rix_unpacked_encode(r->key, json, len, r->cfg.version, &file, &n);
+	rix_free(json);
+	if (rc != 0)
+		return rc;
+	rix_id id;
+	char name[65];
+	rix_sha256(file, n, &id);
+	rix_id_to_hex(&id, name);
+	rc = rix_backend_write(r->b, RIX_FILE_INDEX, name, file, n);
+	rix_free(file);
+	if (rc != 0)
+		return rc;
+	rix_index_free(r->cur);
+	r->cur = NULL;
+	return 0;
+}
+
+static void forget_pending(rix_repo *r, const rix_blob *blobs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		rix_master_index_remove_pending(r->mi, blobs[i].type, &blobs[i].id);
+}
+
+static void pack_discarded(void *arg, const rix_blob *blobs, size_t n)
+{
+	forget_pending(arg, blobs, n);
+}
+
+/* A pack stored by the backend: into the master index and the current index file. */
+static int pack_stored(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
+{
+	const rix_blob *blobs = rix_pack_writer_blobs(w);
+	size_t n = rix_pack_writer_count(w);
+	int rc = rix_master_index_store_pack(r->mi, pack_id, blobs, n);
+	pthread_mutex_lock(&r->mu);
+	if (rc == 0 && r->cur == NULL)
+		rc = rix_index_new(&r->cur, 0);
+	if (rc == 0)
+		rc = rix_index_store_pack(r->cur, pack_id, blobs, n);
+	uint32_t limit = r->cfg.version >= 2 ? RIX_REPO_INDEX_BLOBS_V2 : RIX_REPO_INDEX_BLOBS_V1;
+	if (rc == 0 && rix_index_count(r->cur, RIX_BLOB_DATA) + rix_index_count(r->cur, RIX_BLOB_TREE) >= limit)
+		rc = write_index_locked(r); /* on failure the next flush writes it */
+	pthread_mutex_unlock(&r->mu);
+	forget_pending(r, blobs, n);
+	rix_pack_writer_free(w);
+	return rc;
+}
+
+/* Hands a finished pack to the backend; a refused one waits for the next flush. */
+static int store_pack(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
+{
+	char name[65];
+	rix_id_to_hex(pack_id, name);
+	int taken = 0;
+	int rc = rix_backend_write_file(r->b, RIX_FILE_PACK, name, rix_pack_writer_fd(w), rix_pack_writer_path(w),
+					rix_pack_writer_file_size(w), &taken);
+	if (taken)
+		rix_pack_writer_disown(w);
+	if (rc == 0)
+		return pack_stored(r, w, pack_id);
+	pthread_mutex_lock(&r->mu);
+	int kept = r->nretry < sizeof(r->retry) / sizeof(r->retry[0]);
+	if (kept) {
+		r->retry[r->nretry] = w;
+		r->retry_id[r->nretry++] = *pack_id;
+	}
+	pthread_mutex_unlock(&r->mu);
+	if (!kept) {
+		forget_pending(r, rix_pack_writer_blobs(w), rix_pack_writer_count(w));
+		rix_pack_writer_free(w);
+	}
+	return rc;
+}
+
+static int pack_done(void *arg, rix_pack_writer *w, const rix_id *pack_id)
+{
+	return store_pack(arg, w, pack_id);
+}
+
+static int get_packer(rix_repo *r, rix_packer **out)
+{
+	pthread_mutex_lock(&r->mu);
+	int rc = 0;
+	if (r->packer == NULL) {
+		const char *dir = rix_backend_temp_dir(r->b);
+		if (dir == NULL)
+			dir = getenv("TMPDIR");
+		if (dir == NULL || *dir == '\0')
+			dir = "/tmp";
+		rc = rix_packer_new(&r->packer, r->key, r->cfg.version, dir, r->opt.pack_size, pack_done, r);
+		if (rc == 0)
+			rix_packer_set_discard(r->packer, pack_discarded);
+	}
+	*out = r->packer;
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+static int take_codec(rix_repo *r, rix_blob_codec **c)
+{
+	pthread_mutex_lock(&r->mu);
+	*c = r->npool > 0 ? r->pool[--r->npool] : NULL;
+	pthread_mutex_unlock(&r->mu);
+	return *c != NULL ? 0 : rix_blob_codec_new(c, r->key, r->cfg.version, r->compression);
+}
+
+static void give_codec(rix_repo *r, rix_blob_codec *c)
+{
+	pthread_mutex_lock(&r->mu);
+	if (r->npool < POOL_MAX) {
+		r->pool[r->npool++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&r->mu);
+	rix_blob_codec_free(c);
+}
+
+int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n, rix_id *id_out, int *stored)
+{
+	rix_id id;
+	if (stored != NULL)
+		*stored = 0;
+	if ((unsigned)t >= RIX_BLOB_TYPES)
+		return rix_error_set(RIX_EINVAL, "repo: blob type %d", (int)t);
+	if (n > RIX_BLOB_MAX)
+		return rix_error_set(RIX_EINVAL, "repo: blob of %zu bytes is over the %zu-byte limit", n, RIX_BLOB_MAX);
+	rix_sha256(data, n, &id);
+	if (id_out != NULL)
+		*id_out = id;
+	if (rix_master_index_has(r->mi, t, &id))
+		return 0;
+	int rc = rix_master_index_add_pending(r->mi, t, &id);
+	if (rc <= 0)
+		return rc;
+	rix_packer *p;
+	rix_blob_codec *c = NULL;
+	rc = get_packer(r, &p);
+	if (rc == 0)
+		rc = take_codec(r, &c);
+	if (rc == 0) {
+		rc = rix_packer_add(p, c, t, &id, data, n);
+		give_codec(r, c);
+	}
+	if (rc != 0) {
+		rix_master_index_remove_pending(r->mi, t, &id);
+		return rc;
+	}
+	if (stored != NULL)
+		*stored = 1;
+	return 0;
+}
+
+int rix_repo_flush(rix_repo *r)
+{
+	int first = 0;
+	/* Packs the backend refused before: once more, in order. */
+	pthread_mutex_lock(&r->mu);
+	size_t nretry = r->nretry;
+	rix_pack_writer *retry[256];
+	rix_id ids[256];
+	memcpy(retry, r->retry, nretry * sizeof(retry[0]));
+	memcpy(ids, r->retry_id, nretry * sizeof(ids[0]));
+	r->nretry = 0;
+	pthread_mutex_unlock(&r->mu);
+	for (size_t i = 0; i < nretry; i++) {
+		int rc = store_pack(r, retry[i], &ids[i]);
+		if (rc != 0 && first == 0)
+			first = rc;
+	}
+	if (r->packer != NULL) {
+		int rc = rix_packer_flush(r->packer);
+		if (rc != 0 && first == 0)
+			first = rc;
+	}
+	pthread_mutex_lock(&r->mu);
+	int rc = r->nretry == 0 ? write_index_locked(r) : 0; /* never name a pack not stored */
+	pthread_mutex_unlock(&r->mu);
+	if (rc != 0 && first == 0)
+		first = rc;
+	return first;
+}
+
+/* ---- loading ------------------------------------------------------------------------------- */
+
+int rix_repo_load_blob(rix_repo *r, rix_blob_type t, const rix_id *id, uint8_t **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	rix_packed_blob pb;
+	int rc = rix_master_index_lookup(r->mi, t, id, &pb);
+	if (rc != 0) {
+		char hex[65];
+		rix_id_to_hex(id, hex);
+		return rix_error_set(RIX_ENOTFOUND, "repo: %s blob %s is not in the index", t == RIX_BLOB_TREE ? "tree" : "data",
+				     hex);
+	}
+	char pack[65];
+	rix_id_to_hex(&pb.pack_id, pack);
+	size_t plain = rix_blob_plain_size(pb.length, pb.uncompressed_length);
+	uint8_t *stored = rix_malloc(pb.length ? pb.length : 1);
+	uint8_t *buf = rix_malloc(plain ? plain : 1);
+	if (stored == NULL || buf == NULL) {
+		rix_free(stored);
+		rix_free(buf);
+		return rix_error_set(RIX_ENOMEM, "repo: out of memory for a %zu-byte blob", plain);
+	}
+	rc = rix_backend_read(r->b, RIX_FILE_PACK, pack, pb.offset, stored, pb.length);
+	rix_blob_codec *c = NULL;
+	if (rc == 0)
+		rc = take_codec(r, &c);
+	if (rc == 0) {
+		rix_blob b = { .id = *id, .type = t, .offset = pb.offset, .length = pb.length,
+			       .uncompressed_length = pb.uncompressed_length };
+		rc = rix_blob_codec_decode(c, stored, pb.length, &b, buf, plain, n);
+		give_codec(r, c);
+		if (rc == RIX_ECORRUPT || rc == RIX_EAUTH) {
+			char msg[300];
+			snprintf(msg, sizeof(msg), "%s", rix_error_last());
+			rc = rix_error_set(rc, "repo: pack %s, blob at %u: %s", pack, pb.offset, msg);
+		}
+	}
+	rix_free(stored);
+	if (rc != 0) {
+		rix_free(buf);
+		*n = 0;
+		return rc;
+	}
+	*out = buf;
+	return 0;
+}

@@ -1,0 +1,582 @@
+/*
+ * tests/test_repo.c — repo/: the repository over the local backend.
+ *
+ * Cases: init then open (right password; wrong one is RIX_EAUTH; no key file; an existing
+ * repository refused); keys added, opened with, listed, removed (never the one in use); save
+ * with dedup (a blob saved twice is stored once), flush, reopen, load every blob; restic's index
+ * size rule (version 1: a new index file after 50,000 blobs); four threads saving overlapping
+ * blobs store each exactly once; a tampered index file is reported by name and the others load
+ * (strict: an error); a pack shorter than its index says; a disk that fills during saving and
+ * flushing (RLIMIT_FSIZE): errors surface, what was flushed before stays, and saving again once
+ * there is room stores everything; the real restic binary checks a repository rix made
+ * (`restic check --read-data`, `restic cat blob`) and rix reads one restic made.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "rix/rix.h"
+#include "testutil.h"
+
+#define MUST(expr)                                                                               \
+	do {                                                                                     \
+		int rc_ = (expr);                                                                \
+		if (rc_ != 0)                                                                    \
+			fail_msg("%s: %d (%s)", #expr, rc_, rix_error_last());                   \
+	} while (0)
+
+#define PW "correct horse"
+
+static const rix_repo_options fast = { .pack_size = 4 << 20, .scrypt_n = 128, .scrypt_r = 1, .scrypt_p = 1, .username = "tester",
+				       .hostname = "testhost" };
+
+static char *new_dir(void)
+{
+	char *d = strdup("/tmp/rix-repo-XXXXXX");
+	assert_non_null(mkdtemp(d));
+	return d;
+}
+
+static void drop_dir(char *d)
+{
+	rix_test_remove_tree(d);
+	free(d);
+}
+
+static rix_repo *init_repo(const char *dir, int version)
+{
+	rix_backend *b;
+	MUST(rix_backend_local_open(&b, dir, 1));
+	rix_repo_options o = fast;
+	o.version = version;
+	rix_repo *r;
+	MUST(rix_repo_init(&r, b, PW, strlen(PW), &o));
+	return r;
+}
+
+static rix_repo *open_repo(const char *dir, const rix_repo_options *o)
+{
+	rix_backend *b;
+	MUST(rix_backend_local_open(&b, dir, 0));
+	rix_repo *r;
+	int rc = rix_repo_open(&r, b, PW, strlen(PW), o != NULL ? o : &fast);
+	if (rc != 0) {
+		rix_backend_free(b);
+		fail_msg("open %s: %s", dir, rix_error_last());
+	}
+	return r;
+}
+
+static int count_cb(void *arg, const char *name, uint64_t size)
+{
+	(void)name;
+	(void)size;
+	++*(size_t *)arg;
+	return 0;
+}
+
+static size_t count_files(rix_repo *r, rix_file_type t)
+{
+	size_t n = 0;
+	MUST(rix_backend_list(rix_repo_backend(r), t, count_cb, &n));
+	return n;
+}
+
+static void test_init_open_keys(void **state)
+{
+	(void)state;
+	char *dir = new_dir();
+	rix_repo *r = init_repo(dir, 2);
+	assert_int_equal(rix_repo_config(r)->version, 2);
+	assert_int_equal(rix_chunker_polynomial_check(rix_repo_config(r)->chunker_polynomial), 0);
+	char first[65];
+	memcpy(first, rix_repo_key_name(r), 65);
+	assert_int_equal(strlen(first), 64);
+	/* A second key, then the repository opens with either password. */
+	char second[65];
+	MUST(rix_repo_key_add(r, "other pw", 8, second));
+	assert_int_equal(count_files(r, RIX_FILE_KEY), 2);
+	rix_id cfg_id = rix_repo_config(r)->id;
+	rix_repo_close(r);
+
+	rix_backend *b;
+	MUST(rix_backend_local_open(&b, dir, 0));
+	int wrc = rix_repo_open(&r, b, "wrong", 5, &fast);
+	if (wrc != RIX_EAUTH)
+		fail_msg("wrong password: %d (%s)", wrc, rix_error_last());
+	assert_null(r);
+	assert_non_null(strstr(rix_error_last(), "wrong password"));
+	MUST(rix_repo_open(&r, b, "other pw", 8, &fast));
+	assert_string_equal(rix_repo_key_name(r), second);
+	assert_memory_equal(rix_repo_config(r)->id.b, cfg_id.b, RIX_ID_SIZE);
+	/* The key in use cannot be removed; the other can. */
+	assert_int_equal(rix_repo_key_remove(r, second), RIX_EINVAL);
+	MUST(rix_repo_key_remove(r, first));
+	assert_int_equal(rix_repo_key_remove(r, first), RIX_ENOTFOUND);
+	assert_int_equal(count_files(r, RIX_FILE_KEY), 1);
+	rix_repo_close(r);
+	MUST(rix_backend_local_open(&b, dir, 0));
+	assert_int_equal(rix_repo_open(&r, b, PW, strlen(PW), &fast), RIX_EAUTH);
+	/* A second init on the same backend is refused. */
+	assert_int_equal(rix_repo_init(&r, b, PW, strlen(PW), &fast), RIX_EEXISTS);
+	rix_backend_free(b);
+	/* No key file at all. */
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "chmod -R u+w '%s' && rm -f '%s'/keys/*", dir, dir);
+	assert_int_equal(system(cmd), 0);
+	MUST(rix_backend_local_open(&b, dir, 0));
+	assert_int_equal(rix_repo_open(&r, b, PW, strlen(PW), &fast), RIX_ENOTFOUND);
+	rix_backend_free(b);
+	drop_dir(dir);
+}
+
+struct blobs {
+	size_t n;
+	uint8_t *data[400];
+	size_t len[400];
+	rix_id id[400];
+	rix_blob_type type[400];
+};
+
+static void make_blobs(struct blobs *s, size_t n, uint64_t seed)
+{
+	s->n = n;
+	uint64_t st = seed;
+	for (size_t i = 0; i < n; i++) {
+		s->len[i] = i == 0 ? 0 : (size_t)(rix_test_next(&st) % (i % 7 == 0 ? 600000 : 20000));
+		s->data[i] = malloc(s->len[i] + 1);
+		rix_test_fill_random(s->data[i], s->len[i], &st);
+		if (i % 3 == 0) /* compressible */
+			memset(s->data[i], 'a', s->len[i] / 2);
+		s->type[i] = i % 5 == 0 ? RIX_BLOB_TREE : RIX_BLOB_DATA;
+		rix_sha256(s->data[i], s->len[i], &s->id[i]);
+	}
+}
+
+static void free_blobs(struct blobs *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->data[i]);
+}
+
+static void check_all_load(rix_repo *r, const struct blobs *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		uint8_t *out;
+		size_t n;
+		int rc = rix_repo_load_blob(r, s->type[i], &s->id[i], &out, &n);
+		if (rc != 0)
+			fail_msg("blob %zu: %s", i, rix_error_last());
+		assert_int_equal(n, s->len[i]);
+		assert_memory_equal(out, s->data[i], n);
+		rix_free(out);
+	}
+}
+
+static void test_save_flush_load(void **state)
+{
+	(void)state;
+	char *dir = new_dir();
+	static struct blobs s;
+	make_blobs(&s, 300, 1);
+	for (int version = 1; version <= 2; version++) {
+		rix_repo *r = init_repo(dir, version);
+		for (size_t i = 0; i < s.n; i++) {
+			rix_id id;
+			int stored = -1;
+			MUST(rix_repo_save_blob(r, s.type[i], s.data[i], s.len[i], &id, &stored));
+			assert_memory_equal(id.b, s.id[i].b, RIX_ID_SIZE);
+			assert_int_equal(stored, 1);
+			/* Again: deduplicated, whether its pack is open or stored. */
+			MUST(rix_repo_save_blob(r, s.type[i], s.data[i], s.len[i], &id, &stored));
+			assert_int_equal(stored, 0);
+		}
+		MUST(rix_repo_flush(r));
+		assert_int_equal(count_files(r, RIX_FILE_INDEX), 1);
+		size_t packs = count_files(r, RIX_FILE_PACK);
+		if (packs < 3)
+			fail_msg("%zu packs", packs);
+		check_all_load(r, &s); /* from the master index's own unfinished index */
+		/* After flush, saving the same blobs stores nothing. */
+		int stored;
+		MUST(rix_repo_save_blob(r, s.type[5], s.data[5], s.len[5], NULL, &stored));
+		assert_int_equal(stored, 0);
+		MUST(rix_repo_flush(r));
+		assert_int_equal(count_files(r, RIX_FILE_INDEX), 1);
+		rix_repo_close(r);
+
+		r = open_repo(dir, NULL);
+		assert_int_equal(rix_repo_config(r)->version, version);
+		rix_repo_load_stats st;
+		MUST(rix_repo_load_index(r, NULL, NULL, &st));
+		assert_int_equal(st.files, 1);
+		assert_int_equal(st.loaded, 1);
+		assert_int_equal(st.blobs, s.n);
+		check_all_load(r, &s);
+		rix_id unknown;
+		memset(&unknown, 0x5a, sizeof(unknown));
+		uint8_t *out;
+		size_t n;
+		assert_int_equal(rix_repo_load_blob(r, RIX_BLOB_DATA, &unknown, &out, &n), RIX_ENOTFOUND);
+		/* The type is part of the key. */
+		assert_int_equal(rix_repo_load_blob(r, RIX_BLOB_DATA, &s.id[5], &out, &n), RIX_ENOTFOUND);
+		rix_repo_close(r);
+		rix_test_remove_tree(dir);
+		assert_int_equal(mkdir(dir, 0700), 0);
+	}
+	free_blobs(&s);
+	drop_dir(dir);
+}
+
+/* restic 0.14's rule: a version 1 index file holds at most 50,000 blobs. */
+static void test_index_file_size_rule(void **state)
+{
+	(void)state;
+	char *dir = new_dir();
+	rix_repo *r = init_repo(dir, 1);
+	/*
+	 * 120,000 blobs of 100 bytes in 4 MiB packs (~31,000 a pack): the index is full after the
+	 * second pack, like restic's a file may pass the limit by the rest of one pack.
+	 */
+	enum { N = 120000 };
+	uint64_t v;
+	uint8_t buf[100] = { 0 };
+	for (v = 0; v < N; v++) {
+		memcpy(buf, &v, sizeof(v));
+		MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, buf, sizeof(buf), NULL, NULL));
+	}
+	MUST(rix_repo_flush(r));
+	assert_int_equal(count_files(r, RIX_FILE_INDEX), 2);
+	rix_repo_close(r);
+	r = open_repo(dir, NULL);
+	rix_repo_load_stats st;
+	MUST(rix_repo_load_index(r, NULL, NULL, &st));
+	assert_int_equal(st.blobs, N);
+	assert_int_equal(rix_master_index_count(rix_repo_master_index(r), RIX_BLOB_DATA), N);
+	for (v = 0; v < N; v += 4999) {
+		rix_id id;
+		memcpy(buf, &v, sizeof(v));
+		rix_sha256(buf, sizeof(buf), &id);
+		assert_true(rix_master_index_has(rix_repo_master_index(r), RIX_BLOB_DATA, &id));
+	}
+	rix_repo_close(r);
+	drop_dir(dir);
+}
+
+struct saver {
+	rix_repo *r;
+	int index;
+	int stored;
+	int rc;
+};
+
+static void *saver_run(void *arg)
+{
+	struct saver *s = arg;
+	/* Blob k (of 2000) is saved by every thread: k's content is its number. */
+	for (uint64_t i = 0; i < 2000 && s->rc == 0; i++) {
+		uint64_t k = (i * 7 + (uint64_t)s->index * 500) % 2000;
+		uint8_t buf[3000];
+		memset(buf, (int)(k & 0xff), sizeof(buf));
+		memcpy(buf, &k, sizeof(k));
+		int stored;
+		s->rc = rix_repo_save_blob(s->r, RIX_BLOB_DATA, buf, 1000 + k % 2000, NULL, &stored);
+		s->stored += stored;
+	}
+	return NULL;
+}
+
+static void test_threads_dedup(void **state)
+{
+	(void)state;
+	char *dir = new_dir();
+	rix_repo *r = init_repo(dir, 2);
+	struct saver sv[4];
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) {
+		sv[i] = (struct saver){ .r = r, .index = i };
+		assert_int_equal(pthread_create(&th[i], NULL, saver_run, &sv[i]), 0);
+	}
+	int total = 0;
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		MUST(sv[i].rc);
+		total += sv[i].stored;
+	}
+	assert_int_equal(total, 2000);
+	MUST(rix_repo_flush(r));
+	rix_repo_close(r);
+	r = open_repo(dir, NULL);
+	rix_repo_load_stats st;
+	MUST(rix_repo_load_index(r, NULL, NULL, &st));
+	assert_int_equal(st.blobs, 2000); /* each stored once: no duplicates in the index */
+	rix_repo_close(r);
+	drop_dir(dir);
+}
+
+struct errs {
+	int n;
+	char name[65];
+	int code;
+};
+
+static void on_index_error(void *arg, const char *name, int code, const char *msg)
+{
+	struct errs *e = arg;
+	e->n++;
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	e->code = code;
+	assert_true(msg[0] != '\0');
+}
+
+static void flip_byte(const char *path, long at)
+{
+	chmod(path, 0600);
+	FILE *f = fopen(path, "r+b");
+	assert_non_null(f);
+	if (at < 0) {
+		fseek(f, 0, SEEK_END);
+		at += ftell(f);
+	}
+	fseek(f, at, SEEK_SET);
+	int c = fgetc(f);
+	fseek(f, at, SEEK_SET);
+	fputc(c ^ 0x40, f);
+	fclose(f);
+}
+
+static int first_name(void *arg, const char *name, uint64_t size)
+{
+	(void)size;
+	memcpy(arg, name, 65);
+	return 1;
+}
+
+/* A tampered index file: reported by name, the others load; strict fails. A short pack. */
+static void test_damage(void **state)
+{
+	(void)state;
+	char *dir = new_dir();
+	rix_repo *r = init_repo(dir, 2);
+	static struct blobs a, b;
+	make_blobs(&a, 50, 2);
+	make_blobs(&b, 50, 3);
+	for (size_t i = 0; i < a.n; i++)
+		MUST(rix_repo_save_blob(r, a.type[i], a.data[i], a.len[i], NULL, NULL));
+	MUST(rix_repo_flush(r));
+	char bad[65];
+	assert_int_equal(rix_backend_list(rix_repo_backend(r), RIX_FILE_INDEX, first_name, bad), 1);
+	for (size_t i = 0; i < b.n; i++)
+		MUST(rix_repo_save_blob(r, b.type[i], b.data[i], b.len[i], NULL, NULL));
+	MUST(rix_repo_flush(r));
+	assert_int_equal(count_files(r, RIX_FILE_INDEX), 2);
+	rix_repo_close(r);
+	char path[700];
+	snprintf(path, sizeof(path), "%s/index/%s", dir, bad);
+	flip_byte(path, 40);
+
+	r = open_repo(dir, NULL);
+	struct errs e = { 0 };
+	rix_repo_load_stats st;
+	MUST(rix_repo_load_index(r, on_index_error, &e, &st));
+	assert_int_equal(e.n, 1);
+	assert_string_equal(e.name, bad);
+	assert_int_equal(e.code, RIX_ECORRUPT); /* the name is the SHA-256: caught before the MAC */
+	assert_int_equal(st.files, 2);
+	assert_int_equal(st.loaded, 1);
+	b.n--; /* blob 0 (empty) is the same in both sets: it is in the damaged file */
+	free(b.data[0]);
+	memmove(&b.data[0], &b.data[1], b.n * sizeof(b.data[0]));
+	memmove(&b.len[0], &b.len[1], b.n * sizeof(b.len[0]));
+	memmove(&b.id[0], &b.id[1], b.n * sizeof(b.id[0]));
+	memmove(&b.type[0], &b.type[1], b.n * sizeof(b.type[0]));
+	check_all_load(r, &b);
+	rix_repo_close(r);
+	rix_repo_options strict = fast;
+	strict.strict = 1;
+	r = open_repo(dir, &strict);
+	assert_int_equal(rix_repo_load_index(r, NULL, NULL, NULL), RIX_ECORRUPT);
+	rix_repo_close(r);
+
+	/* A pack cut short: the blobs in its tail are reported, with the pack's name. */
+	rix_test_remove_tree(dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	r = init_repo(dir, 2);
+	uint8_t big[200000];
+	uint64_t seed = 4;
+	rix_test_fill_random(big, sizeof(big), &seed);
+	rix_id id;
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, big, sizeof(big), &id, NULL));
+	MUST(rix_repo_flush(r));
+	char pack[65];
+	assert_int_equal(rix_backend_list(rix_repo_backend(r), RIX_FILE_PACK, first_name, pack), 1);
+	snprintf(path, sizeof(path), "%s/data/%.2s/%s", dir, pack, pack);
+	chmod(path, 0600);
+	assert_int_equal(truncate(path, 100000), 0);
+	rix_repo_close(r);
+	r = open_repo(dir, NULL);
+	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	uint8_t *out;
+	size_t n;
+	assert_int_equal(rix_repo_load_blob(r, RIX_BLOB_DATA, &id, &out, &n), RIX_ECORRUPT);
+	assert_non_null(strstr(rix_error_last(), pack));
+	/* A flipped bit inside the blob: the MAC, with the pack named. */
+	rix_repo_close(r);
+	free_blobs(&a);
+	free_blobs(&b);
+	drop_dir(dir);
+}
+
+/* The disk fills while saving: errors surface, committed blobs stay, a retry stores the rest. */
+static void test_disk_full(void **state)
+{
+	(void)state;
+	char *dir = new_dir();
+	rix_repo *r = init_repo(dir, 2);
+	static struct blobs first, second;
+	make_blobs(&first, 40, 5);
+	make_blobs(&second, 120, 6);
+	for (size_t i = 0; i < first.n; i++)
+		MUST(rix_repo_save_blob(r, first.type[i], first.data[i], first.len[i], NULL, NULL));
+	MUST(rix_repo_flush(r));
+
+	struct rlimit old, lim;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	void (*oldsig)(int) = signal(SIGXFSZ, SIG_IGN);
+	lim = old;
+	lim.rlim_cur = 2 << 20; /* no file over 2 MiB: packs fill up, index files still fit */
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	int failed = 0, rc = 0;
+	for (size_t i = 0; i < second.n; i++) {
+		rc = rix_repo_save_blob(r, second.type[i], second.data[i], second.len[i], NULL, NULL);
+		if (rc != 0) {
+			failed++;
+			if (rc != RIX_ENOSPC)
+				break;
+		}
+	}
+	int frc = rix_repo_flush(r);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, oldsig);
+	if (rc != 0 && rc != RIX_ENOSPC)
+		fail_msg("save: %d (%s)", rc, rix_error_last());
+	assert_true(failed > 0);
+	assert_true(frc == 0 || frc == RIX_ENOSPC);
+	/* Room again: the same blobs saved once more, then flushed, all of them durable. */
+	for (size_t i = 0; i < second.n; i++)
+		MUST(rix_repo_save_blob(r, second.type[i], second.data[i], second.len[i], NULL, NULL));
+	MUST(rix_repo_flush(r));
+	rix_repo_close(r);
+	r = open_repo(dir, NULL);
+	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	check_all_load(r, &first);
+	check_all_load(r, &second);
+	rix_repo_close(r);
+	free_blobs(&first);
+	free_blobs(&second);
+	drop_dir(dir);
+}
+
+/* The real restic reads what rix wrote; rix reads what restic wrote. */
+static void test_restic_both_ways(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char *dir = new_dir();
+	rix_repo *r = init_repo(dir, 2);
+	static struct blobs s;
+	make_blobs(&s, 60, 7);
+	for (size_t i = 0; i < s.n; i++)
+		if (s.type[i] == RIX_BLOB_DATA) /* an unreferenced tree is fine, but keep check quiet */
+			MUST(rix_repo_save_blob(r, s.type[i], s.data[i], s.len[i], NULL, NULL));
+	MUST(rix_repo_flush(r));
+	rix_repo_close(r);
+	char *out = NULL;
+	if (rix_test_restic(dir, PW, "check --read-data", &out) != 0)
+		fail_msg("restic check --read-data: %s", out);
+	free(out);
+	for (size_t i = 1; i < s.n; i += 13) {
+		if (s.type[i] != RIX_BLOB_DATA)
+			continue;
+		char hex[65], args[100];
+		rix_id_to_hex(&s.id[i], hex);
+		snprintf(args, sizeof(args), "cat blob %s", hex);
+		out = NULL;
+		assert_int_equal(rix_test_restic(dir, PW, args, &out), 0);
+		assert_memory_equal(out, s.data[i], s.len[i]);
+		free(out);
+	}
+	free_blobs(&s);
+	drop_dir(dir);
+
+	/* restic makes a repository and backs up a file; rix loads every blob restic lists. */
+	dir = new_dir();
+	char cmd[1200], file[700];
+	snprintf(file, sizeof(file), "%s.src", dir);
+	assert_int_equal(mkdir(file, 0700), 0);
+	uint8_t data[300000];
+	uint64_t seed = 8;
+	rix_test_fill_random(data, sizeof(data), &seed);
+	rix_test_put_file(file, "random.bin", data, sizeof(data));
+	rix_test_put_file(file, "text.txt", "hello restic\n", 13);
+	out = NULL;
+	assert_int_equal(rix_test_restic(dir, PW, "init --repository-version 2", &out), 0);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "backup '%s'", file);
+	out = NULL;
+	if (rix_test_restic(dir, PW, cmd, &out) != 0)
+		fail_msg("restic backup: %s", out);
+	free(out);
+	out = NULL;
+	assert_int_equal(rix_test_restic(dir, PW, "list blobs", &out), 0);
+	rix_repo_options o = fast;
+	r = open_repo(dir, &o);
+	rix_repo_load_stats st;
+	MUST(rix_repo_load_index(r, NULL, NULL, &st));
+	size_t listed = 0;
+	for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+		char type[8], hex[65];
+		if (sscanf(line, "%7s %64s", type, hex) != 2)
+			continue;
+		rix_id id;
+		MUST(rix_id_from_hex(&id, hex, 64));
+		uint8_t *blob;
+		size_t n;
+		rix_blob_type t = strcmp(type, "tree") == 0 ? RIX_BLOB_TREE : RIX_BLOB_DATA;
+		if (rix_repo_load_blob(r, t, &id, &blob, &n) != 0)
+			fail_msg("%s: %s", line, rix_error_last());
+		rix_free(blob);
+		listed++;
+	}
+	free(out);
+	assert_true(listed >= 3);
+	assert_int_equal(listed, st.blobs);
+	rix_repo_close(r);
+	rix_test_remove_tree(file);
+	drop_dir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_init_open_keys),
+		cmocka_unit_test(test_save_flush_load),
+		cmocka_unit_test(test_index_file_size_rule),
+		cmocka_unit_test(test_threads_dedup),
+		cmocka_unit_test(test_damage),
+		cmocka_unit_test(test_disk_full),
+		cmocka_unit_test(test_restic_both_ways),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
