@@ -1,0 +1,703 @@
+/*
+ * cli/rix.c — the rix command: restic-like subcommands over librix's public API.
+ *
+ *   rix [global options] <command> [arguments]
+ *
+ * Global options: -r/--repo PATH (or RIX_REPOSITORY, RESTIC_REPOSITORY), --password-file FILE
+ * (or RIX_PASSWORD, RESTIC_PASSWORD, RIX_PASSWORD_FILE, RESTIC_PASSWORD_FILE; else a prompt on
+ * the terminal), --json, -q/--quiet, -h/--help, --version.
+ *
+ * Exit status: 0 success, 1 a failure (one line on stderr: "rix: <message>"), 2 a usage error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rix/rix.h"
+
+#define RIX_CLI_VERSION "0.1.0"
+
+static struct {
+	const char *repo;
+	const char *password_file;
+	int json;
+	int quiet;
+	int version; /* init */
+} g = { .version = 2 };
+
+static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("rix: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	return 1;
+}
+
+static int fail(int rc)
+{
+	const char *m = rix_error_last();
+	return die("%s", m[0] ? m : rix_strerror(rc));
+}
+
+static int usage(void)
+{
+	fputs("usage: rix [-r REPO] [--password-file FILE] [--json] [-q] <command> [args]\n"
+	      "\n"
+	      "commands:\n"
+	      "  init [--repository-version 1|2]      make a repository\n"
+	      "  list blobs|packs|index|keys|snapshots\n"
+	      "  cat config|index ID|blob ID|pack-header ID\n"
+	      "  find-blob ID...                      where a blob is stored\n"
+	      "  stats                                load the index: blobs, sizes, memory, time\n"
+	      "  key list|add|remove ID|passwd\n"
+	      "\n"
+	      "The repository comes from -r or $RIX_REPOSITORY / $RESTIC_REPOSITORY; the password from\n"
+	      "--password-file, $RIX_PASSWORD / $RESTIC_PASSWORD, $RIX_PASSWORD_FILE /\n"
+	      "$RESTIC_PASSWORD_FILE, or a prompt.\n",
+	      stderr);
+	return 2;
+}
+
+/* ---- password ------------------------------------------------------------------------------ */
+
+static int read_password_file(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return die("cannot read password file %s: %s", path, strerror(errno));
+	size_t n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *nl = strchr(buf, '\n'); /* the first line, as restic reads it */
+	if (nl != NULL)
+		*nl = '\0';
+	return 0;
+}
+
+static int prompt(const char *what, char *buf, size_t cap)
+{
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return die("no password: set RIX_PASSWORD or use --password-file (no terminal to ask on)");
+	struct termios old, quiet;
+	int tty = tcgetattr(fd, &old) == 0;
+	if (tty) {
+		quiet = old;
+		quiet.c_lflag &= ~(tcflag_t)ECHO;
+		tcsetattr(fd, TCSAFLUSH, &quiet);
+	}
+	if (write(fd, what, strlen(what)) < 0) {
+		/* nothing to do: the read below still works */
+	}
+	size_t n = 0;
+	char c;
+	while (n + 1 < cap && read(fd, &c, 1) == 1 && c != '\n')
+		buf[n++] = c;
+	buf[n] = '\0';
+	if (tty)
+		tcsetattr(fd, TCSAFLUSH, &old);
+	if (write(fd, "\n", 1) < 0) {
+	}
+	close(fd);
+	return 0;
+}
+
+static int get_password(char *buf, size_t cap, int is_new)
+{
+	const char *file = g.password_file;
+	const char *env = getenv("RIX_PASSWORD");
+	if (env == NULL)
+		env = getenv("RESTIC_PASSWORD");
+	if (file == NULL && env != NULL) {
+		snprintf(buf, cap, "%s", env);
+		return 0;
+	}
+	if (file == NULL)
+		file = getenv("RIX_PASSWORD_FILE");
+	if (file == NULL)
+		file = getenv("RESTIC_PASSWORD_FILE");
+	if (file != NULL)
+		return read_password_file(file, buf, cap);
+	if (prompt(is_new ? "enter password for new repository: " : "enter password for repository: ", buf, cap))
+		return 1;
+	if (is_new) {
+		char again[1024];
+		if (prompt("enter password again: ", again, sizeof(again)))
+			return 1;
+		if (strcmp(buf, again) != 0)
+			return die("passwords do not match");
+	}
+	return 0;
+}
+
+/* ---- opening ------------------------------------------------------------------------------- */
+
+static const char *repo_path(void)
+{
+	const char *r = g.repo;
+	if (r == NULL)
+		r = getenv("RIX_REPOSITORY");
+	if (r == NULL)
+		r = getenv("RESTIC_REPOSITORY");
+	if (r != NULL && strncmp(r, "local:", 6) == 0)
+		r += 6;
+	return r;
+}
+
+static int open_repo(rix_repo **r)
+{
+	const char *path = repo_path();
+	if (path == NULL || *path == '\0')
+		return die("no repository: use -r or set RIX_REPOSITORY");
+	if (strchr(path, ':') != NULL && strncmp(path, "/", 1) != 0)
+		return die("%s: only local repositories are supported so far", path);
+	rix_backend *b;
+	int rc = rix_backend_local_open(&b, path, 0);
+	if (rc != 0)
+		return fail(rc);
+	char pw[1024];
+	if (get_password(pw, sizeof(pw), 0)) {
+		rix_backend_free(b);
+		return 1;
+	}
+	rc = rix_repo_open(r, b, pw, strlen(pw), NULL);
+	memset(pw, 0, sizeof(pw));
+	if (rc != 0) {
+		rix_backend_free(b);
+		return fail(rc);
+	}
+	return 0;
+}
+
+static void index_error(void *arg, const char *name, int code, const char *msg)
+{
+	(void)arg;
+	(void)code;
+	fprintf(stderr, "rix: index %s skipped: %s\n", name, msg);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs)
+{
+	int progress = !g.quiet && isatty(2);
+	if (progress)
+		fputs("loading index...", stderr);
+	double t0 = now_s();
+	int rc = rix_repo_load_index(r, index_error, NULL, st);
+	if (secs != NULL)
+		*secs = now_s() - t0;
+	if (progress)
+		fputs("\r                  \r", stderr);
+	return rc != 0 ? fail(rc) : 0;
+}
+
+static int parse_id(const char *hex, rix_id *id)
+{
+	if (strlen(hex) != 64 || rix_id_from_hex(id, hex, 64) != 0)
+		return die("%s is not an ID (64 hex digits)", hex);
+	return 0;
+}
+
+/* ---- commands ------------------------------------------------------------------------------ */
+
+static int cmd_init(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--repository-version") == 0 && i + 1 < argc)
+			g.version = atoi(argv[++i]);
+		else if (strncmp(argv[i], "--repository-version=", 21) == 0)
+			g.version = atoi(argv[i] + 21);
+		else
+			return usage();
+	}
+	if (g.version != 1 && g.version != 2)
+		return die("repository version %d: 1 or 2", g.version);
+	const char *path = repo_path();
+	if (path == NULL || *path == '\0')
+		return die("no repository: use -r or set RIX_REPOSITORY");
+	char pw[1024];
+	if (get_password(pw, sizeof(pw), 1))
+		return 1;
+	if (pw[0] == '\0')
+		return die("an empty password is not a password");
+	rix_backend *b;
+	int rc = rix_backend_local_open(&b, path, 1);
+	if (rc != 0)
+		return fail(rc);
+	rix_repo_options o = { .version = g.version };
+	rix_repo *r;
+	rc = rix_repo_init(&r, b, pw, strlen(pw), &o);
+	memset(pw, 0, sizeof(pw));
+	if (rc != 0) {
+		rix_backend_free(b);
+		return fail(rc);
+	}
+	char hex[65];
+	rix_id_to_hex(&rix_repo_config(r)->id, hex);
+	if (g.json)
+		printf("{\"message_type\":\"initialized\",\"id\":\"%s\",\"repository\":\"%s\",\"version\":%d}\n", hex, path,
+		       g.version);
+	else if (!g.quiet)
+		printf("created rix repository %.10s at %s (version %d)\n", hex, path, g.version);
+	rix_repo_close(r);
+	return 0;
+}
+
+struct lister {
+	int n;
+	const char *type;
+};
+
+static int print_name(void *arg, const char *name, uint64_t size)
+{
+	struct lister *l = arg;
+	(void)size;
+	if (g.json)
+		printf("%s\"%s\"", l->n++ ? "," : "", name);
+	else
+		printf("%s\n", name);
+	return 0;
+}
+
+static int print_blob(const rix_packed_blob *pb, void *arg)
+{
+	struct lister *l = arg;
+	char hex[65];
+	rix_id_to_hex(&pb->id, hex);
+	const char *t = pb->type == RIX_BLOB_TREE ? "tree" : "data";
+	if (g.json)
+		printf("%s{\"type\":\"%s\",\"id\":\"%s\"}", l->n++ ? "," : "", t, hex);
+	else
+		printf("%s %s\n", t, hex);
+	return 0;
+}
+
+static int cmd_list(int argc, char **argv)
+{
+	if (argc != 1)
+		return usage();
+	static const struct {
+		const char *name;
+		rix_file_type t;
+	} files[] = { { "packs", RIX_FILE_PACK }, { "index", RIX_FILE_INDEX }, { "keys", RIX_FILE_KEY },
+		      { "snapshots", RIX_FILE_SNAPSHOT }, { "locks", RIX_FILE_LOCK } };
+	int which = -1;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (strcmp(argv[0], files[i].name) == 0)
+			which = (int)i;
+	if (which < 0 && strcmp(argv[0], "blobs") != 0)
+		return die("list: unknown type %s (blobs, packs, index, keys, snapshots, locks)", argv[0]);
+	rix_repo *r;
+	if (open_repo(&r))
+		return 1;
+	struct lister l = { 0 };
+	int rc = 0;
+	if (g.json)
+		putchar('[');
+	if (which >= 0) {
+		rc = rix_backend_list(rix_repo_backend(r), files[which].t, print_name, &l);
+	} else if ((rc = load_index(r, NULL, NULL)) == 0) {
+		rc = rix_master_index_foreach(rix_repo_master_index(r), print_blob, &l);
+	} else {
+		rix_repo_close(r);
+		return rc;
+	}
+	if (g.json)
+		puts("]");
+	if (rc != 0)
+		rc = fail(rc);
+	rix_repo_close(r);
+	return rc;
+}
+
+/* Prints JSON text indented by two spaces per level, as restic's cat does. */
+static void print_pretty_json(const char *s, size_t n)
+{
+	int depth = 0, in_str = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (in_str) {
+			putchar(c);
+			if (c == '\\' && i + 1 < n)
+				putchar(s[++i]);
+			else if (c == '"')
+				in_str = 0;
+			continue;
+		}
+		switch (c) {
+		case '"':
+			in_str = 1;
+			putchar(c);
+			break;
+		case '{':
+		case '[':
+			putchar(c);
+			if (i + 1 < n && (s[i + 1] == '}' || s[i + 1] == ']')) {
+				putchar(s[++i]);
+				break;
+			}
+			printf("\n%*s", 2 * ++depth, "");
+			break;
+		case '}':
+		case ']':
+			printf("\n%*s%c", 2 * --depth, "", c);
+			break;
+		case ',':
+			printf(",\n%*s", 2 * depth, "");
+			break;
+		case ':':
+			fputs(": ", stdout);
+			break;
+		case ' ':
+		case '\n':
+		case '\t':
+		case '\r':
+			break;
+		default:
+			putchar(c);
+		}
+	}
+	putchar('\n');
+}
+
+static int cmd_cat(int argc, char **argv)
+{
+	if (argc < 1)
+		return usage();
+	const char *what = argv[0];
+	int needs_id = strcmp(what, "config") != 0;
+	if (argc != 1 + needs_id)
+		return usage();
+	if (strcmp(what, "config") && strcmp(what, "index") && strcmp(what, "blob") && strcmp(what, "pack-header"))
+		return die("cat: unknown object %s (config, index, blob, pack-header)", what);
+	rix_id id;
+	if (needs_id && parse_id(argv[1], &id))
+		return 1;
+	rix_repo *r;
+	if (open_repo(&r))
+		return 1;
+	int rc = 0;
+	rix_backend *b = rix_repo_backend(r);
+	int version = rix_repo_config(r)->version;
+	if (strcmp(what, "config") == 0) {
+		char *json;
+		size_t n;
+		rc = rix_config_encode(rix_repo_config(r), &json, &n);
+		if (rc == 0) {
+			print_pretty_json(json, n);
+			rix_free(json);
+		}
+	} else if (strcmp(what, "index") == 0) {
+		uint8_t *file, *json;
+		size_t n, jn;
+		rc = rix_backend_read_all(b, RIX_FILE_INDEX, argv[1], (size_t)1 << 31, &file, &n);
+		if (rc == 0) {
+			rc = rix_unpacked_decode(rix_repo_key(r), file, n, version, &json, &jn);
+			rix_free(file);
+		}
+		if (rc == 0) {
+			fwrite(json, 1, jn, stdout);
+			rix_free(json);
+		}
+	} else if (strcmp(what, "blob") == 0) {
+		rc = load_index(r, NULL, NULL);
+		if (rc != 0) {
+			rix_repo_close(r);
+			return rc;
+		}
+		uint8_t *data;
+		size_t n;
+		rc = rix_repo_load_blob(r, RIX_BLOB_DATA, &id, &data, &n);
+		if (rc == RIX_ENOTFOUND)
+			rc = rix_repo_load_blob(r, RIX_BLOB_TREE, &id, &data, &n);
+		if (rc == 0) {
+			fwrite(data, 1, n, stdout);
+			rix_free(data);
+		}
+	} else { /* pack-header */
+		uint64_t size;
+		rc = rix_backend_stat(b, RIX_FILE_PACK, argv[1], &size);
+		uint8_t *pack = NULL;
+		size_t n;
+		if (rc == 0)
+			rc = rix_backend_read_all(b, RIX_FILE_PACK, argv[1], (size_t)size, &pack, &n);
+		rix_blob *blobs = NULL;
+		size_t cnt = 0;
+		if (rc == 0)
+			rc = rix_pack_read_header(rix_repo_key(r), pack, n, version, &blobs, &cnt);
+		rix_free(pack);
+		if (rc == 0) {
+			printf(g.json ? "[" : "");
+			for (size_t i = 0; i < cnt; i++) {
+				char hex[65];
+				rix_id_to_hex(&blobs[i].id, hex);
+				const char *t = blobs[i].type == RIX_BLOB_TREE ? "tree" : "data";
+				if (g.json)
+					printf("%s{\"type\":\"%s\",\"id\":\"%s\",\"offset\":%u,\"length\":%u,"
+					       "\"uncompressed_length\":%u}",
+					       i ? "," : "", t, hex, blobs[i].offset, blobs[i].length,
+					       blobs[i].uncompressed_length);
+				else
+					printf("%s %s offset %u length %u uncompressed %u\n", t, hex, blobs[i].offset,
+					       blobs[i].length, rix_blob_plain_size(blobs[i].length, blobs[i].uncompressed_length));
+			}
+			if (g.json)
+				puts("]");
+			rix_free(blobs);
+		}
+	}
+	if (rc != 0)
+		rc = fail(rc);
+	rix_repo_close(r);
+	return rc;
+}
+
+static int cmd_find_blob(int argc, char **argv)
+{
+	if (argc < 1)
+		return usage();
+	rix_repo *r;
+	if (open_repo(&r))
+		return 1;
+	int rc = load_index(r, NULL, NULL), missing = 0;
+	if (g.json && rc == 0)
+		putchar('[');
+	int first = 1;
+	for (int i = 0; rc == 0 && i < argc; i++) {
+		rix_id id;
+		if (parse_id(argv[i], &id)) {
+			rc = 1;
+			break;
+		}
+		int found = 0;
+		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+			rix_packed_blob pbs[64];
+			size_t n = rix_master_index_lookup_all(rix_repo_master_index(r), (rix_blob_type)t, &id, pbs, 64);
+			for (size_t k = 0; k < n && k < 64; k++) {
+				char pack[65];
+				rix_id_to_hex(&pbs[k].pack_id, pack);
+				const char *tn = t == RIX_BLOB_TREE ? "tree" : "data";
+				if (g.json)
+					printf("%s{\"id\":\"%s\",\"type\":\"%s\",\"pack\":\"%s\",\"offset\":%u,\"length\":%u,"
+					       "\"uncompressed_length\":%u}",
+					       first ? "" : ",", argv[i], tn, pack, pbs[k].offset, pbs[k].length,
+					       pbs[k].uncompressed_length);
+				else
+					printf("%s %s in pack %s, offset %u, length %u\n", tn, argv[i], pack, pbs[k].offset,
+					       pbs[k].length);
+				first = 0;
+				found = 1;
+			}
+		}
+		if (!found) {
+			missing++;
+			fprintf(stderr, "rix: blob %s not found\n", argv[i]);
+		}
+	}
+	if (g.json && rc == 0)
+		puts("]");
+	rix_repo_close(r);
+	return rc != 0 ? rc : missing != 0;
+}
+
+struct sums {
+	uint64_t count[RIX_BLOB_TYPES], stored, plain;
+};
+
+static int sum_blob(const rix_packed_blob *pb, void *arg)
+{
+	struct sums *s = arg;
+	s->count[pb->type]++;
+	s->stored += pb->length;
+	s->plain += rix_blob_plain_size(pb->length, pb->uncompressed_length);
+	return 0;
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 0)
+		return usage();
+	rix_repo *r;
+	if (open_repo(&r))
+		return 1;
+	rix_repo_load_stats st;
+	double secs;
+	int rc = load_index(r, &st, &secs);
+	if (rc != 0) {
+		rix_repo_close(r);
+		return rc;
+	}
+	rix_master_index *mi = rix_repo_master_index(r);
+	struct sums s = { 0 };
+	rc = rix_master_index_foreach(mi, sum_blob, &s);
+	rix_id *packs = NULL;
+	size_t npacks = 0;
+	if (rc == 0)
+		rc = rix_master_index_packs(mi, &packs, &npacks);
+	rix_free(packs);
+	if (rc != 0) {
+		rix_repo_close(r);
+		return fail(rc);
+	}
+	size_t mem = rix_master_index_memory(mi);
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	uint64_t blobs = s.count[0] + s.count[1];
+	if (g.json) {
+		printf("{\"total_blob_count\":%llu,\"data_blobs\":%llu,\"tree_blobs\":%llu,\"total_size\":%llu,"
+		       "\"total_uncompressed_size\":%llu,\"packs\":%zu,\"index_files\":%zu,\"index_bytes\":%llu,"
+		       "\"index_memory\":%zu,\"load_seconds\":%.3f,\"max_rss_kib\":%ld}\n",
+		       (unsigned long long)blobs, (unsigned long long)s.count[0], (unsigned long long)s.count[1],
+		       (unsigned long long)s.stored, (unsigned long long)s.plain, npacks, st.loaded,
+		       (unsigned long long)st.bytes, mem, secs, ru.ru_maxrss);
+	} else {
+		printf("Total Blob Count:         %llu (data %llu, tree %llu)\n", (unsigned long long)blobs,
+		       (unsigned long long)s.count[0], (unsigned long long)s.count[1]);
+		printf("Total Size:               %.3f MiB stored in %zu packs\n", (double)s.stored / 1048576.0, npacks);
+		printf("Total Uncompressed Size:  %.3f MiB\n", (double)s.plain / 1048576.0);
+		if (s.stored > 0)
+			printf("Compression Ratio:        %.2fx\n", (double)s.plain / (double)s.stored);
+		printf("Index:                    %zu files, %.3f MiB read, %.3f s to load\n", st.loaded,
+		       (double)st.bytes / 1048576.0, secs);
+		printf("Index memory:             %.3f MiB (%.1f bytes per blob)\n", (double)mem / 1048576.0,
+		       blobs ? (double)mem / (double)blobs : 0.0);
+		printf("Peak memory (RSS):        %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
+	}
+	rix_repo_close(r);
+	return 0;
+}
+
+static int cmd_key(int argc, char **argv)
+{
+	if (argc < 1)
+		return usage();
+	const char *sub = argv[0];
+	if (strcmp(sub, "list") && strcmp(sub, "add") && strcmp(sub, "remove") && strcmp(sub, "passwd"))
+		return die("key: unknown command %s (list, add, remove, passwd)", sub);
+	if ((strcmp(sub, "remove") == 0) != (argc == 2) || argc > 2)
+		return usage();
+	rix_repo *r;
+	if (open_repo(&r))
+		return 1;
+	int rc = 0;
+	if (strcmp(sub, "list") == 0) {
+		struct lister l = { 0 };
+		if (g.json)
+			putchar('[');
+		rc = rix_repo_key_list(r, print_name, &l);
+		if (g.json)
+			puts("]");
+		if (!g.json && !g.quiet)
+			fprintf(stderr, "(in use: %s)\n", rix_repo_key_name(r));
+	} else if (strcmp(sub, "remove") == 0) {
+		rc = rix_repo_key_remove(r, argv[1]);
+		if (rc == 0 && !g.quiet)
+			printf("removed key %s\n", argv[1]);
+	} else { /* add, passwd */
+		char pw[1024], name[65];
+		const char *pf = getenv("RIX_NEW_PASSWORD_FILE");
+		int bad = pf != NULL ? read_password_file(pf, pw, sizeof(pw)) : prompt("enter new password: ", pw, sizeof(pw));
+		if (bad) {
+			rix_repo_close(r);
+			return 1;
+		}
+		if (pw[0] == '\0') {
+			rix_repo_close(r);
+			return die("an empty password is not a password");
+		}
+		rc = rix_repo_key_add(r, pw, strlen(pw), name);
+		memset(pw, 0, sizeof(pw));
+		if (rc == 0 && strcmp(sub, "passwd") == 0) {
+			char old[65];
+			memcpy(old, rix_repo_key_name(r), 65);
+			/* The old key goes once the new one is stored; the repository is open with the old. */
+			rix_backend *b = rix_repo_backend(r);
+			rc = rix_backend_remove(b, RIX_FILE_KEY, old);
+		}
+		if (rc == 0 && !g.quiet)
+			printf("%s key %s\n", strcmp(sub, "add") == 0 ? "saved new" : "changed password: new", name);
+	}
+	if (rc != 0)
+		rc = fail(rc);
+	rix_repo_close(r);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+		if ((strcmp(a, "-r") == 0 || strcmp(a, "--repo") == 0) && i + 1 < argc)
+			g.repo = argv[++i];
+		else if (strncmp(a, "--repo=", 7) == 0)
+			g.repo = a + 7;
+		else if (strcmp(a, "--password-file") == 0 && i + 1 < argc)
+			g.password_file = argv[++i];
+		else if (strncmp(a, "--password-file=", 16) == 0)
+			g.password_file = a + 16;
+		else if (strcmp(a, "--json") == 0)
+			g.json = 1;
+		else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
+			g.quiet = 1;
+		else if (strcmp(a, "--version") == 0) {
+			printf("rix %s\n", RIX_CLI_VERSION);
+			return 0;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage();
+			return 0;
+		} else {
+			return usage();
+		}
+	}
+	if (i >= argc)
+		return usage();
+	const char *cmd = argv[i++];
+	/* Options may also follow the command, as with restic. */
+	int n = 0;
+	char **rest = argv + i;
+	for (int k = i; k < argc; k++) {
+		if ((strcmp(argv[k], "-r") == 0 || strcmp(argv[k], "--repo") == 0) && k + 1 < argc)
+			g.repo = argv[++k];
+		else if (strcmp(argv[k], "--password-file") == 0 && k + 1 < argc)
+			g.password_file = argv[++k];
+		else if (strcmp(argv[k], "--json") == 0)
+			g.json = 1;
+		else if (strcmp(argv[k], "-q") == 0 || strcmp(argv[k], "--quiet") == 0)
+			g.quiet = 1;
+		else
+			rest[n++] = argv[k];
+	}
+	if (strcmp(cmd, "init") == 0)
+		return cmd_init(n, rest);
+	if (strcmp(cmd, "list") == 0)
+		return cmd_list(n, rest);
+	if (strcmp(cmd, "cat") == 0)
+		return cmd_cat(n, rest);
+	if (strcmp(cmd, "find-blob") == 0)
+		return cmd_find_blob(n, rest);
+	if (strcmp(cmd, "stats") == 0)
+		return cmd_stats(n, rest);
+	if (strcmp(cmd, "key") == 0)
+		return cmd_key(n, rest);
+	die("unknown command %s", cmd);
+	return usage();
+}
