@@ -26,6 +26,7 @@ const char *rix_strerror(int code)
 	case RIX_EEXISTS: return "already exists";
 	case RIX_ELIMIT: return "size limit reached";
 	case RIX_ENOSPC: return "no space left";
+	case RIX_ELOCKED: return "repository locked";
 	default:
 		if (code < 0 && code > -1000)
 			return strerror(-code);

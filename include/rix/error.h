@@ -26,6 +26,7 @@ enum {
 	RIX_EEXISTS = -1007,   /* the thing already exists */
 	RIX_ELIMIT = -1008,    /* a size limit was reached (e.g. more than 2^32-2 entries) */
 	RIX_ENOSPC = -1009,    /* no space left: the disk, a quota or the file size limit is full */
+	RIX_ELOCKED = -1010,   /* the repository is locked by another process */
 };
 
 /*

@@ -131,6 +131,35 @@ int rix_repo_key_add(rix_repo *r, const char *password, size_t password_len, cha
 int rix_repo_key_remove(rix_repo *r, const char *name);
 int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *arg);
 
+/* ---- locks ------------------------------------------------------------------------------------ */
+
+/*
+ * Lock files as restic writes them (locks/<id>, an unpacked file holding
+ * {"time":RFC 3339,"exclusive":bool,"hostname","username","pid","uid","gid"}). An exclusive lock
+ * excludes every other lock; a shared lock excludes exclusive ones. A lock is stale when it is
+ * older than RIX_LOCK_STALE_SECONDS, or was made on this host by a process that is gone; stale
+ * locks never block. A held lock is refreshed (a new file, then the old one removed) every
+ * RIX_LOCK_REFRESH_SECONDS by a thread of its own, as restic does.
+ */
+#define RIX_LOCK_STALE_SECONDS (30 * 60)
+#define RIX_LOCK_REFRESH_SECONDS (5 * 60)
+
+typedef struct rix_lock rix_lock;
+
+/*
+ * Takes a lock: writes its file, then looks at every other lock; on a conflict removes its own
+ * again and fails naming the holder.
+ * @return 0; RIX_ELOCKED ("locked exclusively by PID 123 on host by user since ..."); backend
+ * errors; RIX_ENOMEM.
+ */
+int rix_repo_lock(rix_repo *r, int exclusive, rix_lock **out);
+/* Writes a fresh lock file now and removes the previous one (the thread does it on its own). */
+int rix_lock_refresh(rix_lock *l);
+/* Stops the refresh thread, removes the lock file, frees. NULL-safe. */
+int rix_lock_release(rix_lock *l);
+/* Removes stale locks, or every lock when all; *removed (may be NULL) counts them. */
+int rix_repo_unlock(rix_repo *r, int all, size_t *removed);
+
 #ifdef __cplusplus
 }
 #endif
