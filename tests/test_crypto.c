@@ -243,8 +243,7 @@ static void test_bad_key_files(void **state)
  */
 static void restic_repo_copy(int version, char *dir, int drop_keys)
 {
-	if (system("command -v restic >/dev/null 2>&1") != 0)
-		fail_msg("the restic binary is missing (scripts/deps.sh installs it)");
+	rix_test_need_restic();
 	assert_non_null(mkdtemp(dir));
 	char cmd[4096];
 	int k = snprintf(cmd, sizeof(cmd),
@@ -256,30 +255,16 @@ static void restic_repo_copy(int version, char *dir, int drop_keys)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* Writes data[0..n) to <dir>/<name>. */
-static void put_file(const char *dir, const char *name, const void *data, size_t n)
-{
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(data, 1, n, f), n);
-	assert_int_equal(fclose(f), 0);
-}
-
 /* `restic cat config` on dir with password must succeed and print JSON equal to want. */
 static void restic_cat_config_equals(const char *dir, const char *password, const char *want_json,
 				     size_t want_len)
 {
-	char cmd[8192], out[512];
-	snprintf(out, sizeof(out), "%s.out", dir);
-	snprintf(cmd, sizeof(cmd), "RESTIC_PASSWORD='%s' restic --no-cache -r '%s' cat config > '%s' 2>&1",
-		 password, dir, out);
-	int rc = system(cmd);
 	size_t olen = 0;
-	char *got_text = rix_test_read_file(out, &olen);
+	char *got_text;
+	int rc = rix_test_run(&got_text, &olen, "RESTIC_PASSWORD='%s' restic --no-cache -r '%s' cat config 2>&1",
+			      password, dir);
 	if (rc != 0)
-		fail_msg("restic cat config failed: %s", got_text ? got_text : "(no output)");
+		fail_msg("restic cat config failed: %s", got_text);
 	json_t *got = json_loadb(got_text, olen, 0, NULL), *want = json_loadb(want_json, want_len, 0, NULL);
 	assert_non_null(got);
 	assert_non_null(want);
@@ -287,8 +272,7 @@ static void restic_cat_config_equals(const char *dir, const char *password, cons
 	json_decref(got);
 	json_decref(want);
 	free(got_text);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", dir, out);
-	assert_int_equal(system(cmd), 0);
+	rix_test_rmtree(dir);
 }
 
 /* A config sealed by rix, with the master key from restic's key file, is read by restic. */
@@ -302,7 +286,7 @@ static void test_restic_reads_rix_sealed_config(void **state)
 	size_t n = strlen(json);
 	uint8_t *sealed = malloc(n + RIX_CRYPTO_OVERHEAD);
 	assert_int_equal(rix_crypto_seal(key, json, n, sealed), 0);
-	put_file(dir, "config", sealed, n + RIX_CRYPTO_OVERHEAD);
+	rix_test_put_file(dir, "config", sealed, n + RIX_CRYPTO_OVERHEAD);
 	restic_cat_config_equals(dir, "correct horse", json, n);
 	free(sealed);
 	rix_key_free(key);
@@ -351,7 +335,7 @@ static void test_restic_opens_rix_key_file(void **state)
 	rix_sha256(json, len, &id);
 	memcpy(name, "keys/", 5);
 	rix_id_to_hex(&id, name + 5);
-	put_file(dir, name, json, len);
+	rix_test_put_file(dir, name, json, len);
 	char *expected = rix_test_data_file("restic_repo_v1/config.expected.json", &elen);
 	restic_cat_config_equals(dir, "rix made this", expected, elen);
 	free(expected);
