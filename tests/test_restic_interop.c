@@ -22,9 +22,13 @@
  * so a pack of its own), then two tree blobs and a snapshot that reference all of them; then the
  * index file (rix_index_encode, rix_unpacked_encode). restic must agree: `restic list blobs` is
  * the set rix stored, `restic cat blob` gives each plaintext byte for byte, `restic cat index`
- * gives back rix's index JSON byte for byte (so restic reads the compression rix recorded),
- * `restic check --read-data` finds no errors, and `restic restore` of the snapshot gives back the
- * files byte for byte.
+ * gives back rix's index JSON byte for byte, `restic check --read-data` finds no errors, and
+ * `restic restore` of the snapshot gives back the files byte for byte. restic's view of the
+ * compression rix recorded: in version 2 an index claiming one byte more uncompressed for the
+ * text blob than the pack header makes `restic check --read-data` fail ("is not contained in
+ * index or position is incorrect": it compares each header entry, uncompressed length
+ * included, with the index), so its passing the real index means restic reads rix's index and
+ * pack headers alike.
  *
  * Findings about restic 0.14.0, checked on every run (the oracle is the binary, not our notes):
  * (a) Unpacked files in version 2: restic writes index and snapshot files as 0x02 followed by
@@ -663,6 +667,49 @@ static int on_pack_done(void *arg, rix_pack_writer *w, const rix_id *pack_id)
 	return rc;
 }
 
+/* Writes JSON json[0..n) as the unpacked file <repo>/<sub>/<ID>; its ID into hex. */
+static void write_unpacked(const char *repo, const char *sub, const rix_key *key, int v, const void *json, size_t n,
+			   char hex[65])
+{
+	uint8_t *file;
+	size_t fn;
+	assert_int_equal(rix_unpacked_encode(key, json, n, v, &file, &fn), 0);
+	rix_id id;
+	rix_sha256(file, fn, &id);
+	rix_id_to_hex(&id, hex);
+	char name[128];
+	snprintf(name, sizeof(name), "%s/%s", sub, hex);
+	rix_test_put_file(repo, name, file, fn);
+	rix_free(file);
+}
+
+/* Copies an index's packs into another, one blob's uncompressed length one byte too long. */
+struct spoil_ctx {
+	rix_index *dst;
+	const rix_id *spoil;
+};
+
+static int copy_pack_spoiled(const rix_id *pack_id, const rix_packed_blob *blobs, size_t n, void *arg)
+{
+	struct spoil_ctx *sc = arg;
+	rix_blob *b = calloc(n ? n : 1, sizeof(*b));
+	assert_non_null(b);
+	for (size_t i = 0; i < n; i++) {
+		b[i].id = blobs[i].id;
+		b[i].type = blobs[i].type;
+		b[i].offset = blobs[i].offset;
+		b[i].length = blobs[i].length;
+		b[i].uncompressed_length = blobs[i].uncompressed_length;
+		if (memcmp(b[i].id.b, sc->spoil->b, RIX_ID_SIZE) == 0) {
+			assert_true(b[i].uncompressed_length != 0);
+			b[i].uncompressed_length++;
+		}
+	}
+	int rc = rix_index_store_pack(sc->dst, pack_id, b, n);
+	free(b);
+	return rc;
+}
+
 enum { B_ZERO, B_ONE, B_TEXT, B_RANDOM, B_BIG, B_SUBTREE, B_ROOT, NBLOBS };
 
 struct wblob {
@@ -849,19 +896,37 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 		free(pack.p);
 	}
 
+	/*
+	 * restic compares compression too: an index claiming one byte more uncompressed for the text
+	 * blob than its pack header says fails `restic check --read-data` (so the clean checks below
+	 * mean that restic's reading of rix's index and pack headers agrees, lengths included).
+	 */
+	char hex[65], *ijson;
+	size_t ijn;
+	if (v == 2) {
+		rix_index *spoiled;
+		assert_int_equal(rix_index_new(&spoiled, 0), 0);
+		struct spoil_ctx sc = { spoiled, &bl[B_TEXT].id };
+		assert_int_equal(rix_index_foreach_pack(idx, copy_pack_spoiled, &sc), 0);
+		assert_int_equal(rix_index_encode(spoiled, &ijson, &ijn), 0);
+		write_unpacked(repo, "index", key, v, ijson, ijn, hex);
+		rix_free(ijson);
+		rix_index_free(spoiled);
+		char *out;
+		size_t len;
+		int rc = restic(v, repo, &out, &len, "check --read-data 2>&1");
+		if (rc == 0 || strstr(out, "is not contained in index or position is incorrect") == NULL)
+			fail_msg("restic check, spoiled uncompressed length: exit %d:\n%s", rc, out);
+		free(out);
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/index/%s", repo, hex);
+		assert_int_equal(unlink(path), 0);
+	}
+
 	/* The index file. */
-	char *ijson, hex[65], fname[80];
-	size_t ijn, fn;
-	uint8_t *file;
 	rix_index_finalize(idx);
 	assert_int_equal(rix_index_encode(idx, &ijson, &ijn), 0);
-	assert_int_equal(rix_unpacked_encode(key, ijson, ijn, v, &file, &fn), 0);
-	rix_id index_id;
-	rix_sha256(file, fn, &index_id);
-	rix_id_to_hex(&index_id, hex);
-	snprintf(fname, sizeof(fname), "index/%s", hex);
-	rix_test_put_file(repo, fname, file, fn);
-	rix_free(file);
+	write_unpacked(repo, "index", key, v, ijson, ijn, hex);
 
 	/* (c): packs and index, nothing referencing the blobs yet: restic 0.14 finds no error. */
 	restic_check_clean(v, repo, "unreferenced blobs");
@@ -871,21 +936,14 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 	rix_free(ijson);
 
 	/* The snapshot. */
-	char root_hex[65];
+	char root_hex[65], snap_hex[65];
 	rix_id_to_hex(&bl[B_ROOT].id, root_hex);
 	json_t *snap = json_pack("{s:s, s:s, s:[s], s:s, s:s}", "time", "2026-01-02T03:04:05.5Z", "tree", root_hex,
 				 "paths", "/rix-interop", "hostname", "rix-interop", "username", "rix");
 	char *sjson = json_dumps(snap, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(snap);
-	assert_int_equal(rix_unpacked_encode(key, sjson, strlen(sjson), v, &file, &fn), 0);
+	write_unpacked(repo, "snapshots", key, v, sjson, strlen(sjson), snap_hex);
 	free(sjson);
-	rix_id snap_id;
-	rix_sha256(file, fn, &snap_id);
-	char snap_hex[65];
-	rix_id_to_hex(&snap_id, snap_hex);
-	snprintf(fname, sizeof(fname), "snapshots/%s", snap_hex);
-	rix_test_put_file(repo, fname, file, fn);
-	rix_free(file);
 
 	/* restic agrees: blob set, every blob's plaintext, a full check, a restore. */
 	struct lines want = { 0 };
