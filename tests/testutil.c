@@ -229,7 +229,11 @@ int rix_test_run(char **out, size_t *len, const char *fmt, ...)
 
 void rix_test_need_restic(void)
 {
-	if (rix_test_run(NULL, NULL, "command -v restic >/dev/null 2>&1") != 0)
+	char *out;
+	size_t len;
+	int rc = rix_test_run(&out, &len, "command -v restic 2>&1");
+	free(out);
+	if (rc != 0)
 		fail_msg("the restic binary is missing (scripts/deps.sh installs it)");
 }
 
