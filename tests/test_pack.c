@@ -12,7 +12,6 @@
  * with and without a declared size), unknown first bytes, 0x02 in version 1, wrong key; and
  * allocation failure at every allocation, without leaks.
  */
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,32 +29,11 @@
 
 /* ---- files ---------------------------------------------------------------------------------- */
 
-/* The names (64 hex digits) in dir, sorted; returns how many (at most max). */
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp((const char *)a, (const char *)b);
-}
-
-static size_t list_ids(const char *dir, char names[][65], size_t max)
-{
-	DIR *d = opendir(dir);
-	if (d == NULL)
-		return 0;
-	size_t n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL)
-		if (strlen(e->d_name) == 64 && n < max)
-			memcpy(names[n++], e->d_name, 65);
-	closedir(d);
-	qsort(names, n, 65, cmp_name);
-	return n;
-}
-
 static rix_key *open_repo_key(const char *repo)
 {
 	char dir[1024], path[4096], names[4][65];
 	snprintf(dir, sizeof(dir), "%s/%s/keys", rix_test_data_dir(), repo);
-	assert_int_equal(list_ids(dir, names, 4), 1);
+	assert_int_equal(rix_test_list_ids(dir, names, 4), 1);
 	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
 	size_t len, plen;
 	char *kf = (char *)rix_test_must_read(path, &len);
@@ -286,7 +264,7 @@ static void check_restic_repo(const char *repo, int version)
 
 	/* The index file: unpacked (compressed in version 2), then restic's index JSON. */
 	snprintf(dir, sizeof(dir), "%s/%s/index", rix_test_data_dir(), repo);
-	assert_int_equal(list_ids(dir, names, 16), 1);
+	assert_int_equal(rix_test_list_ids(dir, names, 16), 1);
 	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
 	uint8_t *file = rix_test_must_read(path, &n);
 	uint8_t *plain = malloc(n);
@@ -307,7 +285,7 @@ static void check_restic_repo(const char *repo, int version)
 	size_t ngot = 0, npacks = 0, ncompressed = 0;
 	for (int hi = 0; hi < 256; hi++) {
 		snprintf(dir, sizeof(dir), "%s/%s/data/%02x", rix_test_data_dir(), repo, hi);
-		size_t np = list_ids(dir, names, 16);
+		size_t np = rix_test_list_ids(dir, names, 16);
 		for (size_t k = 0; k < np; k++) {
 			snprintf(path, sizeof(path), "%s/%s", dir, names[k]);
 			uint8_t *pack = rix_test_must_read(path, &n);
@@ -397,7 +375,7 @@ static void check_restic_repo(const char *repo, int version)
 
 	/* The snapshot: unpacked JSON equal to `restic cat snapshot`. */
 	snprintf(dir, sizeof(dir), "%s/%s/snapshots", rix_test_data_dir(), repo);
-	assert_int_equal(list_ids(dir, names, 16), 1);
+	assert_int_equal(rix_test_list_ids(dir, names, 16), 1);
 	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
 	file = rix_test_must_read(path, &n);
 	assert_int_equal(rix_unpacked_decode(key, file, n, version, &json, &jn), 0);
@@ -440,7 +418,7 @@ static uint8_t *fixture_pack(const char *repo, size_t *n, char name[65])
 	char dir[1024], path[4096], names[16][65];
 	for (int hi = 0; hi < 256; hi++) {
 		snprintf(dir, sizeof(dir), "%s/%s/data/%02x", rix_test_data_dir(), repo, hi);
-		if (list_ids(dir, names, 16) > 0) {
+		if (rix_test_list_ids(dir, names, 16) > 0) {
 			snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
 			if (name != NULL)
 				memcpy(name, names[0], 65);
@@ -455,7 +433,7 @@ static uint8_t *fixture_file(const char *repo, const char *sub, size_t *n)
 {
 	char dir[1024], path[4096], names[4][65];
 	snprintf(dir, sizeof(dir), "%s/%s/%s", rix_test_data_dir(), repo, sub);
-	assert_int_equal(list_ids(dir, names, 4), 1);
+	assert_int_equal(rix_test_list_ids(dir, names, 4), 1);
 	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
 	return rix_test_must_read(path, n);
 }

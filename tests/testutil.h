@@ -34,21 +34,41 @@ void *rix_test_must_read(const char *path, size_t *len);
 const char *rix_test_data_dir(void);
 void *rix_test_data_file(const char *rel, size_t *len);
 
-/* Writes data[0..n) to <dir>/<name>, failing the test on error. */
+/*
+ * Directories and commands.
+ * rix_test_list_ids: the names of 64 characters in dir (IDs), sorted, at most max; how many
+ * (0 when dir is missing).
+ * rix_test_put_file: writes data[0..n) to <dir>/<name>, failing the test if it cannot.
+ * rix_test_run: runs a shell command (printf-style); its stdout goes to *out (malloc'd,
+ * NUL-terminated, *len excludes the NUL) when out is not NULL, else it is printed to stderr if
+ * the command fails; stderr passes through. Returns the exit status, or -1 if the command could
+ * not run or was killed.
+ * rix_test_need_restic: fails the test unless the restic binary is on PATH (scripts/deps.sh
+ * installs it: a missing oracle is a failure, not a skip).
+ * rix_test_mkdtemp: a fresh directory <$TMPDIR or /tmp>/<prefix>-XXXXXX into dir[size].
+ * rix_test_rmtree: removes dir and everything under it (read-only files too).
+ */
+size_t rix_test_list_ids(const char *dir, char names[][65], size_t max);
 void rix_test_put_file(const char *dir, const char *name, const void *data, size_t n);
-/* rm -rf dir (and dir.out, the restic helpers' output file), failing the test on error. */
+int rix_test_run(char **out, size_t *len, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 3, 4)))
+#endif
+	;
+void rix_test_need_restic(void);
+void rix_test_mkdtemp(char *dir, size_t size, const char *prefix);
+void rix_test_rmtree(const char *dir);
+/* rix_test_rmtree of dir and of dir.out (rix_test_restic's output file). */
 void rix_test_remove_tree(const char *dir);
 
 /*
- * The real restic binary as the oracle. scripts/deps.sh installs it, so its absence fails the
- * test instead of skipping it.
+ * The real restic binary as the oracle.
  * rix_test_restic: runs `RESTIC_PASSWORD=<password> restic --no-cache -r <dir> <args>`, stdout
  * and stderr into <dir>.out; returns the exit status and, if output is not NULL, the output
  * (malloc'd, NUL-terminated).
  * rix_test_restic_cat_config_equals: `restic cat config` must succeed and print JSON equal to
  * want_json.
  */
-void rix_test_need_restic(void);
 int rix_test_restic(const char *dir, const char *password, const char *args, char **output);
 void rix_test_restic_cat_config_equals(const char *dir, const char *password, const char *want_json,
 				       size_t want_len);
