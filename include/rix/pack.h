@@ -55,8 +55,9 @@ int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size_t n, int r
 
 /*
  * Encodes JSON json[0..n) as an unpacked file: version 1 seals it as it is; version 2 seals
- * 0x02 || zstd(json) (zstd's default level, content size in the frame header), as restic
- * writes. *out[0..*out_len) is the file's bytes.
+ * 0x02 || zstd(json) (one frame, zstd's default level, content size in the frame header; restic
+ * declares the size only from 256 bytes up, so readers must not require it). *out[0..*out_len)
+ * is the file's bytes.
  * @return 0; RIX_EINVAL (repo_version not 1 or 2, json too large); RIX_ENOMEM.
  */
 int rix_unpacked_encode(const rix_key *key, const void *json, size_t n, int repo_version,
