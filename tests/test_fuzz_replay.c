@@ -4,7 +4,7 @@
  * fuzzers found interesting stays a regression test in the ordinary run.
  *
  * The corpus directory is found next to RIX_TEST_DATA (tests/data -> tests/fuzz/corpus).
- * pack/ targets: fuzz/fuzz_pack_checks.h.
+ * pack/ targets: fuzz/fuzz_pack_checks.h; the config target: fuzz/fuzz_config_checks.h.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -18,6 +18,7 @@
 
 #include "fuzz/fuzz_checks.h"
 #include "fuzz/fuzz_pack_checks.h"
+#include "fuzz/fuzz_config_checks.h"
 
 typedef const char *(*check_fn)(const uint8_t *data, size_t size);
 
@@ -79,12 +80,19 @@ static void test_replay_pack(void **state)
 	assert_true(replay("fuzz_unpacked", rix_fuzz_check_unpacked) > 0);
 }
 
+static void test_replay_config(void **state)
+{
+	(void)state;
+	assert_true(replay("fuzz_config", rix_fuzz_check_config) > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_replay_decode),
 		cmocka_unit_test(test_replay_roundtrip),
 		cmocka_unit_test(test_replay_pack),
+		cmocka_unit_test(test_replay_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
