@@ -61,6 +61,8 @@ static int usage(void)
 	      "  find-blob ID...                      where a blob is stored\n"
 	      "  stats                                load the index: blobs, sizes, memory, time\n"
 	      "  key list|add|remove ID|passwd\n"
+	      "  check [--read-data]                  index against packs (and every blob)\n"
+	      "  unlock [--remove-all]                remove stale locks (or all)\n"
 	      "\n"
 	      "The repository comes from -r or $RIX_REPOSITORY / $RESTIC_REPOSITORY; the password from\n"
 	      "--password-file, $RIX_PASSWORD / $RESTIC_PASSWORD, $RIX_PASSWORD_FILE /\n"
@@ -641,6 +643,88 @@ static int cmd_key(int argc, char **argv)
 	return rc;
 }
 
+static void check_msg(void *arg, int is_error, const char *msg)
+{
+	(void)arg;
+	if (g.json)
+		return;
+	fprintf(is_error ? stderr : stdout, "%s%s\n", is_error ? "error: " : "", msg);
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	int read_data = 0;
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--read-data") == 0)
+			read_data = 1;
+		else
+			return usage();
+	}
+	rix_repo *r;
+	if (open_repo(&r))
+		return 1;
+	rix_lock *lock;
+	int rc = rix_repo_lock(r, 0, &lock);
+	if (rc != 0) {
+		rix_repo_close(r);
+		return fail(rc);
+	}
+	if (!g.quiet && !g.json)
+		printf("check %s%s\n", repo_path(), read_data ? " (reading all data)" : "");
+	rix_check_report rep;
+	rc = rix_repo_check(r, read_data, check_msg, NULL, &rep);
+	rix_lock_release(lock);
+	if (g.json)
+		printf("{\"errors\":%zu,\"index_files\":%zu,\"damaged_index_files\":%zu,\"packs\":%zu,"
+		       "\"missing_packs\":%zu,\"orphaned_packs\":%zu,\"header_mismatches\":%zu,\"damaged_packs\":%zu,"
+		       "\"damaged_blobs\":%zu,\"blobs\":%zu,\"duplicate_blobs\":%zu,\"bytes_read\":%llu}\n",
+		       rep.errors, rep.index_files, rep.damaged_index_files, rep.packs, rep.missing_packs,
+		       rep.orphaned_packs, rep.header_mismatches, rep.damaged_packs, rep.damaged_blobs, rep.blobs,
+		       rep.duplicate_blobs, (unsigned long long)rep.bytes_read);
+	if (rc != 0 && rc != RIX_ECORRUPT) {
+		rix_repo_close(r);
+		return fail(rc);
+	}
+	if (!g.json && !g.quiet) {
+		printf("%zu index files, %zu packs, %zu blobs", rep.index_files, rep.packs, rep.blobs);
+		if (read_data)
+			printf(", %.1f MiB read", (double)rep.bytes_read / 1048576.0);
+		printf("\n");
+		if (rep.orphaned_packs)
+			printf("%zu additional packs were found that no index names\n", rep.orphaned_packs);
+		if (rep.errors == 0)
+			printf("no errors were found\n");
+	}
+	rix_repo_close(r);
+	if (rep.errors != 0)
+		return die("%zu errors found", rep.errors);
+	return 0;
+}
+
+static int cmd_unlock(int argc, char **argv)
+{
+	int all = 0;
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--remove-all") == 0)
+			all = 1;
+		else
+			return usage();
+	}
+	rix_repo *r;
+	if (open_repo(&r))
+		return 1;
+	size_t removed;
+	int rc = rix_repo_unlock(r, all, &removed);
+	rix_repo_close(r);
+	if (rc != 0)
+		return fail(rc);
+	if (g.json)
+		printf("{\"removed\":%zu}\n", removed);
+	else if (!g.quiet)
+		printf("removed %zu %slocks\n", removed, all ? "" : "stale ");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int i = 1;
@@ -698,6 +782,10 @@ int main(int argc, char **argv)
 		return cmd_stats(n, rest);
 	if (strcmp(cmd, "key") == 0)
 		return cmd_key(n, rest);
+	if (strcmp(cmd, "check") == 0)
+		return cmd_check(n, rest);
+	if (strcmp(cmd, "unlock") == 0)
+		return cmd_unlock(n, rest);
 	die("unknown command %s", cmd);
 	return usage();
 }

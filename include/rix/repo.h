@@ -131,6 +131,36 @@ int rix_repo_key_add(rix_repo *r, const char *password, size_t password_len, cha
 int rix_repo_key_remove(rix_repo *r, const char *name);
 int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *arg);
 
+/* ---- check ------------------------------------------------------------------------------------ */
+
+typedef struct rix_check_report {
+	size_t index_files, damaged_index_files;
+	size_t packs;             /* packs the index names */
+	size_t missing_packs;     /* named by the index, not in the backend (error) */
+	size_t orphaned_packs;    /* in the backend, named by no index (not an error, as restic) */
+	size_t header_mismatches; /* a pack's header disagrees with the index (error) */
+	size_t damaged_packs;     /* unreadable header, wrong size or (read_data) wrong SHA-256 (error) */
+	size_t damaged_blobs;     /* read_data: blobs that fail MAC, zstd or SHA-256 (error) */
+	size_t blobs;             /* index entries */
+	size_t duplicate_blobs;   /* entries beyond the first of a blob (not an error) */
+	uint64_t bytes_read;      /* read_data: pack bytes read */
+	size_t errors;            /* the sum of the error counts */
+} rix_check_report;
+
+/* Receives each finding as one line (errors with is_error set). */
+typedef void (*rix_check_msg_fn)(void *arg, int is_error, const char *msg);
+
+/*
+ * Checks the repository: every index file loads; every pack the index names exists, and its
+ * header (read from its tail) lists exactly the blobs the index says, at the same offsets and
+ * lengths; packs no index names are reported. With read_data every pack is read whole: its
+ * SHA-256 must be its name and every blob must verify. Packs are checked by opt->workers
+ * threads. Loads the index itself (call it on a repository whose index is not loaded).
+ * @return 0 when no error was found; RIX_ECORRUPT when some were (rep says which);
+ * backend errors that stop the check; RIX_ENOMEM.
+ */
+int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, void *arg, rix_check_report *rep);
+
 /* ---- locks ------------------------------------------------------------------------------------ */
 
 /*

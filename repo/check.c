@@ -1,0 +1,361 @@
+/*
+ * repo/check.c — rix_repo_check: the index against the packs, and optionally every byte.
+ *
+ *   load index (damaged files counted) ──> entries sorted by (pack, offset)
+ *   list packs in the backend ──> missing (error) / orphaned (reported)
+ *   workers, one pack at a time:
+ *     header from the tail (two reads) == the index's entries for that pack
+ *     read_data: the whole pack: SHA-256 == name, every header blob decodes and verifies
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/repo.h"
+
+struct entries {
+	rix_packed_blob *v;
+	size_t n, cap;
+};
+
+static int add_entry(const rix_packed_blob *pb, void *arg)
+{
+	struct entries *e = arg;
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 1024;
+		rix_packed_blob *v = rix_realloc(e->v, cap * sizeof(*v));
+		if (v == NULL)
+			return rix_error_set(RIX_ENOMEM, "check: out of memory for the index entries");
+		e->v = v;
+		e->cap = cap;
+	}
+	e->v[e->n++] = *pb;
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const rix_packed_blob *x = a, *y = b;
+	int c = memcmp(x->pack_id.b, y->pack_id.b, RIX_ID_SIZE);
+	if (c != 0)
+		return c;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static int cmp_blob_id(const void *a, const void *b)
+{
+	const rix_packed_blob *x = a, *y = b;
+	int c = memcmp(x->id.b, y->id.b, RIX_ID_SIZE);
+	return c != 0 ? c : (int)x->type - (int)y->type;
+}
+
+struct seen_pack {
+	rix_id id;
+	uint64_t size;
+	int used;
+};
+
+struct packs_seen {
+	struct seen_pack *v;
+	size_t n, cap;
+};
+
+static int add_pack(void *arg, const char *name, uint64_t size)
+{
+	struct packs_seen *p = arg;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		struct seen_pack *v = rix_realloc(p->v, cap * sizeof(*v));
+		if (v == NULL)
+			return rix_error_set(RIX_ENOMEM, "check: out of memory listing packs");
+		p->v = v;
+		p->cap = cap;
+	}
+	if (rix_id_from_hex(&p->v[p->n].id, name, 64) == 0) {
+		p->v[p->n].size = size;
+		p->v[p->n++].used = 0;
+	}
+	return 0;
+}
+
+static int cmp_seen(const void *a, const void *b)
+{
+	return memcmp(((const struct seen_pack *)a)->id.b, ((const struct seen_pack *)b)->id.b, RIX_ID_SIZE);
+}
+
+struct checker {
+	rix_repo *r;
+	int read_data;
+	rix_check_msg_fn msg;
+	void *arg;
+	rix_check_report *rep;
+	const rix_packed_blob *e; /* sorted by pack */
+	size_t *start;            /* pack k: e[start[k], start[k+1]) */
+	uint64_t *size;           /* pack k's size in the backend, UINT64_MAX if missing */
+	size_t npacks;
+	size_t next;
+	int fatal;
+	pthread_mutex_t mu;
+};
+
+static void report(struct checker *c, int is_error, size_t *counter, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void report(struct checker *c, int is_error, size_t *counter, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&c->mu);
+	if (counter != NULL)
+		++*counter;
+	if (is_error)
+		c->rep->errors++;
+	if (c->msg != NULL)
+		c->msg(c->arg, is_error, line);
+	pthread_mutex_unlock(&c->mu);
+}
+
+struct reader {
+	rix_backend *b;
+	const char *name;
+};
+
+static int backend_read(void *arg, uint64_t off, void *buf, size_t len)
+{
+	struct reader *rd = arg;
+	return rix_backend_read(rd->b, RIX_FILE_PACK, rd->name, off, buf, len);
+}
+
+/* Checks pack k. Returns only errors that stop the whole check (memory). */
+static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
+{
+	const rix_packed_blob *e = c->e + c->start[k];
+	size_t n = c->start[k + 1] - c->start[k];
+	char name[65];
+	rix_id_to_hex(&e->pack_id, name);
+	if (c->size[k] == UINT64_MAX) {
+		report(c, 1, &c->rep->missing_packs, "pack %s: missing (the index names %zu blobs in it)", name, n);
+		return 0;
+	}
+	rix_backend *b = rix_repo_backend(c->r);
+	const rix_key *key = rix_repo_key(c->r);
+	int version = rix_repo_config(c->r)->version;
+	uint8_t *pack = NULL;
+	rix_blob *hdr = NULL;
+	size_t cnt = 0;
+	int rc;
+	if (c->read_data) {
+		size_t got_n = 0;
+		rc = rix_backend_read_all(b, RIX_FILE_PACK, name, (size_t)1 << 32, &pack, &got_n);
+		if (rc == 0 && got_n != c->size[k])
+			rc = rix_error_set(RIX_ECORRUPT, "its size changed during the check");
+		if (rc == 0) {
+			pthread_mutex_lock(&c->mu);
+			c->rep->bytes_read += c->size[k];
+			pthread_mutex_unlock(&c->mu);
+			rix_id got;
+			rix_sha256(pack, (size_t)c->size[k], &got);
+			/* Reported, and the blobs are still checked: they say which are lost. */
+			if (memcmp(got.b, e->pack_id.b, RIX_ID_SIZE) != 0)
+				report(c, 1, &c->rep->damaged_packs, "pack %s: its SHA-256 is not its name (damaged)", name);
+			rc = rix_pack_read_header(key, pack, (size_t)c->size[k], version, &hdr, &cnt);
+		}
+	} else {
+		struct reader rd = { b, name };
+		rc = rix_pack_read_header_at(key, c->size[k], backend_read, &rd, version, &hdr, &cnt);
+	}
+	if (rc == RIX_ENOMEM) {
+		rix_free(pack);
+		return rc;
+	}
+	if (rc != 0) {
+		report(c, 1, &c->rep->damaged_packs, "pack %s: %s", name, rix_error_last());
+		rix_free(pack);
+		return 0;
+	}
+	/* The index's entries against the header's (both in offset order; duplicates within a pack
+	 * are entries at the same offset). */
+	size_t i = 0, j = 0, bad = 0;
+	while (i < n && j < cnt) {
+		const rix_packed_blob *x = &e[i];
+		const rix_blob *h = &hdr[j];
+		if (x->offset < h->offset) {
+			bad++, i++;
+		} else if (x->offset > h->offset) {
+			j++; /* in the header only: a blob the index does not name (not an error: restic repacks) */
+		} else {
+			if (x->type != h->type || x->length != h->length || x->uncompressed_length != h->uncompressed_length ||
+			    memcmp(x->id.b, h->id.b, RIX_ID_SIZE) != 0)
+				bad++;
+			i++;
+			if (i == n || e[i].offset != x->offset)
+				j++;
+		}
+	}
+	bad += n - i;
+	if (bad > 0)
+		report(c, 1, &c->rep->header_mismatches, "pack %s: %zu index entries do not match its header", name, bad);
+	if (c->read_data) {
+		uint8_t *out = NULL;
+		size_t cap = 0;
+		for (j = 0; j < cnt; j++) {
+			size_t need = rix_blob_plain_size(hdr[j].length, hdr[j].uncompressed_length);
+			if (need > cap) {
+				rix_free(out);
+				cap = need;
+				out = rix_malloc(cap ? cap : 1);
+				if (out == NULL) {
+					rix_free(hdr);
+					rix_free(pack);
+					return rix_error_set(RIX_ENOMEM, "check: out of memory for a %zu-byte blob", need);
+				}
+			}
+			size_t got;
+			rc = rix_blob_codec_decode(codec, pack + hdr[j].offset, hdr[j].length, &hdr[j], out, cap, &got);
+			if (rc == RIX_ENOMEM) {
+				rix_free(out);
+				rix_free(hdr);
+				rix_free(pack);
+				return rc;
+			}
+			if (rc != 0) {
+				char hex[65];
+				rix_id_to_hex(&hdr[j].id, hex);
+				report(c, 1, &c->rep->damaged_blobs, "pack %s: blob %s at %u: %s", name, hex, hdr[j].offset,
+				       rix_error_last());
+			}
+		}
+		rix_free(out);
+	}
+	rix_free(hdr);
+	rix_free(pack);
+	return 0;
+}
+
+static void *check_worker(void *arg)
+{
+	struct checker *c = arg;
+	rix_blob_codec *codec = NULL;
+	int rc = rix_blob_codec_new(&codec, rix_repo_key(c->r), rix_repo_config(c->r)->version, RIX_COMPRESSION_OFF);
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		if (rc != 0 && c->fatal == 0)
+			c->fatal = rc;
+		size_t k = c->fatal == 0 && c->next < c->npacks ? c->next++ : SIZE_MAX;
+		pthread_mutex_unlock(&c->mu);
+		if (k == SIZE_MAX)
+			break;
+		rc = check_pack(c, k, codec);
+	}
+	rix_blob_codec_free(codec);
+	return NULL;
+}
+
+static void index_error(void *arg, const char *name, int code, const char *msg)
+{
+	struct checker *c = arg;
+	(void)code;
+	report(c, 1, &c->rep->damaged_index_files, "index %s: %s", name, msg);
+}
+
+int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, void *arg, rix_check_report *rep_out)
+{
+	rix_check_report rep = { 0 };
+	struct checker c = { .r = r, .read_data = read_data, .msg = msg, .arg = arg, .rep = &rep };
+	pthread_mutex_init(&c.mu, NULL);
+	struct entries e = { 0 };
+	struct packs_seen seen = { 0 };
+	rix_repo_load_stats ls;
+	int rc = rix_repo_load_index(r, index_error, &c, &ls);
+	rep.index_files = ls.files;
+	rix_master_index *mi = rix_repo_master_index(r);
+	if (rc == 0)
+		rc = rix_master_index_foreach(mi, add_entry, &e);
+	if (rc == 0)
+		rc = rix_backend_list(rix_repo_backend(r), RIX_FILE_PACK, add_pack, &seen);
+	if (rc != 0)
+		goto out;
+	rep.blobs = e.n;
+	/* Duplicates: the same (type, ID) more than once. */
+	if (e.n > 1) {
+		qsort(e.v, e.n, sizeof(*e.v), cmp_blob_id);
+		for (size_t i = 1; i < e.n; i++)
+			rep.duplicate_blobs += cmp_blob_id(&e.v[i - 1], &e.v[i]) == 0;
+		if (rep.duplicate_blobs > 0 && msg != NULL) {
+			char line[128];
+			snprintf(line, sizeof(line), "%zu blobs are stored more than once (not an error)", rep.duplicate_blobs);
+			msg(arg, 0, line);
+		}
+	}
+	qsort(e.v, e.n, sizeof(*e.v), cmp_entry);
+	if (seen.n > 1)
+		qsort(seen.v, seen.n, sizeof(*seen.v), cmp_seen);
+	/* The index's packs, each with its size in the backend (UINT64_MAX: missing). */
+	size_t np = 0;
+	for (size_t i = 0; i < e.n; i++)
+		np += i == 0 || memcmp(e.v[i].pack_id.b, e.v[i - 1].pack_id.b, RIX_ID_SIZE) != 0;
+	c.start = rix_malloc((np + 1) * sizeof(size_t));
+	c.size = rix_malloc((np + 1) * sizeof(uint64_t));
+	if (c.start == NULL || c.size == NULL) {
+		rc = rix_error_set(RIX_ENOMEM, "check: out of memory");
+		goto out;
+	}
+	np = 0;
+	for (size_t i = 0; i < e.n; i++) {
+		if (i > 0 && memcmp(e.v[i].pack_id.b, e.v[i - 1].pack_id.b, RIX_ID_SIZE) == 0)
+			continue;
+		struct seen_pack key = { .id = e.v[i].pack_id };
+		struct seen_pack *sp = seen.n ? bsearch(&key, seen.v, seen.n, sizeof(key), cmp_seen) : NULL;
+		c.start[np] = i;
+		c.size[np] = sp != NULL ? sp->size : UINT64_MAX;
+		if (sp != NULL)
+			sp->used = 1;
+		np++;
+	}
+	c.start[np] = e.n;
+	c.e = e.v;
+	c.npacks = np;
+	rep.packs = np;
+	for (size_t k = 0; k < seen.n; k++) {
+		if (seen.v[k].used)
+			continue;
+		char hex[65];
+		rix_id_to_hex(&seen.v[k].id, hex);
+		report(&c, 0, &rep.orphaned_packs, "pack %s: not referenced in any index (not an error)", hex);
+	}
+	/* The packs, by a pool of workers (the calling thread is one). */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t workers = cpus > 0 ? (size_t)cpus : 1;
+	if (workers > np)
+		workers = np;
+	if (workers > 64)
+		workers = 64;
+	pthread_t th[64];
+	size_t started = 0;
+	for (size_t i = 1; i < workers; i++)
+		if (pthread_create(&th[started], NULL, check_worker, &c) == 0)
+			started++;
+	if (np > 0)
+		check_worker(&c);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	rc = c.fatal;
+	if (rc == 0 && rep.errors > 0)
+		rc = rix_error_set(RIX_ECORRUPT, "check: %zu errors found", rep.errors);
+out:
+	rix_free(e.v);
+	rix_free(seen.v);
+	rix_free(c.start);
+	rix_free(c.size);
+	pthread_mutex_destroy(&c.mu);
+	if (rep_out != NULL)
+		*rep_out = rep;
+	return rc;
+}
