@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -567,6 +568,256 @@ static void test_restic_both_ways(void **state)
 	drop_dir(dir);
 }
 
+/* ---- check ------------------------------------------------------------------------------- */
+
+struct lines {
+	int errors, infos;
+	char last_error[512];
+};
+
+static void on_check_msg(void *arg, int is_error, const char *msg)
+{
+	struct lines *l = arg;
+	if (is_error) {
+		l->errors++;
+		snprintf(l->last_error, sizeof(l->last_error), "%s", msg);
+	} else {
+		l->infos++;
+	}
+}
+
+static rix_check_report run_check(const char *dir, int read_data, int want_rc, struct lines *l)
+{
+	rix_repo *r = open_repo(dir, NULL);
+	rix_check_report rep;
+	memset(l, 0, sizeof(*l));
+	int rc = rix_repo_check(r, read_data, on_check_msg, l, &rep);
+	if (rc != want_rc)
+		fail_msg("check: %d (%s), want %d", rc, rix_error_last(), want_rc);
+	rix_repo_close(r);
+	assert_int_equal((size_t)l->errors, rep.errors);
+	return rep;
+}
+
+/* The name of the index file not in names_before (the one a flush just wrote). */
+struct newest {
+	char before[8][65];
+	size_t nbefore;
+	char found[65];
+};
+
+static int collect_index(void *arg, const char *name, uint64_t size)
+{
+	(void)size;
+	struct newest *nw = arg;
+	for (size_t i = 0; i < nw->nbefore; i++)
+		if (strcmp(nw->before[i], name) == 0)
+			return 0;
+	memcpy(nw->found, name, 65);
+	return 0;
+}
+
+static int remember_index(void *arg, const char *name, uint64_t size)
+{
+	(void)size;
+	struct newest *nw = arg;
+	if (nw->nbefore < 8)
+		memcpy(nw->before[nw->nbefore++], name, 65);
+	return 0;
+}
+
+static void test_check(void **state)
+{
+	(void)state;
+	char *dir = new_dir();
+	rix_repo *r = init_repo(dir, 2);
+	static struct blobs s;
+	make_blobs(&s, 80, 9);
+	for (size_t i = 0; i < s.n; i++)
+		MUST(rix_repo_save_blob(r, s.type[i], s.data[i], s.len[i], NULL, NULL));
+	MUST(rix_repo_flush(r));
+	size_t packs = count_files(r, RIX_FILE_PACK);
+	rix_repo_close(r);
+	struct lines l;
+	for (int rd = 0; rd <= 1; rd++) {
+		rix_check_report rep = run_check(dir, rd, 0, &l);
+		assert_int_equal(rep.errors, 0);
+		assert_int_equal(rep.packs, packs);
+		assert_int_equal(rep.blobs, s.n);
+		assert_int_equal(rep.index_files, 1);
+		assert_int_equal(rep.duplicate_blobs, 0);
+		assert_true(rd == 0 || rep.bytes_read > 0);
+	}
+
+	/* A pack no index names (its index file removed): reported, not an error. */
+	r = open_repo(dir, NULL);
+	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	struct newest nw = { .nbefore = 0 };
+	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_INDEX, remember_index, &nw));
+	uint8_t extra[5000];
+	uint64_t seed = 10;
+	rix_test_fill_random(extra, sizeof(extra), &seed);
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, extra, sizeof(extra), NULL, NULL));
+	MUST(rix_repo_flush(r));
+	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_INDEX, collect_index, &nw));
+	assert_int_equal(strlen(nw.found), 64);
+	MUST(rix_backend_remove(rix_repo_backend(r), RIX_FILE_INDEX, nw.found));
+	rix_repo_close(r);
+	rix_check_report rep = run_check(dir, 0, 0, &l);
+	assert_int_equal(rep.orphaned_packs, 1);
+	assert_int_equal(rep.errors, 0);
+	assert_int_equal(l.infos, 1);
+
+	/* A pack the index names, damaged in three ways. */
+	r = open_repo(dir, NULL);
+	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	rix_id *ids;
+	size_t nids;
+	MUST(rix_master_index_packs(rix_repo_master_index(r), &ids, &nids));
+	assert_int_equal(nids, packs);
+	char pack[65];
+	rix_id_to_hex(&ids[0], pack);
+	rix_free(ids);
+	rix_repo_close(r);
+	char path[800];
+	snprintf(path, sizeof(path), "%s/data/%.2s/%s", dir, pack, pack);
+	/* A flipped byte in the first blob: the header still reads, read-data finds it. */
+	flip_byte(path, 10);
+	rep = run_check(dir, 0, 0, &l);
+	rep = run_check(dir, 1, RIX_ECORRUPT, &l);
+	assert_int_equal(rep.damaged_packs, 1);
+	assert_int_equal(rep.damaged_blobs, 1);
+	assert_int_equal(rep.errors, 2);
+	assert_non_null(strstr(l.last_error, pack));
+	/* Cut short: the header cannot be read. */
+	assert_int_equal(truncate(path, 50), 0);
+	rep = run_check(dir, 0, RIX_ECORRUPT, &l);
+	assert_int_equal(rep.damaged_packs, 1);
+	/* Gone. */
+	assert_int_equal(unlink(path), 0);
+	rep = run_check(dir, 0, RIX_ECORRUPT, &l);
+	assert_int_equal(rep.missing_packs, 1);
+	assert_int_equal(rep.errors, 1);
+	assert_non_null(strstr(l.last_error, "missing"));
+	free_blobs(&s);
+	drop_dir(dir);
+}
+
+/* ---- locks ------------------------------------------------------------------------------- */
+
+/* A lock file as restic writes it, with a time of our choosing. */
+static void put_lock(rix_repo *r, const char *time, int exclusive, long pid, const char *host)
+{
+	char json[512];
+	snprintf(json, sizeof(json),
+		 "{\"time\":\"%s\",\"exclusive\":%s,\"hostname\":\"%s\",\"username\":\"other\",\"pid\":%ld,"
+		 "\"uid\":1000,\"gid\":1000}",
+		 time, exclusive ? "true" : "false", host, pid);
+	uint8_t *file;
+	size_t n;
+	MUST(rix_unpacked_encode(rix_repo_key(r), json, strlen(json), rix_repo_config(r)->version, &file, &n));
+	rix_id id;
+	char name[65];
+	rix_sha256(file, n, &id);
+	rix_id_to_hex(&id, name);
+	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_LOCK, name, file, n));
+	rix_free(file);
+}
+
+static void now_rfc3339(char *buf, size_t cap, long delta)
+{
+	time_t t = time(NULL) + delta;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, cap, "%Y-%m-%dT%H:%M:%S.123456789Z", &tm);
+}
+
+static void test_locks(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char *dir = new_dir();
+	rix_repo *r = init_repo(dir, 2), *r2 = open_repo(dir, NULL);
+	rix_lock *a, *b, *x;
+	/* Shared locks coexist; an exclusive one excludes them, and they exclude it. */
+	MUST(rix_repo_lock(r, 0, &a));
+	MUST(rix_repo_lock(r2, 0, &b));
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 2);
+	assert_int_equal(rix_repo_lock(r2, 1, &x), RIX_ELOCKED);
+	assert_null(x);
+	assert_non_null(strstr(rix_error_last(), "already locked"));
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 2); /* the failed one left nothing */
+	MUST(rix_lock_release(b));
+	MUST(rix_lock_release(a));
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 0);
+	MUST(rix_repo_lock(r, 1, &x));
+	assert_int_equal(rix_repo_lock(r2, 0, &a), RIX_ELOCKED);
+	assert_non_null(strstr(rix_error_last(), "exclusively"));
+	/* restic sees rix's exclusive lock and reads its file. */
+	char *out = NULL;
+	assert_true(rix_test_restic(dir, PW, "check", &out) != 0);
+	assert_non_null(strstr(out, "locked"));
+	free(out);
+	out = NULL;
+	assert_int_equal(rix_test_restic(dir, PW, "list locks --no-lock", &out), 0);
+	char id[65] = "";
+	assert_int_equal(sscanf(out, "%64s", id), 1);
+	free(out);
+	char args[100];
+	snprintf(args, sizeof(args), "cat lock %s --no-lock", id);
+	out = NULL;
+	assert_int_equal(rix_test_restic(dir, PW, args, &out), 0);
+	assert_non_null(strstr(out, "\"exclusive\": true"));
+	free(out);
+	/* Refresh: a new file, the old one gone. */
+	MUST(rix_lock_refresh(x));
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1);
+	out = NULL;
+	assert_int_equal(rix_test_restic(dir, PW, "list locks --no-lock", &out), 0);
+	assert_null(strstr(out, id));
+	free(out);
+	MUST(rix_lock_release(x));
+	out = NULL;
+	if (rix_test_restic(dir, PW, "check", &out) != 0)
+		fail_msg("restic check after release: %s", out);
+	free(out);
+	/* Stale: older than 30 minutes, or this host and a PID that is gone; neither blocks. */
+	char when[64];
+	now_rfc3339(when, sizeof(when), -31 * 60);
+	put_lock(r, when, 1, 1, "elsewhere");
+	char host[256];
+	gethostname(host, sizeof(host));
+	now_rfc3339(when, sizeof(when), -10);
+	put_lock(r, when, 1, 999999999, host);
+	MUST(rix_repo_lock(r, 1, &x));
+	MUST(rix_lock_release(x));
+	/* A live lock of another host blocks, with its holder in the message. */
+	put_lock(r, when, 0, 4242, "otherhost");
+	assert_int_equal(rix_repo_lock(r, 1, &x), RIX_ELOCKED);
+	assert_non_null(strstr(rix_error_last(), "PID 4242 on otherhost by other"));
+	MUST(rix_repo_lock(r, 0, &a)); /* shared with shared */
+	MUST(rix_lock_release(a));
+	/* unlock removes the two stale ones; --remove-all the live one too. */
+	size_t removed;
+	MUST(rix_repo_unlock(r, 0, &removed));
+	assert_int_equal(removed, 2);
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1);
+	MUST(rix_repo_unlock(r, 1, &removed));
+	assert_int_equal(removed, 1);
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 0);
+	/* A lock file rix cannot read blocks (as with restic) until removed. */
+	char junk[65];
+	memset(junk, 'a', 64);
+	junk[64] = '\0';
+	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_LOCK, junk, "junk", 4));
+	assert_int_equal(rix_repo_lock(r, 0, &a), RIX_ELOCKED);
+	assert_non_null(strstr(rix_error_last(), "cannot be read"));
+	MUST(rix_repo_unlock(r, 1, &removed));
+	rix_repo_close(r2);
+	rix_repo_close(r);
+	drop_dir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -577,6 +828,8 @@ int main(void)
 		cmocka_unit_test(test_damage),
 		cmocka_unit_test(test_disk_full),
 		cmocka_unit_test(test_restic_both_ways),
+		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_locks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
