@@ -347,8 +347,10 @@ static int run_bench(const bench_def *d)
 		return 1;
 	}
 	int failed = 0;
+	/* Metrics set by setup (properties of the inputs) are printed with every line. */
+	int setup_metrics = b.nmetrics;
 	for (int c = 0; c < opt.count && !failed; c++) {
-		b.nmetrics = 0;
+		b.nmetrics = setup_metrics;
 		launch(&b);
 		if (b.failed) {
 			printf("--- FAIL: Benchmark%s\n    %s\n", d->name, b.fail_msg);
