@@ -79,10 +79,28 @@
 struct dec {
 	const char *base; /* start of the text: error offsets count from here */
 	const char *end;
-	rix_index *idx;
+	rix_index *idx;              /* the index built, or NULL when a sink receives the content */
+	const rix_index_sink *sink;
 	size_t nblobs[RIX_BLOB_TYPES];
 	bool reserved;
 };
+
+static inline int sink_pack(struct dec *d, const rix_id *id, uint32_t *num)
+{
+	return d->idx != NULL ? rix__index_pack_number(d->idx, id, num) : d->sink->pack(d->sink->arg, id, num);
+}
+
+static inline int sink_blob(struct dec *d, rix_blob_type t, const rix_id *id, const rix_loc *loc)
+{
+	return d->idx != NULL ? rix__index_add_blob(d->idx, t, id, loc) : d->sink->blob(d->sink->arg, t, id, loc);
+}
+
+static inline int sink_supersedes(struct dec *d, const rix_id *id)
+{
+	if (d->idx != NULL)
+		return rix_index_add_supersedes(d->idx, id);
+	return d->sink->supersedes != NULL ? d->sink->supersedes(d->sink->arg, id) : 0;
+}
 
 static int corrupt(const struct dec *d, const char *p, const char *what)
 {
@@ -765,7 +783,7 @@ static int parse_blob(struct dec *d, const char **pp, uint32_t pack, int depth)
 	if (!(seen & (1u << K_TYPE)))
 		return corrupt(d, obj, "blob without \"type\"");
 add:
-	rc = rix__index_add_blob(d->idx, type, &id, &loc);
+	rc = sink_blob(d, type, &id, &loc);
 	if (rc != 0)
 		return rc;
 	d->nblobs[type]++;
@@ -818,7 +836,7 @@ static int parse_pack(struct dec *d, const char **pp, int depth)
 		case K_ID:
 			rc = parse_id(d, &p, &id);
 			if (rc == 0)
-				rc = rix__index_pack_number(d->idx, &id, &num);
+				rc = sink_pack(d, &id, &num);
 			break;
 		case K_BLOBS:
 			if (seen & (1u << K_ID)) {
@@ -848,7 +866,7 @@ static int parse_pack(struct dec *d, const char **pp, int depth)
 		if (rc != 0)
 			return rc;
 	}
-	if (!d->reserved && (size_t)(p - d->base) >= RIX_JSON_RESERVE_SAMPLE) {
+	if (!d->reserved && d->idx != NULL && (size_t)(p - d->base) >= RIX_JSON_RESERVE_SAMPLE) {
 		rc = maybe_reserve(d, p);
 		if (rc != 0)
 			return rc;
@@ -892,7 +910,7 @@ static int parse_supersedes(struct dec *d, const char **pp)
 		rc = parse_id(d, pp, &id);
 		if (rc != 0)
 			return rc;
-		rc = rix_index_add_supersedes(d->idx, &id);
+		rc = sink_supersedes(d, &id);
 		if (rc != 0)
 			return rc;
 		rc = next_member(d, pp, ']');
@@ -929,38 +947,44 @@ static int parse_top(struct dec *d, const char **pp)
 	}
 }
 
+/* The whole text through d; *legacy = the array form. */
+static int decode_text(struct dec *d, bool *legacy)
+{
+	const char *p = skip_ws(d->base, d->end);
+	int rc;
+	*legacy = false;
+	if (p >= d->end) {
+		rc = corrupt(d, p, "empty text");
+	} else if (*p == '{') {
+		rc = parse_top(d, &p);
+	} else if (*p == '[') {
+		*legacy = true;
+		rc = parse_packs(d, &p, 1, false);
+	} else {
+		rc = corrupt(d, p, "expected an object or an array");
+	}
+	if (rc == 0) {
+		p = skip_ws(p, d->end);
+		if (p != d->end)
+			rc = corrupt(d, p, "data after the top value");
+	}
+	return rc;
+}
+
 int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy)
 {
 	rix_index *idx = NULL;
 	struct dec d = { .base = json, .end = json + len };
 	bool is_legacy = false;
-	const char *p;
-	int rc;
 
 	*out = NULL;
 	if (legacy != NULL)
 		*legacy = false;
-	rc = rix_index_new(&idx, 0);
+	int rc = rix_index_new(&idx, 0);
 	if (rc != 0)
 		return rc;
 	d.idx = idx;
-
-	p = skip_ws(json, d.end);
-	if (p >= d.end) {
-		rc = corrupt(&d, p, "empty text");
-	} else if (*p == '{') {
-		rc = parse_top(&d, &p);
-	} else if (*p == '[') {
-		is_legacy = true;
-		rc = parse_packs(&d, &p, 1, false);
-	} else {
-		rc = corrupt(&d, p, "expected an object or an array");
-	}
-	if (rc == 0) {
-		p = skip_ws(p, d.end);
-		if (p != d.end)
-			rc = corrupt(&d, p, "data after the top value");
-	}
+	rc = decode_text(&d, &is_legacy);
 	if (rc != 0) {
 		rix_index_free(idx);
 		return rc;
@@ -970,6 +994,16 @@ int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy
 		*legacy = is_legacy;
 	*out = idx;
 	return 0;
+}
+
+int rix_index_decode_to(const char *json, size_t len, const rix_index_sink *sink, bool *legacy)
+{
+	struct dec d = { .base = json, .end = json + len, .sink = sink };
+	bool is_legacy = false;
+	int rc = decode_text(&d, &is_legacy);
+	if (legacy != NULL)
+		*legacy = rc == 0 && is_legacy;
+	return rc;
 }
 
 /* ==== Encoder ============================================================================== */

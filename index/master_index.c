@@ -52,6 +52,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rix/alloc.h"
 #include "rix/error.h"
@@ -106,6 +107,15 @@ struct rix_master_index {
 	size_t nindex_ids;
 	struct pending_slot *pending;
 	uint32_t pending_cap, npending; /* cap: power of two or 0 */
+	struct bulk {                   /* committed batches, waiting for bulk_finish (bmu) */
+		pthread_mutex_t bmu;
+		struct fentry *e[RIX_BLOB_TYPES];
+		size_t n[RIX_BLOB_TYPES], cap[RIX_BLOB_TYPES];
+		rix_id *packs;
+		size_t npacks, packs_cap;
+		rix_id *ids;
+		size_t nids, ids_cap;
+	} bulk;
 };
 
 /* ---- Frozen tables ------------------------------------------------------------------------ */
@@ -247,6 +257,8 @@ static int frozen_build(struct frozen **out, const struct merge_src *srcs, size_
 	return 0;
 }
 
+static void bulk_clear(struct bulk *k);
+
 /* ---- Create / free ------------------------------------------------------------------------ */
 
 static void mstate_free(struct mstate *st)
@@ -282,6 +294,7 @@ int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed)
 	}
 	pthread_mutex_init(&mi->wmu, NULL);
 	pthread_mutex_init(&mi->pmu, NULL);
+	pthread_mutex_init(&mi->bulk.bmu, NULL);
 	mi->seed = seed;
 	atomic_init(&mi->state, st);
 	atomic_init(&mi->nsep, 0);
@@ -308,6 +321,8 @@ void rix_master_index_free(rix_master_index *mi)
 	pthread_rwlock_destroy(&mi->lock);
 	pthread_mutex_destroy(&mi->wmu);
 	pthread_mutex_destroy(&mi->pmu);
+	pthread_mutex_destroy(&mi->bulk.bmu);
+	bulk_clear(&mi->bulk);
 	rix_free(mi);
 }
 
@@ -653,6 +668,16 @@ size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const
 	return nfound;
 }
 
+size_t rix_master_index_pack_count(rix_master_index *mi)
+{
+	pthread_rwlock_rdlock(&mi->lock);
+	size_t n = state_of(mi)->npacks;
+	for (size_t i = 0; i < mi->nseparate; i++)
+		n += rix_index_pack_count(mi->separate[i]);
+	pthread_rwlock_unlock(&mi->lock);
+	return n;
+}
+
 size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t)
 {
 	if ((unsigned)t >= RIX_BLOB_TYPES)
@@ -864,4 +889,367 @@ void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_type t, cons
 		mi->npending--;
 	}
 	pthread_mutex_unlock(&mi->pmu);
+}
+
+/* ---- Bulk loading ------------------------------------------------------------------------- */
+/*
+ * Batches: a loader thread decodes one index file into its batch (local pack numbers), then
+ * commits it: the batch's packs and entries are appended to mi->bulk under bmu, pack numbers
+ * shifted. bulk_finish turns the appended entries into the frozen table *in place* when nothing
+ * of that type was merged before (a counting sort by bucket done as a cycle-following
+ * permutation: no second copy of the entries), else merges them with the existing table.
+ * Peak memory for N entries loaded: 48 N + 2 N (bucket words) + 4 N / FROZEN_LOAD (cursors),
+ * plus the batches in flight; the per-file indexes of rix_master_index_add cost 52 N more.
+ */
+
+struct rix_master_batch {
+	rix_master_index *mi;
+	rix_index_sink sink;
+	rix_id *packs;
+	size_t npacks, packs_cap;
+	struct fentry *e[RIX_BLOB_TYPES];
+	size_t n[RIX_BLOB_TYPES], cap[RIX_BLOB_TYPES];
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 1024;
+	while (c < need)
+		c *= 2;
+	void *q = rix_realloc(*p, c * elem);
+	if (q == NULL)
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu bulk entries", c);
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+static int batch_pack(void *arg, const rix_id *pack_id, uint32_t *num)
+{
+	rix_master_batch *b = arg;
+	int rc = grow((void **)&b->packs, &b->packs_cap, b->npacks + 1, sizeof(rix_id));
+	if (rc != 0)
+		return rc;
+	b->packs[b->npacks] = *pack_id;
+	*num = (uint32_t)b->npacks++;
+	return 0;
+}
+
+static int batch_blob(void *arg, rix_blob_type t, const rix_id *id, const rix_loc *loc)
+{
+	rix_master_batch *b = arg;
+	int rc = grow((void **)&b->e[t], &b->cap[t], b->n[t] + 1, sizeof(struct fentry));
+	if (rc != 0)
+		return rc;
+	b->e[t][b->n[t]].id = *id;
+	b->e[t][b->n[t]++].loc = *loc;
+	return 0;
+}
+
+int rix_master_index_batch_new(rix_master_index *mi, rix_master_batch **out)
+{
+	*out = rix_calloc(1, sizeof(**out));
+	if (*out == NULL)
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
+	(*out)->mi = mi;
+	(*out)->sink = (rix_index_sink){ batch_pack, batch_blob, NULL, *out };
+	return 0;
+}
+
+const rix_index_sink *rix_master_batch_sink(rix_master_batch *b)
+{
+	return &b->sink;
+}
+
+void rix_master_batch_discard(rix_master_batch *b)
+{
+	b->npacks = 0;
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		b->n[t] = 0;
+}
+
+void rix_master_batch_free(rix_master_batch *b)
+{
+	if (b == NULL)
+		return;
+	rix_free(b->packs);
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		rix_free(b->e[t]);
+	rix_free(b);
+}
+
+int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id)
+{
+	struct bulk *k = &b->mi->bulk;
+	pthread_mutex_lock(&k->bmu);
+	int rc = grow((void **)&k->packs, &k->packs_cap, k->npacks + b->npacks, sizeof(rix_id));
+	for (int t = 0; rc == 0 && t < RIX_BLOB_TYPES; t++)
+		rc = grow((void **)&k->e[t], &k->cap[t], k->n[t] + b->n[t], sizeof(struct fentry));
+	if (rc == 0 && index_id != NULL)
+		rc = grow((void **)&k->ids, &k->ids_cap, k->nids + 1, sizeof(rix_id));
+	if (rc == 0 && k->npacks + b->npacks > 0xFFFFFFFEu)
+		rc = rix_error_set(RIX_ELIMIT, "master index: too many packs");
+	if (rc == 0) {
+		uint32_t base = (uint32_t)k->npacks;
+		if (b->npacks)
+			memcpy(k->packs + k->npacks, b->packs, b->npacks * sizeof(rix_id));
+		k->npacks += b->npacks;
+		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+			struct fentry *dst = k->e[t] + k->n[t];
+			for (size_t i = 0; i < b->n[t]; i++) {
+				dst[i] = b->e[t][i];
+				dst[i].loc.pack += base;
+			}
+			k->n[t] += b->n[t];
+		}
+		if (index_id != NULL)
+			k->ids[k->nids++] = *index_id;
+	}
+	pthread_mutex_unlock(&k->bmu);
+	rix_master_batch_discard(b);
+	return rc;
+}
+
+/* Super-buckets of the in-place sort (see frozen_in_place): 16, then 16 x 16. */
+#define SUPER_BITS 8
+#define NSUPER (1u << SUPER_BITS)
+
+static inline uint32_t super_of(uint32_t bucket, uint32_t nb)
+{
+	return (uint32_t)(((uint64_t)bucket << SUPER_BITS) / nb);
+}
+
+/*
+ * Permutes e[lo, hi) so that every entry lands in its key's range: key k owns
+ * [next[k - k0] .. its end), ends given by end(k). Each entry moves once (cycle leader).
+ */
+#define PERMUTE(e, lo, hi, k0, nk, next, END, KEY)                                               \
+	do {                                                                                     \
+		for (uint32_t k_ = 0; k_ < (nk); k_++) {                                         \
+			uint32_t end_ = END(k_);                                                 \
+			while ((next)[k_] < end_) {                                              \
+				struct fentry cur_ = (e)[(next)[k_]];                            \
+				uint32_t d_ = KEY(cur_) - (k0);                                  \
+				while (d_ != k_) {                                               \
+					struct fentry o_ = (e)[(next)[d_]];                      \
+					(e)[(next)[d_]++] = cur_;                                \
+					cur_ = o_;                                               \
+					d_ = KEY(cur_) - (k0);                                   \
+				}                                                                \
+				(e)[(next)[k_]++] = cur_;                                        \
+			}                                                                        \
+		}                                                                                \
+		(void)(lo);                                                                      \
+		(void)(hi);                                                                      \
+	} while (0)
+
+struct sort_job {
+	struct fentry *entries;
+	struct frozen *f;
+	uint32_t *next, *sstart, *snext;
+	uint32_t nb;
+	uint64_t seed;
+	atomic_uint group; /* the next group to take */
+};
+
+/* Levels 2 and 3 for the groups this thread takes. */
+static void *sort_groups(void *arg)
+{
+	struct sort_job *j = arg;
+	struct fentry *entries = j->entries;
+	uint32_t nb = j->nb, *sstart = j->sstart;
+	uint64_t seed = j->seed;
+	for (;;) {
+		uint32_t g = atomic_fetch_add(&j->group, 1);
+		if (g >= 16)
+			return NULL;
+		uint32_t *sn = j->snext + 16 * g;
+#define SUPER_END(k) (sstart[16 * g + (k) + 1])
+#define SUPER_KEY(x) super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), nb)
+		PERMUTE(entries, sstart[16 * g], sstart[16 * g + 16], 16 * g, 16, sn, SUPER_END, SUPER_KEY);
+		/* Each super-bucket's buckets are one contiguous range [b0, b1). */
+		for (uint32_t k = 16 * g; k < 16 * g + 16; k++) {
+			uint32_t b0 = (uint32_t)(((uint64_t)k * nb + NSUPER - 1) >> SUPER_BITS);
+			uint32_t b1 = (uint32_t)(((uint64_t)(k + 1) * nb + NSUPER - 1) >> SUPER_BITS);
+			if (b1 > nb)
+				b1 = nb;
+			uint32_t *nx = j->next + b0;
+#define BUCKET_END(i) ((uint32_t)j->f->buckets[b0 + (i) + 1])
+#define BUCKET_KEY(x) rix__hash_bucket(rix__hash_id(&(x).id, seed), nb)
+			PERMUTE(entries, sstart[k], sstart[k + 1], b0, b1 > b0 ? b1 - b0 : 0, nx, BUCKET_END, BUCKET_KEY);
+		}
+#undef SUPER_END
+#undef SUPER_KEY
+#undef BUCKET_END
+#undef BUCKET_KEY
+	}
+}
+
+/*
+ * The frozen table over entries[0..count) themselves, permuted into bucket order: a counting
+ * sort done in place in three levels, so that the moves stay cache-friendly: 16 groups of
+ * super-buckets (16 write streams, which the prefetchers follow), then each group into its 16
+ * super-buckets (1/16 of the data), then each super-bucket (1/256 of the entries: L2-sized at
+ * millions) into its buckets.
+ */
+static int frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed)
+{
+	*out = NULL;
+	uint32_t nb = (count + FROZEN_LOAD - 1) / FROZEN_LOAD;
+	struct frozen *f = rix_calloc(1, sizeof(*f));
+	uint32_t *next = rix_malloc((size_t)nb * sizeof(uint32_t));
+	if (f != NULL)
+		f->buckets = rix_calloc((size_t)nb + 1, sizeof(uint64_t));
+	if (f == NULL || f->buckets == NULL || next == NULL) {
+		if (f != NULL)
+			rix_free(f->buckets);
+		rix_free(f);
+		rix_free(next);
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %u buckets", nb);
+	}
+	rix__advise_huge(f->buckets, ((size_t)nb + 1) * sizeof(uint64_t));
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t h = rix__hash_id(&entries[i].id, seed);
+		uint64_t *w = &f->buckets[rix__hash_bucket(h, nb)];
+		*w = (*w | rix__hash_filter(h)) + 1;
+	}
+	uint32_t run = 0, sstart[NSUPER + 1], snext[NSUPER];
+	memset(sstart, 0, sizeof(sstart));
+	for (uint32_t b = 0; b < nb; b++) {
+		uint32_t len = (uint32_t)f->buckets[b];
+		f->buckets[b] = (f->buckets[b] & 0xFFFFFFFF00000000ull) | run;
+		next[b] = run;
+		sstart[super_of(b, nb) + 1] += len;
+		run += len;
+	}
+	f->buckets[nb] = run;
+	for (uint32_t k = 0; k < NSUPER; k++) {
+		sstart[k + 1] += sstart[k];
+		snext[k] = sstart[k];
+	}
+	uint32_t gnext[16];
+	for (uint32_t g = 0; g < 16; g++)
+		gnext[g] = sstart[16 * g];
+#define GROUP_END(k) (sstart[16 * ((k) + 1)])
+#define GROUP_KEY(x) (super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), nb) >> 4)
+	PERMUTE(entries, 0, count, 0, 16, gnext, GROUP_END, GROUP_KEY);
+	/* Levels 2 and 3 of the 16 groups are independent: one thread per CPU takes groups. */
+	struct sort_job job = { .entries = entries, .f = f, .next = next, .sstart = sstart, .snext = snext,
+				.nb = nb, .seed = seed };
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int nth = cpus > 1 ? (int)(cpus < 16 ? cpus : 16) : 1;
+	pthread_t th[16];
+	int started = 0;
+	for (int i = 1; i < nth; i++)
+		if (pthread_create(&th[started], NULL, sort_groups, &job) == 0)
+			started++;
+	sort_groups(&job);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	rix_free(next);
+	f->entries = entries;
+	f->nb = nb;
+	f->count = count;
+	*out = f;
+	return 0;
+}
+
+static void bulk_clear(struct bulk *k)
+{
+	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		rix_free(k->e[t]);
+		k->e[t] = NULL;
+		k->n[t] = k->cap[t] = 0;
+	}
+	rix_free(k->packs);
+	rix_free(k->ids);
+	k->packs = NULL;
+	k->ids = NULL;
+	k->npacks = k->packs_cap = k->nids = k->ids_cap = 0;
+}
+
+int rix_master_index_bulk_finish(rix_master_index *mi)
+{
+	struct bulk *k = &mi->bulk;
+	pthread_mutex_lock(&mi->wmu);
+	pthread_mutex_lock(&k->bmu);
+	struct mstate *cur = atomic_load(&mi->state);
+	struct mstate *next = NULL;
+	rix_id *nids = NULL;
+	int rc = 0;
+	if (k->npacks == 0 && k->nids == 0 && k->n[0] == 0 && k->n[1] == 0)
+		goto done;
+	uint64_t packs_total = (uint64_t)cur->npacks + k->npacks;
+	if (packs_total > 0xFFFFFFFEu || k->n[0] > 0xFFFFFFFEu || k->n[1] > 0xFFFFFFFEu) {
+		rc = rix_error_set(RIX_ELIMIT, "master index: over the limit of entries or packs");
+		goto done;
+	}
+	next = rix_calloc(1, sizeof(*next));
+	if (next != NULL)
+		next->packs = rix_malloc((size_t)(packs_total ? packs_total : 1) * sizeof(rix_id));
+	nids = rix_malloc((mi->nindex_ids + k->nids + 1) * sizeof(rix_id));
+	if (next == NULL || next->packs == NULL || nids == NULL) {
+		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for the bulk load");
+		goto done;
+	}
+	next->npacks = (uint32_t)packs_total;
+	if (cur->npacks)
+		memcpy(next->packs, cur->packs, (size_t)cur->npacks * sizeof(rix_id));
+	if (k->npacks)
+		memcpy(next->packs + cur->npacks, k->packs, k->npacks * sizeof(rix_id));
+	if (mi->nindex_ids)
+		memcpy(nids, mi->index_ids, mi->nindex_ids * sizeof(rix_id));
+	if (k->nids)
+		memcpy(nids + mi->nindex_ids, k->ids, k->nids * sizeof(rix_id));
+	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		if (cur->npacks)
+			for (size_t i = 0; i < k->n[t]; i++)
+				k->e[t][i].loc.pack += cur->npacks;
+		if (k->n[t] == 0) {
+			next->frozen[t] = NULL;
+			if (cur->frozen[t] != NULL) { /* carried over: rebuilt from itself (rare) */
+				struct merge_src src = { cur->frozen[t], NULL, 0 };
+				rc = frozen_build(&next->frozen[t], &src, 1, mi->seed);
+			}
+		} else if (cur->frozen[t] == NULL) {
+			rc = frozen_in_place(&next->frozen[t], k->e[t], (uint32_t)k->n[t], mi->seed);
+			if (rc == 0) { /* the table owns the array now; give back its unused tail */
+				struct fentry *shrunk = rix_realloc(k->e[t], k->n[t] * sizeof(struct fentry));
+				if (shrunk != NULL)
+					next->frozen[t]->entries = shrunk;
+				k->e[t] = NULL;
+				k->n[t] = k->cap[t] = 0;
+			}
+		} else {
+			struct frozen flat = { .entries = k->e[t], .count = (uint32_t)k->n[t] };
+			struct merge_src src[2] = { { cur->frozen[t], NULL, 0 }, { &flat, NULL, 0 } };
+			rc = frozen_build(&next->frozen[t], src, 2, mi->seed);
+		}
+		if (rc != 0)
+			goto done;
+	}
+	/* Publish, as a merge does. */
+	rix_id *old_ids;
+	pthread_rwlock_wrlock(&mi->lock);
+	atomic_store(&mi->state, next);
+	next = NULL;
+	old_ids = mi->index_ids;
+	mi->index_ids = nids;
+	mi->nindex_ids += k->nids;
+	nids = NULL;
+	pthread_rwlock_unlock(&mi->lock);
+	rix__rcu_synchronize();
+	mstate_free(cur);
+	rix_free(old_ids);
+	bulk_clear(k);
+done:
+	mstate_free(next); /* on failure: tables built so far, arrays built in place with them */
+	if (rc != 0) /* the committed batches are dropped; the searchable state is as it was */
+		bulk_clear(k);
+	rix_free(nids);
+	pthread_mutex_unlock(&k->bmu);
+	pthread_mutex_unlock(&mi->wmu);
+	return rc;
 }

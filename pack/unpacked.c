@@ -108,8 +108,13 @@ static int stream_frame(ZSTD_DCtx *dctx, const uint8_t *src, size_t sn, size_t c
 	return 0;
 }
 
-/* Decompresses the one zstd frame src[0..sn) within the limits (see the top of the file). */
-static int decompress_frame(const uint8_t *src, size_t sn, uint8_t **out, size_t *out_len)
+/*
+ * Decompresses the one zstd frame src[0..sn) within the limits (see the top of the file) with
+ * dctx. A frame with a declared size goes into *buf when *cap is enough (else *buf is replaced
+ * by a buffer of that size); one without is streamed into a new buffer that replaces *buf.
+ */
+static int decompress_into(ZSTD_DCtx *dctx, const uint8_t *src, size_t sn, uint8_t **buf, size_t *cap_io,
+			   size_t *out_len)
 {
 	static const uint8_t magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
 	if (sn < 4 || memcmp(src, magic, 4) != 0)
@@ -129,35 +134,53 @@ static int decompress_frame(const uint8_t *src, size_t sn, uint8_t **out, size_t
 		return rix_error_set(RIX_ECORRUPT,
 				     "unpacked: zstd frame of %zu bytes declares %llu bytes, over the limit %zu",
 				     sn, fcs, cap);
+	int rc = 0;
+	if (fcs == ZSTD_CONTENTSIZE_UNKNOWN) {
+		uint8_t *nb = NULL;
+		rc = stream_frame(dctx, src, sn, cap, &nb, out_len);
+		if (rc == 0) {
+			rix_free(*buf);
+			*buf = nb;
+			*cap_io = *out_len;
+		}
+		return rc;
+	}
+	/* Declared size: one call straight into a buffer of at least that size (no window). */
+	size_t size = (size_t)fcs;
+	if (*buf == NULL || *cap_io < size) {
+		uint8_t *nb = rix_malloc(size ? size : 1);
+		if (nb == NULL)
+			return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for %zu decompressed bytes", size);
+		rix_free(*buf);
+		*buf = nb;
+		*cap_io = size;
+	}
+	size_t r = ZSTD_decompressDCtx(dctx, *buf, size, src, sn);
+	if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
+		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory in zstd");
+	if (ZSTD_isError(r) || r != size)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: bad zstd frame: %s",
+				     ZSTD_isError(r) ? ZSTD_getErrorName(r) : "size differs");
+	*out_len = size;
+	return 0;
+}
+
+/* decompress_into with a context and buffer of this call only; *out is the caller's. */
+static int decompress_frame(const uint8_t *src, size_t sn, uint8_t **out, size_t *out_len)
+{
 	ZSTD_DCtx *dctx = rix__zstd_dctx_new();
 	if (dctx == NULL)
 		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for a zstd context");
-	int rc = 0;
-	if (fcs == ZSTD_CONTENTSIZE_UNKNOWN) {
-		rc = stream_frame(dctx, src, sn, cap, out, out_len);
-	} else {
-		/* Declared size: one call straight into a buffer of exactly that size (no window). */
-		size_t size = (size_t)fcs;
-		uint8_t *buf = rix_malloc(size ? size : 1);
-		if (buf == NULL) {
-			rc = rix_error_set(RIX_ENOMEM, "unpacked: out of memory for %zu decompressed bytes", size);
-		} else {
-			size_t r = ZSTD_decompressDCtx(dctx, buf, size, src, sn);
-			if (ZSTD_isError(r) || r != size) {
-				rix_free(buf);
-				if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
-					rc = rix_error_set(RIX_ENOMEM, "unpacked: out of memory in zstd");
-				else
-					rc = rix_error_set(RIX_ECORRUPT, "unpacked: bad zstd frame: %s",
-							   ZSTD_isError(r) ? ZSTD_getErrorName(r) : "size differs");
-			} else {
-				*out = buf;
-				*out_len = size;
-			}
-		}
-	}
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	int rc = decompress_into(dctx, src, sn, &buf, &cap, out_len);
 	ZSTD_freeDCtx(dctx);
-	return rc;
+	if (rc != 0) {
+		rix_free(buf);
+		return rc;
+	}
+	*out = buf;
+	return 0;
 }
 
 int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size_t n, int repo_version,
@@ -251,4 +274,61 @@ int rix_unpacked_encode(const rix_key *key, const void *json, size_t n, int repo
 	*out = f;
 	*out_len = 1 + c + RIX_CRYPTO_OVERHEAD;
 	return 0;
+}
+
+struct rix_unpacked_decoder {
+	ZSTD_DCtx *dctx;
+	uint8_t *buf;
+	size_t cap;
+};
+
+int rix_unpacked_decoder_new(rix_unpacked_decoder **out)
+{
+	*out = rix_calloc(1, sizeof(**out));
+	if (*out == NULL)
+		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for a decoder");
+	return 0;
+}
+
+void rix_unpacked_decoder_free(rix_unpacked_decoder *d)
+{
+	if (d == NULL)
+		return;
+	ZSTD_freeDCtx(d->dctx);
+	rix_free(d->buf);
+	rix_free(d);
+}
+
+int rix_unpacked_decoder_decode(rix_unpacked_decoder *d, const rix_key *key, uint8_t *file, size_t n,
+				int repo_version, const uint8_t **out, size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	if (repo_version != 1 && repo_version != 2)
+		return rix_error_set(RIX_EINVAL, "unpacked: repository version %d", repo_version);
+	if (n < RIX_CRYPTO_OVERHEAD)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: file of %zu bytes is shorter than the %d-byte crypto overhead",
+				     n, RIX_CRYPTO_OVERHEAD);
+	size_t m = n - RIX_CRYPTO_OVERHEAD;
+	uint8_t *plain = file + RIX_CRYPTO_IV_SIZE; /* decrypted in place, after the MAC verified */
+	int rc = rix_crypto_open(key, file, n, plain);
+	if (rc != 0)
+		return rc;
+	if (m == 0)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: empty plaintext");
+	if (plain[0] == '{' || plain[0] == '[') {
+		*out = plain;
+		*out_len = m;
+		return 0;
+	}
+	if (plain[0] != RIX_UNPACKED_ZSTD)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: unknown first plaintext byte 0x%02x", plain[0]);
+	if (repo_version < 2)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: compressed file in a version 1 repository");
+	if (d->dctx == NULL && (d->dctx = rix__zstd_dctx_new()) == NULL)
+		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for a zstd context");
+	rc = decompress_into(d->dctx, plain + 1, m - 1, &d->buf, &d->cap, out_len);
+	if (rc == 0)
+		*out = d->buf;
+	return rc;
 }

@@ -338,59 +338,79 @@ struct loader {
 	rix_repo_load_stats stats;
 };
 
-/* Loads one index file into an index (final, with its ID). */
-static int load_one(rix_repo *r, const char *name, rix_index **out, uint64_t *bytes)
+/* What a loader thread reuses from file to file: no allocation per file once warm. */
+struct load_bufs {
+	uint8_t *file;
+	size_t cap;
+	rix_unpacked_decoder *dec;
+	rix_master_batch *batch;
+};
+
+/* Loads one index file into the batch (committed by the caller). */
+static int load_one(rix_repo *r, const char *name, struct load_bufs *lb, uint64_t *bytes)
 {
-	*out = NULL;
 	rix_id want, got;
+	uint64_t size = 0;
+	*bytes = 0;
 	int rc = rix_id_from_hex(&want, name, 64);
-	uint8_t *file = NULL, *json = NULL;
-	size_t n = 0, jn = 0;
 	if (rc == 0)
-		rc = rix_backend_read_all(r->b, RIX_FILE_INDEX, name, INDEX_FILE_MAX, &file, &n);
-	*bytes = n;
-	if (rc == 0) {
-		rix_sha256(file, n, &got);
-		if (memcmp(got.b, want.b, RIX_ID_SIZE) != 0)
-			rc = rix_error_set(RIX_ECORRUPT, "index %.16s: the file's SHA-256 is not its name", name);
+		rc = rix_backend_stat(r->b, RIX_FILE_INDEX, name, &size);
+	if (rc == 0 && size > INDEX_FILE_MAX)
+		rc = rix_error_set(RIX_ECORRUPT, "index %.16s: %llu bytes is over the limit", name, (unsigned long long)size);
+	if (rc == 0 && size > lb->cap) {
+		rix_free(lb->file);
+		lb->cap = 0;
+		if ((lb->file = rix_malloc((size_t)size)) == NULL)
+			return rix_error_set(RIX_ENOMEM, "repo: out of memory for a %llu-byte index file",
+					     (unsigned long long)size);
+		lb->cap = (size_t)size;
 	}
 	if (rc == 0)
-		rc = rix_unpacked_decode(r->key, file, n, r->cfg.version, &json, &jn);
-	rix_free(file);
+		rc = rix_backend_read(r->b, RIX_FILE_INDEX, name, 0, lb->file, (size_t)size);
+	if (rc != 0)
+		return rc;
+	*bytes = size;
+	rix_sha256(lb->file, (size_t)size, &got);
+	if (memcmp(got.b, want.b, RIX_ID_SIZE) != 0)
+		return rix_error_set(RIX_ECORRUPT, "index %.16s: the file's SHA-256 is not its name", name);
+	const uint8_t *json;
+	size_t jn;
+	rc = rix_unpacked_decoder_decode(lb->dec, r->key, lb->file, (size_t)size, r->cfg.version, &json, &jn);
 	if (rc == 0)
-		rc = rix_index_decode(out, (const char *)json, jn, NULL);
-	rix_free(json);
-	if (rc == 0 && (rc = rix_index_add_id(*out, &want)) != 0) {
-		rix_index_free(*out);
-		*out = NULL;
-	}
+		rc = rix_index_decode_to((const char *)json, jn, rix_master_batch_sink(lb->batch), NULL);
 	return rc;
 }
 
 static void *load_worker(void *arg)
 {
 	struct loader *l = arg;
+	struct load_bufs lb = { 0 };
+	int brc = rix_master_index_batch_new(l->r->mi, &lb.batch);
+	if (brc == 0)
+		brc = rix_unpacked_decoder_new(&lb.dec);
+	rix_master_batch *b = lb.batch;
 	for (;;) {
 		pthread_mutex_lock(&l->mu);
-		size_t i = l->next < l->names.n && (l->first_error == 0 || !l->r->opt.strict) ? l->next++ : SIZE_MAX;
+		if (brc != 0 && l->first_error == 0)
+			l->first_error = brc;
+		size_t i = brc == 0 && l->next < l->names.n && (l->first_error == 0 || !l->r->opt.strict) ? l->next++
+													   : SIZE_MAX;
 		pthread_mutex_unlock(&l->mu);
 		if (i == SIZE_MAX)
-			return NULL;
-		rix_index *idx;
+			break;
 		uint64_t bytes;
-		int rc = load_one(l->r, l->names.v[i], &idx, &bytes);
-		pthread_mutex_lock(&l->mu);
+		int rc = load_one(l->r, l->names.v[i], &lb, &bytes);
 		if (rc == 0) {
-			size_t blobs = rix_index_count(idx, RIX_BLOB_DATA) + rix_index_count(idx, RIX_BLOB_TREE);
-			rc = rix_master_index_add(l->r->mi, idx);
-			if (rc == 0) {
-				l->stats.loaded++;
-				l->stats.blobs += blobs;
-			} else {
-				rix_index_free(idx);
-			}
+			rix_id id;
+			rix_id_from_hex(&id, l->names.v[i], 64);
+			rc = rix_master_batch_commit(b, &id);
+		} else {
+			rix_master_batch_discard(b);
 		}
+		pthread_mutex_lock(&l->mu);
 		l->stats.bytes += bytes;
+		if (rc == 0)
+			l->stats.loaded++;
 		if (rc != 0) {
 			if (l->on_error != NULL)
 				l->on_error(l->arg, l->names.v[i], rc, rix_error_last());
@@ -399,6 +419,10 @@ static void *load_worker(void *arg)
 		}
 		pthread_mutex_unlock(&l->mu);
 	}
+	rix_master_batch_free(lb.batch);
+	rix_unpacked_decoder_free(lb.dec);
+	rix_free(lb.file);
+	return NULL;
 }
 
 int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg, rix_repo_load_stats *stats)
@@ -428,7 +452,10 @@ int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg
 		pthread_join(th[i], NULL);
 	pthread_mutex_destroy(&l.mu);
 	rix_free(l.names.v);
-	rc = rix_master_index_merge(r->mi);
+	size_t before = rix_master_index_count(r->mi, RIX_BLOB_DATA) + rix_master_index_count(r->mi, RIX_BLOB_TREE);
+	rc = rix_master_index_bulk_finish(r->mi);
+	l.stats.blobs = rix_master_index_count(r->mi, RIX_BLOB_DATA) + rix_master_index_count(r->mi, RIX_BLOB_TREE) -
+			before;
 	if (stats != NULL)
 		*stats = l.stats;
 	if (rc != 0)

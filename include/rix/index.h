@@ -98,6 +98,27 @@ size_t rix_index_memory(const rix_index *idx);
 int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy);
 
 /*
+ * Receives an index file's content as it is decoded, in document order: pack gives each pack
+ * ID a number of the receiver's choosing (*num), which the blobs of that pack then carry in
+ * loc->pack; supersedes may be NULL. A nonzero return stops decoding and is returned.
+ */
+typedef struct rix_index_sink {
+	int (*pack)(void *arg, const rix_id *pack_id, uint32_t *num);
+	int (*blob)(void *arg, rix_blob_type t, const rix_id *id, const rix_loc *loc);
+	int (*supersedes)(void *arg, const rix_id *id);
+	void *arg;
+} rix_index_sink;
+
+/*
+ * Decodes index JSON as rix_index_decode does (the same checks, errors and messages), but hands
+ * the content to sink instead of building an index: for loaders that put many files into one
+ * structure. On an error the sink may already have received part of the file; discarding it is
+ * the receiver's business. legacy as in rix_index_decode.
+ * @return 0, RIX_ECORRUPT, or the sink's error.
+ */
+int rix_index_decode_to(const char *json, size_t len, const rix_index_sink *sink, bool *legacy);
+
+/*
  * Encodes as restic writes it: compact JSON with a trailing newline, "supersedes" first and
  * left out when empty, packs in pack-table order. *out (NUL-terminated; *len excludes the NUL)
  * belongs to the caller, freed with rix_free.

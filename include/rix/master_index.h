@@ -103,6 +103,34 @@ int rix_master_index_index_ids(rix_master_index *mi, rix_id **out, size_t *n);
 int rix_master_index_add_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
 void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
 
+/*
+ * Bulk loading, for many index files at the lowest memory cost (a repository opening): each
+ * loader thread has a batch, decodes a file into it through its sink (rix_index_decode_to),
+ * then commits it (thread-safe; index_id, may be NULL, is recorded as an index file ID) or
+ * discards it (a damaged file). rix_master_index_bulk_finish makes everything committed
+ * searchable: when nothing of a type was merged before, the committed entries become the frozen
+ * table in place (no copy); otherwise they are merged with it. Lookups see the committed
+ * entries only after bulk_finish. No other writer call may run during bulk_finish.
+ * In a rebuilt-in-place table the order of duplicates in a chain is unspecified (a lookup
+ * returns one of them, as ever).
+ * @return 0, RIX_ENOMEM (commit: the batch is dropped, nothing else changed), RIX_ELIMIT.
+ */
+typedef struct rix_master_batch rix_master_batch;
+int rix_master_index_batch_new(rix_master_index *mi, rix_master_batch **out);
+const rix_index_sink *rix_master_batch_sink(rix_master_batch *b);
+int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id);
+void rix_master_batch_discard(rix_master_batch *b);
+/* NULL-safe. */
+void rix_master_batch_free(rix_master_batch *b);
+int rix_master_index_bulk_finish(rix_master_index *mi);
+
+/*
+ * Pack table entries of all indexes: the number of packs, counting a pack once per index file
+ * that names it (restic writes each pack into one index file; rix_master_index_packs gives the
+ * distinct IDs, at the cost of a sort).
+ */
+size_t rix_master_index_pack_count(rix_master_index *mi);
+
 /* Bytes held by everything in the master index, pack table included. */
 size_t rix_master_index_memory(rix_master_index *mi);
 

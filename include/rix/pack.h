@@ -54,6 +54,18 @@ int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size_t n, int r
 			uint8_t **out, size_t *out_len);
 
 /*
+ * The same for many files, without an allocation per file: a decoder keeps its zstd context and
+ * output buffer (grown as needed), and decrypts file[0..n) in place (the caller's bytes are
+ * overwritten). *out is borrowed: inside file, or the decoder's buffer, valid until the next
+ * call or until file changes. One thread at a time per decoder.
+ */
+typedef struct rix_unpacked_decoder rix_unpacked_decoder;
+int rix_unpacked_decoder_new(rix_unpacked_decoder **out);
+void rix_unpacked_decoder_free(rix_unpacked_decoder *d);
+int rix_unpacked_decoder_decode(rix_unpacked_decoder *d, const rix_key *key, uint8_t *file, size_t n,
+				int repo_version, const uint8_t **out, size_t *out_len);
+
+/*
  * Encodes JSON json[0..n) as an unpacked file: version 1 seals it as it is; version 2 seals
  * 0x02 || zstd(json) (one frame, zstd's default level, content size in the frame header; restic
  * declares the size only from 256 bytes up, so readers must not require it). *out[0..*out_len)
