@@ -113,7 +113,7 @@ static int stream_frame(ZSTD_DCtx *dctx, const uint8_t *src, size_t sn, size_t c
  * dctx. A frame with a declared size goes into *buf when *cap is enough (else *buf is replaced
  * by a buffer of that size); one without is streamed into a new buffer that replaces *buf.
  */
-static int decompress_into(ZSTD_DCtx *dctx, const uint8_t *src, size_t sn, uint8_t **buf, size_t *cap_io,
+static int decompress_into(ZSTD_DCtx **dctxp, const uint8_t *src, size_t sn, uint8_t **buf, size_t *cap_io,
 			   size_t *out_len)
 {
 	static const uint8_t magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
@@ -134,11 +134,18 @@ static int decompress_into(ZSTD_DCtx *dctx, const uint8_t *src, size_t sn, uint8
 		return rix_error_set(RIX_ECORRUPT,
 				     "unpacked: zstd frame of %zu bytes declares %llu bytes, over the limit %zu",
 				     sn, fcs, cap);
+	/* Checked: now the context (made on first use, after the cheap refusals). */
+	if (*dctxp == NULL && (*dctxp = rix__zstd_dctx_new()) == NULL)
+		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for a zstd context");
+	ZSTD_DCtx *dctx = *dctxp;
 	int rc = 0;
 	if (fcs == ZSTD_CONTENTSIZE_UNKNOWN) {
 		uint8_t *nb = NULL;
 		rc = stream_frame(dctx, src, sn, cap, &nb, out_len);
-		if (rc == 0) {
+		if (rc == 0 && *buf != NULL && *cap_io >= *out_len) { /* keep the bigger buffer */
+			memcpy(*buf, nb, *out_len);
+			rix_free(nb);
+		} else if (rc == 0) {
 			rix_free(*buf);
 			*buf = nb;
 			*cap_io = *out_len;
@@ -168,12 +175,10 @@ static int decompress_into(ZSTD_DCtx *dctx, const uint8_t *src, size_t sn, uint8
 /* decompress_into with a context and buffer of this call only; *out is the caller's. */
 static int decompress_frame(const uint8_t *src, size_t sn, uint8_t **out, size_t *out_len)
 {
-	ZSTD_DCtx *dctx = rix__zstd_dctx_new();
-	if (dctx == NULL)
-		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for a zstd context");
+	ZSTD_DCtx *dctx = NULL;
 	uint8_t *buf = NULL;
 	size_t cap = 0;
-	int rc = decompress_into(dctx, src, sn, &buf, &cap, out_len);
+	int rc = decompress_into(&dctx, src, sn, &buf, &cap, out_len);
 	ZSTD_freeDCtx(dctx);
 	if (rc != 0) {
 		rix_free(buf);
@@ -325,9 +330,7 @@ int rix_unpacked_decoder_decode(rix_unpacked_decoder *d, const rix_key *key, uin
 		return rix_error_set(RIX_ECORRUPT, "unpacked: unknown first plaintext byte 0x%02x", plain[0]);
 	if (repo_version < 2)
 		return rix_error_set(RIX_ECORRUPT, "unpacked: compressed file in a version 1 repository");
-	if (d->dctx == NULL && (d->dctx = rix__zstd_dctx_new()) == NULL)
-		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for a zstd context");
-	rc = decompress_into(d->dctx, plain + 1, m - 1, &d->buf, &d->cap, out_len);
+	rc = decompress_into(&d->dctx, plain + 1, m - 1, &d->buf, &d->cap, out_len);
 	if (rc == 0)
 		*out = d->buf;
 	return rc;
