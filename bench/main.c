@@ -557,6 +557,7 @@ int main(int argc, char **argv)
 	register_crypto_benchmarks();
 	register_pack_benchmarks();
 	register_compress_benchmarks();
+	register_repo_benchmarks();
 
 	regex_t re;
 	bool have_re = false;
