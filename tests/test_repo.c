@@ -818,6 +818,91 @@ static void test_locks(void **state)
 	drop_dir(dir);
 }
 
+/*
+ * rix and restic take turns on one repository: rix stores blobs, restic backs up files (some of
+ * whose content rix stored already), rix stores more and deduplicates against restic's index;
+ * a lock held by one makes the other wait (fail); both check clean at the end.
+ */
+static void test_turns_with_restic(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char *dir = new_dir();
+	rix_repo *r = init_repo(dir, 2);
+	uint8_t a[40000], bb[50000];
+	uint64_t seed = 21;
+	rix_test_fill_random(a, sizeof(a), &seed);
+	rix_test_fill_random(bb, sizeof(bb), &seed);
+	rix_id ida;
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, a, sizeof(a), &ida, NULL));
+	MUST(rix_repo_flush(r));
+	/* While rix holds an exclusive lock, restic cannot back up. */
+	rix_lock *x;
+	MUST(rix_repo_lock(r, 1, &x));
+	char src[700];
+	snprintf(src, sizeof(src), "%s.src", dir);
+	assert_int_equal(mkdir(src, 0700), 0);
+	rix_test_put_file(src, "small.bin", bb, sizeof(bb)); /* under restic's 512 KiB minimum: one blob */
+	char args[800];
+	snprintf(args, sizeof(args), "backup '%s'", src);
+	char *out = NULL;
+	assert_true(rix_test_restic(dir, PW, args, &out) != 0);
+	assert_non_null(strstr(out, "locked"));
+	free(out);
+	MUST(rix_lock_release(x));
+	out = NULL;
+	if (rix_test_restic(dir, PW, args, &out) != 0)
+		fail_msg("restic backup: %s", out);
+	free(out);
+	rix_repo_close(r);
+	/* rix again: restic's blob is known (dedup), a new one is stored. */
+	r = open_repo(dir, NULL);
+	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	int stored = -1;
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, bb, sizeof(bb), NULL, &stored));
+	assert_int_equal(stored, 0);
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, a, sizeof(a), NULL, &stored));
+	assert_int_equal(stored, 0);
+	uint8_t c[30000];
+	rix_test_fill_random(c, sizeof(c), &seed);
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, c, sizeof(c), NULL, &stored));
+	assert_int_equal(stored, 1);
+	MUST(rix_repo_flush(r));
+	rix_repo_close(r);
+	out = NULL;
+	if (rix_test_restic(dir, PW, "check --read-data", &out) != 0)
+		fail_msg("restic check: %s", out);
+	free(out);
+	struct lines l;
+	rix_check_report rep = run_check(dir, 1, 0, &l);
+	assert_int_equal(rep.errors, 0);
+	assert_int_equal(rep.index_files, 3);
+	rix_test_remove_tree(src);
+	drop_dir(dir);
+}
+
+/* A config of a version rix does not know: a clear error, not a guess. */
+static void test_unknown_config_version(void **state)
+{
+	(void)state;
+	char *dir = new_dir();
+	rix_repo *r = init_repo(dir, 2);
+	const char *json = "{\"version\":3,\"id\":\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\","
+			   "\"chunker_polynomial\":\"370cecb30e240b\"}";
+	size_t n = strlen(json);
+	uint8_t *sealed = malloc(n + RIX_CRYPTO_OVERHEAD);
+	MUST(rix_crypto_seal(rix_repo_key(r), json, n, sealed));
+	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_CONFIG, NULL, sealed, n + RIX_CRYPTO_OVERHEAD));
+	free(sealed);
+	rix_repo_close(r);
+	rix_backend *b;
+	MUST(rix_backend_local_open(&b, dir, 0));
+	assert_int_equal(rix_repo_open(&r, b, PW, strlen(PW), &fast), RIX_ECORRUPT);
+	assert_non_null(strstr(rix_error_last(), "version"));
+	rix_backend_free(b);
+	drop_dir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -830,6 +915,8 @@ int main(void)
 		cmocka_unit_test(test_restic_both_ways),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_locks),
+		cmocka_unit_test(test_turns_with_restic),
+		cmocka_unit_test(test_unknown_config_version),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
