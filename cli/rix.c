@@ -158,15 +158,23 @@ static const char *repo_path(void)
 	return r;
 }
 
+/* "rest:http://..." or a local path ("local:" optional). */
+static int open_backend(const char *path, int create, rix_backend **b)
+{
+	if (strncmp(path, "rest:", 5) == 0)
+		return rix_backend_rest_open(b, path, create);
+	if (strchr(path, ':') != NULL && path[0] != '/' && path[0] != '.')
+		return rix_error_set(RIX_EINVAL, "%s: unknown repository kind (local paths and rest: URLs)", path);
+	return rix_backend_local_open(b, path, create);
+}
+
 static int open_repo(rix_repo **r)
 {
 	const char *path = repo_path();
 	if (path == NULL || *path == '\0')
 		return die("no repository: use -r or set RIX_REPOSITORY");
-	if (strchr(path, ':') != NULL && strncmp(path, "/", 1) != 0)
-		return die("%s: only local repositories are supported so far", path);
 	rix_backend *b;
-	int rc = rix_backend_local_open(&b, path, 0);
+	int rc = open_backend(path, 0, &b);
 	if (rc != 0)
 		return fail(rc);
 	char pw[1024];
@@ -241,7 +249,7 @@ static int cmd_init(int argc, char **argv)
 	if (pw[0] == '\0')
 		return die("an empty password is not a password");
 	rix_backend *b;
-	int rc = rix_backend_local_open(&b, path, 1);
+	int rc = open_backend(path, 1, &b);
 	if (rc != 0)
 		return fail(rc);
 	rix_repo_options o = { .version = g.version };

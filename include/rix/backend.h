@@ -90,6 +90,15 @@ void rix_backend_free(rix_backend *b);
  */
 int rix_backend_local_open(rix_backend **out, const char *path, int create);
 
+/*
+ * The REST backend: restic's REST protocol (v2), url "rest:http(s)://host:port/path/" (the
+ * "rest:" prefix is optional), as served by restic's rest-server or `rclone serve restic`.
+ * create asks the server to make the repository's folders. Packs are sent from their temporary
+ * file (never taken). @return 0; RIX_ENOTFOUND (no repository there); RIX_EEXISTS; RIX_EINVAL
+ * (not an http(s) URL); RIX_EIO (the server cannot be reached: curl's message); RIX_ENOMEM.
+ */
+int rix_backend_rest_open(rix_backend **out, const char *url, int create);
+
 /* The operations, through any backend (name: 64 hex digits; ignored for RIX_FILE_CONFIG). */
 const char *rix_backend_kind(const rix_backend *b);
 int rix_backend_list(rix_backend *b, rix_file_type t, rix_backend_list_fn fn, void *arg);

@@ -1,0 +1,393 @@
+/*
+ * repo/rest.c — the REST backend: restic's REST protocol (v2) over libcurl, as served by
+ * restic's rest-server or `rclone serve restic` (which fronts any object store).
+ *
+ *   config                  GET | HEAD | POST  <url>/config
+ *   list a type             GET  <url>/<folder>/   Accept: application/vnd.x.restic.rest.v2
+ *                                                  -> [{"name":"<id>","size":N}, ...]
+ *   stat / read a range     HEAD | GET (Range: bytes=a-b)  <url>/<folder>/<id>
+ *   write / remove          POST (the whole body) | DELETE  <url>/<folder>/<id>
+ *   create                  POST <url>/?create=true
+ *   folders: keys, locks, snapshots, index, data
+ *
+ * A POST is atomic on the server side (both servers write a temporary file and rename it).
+ * Connections are reused through a small pool of curl handles (one per concurrent request).
+ * HTTP 404 is RIX_ENOTFOUND; other non-2xx statuses and transport errors are RIX_EIO with the
+ * status or curl's message; 507 (Insufficient Storage) is RIX_ENOSPC.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "rix/alloc.h"
+#include "rix/backend.h"
+#include "rix/error.h"
+
+#define POOL 16
+
+typedef struct rest {
+	char *url; /* ends with '/' */
+	pthread_mutex_t mu;
+	CURL *pool[POOL];
+	int npool;
+} rest;
+
+static const char *const folder[RIX_FILE_TYPES] = { "", "keys", "locks", "snapshots", "index", "data" };
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static int curl_ok;
+
+static void curl_start(void)
+{
+	curl_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+}
+
+static CURL *take(rest *r)
+{
+	pthread_mutex_lock(&r->mu);
+	CURL *c = r->npool > 0 ? r->pool[--r->npool] : NULL;
+	pthread_mutex_unlock(&r->mu);
+	if (c == NULL)
+		c = curl_easy_init();
+	else
+		curl_easy_reset(c);
+	return c;
+}
+
+static void give(rest *r, CURL *c)
+{
+	pthread_mutex_lock(&r->mu);
+	if (r->npool < POOL) {
+		r->pool[r->npool++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&r->mu);
+	if (c != NULL)
+		curl_easy_cleanup(c);
+}
+
+static void url_of(const rest *r, rix_file_type t, const char *name, char *buf, size_t cap)
+{
+	if (t == RIX_FILE_CONFIG)
+		snprintf(buf, cap, "%sconfig", r->url);
+	else if (name == NULL)
+		snprintf(buf, cap, "%s%s/", r->url, folder[t]);
+	else
+		snprintf(buf, cap, "%s%s/%s", r->url, folder[t], name);
+}
+
+/* A response body into memory: into a fixed buffer (exactly len bytes expected) or growing. */
+struct sink {
+	uint8_t *buf;
+	size_t len, cap;
+	int fixed;
+	int overflow;
+};
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct sink *s = arg;
+	size_t n = size * nmemb;
+	if (s->len + n > s->cap) {
+		if (s->fixed) {
+			s->overflow = 1;
+			return 0;
+		}
+		size_t cap = s->cap ? s->cap : 4096;
+		while (cap < s->len + n)
+			cap *= 2;
+		uint8_t *q = rix_realloc(s->buf, cap);
+		if (q == NULL)
+			return 0;
+		s->buf = q;
+		s->cap = cap;
+	}
+	memcpy(s->buf + s->len, p, n);
+	s->len += n;
+	return n;
+}
+
+/* The outcome of a request as a RIX_E* code, with a message naming what and where. */
+static int status(CURL *c, CURLcode cc, const char *what, const char *url)
+{
+	if (cc != CURLE_OK)
+		return rix_error_set(RIX_EIO, "rest: %s %s: %s", what, url, curl_easy_strerror(cc));
+	long code = 0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	if (code >= 200 && code < 300)
+		return 0;
+	if (code == 404)
+		return rix_error_set(RIX_ENOTFOUND, "rest: %s %s: not found", what, url);
+	if (code == 507)
+		return rix_error_set(RIX_ENOSPC, "rest: %s %s: the server is out of space (507)", what, url);
+	return rix_error_set(RIX_EIO, "rest: %s %s: HTTP %ld", what, url, code);
+}
+
+static void common(CURL *c, const char *url)
+{
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 120L);
+}
+
+static int rest_list(void *self, rix_file_type t, rix_backend_list_fn fn, void *arg)
+{
+	rest *r = self;
+	char url[4096];
+	url_of(r, t, NULL, url, sizeof(url));
+	CURL *c = take(r);
+	if (c == NULL)
+		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
+	struct sink s = { 0 };
+	struct curl_slist *h = curl_slist_append(NULL, "Accept: application/vnd.x.restic.rest.v2");
+	common(c, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+	int rc = status(c, curl_easy_perform(c), "list", url);
+	curl_slist_free_all(h);
+	give(r, c);
+	if (rc == RIX_ENOTFOUND) { /* a folder not made yet holds nothing */
+		rix_free(s.buf);
+		return 0;
+	}
+	json_t *root = rc == 0 ? json_loadb((const char *)s.buf, s.len, 0, NULL) : NULL;
+	rix_free(s.buf);
+	if (rc != 0)
+		return rc;
+	if (!json_is_array(root)) {
+		json_decref(root);
+		return rix_error_set(RIX_EIO, "rest: list %s: the server's answer is not a JSON array", url);
+	}
+	size_t i;
+	json_t *v;
+	json_array_foreach(root, i, v)
+	{
+		/* v2: {"name","size"}; v1 servers answer bare names (size unknown: 0). */
+		const char *name = json_is_string(v) ? json_string_value(v) : json_string_value(json_object_get(v, "name"));
+		json_t *size = json_is_object(v) ? json_object_get(v, "size") : NULL;
+		if (name == NULL || strlen(name) != 64)
+			continue;
+		rc = fn(arg, name, json_is_integer(size) ? (uint64_t)json_integer_value(size) : 0);
+		if (rc != 0)
+			break;
+	}
+	json_decref(root);
+	return rc;
+}
+
+static int rest_stat(void *self, rix_file_type t, const char *name, uint64_t *size)
+{
+	rest *r = self;
+	char url[4096];
+	url_of(r, t, name, url, sizeof(url));
+	CURL *c = take(r);
+	if (c == NULL)
+		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
+	common(c, url);
+	curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	int rc = status(c, curl_easy_perform(c), "stat", url);
+	curl_off_t len = -1;
+	if (rc == 0 && (curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len) != CURLE_OK || len < 0))
+		rc = rix_error_set(RIX_EIO, "rest: stat %s: no Content-Length", url);
+	give(r, c);
+	if (rc == 0)
+		*size = (uint64_t)len;
+	return rc;
+}
+
+static int rest_read(void *self, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len)
+{
+	rest *r = self;
+	char url[4096], range[64];
+	url_of(r, t, name, url, sizeof(url));
+	if (len == 0)
+		return 0;
+	CURL *c = take(r);
+	if (c == NULL)
+		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
+	struct sink s = { .buf = buf, .cap = len, .fixed = 1 };
+	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off, (unsigned long long)(off + len - 1));
+	common(c, url);
+	curl_easy_setopt(c, CURLOPT_RANGE, range);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+	CURLcode cc = curl_easy_perform(c);
+	int rc = s.overflow ? rix_error_set(RIX_EIO, "rest: read %s: the server sent more than the %zu bytes asked", url, len)
+			    : status(c, cc, "read", url);
+	if (rc == 0) {
+		long code = 0;
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+		if (code == 200 && off > 0) /* range ignored: the whole file came; should not happen */
+			rc = rix_error_set(RIX_EIO, "rest: read %s: the server ignored the range", url);
+	}
+	give(r, c);
+	if (rc == 0 && s.len != len)
+		rc = rix_error_set(RIX_ECORRUPT, "rest: %s ends before byte %llu (read of %zu bytes at %llu)", url,
+				   (unsigned long long)(off + len), len, (unsigned long long)off);
+	return rc;
+}
+
+struct source {
+	const uint8_t *p; /* memory, or */
+	int fd;           /* a file, read with pread */
+	uint64_t off, len;
+	int err;
+};
+
+static size_t on_read(char *dst, size_t size, size_t nmemb, void *arg)
+{
+	struct source *s = arg;
+	size_t n = size * nmemb;
+	if (n > s->len - s->off)
+		n = (size_t)(s->len - s->off);
+	if (n == 0)
+		return 0;
+	if (s->p != NULL) {
+		memcpy(dst, s->p + s->off, n);
+	} else {
+		ssize_t got = pread(s->fd, dst, n, (off_t)s->off);
+		if (got <= 0) {
+			s->err = 1;
+			return CURL_READFUNC_ABORT;
+		}
+		n = (size_t)got;
+	}
+	s->off += n;
+	return n;
+}
+
+static int post(rest *r, const char *url, struct source *src)
+{
+	CURL *c = take(r);
+	if (c == NULL)
+		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/octet-stream");
+	h = curl_slist_append(h, "Expect:");
+	struct sink drop = { 0 };
+	common(c, url);
+	curl_easy_setopt(c, CURLOPT_POST, 1L);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+	curl_easy_setopt(c, CURLOPT_READDATA, src);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)src->len);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &drop);
+	CURLcode cc = curl_easy_perform(c);
+	int rc = src->err ? rix_error_set(RIX_EIO, "rest: write %s: cannot read the file to send", url)
+			  : status(c, cc, "write", url);
+	curl_slist_free_all(h);
+	rix_free(drop.buf);
+	give(r, c);
+	return rc;
+}
+
+static int rest_write(void *self, rix_file_type t, const char *name, const void *data, size_t n)
+{
+	rest *r = self;
+	char url[4096];
+	url_of(r, t, name, url, sizeof(url));
+	struct source src = { .p = data, .fd = -1, .len = n };
+	return post(r, url, &src);
+}
+
+static int rest_write_file(void *self, rix_file_type t, const char *name, int fd, const char *path, uint64_t size,
+			   int *taken)
+{
+	(void)path;
+	*taken = 0;
+	rest *r = self;
+	char url[4096];
+	url_of(r, t, name, url, sizeof(url));
+	struct source src = { .fd = fd, .len = size };
+	return post(r, url, &src);
+}
+
+static int rest_remove(void *self, rix_file_type t, const char *name)
+{
+	rest *r = self;
+	char url[4096];
+	url_of(r, t, name, url, sizeof(url));
+	CURL *c = take(r);
+	if (c == NULL)
+		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
+	struct sink drop = { 0 };
+	common(c, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &drop);
+	int rc = status(c, curl_easy_perform(c), "remove", url);
+	rix_free(drop.buf);
+	give(r, c);
+	return rc;
+}
+
+static void rest_close(void *self)
+{
+	rest *r = self;
+	for (int i = 0; i < r->npool; i++)
+		curl_easy_cleanup(r->pool[i]);
+	pthread_mutex_destroy(&r->mu);
+	rix_free(r->url);
+	rix_free(r);
+}
+
+static const rix_backend_ops rest_ops = {
+	.kind = "rest",
+	.list = rest_list,
+	.stat = rest_stat,
+	.read = rest_read,
+	.write = rest_write,
+	.write_file = rest_write_file,
+	.remove = rest_remove,
+	.temp_dir = NULL,
+	.close = rest_close,
+};
+
+int rix_backend_rest_open(rix_backend **out, const char *url, int create)
+{
+	*out = NULL;
+	pthread_once(&curl_once, curl_start);
+	if (!curl_ok)
+		return rix_error_set(RIX_EIO, "rest: libcurl failed to initialise");
+	if (strncmp(url, "rest:", 5) == 0)
+		url += 5;
+	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+		return rix_error_set(RIX_EINVAL, "rest: %s is not an http(s) URL", url);
+	size_t n = strlen(url);
+	rest *r = rix_calloc(1, sizeof(*r));
+	if (r == NULL || (r->url = rix_malloc(n + 2)) == NULL) {
+		rix_free(r);
+		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
+	}
+	memcpy(r->url, url, n + 1);
+	if (n == 0 || r->url[n - 1] != '/')
+		memcpy(r->url + n, "/", 2);
+	pthread_mutex_init(&r->mu, NULL);
+	int rc = 0;
+	uint64_t size;
+	int has_config = rest_stat(r, RIX_FILE_CONFIG, NULL, &size) == 0;
+	if (create && has_config) {
+		rc = rix_error_set(RIX_EEXISTS, "rest: %s already holds a repository (config file)", url);
+	} else if (create) {
+		char u[4096];
+		snprintf(u, sizeof(u), "%s?create=true", r->url);
+		struct source src = { .p = (const uint8_t *)"", .fd = -1, .len = 0 };
+		rc = post(r, u, &src);
+	} else if (!has_config) {
+		rc = rix_error_set(RIX_ENOTFOUND, "rest: %s is not a repository (no config file): %s", url,
+				   rix_error_last());
+	}
+	if (rc == 0)
+		rc = rix_backend_new(out, &rest_ops, r);
+	if (rc != 0)
+		rest_close(r);
+	return rc;
+}

@@ -1,0 +1,266 @@
+/*
+ * tests/test_rest.c — repo/rest.c against a real REST server: `rclone serve restic` (Debian's
+ * rclone; scripts/deps.sh installs it), started on a free local port and stopped by the test.
+ *
+ * Cases: the backend operations (write, stat, read ranges, a read past the end, list, remove,
+ * missing files, create twice); a whole repository over REST (init, save, flush, reopen, load,
+ * check --read-data) that the real restic then checks and reads over the same server; and a
+ * server that went away: RIX_EIO with curl's message, never a crash.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "rix/rix.h"
+#include "testutil.h"
+
+#define MUST(expr)                                                                               \
+	do {                                                                                     \
+		int rc_ = (expr);                                                                \
+		if (rc_ != 0)                                                                    \
+			fail_msg("%s: %d (%s)", #expr, rc_, rix_error_last());                   \
+	} while (0)
+
+#define PW "rest pw"
+
+static pid_t server = -1;
+static char root[256];
+static char base[128]; /* http://127.0.0.1:<port>/ */
+
+/* Starts rclone serve restic over a fresh directory; waits until it answers. */
+static int start_server(void **state)
+{
+	(void)state;
+	if (system("command -v rclone >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "rclone is missing (scripts/deps.sh installs it)\n");
+		return -1;
+	}
+	rix_test_mkdtemp(root, sizeof(root), "rix-rest");
+	srand((unsigned)time(NULL) ^ (unsigned)getpid());
+	for (int attempt = 0; attempt < 10; attempt++) {
+		int port = 20000 + rand() % 20000;
+		char addr[64];
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+		snprintf(base, sizeof(base), "http://%s/", addr);
+		server = fork();
+		if (server == 0) {
+			int devnull = open("/dev/null", O_WRONLY);
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+			execlp("rclone", "rclone", "serve", "restic", "--addr", addr, root, (char *)NULL);
+			_exit(127);
+		}
+		for (int i = 0; i < 100; i++) { /* up to 10 s */
+			usleep(100000);
+			int st;
+			if (waitpid(server, &st, WNOHANG) == server) { /* exited: port taken? */
+				server = -1;
+				break;
+			}
+			/* Up once it answers at all (404 for the missing repository, not a refused connection). */
+			rix_backend *b = NULL;
+			char probe[200];
+			snprintf(probe, sizeof(probe), "rest:%sprobe/", base);
+			int rc = rix_backend_rest_open(&b, probe, 0);
+			rix_backend_free(b);
+			if (rc != RIX_EIO)
+				return 0;
+		}
+		if (server > 0) {
+			kill(server, SIGTERM);
+			waitpid(server, NULL, 0);
+			server = -1;
+		}
+	}
+	fprintf(stderr, "rclone serve restic did not start\n");
+	return -1;
+}
+
+static int stop_server(void **state)
+{
+	(void)state;
+	if (server > 0) {
+		kill(server, SIGTERM);
+		waitpid(server, NULL, 0);
+		server = -1;
+	}
+	rix_test_rmtree(root);
+	return 0;
+}
+
+static void url_for(char *buf, size_t cap, const char *repo)
+{
+	snprintf(buf, cap, "rest:%s%s/", base, repo);
+}
+
+static int count(void *arg, const char *name, uint64_t size)
+{
+	(void)name;
+	(void)size;
+	++*(int *)arg;
+	return 0;
+}
+
+static void test_backend_ops(void **state)
+{
+	(void)state;
+	char url[256];
+	url_for(url, sizeof(url), "ops");
+	rix_backend *b;
+	assert_int_equal(rix_backend_rest_open(&b, url, 0), RIX_ENOTFOUND);
+	MUST(rix_backend_rest_open(&b, url, 1));
+	assert_string_equal(rix_backend_kind(b), "rest");
+	assert_null(rix_backend_temp_dir(b));
+	MUST(rix_backend_write(b, RIX_FILE_CONFIG, NULL, "cfg", 3));
+	rix_backend_free(b);
+	assert_int_equal(rix_backend_rest_open(&b, url, 1), RIX_EEXISTS);
+	MUST(rix_backend_rest_open(&b, url, 0));
+	uint64_t st = 3;
+	static uint8_t data[300000];
+	rix_test_fill_random(data, sizeof(data), &st);
+	rix_id id;
+	char name[65];
+	rix_sha256(data, sizeof(data), &id);
+	rix_id_to_hex(&id, name);
+	for (int t = RIX_FILE_KEY; t < RIX_FILE_TYPES; t++) {
+		MUST(rix_backend_write(b, (rix_file_type)t, name, data, sizeof(data)));
+		uint64_t size;
+		MUST(rix_backend_stat(b, (rix_file_type)t, name, &size));
+		assert_int_equal(size, sizeof(data));
+		uint8_t got[5000];
+		MUST(rix_backend_read(b, (rix_file_type)t, name, 123456, got, sizeof(got)));
+		assert_memory_equal(got, data + 123456, sizeof(got));
+		assert_int_equal(rix_backend_read(b, (rix_file_type)t, name, sizeof(data) - 10, got, 20), RIX_ECORRUPT);
+		int n = 0;
+		MUST(rix_backend_list(b, (rix_file_type)t, count, &n));
+		assert_int_equal(n, 1);
+		MUST(rix_backend_remove(b, (rix_file_type)t, name));
+		assert_int_equal(rix_backend_stat(b, (rix_file_type)t, name, &size), RIX_ENOTFOUND);
+		n = 0;
+		MUST(rix_backend_list(b, (rix_file_type)t, count, &n));
+		assert_int_equal(n, 0);
+	}
+	/* A pack sent from its file descriptor (as the packer hands it over). */
+	char tmp[] = "/tmp/rix-rest-XXXXXX";
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
+	int taken = -1;
+	MUST(rix_backend_write_file(b, RIX_FILE_PACK, name, fd, tmp, sizeof(data), &taken));
+	assert_int_equal(taken, 0);
+	close(fd);
+	unlink(tmp);
+	uint8_t *all;
+	size_t an;
+	MUST(rix_backend_read_all(b, RIX_FILE_PACK, name, sizeof(data), &all, &an));
+	assert_int_equal(an, sizeof(data));
+	assert_memory_equal(all, data, an);
+	rix_free(all);
+	rix_backend_free(b);
+	assert_int_equal(rix_backend_rest_open(&b, "ftp://nowhere/", 0), RIX_EINVAL);
+}
+
+static void test_repository_over_rest(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char url[256];
+	url_for(url, sizeof(url), "repo");
+	rix_backend *b;
+	MUST(rix_backend_rest_open(&b, url, 1));
+	rix_repo_options o = { .version = 2, .pack_size = 4 << 20, .scrypt_n = 128, .scrypt_r = 1, .scrypt_p = 1 };
+	rix_repo *r;
+	MUST(rix_repo_init(&r, b, PW, strlen(PW), &o));
+	enum { N = 40 };
+	static uint8_t *blobs[N];
+	static size_t lens[N];
+	static rix_id ids[N];
+	uint64_t st = 5;
+	for (int i = 0; i < N; i++) {
+		lens[i] = i == 7 ? (5u << 20) : 1000 + (size_t)(rix_test_next(&st) % 300000);
+		blobs[i] = malloc(lens[i]);
+		rix_test_fill_random(blobs[i], lens[i], &st);
+		if (i % 2)
+			memset(blobs[i], 'z', lens[i] / 2);
+		MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, blobs[i], lens[i], &ids[i], NULL));
+	}
+	MUST(rix_repo_flush(r));
+	rix_repo_close(r);
+	MUST(rix_backend_rest_open(&b, url, 0));
+	MUST(rix_repo_open(&r, b, PW, strlen(PW), &o));
+	rix_repo_load_stats ls;
+	MUST(rix_repo_load_index(r, NULL, NULL, &ls));
+	assert_int_equal(ls.blobs, N);
+	for (int i = 0; i < N; i++) {
+		uint8_t *out;
+		size_t n;
+		MUST(rix_repo_load_blob(r, RIX_BLOB_DATA, &ids[i], &out, &n));
+		assert_int_equal(n, lens[i]);
+		assert_memory_equal(out, blobs[i], n);
+		rix_free(out);
+	}
+	rix_repo_close(r);
+	MUST(rix_backend_rest_open(&b, url, 0));
+	MUST(rix_repo_open(&r, b, PW, strlen(PW), &o));
+	rix_check_report rep;
+	MUST(rix_repo_check(r, 1, NULL, NULL, &rep));
+	assert_int_equal(rep.blobs, N);
+	rix_repo_close(r);
+	/* The real restic, over the same server. */
+	char *out = NULL;
+	size_t on;
+	int rc = rix_test_run(&out, &on, "RESTIC_PASSWORD='%s' restic --no-cache -r '%s' check --read-data 2>&1", PW, url);
+	if (rc != 0 || strstr(out, "no errors were found") == NULL)
+		fail_msg("restic check --read-data over REST: %s", out);
+	if (getenv("RIX_TEST_VERBOSE"))
+		fprintf(stderr, "%s", out);
+	free(out);
+	char hex[65];
+	rix_id_to_hex(&ids[3], hex);
+	rc = rix_test_run(&out, &on, "RESTIC_PASSWORD='%s' restic --no-cache -r '%s' cat blob %s", PW, url, hex);
+	assert_int_equal(rc, 0);
+	assert_int_equal(on, lens[3]);
+	assert_memory_equal(out, blobs[3], on);
+	free(out);
+	for (int i = 0; i < N; i++)
+		free(blobs[i]);
+}
+
+/* Last: the server goes away; every call fails cleanly with curl's reason. */
+static void test_server_gone(void **state)
+{
+	char url[256];
+	url_for(url, sizeof(url), "ops");
+	rix_backend *b;
+	MUST(rix_backend_rest_open(&b, url, 0));
+	stop_server(state);
+	uint64_t size;
+	assert_int_equal(rix_backend_stat(b, RIX_FILE_CONFIG, NULL, &size), RIX_EIO);
+	assert_non_null(strstr(rix_error_last(), "rest: stat"));
+	uint8_t x[4];
+	assert_int_equal(rix_backend_read(b, RIX_FILE_CONFIG, NULL, 0, x, 4), RIX_EIO);
+	assert_int_equal(rix_backend_write(b, RIX_FILE_CONFIG, NULL, "c", 1), RIX_EIO);
+	rix_backend_free(b);
+	assert_int_equal(rix_backend_rest_open(&b, url, 0), RIX_ENOTFOUND);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_backend_ops),
+		cmocka_unit_test(test_repository_over_rest),
+		cmocka_unit_test(test_server_gone),
+	};
+	return cmocka_run_group_tests(tests, start_server, stop_server);
+}
