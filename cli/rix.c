@@ -28,6 +28,7 @@
 static struct {
 	const char *repo;
 	const char *password_file;
+	const char *key_hint;
 	int json;
 	int quiet;
 	int version; /* init */
@@ -53,7 +54,7 @@ static int fail(int rc)
 
 static int usage(void)
 {
-	fputs("usage: rix [-r REPO] [--password-file FILE] [--json] [-q] <command> [args]\n"
+	fputs("usage: rix [-r REPO] [--password-file FILE] [--key-hint ID] [--json] [-q] <command> [args]\n"
 	      "\n"
 	      "commands:\n"
 	      "  init [--repository-version 1|2]      make a repository\n"
@@ -182,7 +183,10 @@ static int open_repo(rix_repo **r)
 		rix_backend_free(b);
 		return 1;
 	}
-	rc = rix_repo_open(r, b, pw, strlen(pw), NULL);
+	rix_repo_options o = { .key_hint = g.key_hint != NULL ? g.key_hint : getenv("RIX_KEY_HINT") };
+	if (o.key_hint == NULL)
+		o.key_hint = getenv("RESTIC_KEY_HINT");
+	rc = rix_repo_open(r, b, pw, strlen(pw), &o);
 	memset(pw, 0, sizeof(pw));
 	if (rc != 0) {
 		rix_backend_free(b);
@@ -751,6 +755,8 @@ int main(int argc, char **argv)
 			g.password_file = a + 16;
 		else if (strcmp(a, "--json") == 0)
 			g.json = 1;
+		else if (strcmp(a, "--key-hint") == 0 && i + 1 < argc)
+			g.key_hint = argv[++i];
 		else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
 			g.quiet = 1;
 		else if (strcmp(a, "--version") == 0) {
@@ -776,6 +782,8 @@ int main(int argc, char **argv)
 			g.password_file = argv[++k];
 		else if (strcmp(argv[k], "--json") == 0)
 			g.json = 1;
+		else if (strcmp(argv[k], "--key-hint") == 0 && k + 1 < argc)
+			g.key_hint = argv[++k];
 		else if (strcmp(argv[k], "-q") == 0 || strcmp(argv[k], "--quiet") == 0)
 			g.quiet = 1;
 		else

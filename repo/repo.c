@@ -247,6 +247,19 @@ static int open_key(rix_repo *r, const char *password, size_t password_len)
 		return rc;
 	int auth_failed = 0, corrupt = 0;
 	char corrupt_msg[256] = "";
+	/* Hinted keys first (restic's --key-hint): every other one costs a full scrypt. */
+	const char *hint = r->opt.key_hint;
+	if (hint != NULL && *hint != '\0') {
+		size_t front = 0, hl = strlen(hint);
+		for (size_t i = 0; i < keys.n; i++) {
+			if (strncmp(keys.v[i], hint, hl) == 0) {
+				char tmp[65];
+				memcpy(tmp, keys.v[i], 65);
+				memmove(keys.v[front + 1], keys.v[front], (i - front) * 65);
+				memcpy(keys.v[front++], tmp, 65);
+			}
+		}
+	}
 	for (size_t i = 0; i < keys.n && r->key == NULL; i++) {
 		uint8_t *kf;
 		size_t len;

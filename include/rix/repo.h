@@ -41,6 +41,7 @@ typedef struct rix_repo_options {
 	const char *hostname;        /* NULL: this machine's name */
 	unsigned workers;            /* index loading; 0: one per online CPU */
 	int strict;                  /* a damaged index file makes rix_repo_load_index fail */
+	const char *key_hint;        /* open: key files whose name starts with this are tried first */
 } rix_repo_options;
 
 typedef struct rix_repo rix_repo;

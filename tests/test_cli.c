@@ -1,0 +1,294 @@
+/*
+ * tests/test_cli.c — the rix command, driven as a user drives it, against the real restic.
+ *
+ * Repositories restic made (v1; v2 with compression auto, max and off) of real files: `rix list
+ * blobs` equals `restic list blobs` as a set, `rix cat blob` equals `restic cat blob` for every
+ * blob, `rix cat config` equals restic's, `rix check --read-data` passes, `rix stats --json`
+ * counts the same blobs. A repository rix made: `restic check` passes; keys added, listed,
+ * changed and removed through `rix key`; `--json` output parses; errors print one line and exit
+ * 1 (usage: 2); `rix unlock` removes a stale lock.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "rix/rix.h"
+#include "testutil.h"
+
+#define PW "cli pw"
+
+static char work[256];
+/* restic's calibrated scrypt costs ~0.5 s a command: after init, rix adds a cheaper key for the
+ * same master key, and both tools are pointed at it (--key-hint) with its password. */
+static char hint[65];
+static const char *cur_pw = PW;
+
+static int setup(void **state)
+{
+	(void)state;
+	rix_test_mkdtemp(work, sizeof(work), "rix-cli");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	rix_test_rmtree(work);
+	return 0;
+}
+
+/* Runs `rix <args>` with the password in the environment; output into *out. */
+static int rix(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int rix(char **out, const char *fmt, ...)
+{
+	char args[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	size_t n;
+	return rix_test_run(out, &n, "RIX_PASSWORD='%s' RESTIC_PASSWORD= RIX_KEY_HINT='%s' '%s' %s", cur_pw, hint,
+			    RIX_CLI_PATH, args);
+}
+
+static int restic(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int restic(char **out, const char *fmt, ...)
+{
+	char args[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	size_t n;
+	if (hint[0])
+		return rix_test_run(out, &n, "RESTIC_PASSWORD='%s' restic --no-cache -q --key-hint %s %s", cur_pw, hint,
+				    args);
+	return rix_test_run(out, &n, "RESTIC_PASSWORD='%s' restic --no-cache -q %s", cur_pw, args);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The lines of text, sorted (text is modified). */
+static size_t sorted_lines(char *text, char **lines, size_t max)
+{
+	size_t n = 0;
+	for (char *l = strtok(text, "\n"); l != NULL && n < max; l = strtok(NULL, "\n"))
+		lines[n++] = l;
+	qsort(lines, n, sizeof(char *), cmp_str);
+	return n;
+}
+
+/* A small tree of real files: headers, docs, random bytes, an empty file. */
+static void make_source(const char *dir)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p '%s' && cp /usr/include/stdio.h /usr/include/zstd.h /usr/include/sodium.h '%s'/ && "
+		 "head -c 1500000 /dev/urandom > '%s/random.bin' && : > '%s/empty' && "
+		 "(cp /usr/share/common-licenses/GPL-3 '%s'/ 2>/dev/null || true)",
+		 dir, dir, dir, dir, dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void check_restic_repo(const char *extra_init, const char *backup_opts)
+{
+	rix_test_need_restic();
+	char repo[300], src[320];
+	snprintf(repo, sizeof(repo), "%s/repo-%d", work, rand() % 100000);
+	snprintf(src, sizeof(src), "%s.src", repo);
+	make_source(src);
+	char *out = NULL;
+	hint[0] = '\0';
+	cur_pw = PW;
+	assert_int_equal(restic(&out, "-r '%s' init %s", repo, extra_init), 0);
+	free(out);
+	char pwf[400];
+	snprintf(pwf, sizeof(pwf), "%s.pw", repo);
+	rix_test_put_file(work, strrchr(pwf, '/') + 1, "cheap\n", 6);
+	size_t n;
+	assert_int_equal(rix_test_run(&out, &n, "RIX_PASSWORD='%s' RIX_NEW_PASSWORD_FILE='%s' '%s' -r '%s' key add", PW, pwf,
+				      RIX_CLI_PATH, repo), 0);
+	assert_int_equal(sscanf(out, "saved new key %64s", hint), 1);
+	free(out);
+	cur_pw = "cheap";
+	assert_int_equal(restic(&out, "-r '%s' backup %s '%s'", repo, backup_opts, src), 0);
+	free(out);
+	/* The blob sets. */
+	char *a = NULL, *b = NULL;
+	assert_int_equal(rix(&a, "-r '%s' list blobs", repo), 0);
+	assert_int_equal(restic(&b, "-r '%s' list blobs", repo), 0);
+	char *la[256], *lb[256];
+	size_t na = sorted_lines(a, la, 256), nb = sorted_lines(b, lb, 256);
+	assert_int_equal(na, nb);
+	assert_true(na >= 5);
+	for (size_t i = 0; i < na; i++)
+		assert_string_equal(la[i], lb[i]);
+	/* Blobs' bytes through both tools: the first three and the last three (trees and data). */
+	for (size_t i = 0; i < na; i++) {
+		if (i >= 3 && i + 3 < na)
+			continue;
+		const char *id = strchr(la[i], ' ') + 1;
+		char *x = NULL, *y = NULL;
+		size_t nx, ny;
+		assert_int_equal(rix_test_run(&x, &nx, "RIX_PASSWORD=cheap RIX_KEY_HINT=%s '%s' -r '%s' cat blob %s", hint,
+					      RIX_CLI_PATH, repo, id), 0);
+		assert_int_equal(rix_test_run(&y, &ny, "RESTIC_PASSWORD=cheap restic --no-cache -q --key-hint %s -r '%s' cat blob %s",
+					      hint, repo, id), 0);
+		assert_int_equal(nx, ny);
+		assert_memory_equal(x, y, nx);
+		free(x);
+		free(y);
+	}
+	free(a);
+	free(b);
+	/* The config, as JSON. */
+	assert_int_equal(rix(&a, "-r '%s' cat config", repo), 0);
+	assert_int_equal(restic(&b, "-r '%s' cat config", repo), 0);
+	json_t *ja = json_loads(a, 0, NULL), *jb = json_loads(b, 0, NULL);
+	assert_non_null(ja);
+	assert_true(json_equal(ja, jb));
+	json_decref(ja);
+	json_decref(jb);
+	free(a);
+	free(b);
+	/* check --read-data and stats --json. */
+	assert_int_equal(rix(&a, "-r '%s' check --read-data", repo), 0);
+	assert_non_null(strstr(a, "no errors were found"));
+	free(a);
+	assert_int_equal(rix(&a, "-r '%s' stats --json", repo), 0);
+	json_t *st = json_loads(a, 0, NULL);
+	assert_non_null(st);
+	assert_int_equal(json_integer_value(json_object_get(st, "total_blob_count")), na);
+	json_decref(st);
+	free(a);
+	rix_test_rmtree(src);
+	hint[0] = '\0';
+	cur_pw = PW;
+}
+
+static void test_restic_v1(void **state)
+{
+	(void)state;
+	check_restic_repo("--repository-version 1", "");
+}
+
+static void test_restic_v2_auto(void **state)
+{
+	(void)state;
+	check_restic_repo("--repository-version 2", "--compression auto");
+}
+
+static void test_restic_v2_max(void **state)
+{
+	(void)state;
+	check_restic_repo("--repository-version 2", "--compression max");
+}
+
+static void test_restic_v2_off(void **state)
+{
+	(void)state;
+	check_restic_repo("--repository-version 2", "--compression off");
+}
+
+static void test_rix_repo_and_keys(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char repo[300], pwfile[320], out2[320];
+	snprintf(repo, sizeof(repo), "%s/rixrepo", work);
+	char *out = NULL;
+	assert_int_equal(rix(&out, "init -r '%s' --repository-version 2 --json", repo), 0);
+	json_t *j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "message_type")), "initialized");
+	json_decref(j);
+	free(out);
+	assert_int_equal(restic(&out, "-r '%s' check", repo), 0);
+	free(out);
+	/* A second init fails with one line. */
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD=x '%s' init -r '%s' 2>&1", RIX_CLI_PATH, repo), 1);
+	assert_non_null(strstr(out, "rix: "));
+	assert_non_null(strstr(out, "already"));
+	free(out);
+	/* key add with a new password from a file; both passwords open; list shows two. */
+	snprintf(pwfile, sizeof(pwfile), "%s/newpw", work);
+	rix_test_put_file(work, "newpw", "second pw\n", 10);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='%s' RIX_NEW_PASSWORD_FILE='%s' '%s' -r '%s' key add",
+				      PW, pwfile, RIX_CLI_PATH, repo), 0);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' key list --json", repo), 0);
+	j = json_loads(out, 0, NULL);
+	assert_int_equal(json_array_size(j), 2);
+	json_decref(j);
+	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "'%s' -r '%s' --password-file '%s' key list", RIX_CLI_PATH, repo, pwfile), 0);
+	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RESTIC_PASSWORD='second pw' restic --no-cache -q -r '%s' cat config", repo), 0);
+	free(out);
+	/* passwd: the key in use is replaced; the old password stops working. */
+	rix_test_put_file(work, "thirdpw", "third pw\n", 9);
+	snprintf(out2, sizeof(out2), "%s/thirdpw", work);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='second pw' RIX_NEW_PASSWORD_FILE='%s' '%s' -r '%s' key passwd",
+				      out2, RIX_CLI_PATH, repo), 0);
+	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='second pw' '%s' -r '%s' key list 2>&1", RIX_CLI_PATH, repo), 1);
+	assert_non_null(strstr(out, "wrong password"));
+	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='third pw' '%s' -r '%s' key list", RIX_CLI_PATH, repo), 0);
+	free(out);
+	/* remove: the key in use is refused; the other one (the first password's) goes. */
+	char *lines = NULL;
+	assert_int_equal(rix_test_run(&lines, &(size_t){ 0 }, "RIX_PASSWORD='%s' '%s' -r '%s' key list 2>&1", PW, RIX_CLI_PATH, repo), 0);
+	char *in_use = strstr(lines, "(in use: ");
+	assert_non_null(in_use);
+	char first[65] = "";
+	assert_int_equal(sscanf(in_use, "(in use: %64[0-9a-f])", first), 1);
+	free(lines);
+	assert_int_equal(rix(&out, "-r '%s' key remove %s 2>&1", repo, first), 1);
+	assert_non_null(strstr(out, "refusing"));
+	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='third pw' '%s' -r '%s' key remove %s", RIX_CLI_PATH,
+				      repo, first), 0);
+	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='third pw' '%s' -r '%s' key list --json", RIX_CLI_PATH, repo), 0);
+	j = json_loads(out, 0, NULL);
+	assert_int_equal(json_array_size(j), 1);
+	json_decref(j);
+	free(out);
+	/* Usage errors exit 2; unknown subcommands 1 with one line. */
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "'%s' 2>&1", RIX_CLI_PATH), 2);
+	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "'%s' -r '%s' list nonsense 2>&1", RIX_CLI_PATH, repo), 1);
+	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "'%s' -r /nonexistent/repo stats 2>&1", RIX_CLI_PATH), 1);
+	assert_non_null(strstr(out, "does not exist"));
+	free(out);
+	/* unlock: no locks, nothing removed. */
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='third pw' '%s' -r '%s' unlock --json", RIX_CLI_PATH, repo), 0);
+	assert_non_null(strstr(out, "\"removed\":0"));
+	free(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_restic_v1),
+		cmocka_unit_test(test_restic_v2_auto),
+		cmocka_unit_test(test_restic_v2_max),
+		cmocka_unit_test(test_restic_v2_off),
+		cmocka_unit_test(test_rix_repo_and_keys),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
