@@ -568,6 +568,13 @@ static int cmd_stats(int argc, char **argv)
 		rix_repo_close(r);
 		return fail(rc);
 	}
+	rix_repo_usage u;
+	rc = rix_repo_usage_compute(r, &u);
+	if (rc != 0) {
+		rix_repo_close(r);
+		return fail(rc);
+	}
+	double dedup = u.unique_bytes ? (double)u.logical_bytes / (double)u.unique_bytes : 0.0;
 	size_t mem = rix_master_index_memory(mi);
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
@@ -575,10 +582,13 @@ static int cmd_stats(int argc, char **argv)
 	if (g.json) {
 		printf("{\"total_blob_count\":%llu,\"data_blobs\":%llu,\"tree_blobs\":%llu,\"total_size\":%llu,"
 		       "\"total_uncompressed_size\":%llu,\"packs\":%zu,\"index_files\":%zu,\"index_bytes\":%llu,"
-		       "\"index_memory\":%zu,\"load_seconds\":%.3f,\"max_rss_kib\":%ld}\n",
+		       "\"index_memory\":%zu,\"load_seconds\":%.3f,\"max_rss_kib\":%ld,\"snapshots\":%zu,"
+		       "\"files\":%llu,\"logical_size\":%llu,\"referenced_size\":%llu,\"dedup_ratio\":%.3f}\n",
 		       (unsigned long long)blobs, (unsigned long long)s.count[0], (unsigned long long)s.count[1],
 		       (unsigned long long)s.stored, (unsigned long long)s.plain, npacks, st.loaded,
-		       (unsigned long long)st.bytes, mem, secs, ru.ru_maxrss);
+		       (unsigned long long)st.bytes, mem, secs, ru.ru_maxrss, u.snapshots,
+		       (unsigned long long)u.files, (unsigned long long)u.logical_bytes,
+		       (unsigned long long)u.unique_bytes, dedup);
 	} else {
 		printf("Total Blob Count:         %llu (data %llu, tree %llu)\n", (unsigned long long)blobs,
 		       (unsigned long long)s.count[0], (unsigned long long)s.count[1]);
@@ -586,6 +596,14 @@ static int cmd_stats(int argc, char **argv)
 		printf("Total Uncompressed Size:  %.3f MiB\n", (double)s.plain / 1048576.0);
 		if (s.stored > 0)
 			printf("Compression Ratio:        %.2fx\n", (double)s.plain / (double)s.stored);
+		printf("Snapshots:                %zu (%llu files, %.3f MiB if restored)\n", u.snapshots,
+		       (unsigned long long)u.files, (double)u.logical_bytes / 1048576.0);
+		if (u.unique_bytes > 0)
+			printf("Deduplication Ratio:      %.2fx (%.3f MiB of distinct data referenced)\n", dedup,
+			       (double)u.unique_bytes / 1048576.0);
+		if (u.missing_blobs > 0)
+			printf("Missing data blobs:       %llu (referenced, not in the index)\n",
+			       (unsigned long long)u.missing_blobs);
 		printf("Index:                    %zu files, %.3f MiB read, %.3f s to load\n", st.loaded,
 		       (double)st.bytes / 1048576.0, secs);
 		printf("Index memory:             %.3f MiB (%.1f bytes per blob)\n", (double)mem / 1048576.0,
@@ -660,6 +678,14 @@ static void check_msg(void *arg, int is_error, const char *msg)
 	fprintf(is_error ? stderr : stdout, "%s%s\n", is_error ? "error: " : "", msg);
 }
 
+/* The progress line on a terminal: rewritten in place, cleared at the end. */
+static void check_progress(void *arg, size_t done, size_t total, uint64_t bytes)
+{
+	(void)arg;
+	fprintf(stderr, "\rchecked %zu of %zu packs (%.0f%%), %.1f MiB read ", done, total,
+		total ? 100.0 * (double)done / (double)total : 100.0, (double)bytes / 1048576.0);
+}
+
 static int cmd_check(int argc, char **argv)
 {
 	int read_data = 0;
@@ -681,7 +707,10 @@ static int cmd_check(int argc, char **argv)
 	if (!g.quiet && !g.json)
 		printf("check %s%s\n", repo_path(), read_data ? " (reading all data)" : "");
 	rix_check_report rep;
-	rc = rix_repo_check(r, read_data, check_msg, NULL, &rep);
+	int tty = !g.quiet && !g.json && isatty(2);
+	rc = rix_repo_check(r, read_data, check_msg, tty ? check_progress : NULL, NULL, &rep);
+	if (tty)
+		fputs("\r\033[K", stderr);
 	rix_lock_release(lock);
 	if (g.json)
 		printf("{\"errors\":%zu,\"index_files\":%zu,\"damaged_index_files\":%zu,\"packs\":%zu,"

@@ -92,6 +92,8 @@ struct checker {
 	rix_repo *r;
 	int read_data;
 	rix_check_msg_fn msg;
+	rix_check_progress_fn progress;
+	size_t done;
 	void *arg;
 	rix_check_report *rep;
 	const rix_packed_blob *e; /* sorted by pack */
@@ -253,6 +255,11 @@ static void *check_worker(void *arg)
 		if (k == SIZE_MAX)
 			break;
 		rc = check_pack(c, k, codec);
+		pthread_mutex_lock(&c->mu);
+		c->done++;
+		if (c->progress != NULL)
+			c->progress(c->arg, c->done, c->npacks, c->rep->bytes_read);
+		pthread_mutex_unlock(&c->mu);
 	}
 	rix_blob_codec_free(codec);
 	return NULL;
@@ -265,10 +272,11 @@ static void index_error(void *arg, const char *name, int code, const char *msg)
 	report(c, 1, &c->rep->damaged_index_files, "index %s: %s", name, msg);
 }
 
-int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, void *arg, rix_check_report *rep_out)
+int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_progress_fn progress, void *arg,
+		   rix_check_report *rep_out)
 {
 	rix_check_report rep = { 0 };
-	struct checker c = { .r = r, .read_data = read_data, .msg = msg, .arg = arg, .rep = &rep };
+	struct checker c = { .r = r, .read_data = read_data, .msg = msg, .progress = progress, .arg = arg, .rep = &rep };
 	pthread_mutex_init(&c.mu, NULL);
 	struct entries e = { 0 };
 	struct packs_seen seen = { 0 };

@@ -171,6 +171,16 @@ static void check_restic_repo(const char *extra_init, const char *backup_opts)
 	json_t *st = json_loads(a, 0, NULL);
 	assert_non_null(st);
 	assert_int_equal(json_integer_value(json_object_get(st, "total_blob_count")), na);
+	/* What a restore would write, against restic's restore-size. */
+	assert_int_equal(restic(&b, "-r '%s' stats --json", repo), 0);
+	json_t *rs = json_loads(b, 0, NULL);
+	assert_non_null(rs);
+	assert_int_equal(json_integer_value(json_object_get(st, "logical_size")),
+			 json_integer_value(json_object_get(rs, "total_size")));
+	assert_int_equal(json_integer_value(json_object_get(st, "snapshots")), 1);
+	assert_true(json_real_value(json_object_get(st, "dedup_ratio")) >= 1.0);
+	json_decref(rs);
+	free(b);
 	json_decref(st);
 	free(a);
 	rix_test_rmtree(src);

@@ -573,6 +573,9 @@ static void test_restic_both_ways(void **state)
 struct lines {
 	int errors, infos;
 	char last_error[512];
+	int progress_calls;
+	size_t total;
+	uint64_t last_bytes;
 };
 
 static void on_check_msg(void *arg, int is_error, const char *msg)
@@ -586,12 +589,23 @@ static void on_check_msg(void *arg, int is_error, const char *msg)
 	}
 }
 
+static void on_progress(void *arg, size_t done, size_t total, uint64_t bytes)
+{
+	struct lines *l = arg;
+	assert_true(done >= 1 && done <= total);
+	assert_true(bytes >= l->last_bytes);
+	l->last_bytes = bytes;
+	l->progress_calls++;
+	l->total = total;
+}
+
 static rix_check_report run_check(const char *dir, int read_data, int want_rc, struct lines *l)
 {
 	rix_repo *r = open_repo(dir, NULL);
 	rix_check_report rep;
 	memset(l, 0, sizeof(*l));
-	int rc = rix_repo_check(r, read_data, on_check_msg, l, &rep);
+	int rc = rix_repo_check(r, read_data, on_check_msg, on_progress, l, &rep);
+	assert_int_equal((size_t)l->progress_calls, rep.packs);
 	if (rc != want_rc)
 		fail_msg("check: %d (%s), want %d", rc, rix_error_last(), want_rc);
 	rix_repo_close(r);

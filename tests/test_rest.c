@@ -214,7 +214,7 @@ static void test_repository_over_rest(void **state)
 	MUST(rix_backend_rest_open(&b, url, 0));
 	MUST(rix_repo_open(&r, b, PW, strlen(PW), &o));
 	rix_check_report rep;
-	MUST(rix_repo_check(r, 1, NULL, NULL, &rep));
+	MUST(rix_repo_check(r, 1, NULL, NULL, NULL, &rep));
 	assert_int_equal(rep.blobs, N);
 	rix_repo_close(r);
 	/* The real restic, over the same server. */

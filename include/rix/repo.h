@@ -132,6 +132,27 @@ int rix_repo_key_add(rix_repo *r, const char *password, size_t password_len, cha
 int rix_repo_key_remove(rix_repo *r, const char *name);
 int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *arg);
 
+/* ---- usage -------------------------------------------------------------------------------------- */
+
+typedef struct rix_repo_usage {
+	size_t snapshots;
+	uint64_t files;          /* files over all snapshots (a file in two snapshots counts twice) */
+	uint64_t logical_bytes;  /* their sizes: what a restore of every snapshot would write */
+	uint64_t unique_blobs;   /* distinct data blobs those files reference */
+	uint64_t unique_bytes;   /* their plaintext sizes, each counted once */
+	uint64_t unique_stored;  /* their stored (compressed, sealed) sizes */
+	uint64_t missing_blobs;  /* referenced but not in the index */
+	size_t trees;            /* distinct trees walked */
+} rix_repo_usage;
+
+/*
+ * Walks every snapshot's trees (each distinct tree once) and sums what they hold: the
+ * deduplication ratio is logical_bytes / unique_bytes. Needs the index loaded.
+ * @return 0; RIX_ECORRUPT (a snapshot or tree that is not what restic writes); the load errors
+ * of a tree blob; backend errors; RIX_ENOMEM.
+ */
+int rix_repo_usage_compute(rix_repo *r, rix_repo_usage *u);
+
 /* ---- check ------------------------------------------------------------------------------------ */
 
 typedef struct rix_check_report {
@@ -150,17 +171,24 @@ typedef struct rix_check_report {
 
 /* Receives each finding as one line (errors with is_error set). */
 typedef void (*rix_check_msg_fn)(void *arg, int is_error, const char *msg);
+/*
+ * Called after each pack is checked (from the checking threads, one call at a time), with the
+ * packs done, the packs to check and the bytes read so far: for a progress line.
+ */
+typedef void (*rix_check_progress_fn)(void *arg, size_t done, size_t total, uint64_t bytes_read);
 
 /*
  * Checks the repository: every index file loads; every pack the index names exists, and its
  * header (read from its tail) lists exactly the blobs the index says, at the same offsets and
  * lengths; packs no index names are reported. With read_data every pack is read whole: its
  * SHA-256 must be its name and every blob must verify. Packs are checked by opt->workers
- * threads. Loads the index itself (call it on a repository whose index is not loaded).
+ * threads. Loads the index itself (call it on a repository whose index is not loaded). msg and
+ * progress may be NULL; both get arg.
  * @return 0 when no error was found; RIX_ECORRUPT when some were (rep says which);
  * backend errors that stop the check; RIX_ENOMEM.
  */
-int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, void *arg, rix_check_report *rep);
+int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_progress_fn progress, void *arg,
+		   rix_check_report *rep);
 
 /* ---- locks ------------------------------------------------------------------------------------ */
 

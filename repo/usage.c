@@ -1,0 +1,174 @@
+/*
+ * repo/usage.c — what the snapshots hold against what the repository stores: the
+ * deduplication ratio.
+ *
+ *   snapshots/<id> --unpacked--> {"tree": T, ...}
+ *   tree blob T --> {"nodes":[{"type":"file","size":S,"content":[data IDs]},
+ *                             {"type":"dir","subtree":T'}, ...]}
+ *
+ * logical bytes = the sum of file sizes over every snapshot (restic's restore-size: a file in
+ * two snapshots counts twice); unique = the distinct data blobs those files reference, counted
+ * once, with their plaintext and stored sizes from the index. A tree already walked is not
+ * walked again: its totals are remembered (seen-trees map: tree ID -> (files, bytes)).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/indexmap.h"
+#include "rix/repo.h"
+
+struct walk {
+	rix_repo *r;
+	rix_indexmap *trees; /* tree ID -> loc {files (low 32) in pack, bytes split in offset/length} */
+	rix_indexmap *blobs; /* distinct data blobs referenced */
+	rix_repo_usage *u;
+	int depth;
+};
+
+static int walk_tree(struct walk *w, const rix_id *id, uint64_t *files, uint64_t *bytes);
+
+static int walk_nodes(struct walk *w, json_t *nodes, uint64_t *files, uint64_t *bytes)
+{
+	size_t i;
+	json_t *n;
+	json_array_foreach(nodes, i, n)
+	{
+		const char *type = json_string_value(json_object_get(n, "type"));
+		if (type == NULL)
+			continue;
+		if (strcmp(type, "file") == 0) {
+			json_t *size = json_object_get(n, "size");
+			*files += 1;
+			*bytes += json_is_integer(size) ? (uint64_t)json_integer_value(size) : 0;
+			size_t k;
+			json_t *c;
+			json_array_foreach(json_object_get(n, "content"), k, c)
+			{
+				rix_id bid;
+				const char *hex = json_string_value(c);
+				if (hex == NULL || rix_id_from_hex(&bid, hex, strlen(hex)) != 0)
+					return rix_error_set(RIX_ECORRUPT, "usage: a file's content is not a list of IDs");
+				rix_loc seen;
+				if (rix_indexmap_lookup(w->blobs, &bid, &seen) == 0)
+					continue;
+				rix_packed_blob pb;
+				if (rix_master_index_lookup(rix_repo_master_index(w->r), RIX_BLOB_DATA, &bid, &pb) != 0) {
+					w->u->missing_blobs++;
+					continue;
+				}
+				rix_loc l = { 0, 0, pb.length, pb.uncompressed_length };
+				int rc = rix_indexmap_add(w->blobs, &bid, &l);
+				if (rc != 0)
+					return rc;
+				w->u->unique_blobs++;
+				w->u->unique_bytes += rix_blob_plain_size(pb.length, pb.uncompressed_length);
+				w->u->unique_stored += pb.length;
+			}
+		} else if (strcmp(type, "dir") == 0) {
+			const char *hex = json_string_value(json_object_get(n, "subtree"));
+			rix_id sub;
+			if (hex == NULL || rix_id_from_hex(&sub, hex, strlen(hex)) != 0)
+				return rix_error_set(RIX_ECORRUPT, "usage: a directory without a subtree ID");
+			int rc = walk_tree(w, &sub, files, bytes);
+			if (rc != 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int walk_tree(struct walk *w, const rix_id *id, uint64_t *files, uint64_t *bytes)
+{
+	rix_loc memo;
+	if (rix_indexmap_lookup(w->trees, id, &memo) == 0) {
+		*files += memo.pack;
+		*bytes += (uint64_t)memo.offset << 32 | memo.length;
+		return 0;
+	}
+	if (w->depth > 1000)
+		return rix_error_set(RIX_ECORRUPT, "usage: trees nested over 1000 deep");
+	uint8_t *data;
+	size_t n;
+	int rc = rix_repo_load_blob(w->r, RIX_BLOB_TREE, id, &data, &n);
+	if (rc != 0)
+		return rc;
+	json_t *root = json_loadb((const char *)data, n, 0, NULL);
+	rix_free(data);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return rix_error_set(RIX_ECORRUPT, "usage: a tree blob is not a JSON object");
+	}
+	uint64_t f = 0, b = 0;
+	w->depth++;
+	rc = walk_nodes(w, json_object_get(root, "nodes"), &f, &b);
+	w->depth--;
+	json_decref(root);
+	if (rc != 0)
+		return rc;
+	w->u->trees++;
+	rix_loc l = { (uint32_t)(f > UINT32_MAX ? UINT32_MAX : f), (uint32_t)(b >> 32), (uint32_t)b, 0 };
+	rc = rix_indexmap_add(w->trees, id, &l);
+	*files += f;
+	*bytes += b;
+	return rc;
+}
+
+struct snaps {
+	char (*v)[65];
+	size_t n, cap;
+};
+
+static int add_snap(void *arg, const char *name, uint64_t size)
+{
+	(void)size;
+	struct snaps *s = arg;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		char(*v)[65] = rix_realloc(s->v, cap * 65);
+		if (v == NULL)
+			return rix_error_set(RIX_ENOMEM, "usage: out of memory");
+		s->v = v;
+		s->cap = cap;
+	}
+	memcpy(s->v[s->n++], name, 65);
+	return 0;
+}
+
+int rix_repo_usage_compute(rix_repo *r, rix_repo_usage *u)
+{
+	memset(u, 0, sizeof(*u));
+	struct walk w = { .r = r, .u = u };
+	struct snaps s = { 0 };
+	int rc = rix_indexmap_new(&w.trees, 0);
+	if (rc == 0)
+		rc = rix_indexmap_new(&w.blobs, 0);
+	if (rc == 0)
+		rc = rix_backend_list(rix_repo_backend(r), RIX_FILE_SNAPSHOT, add_snap, &s);
+	for (size_t i = 0; rc == 0 && i < s.n; i++) {
+		uint8_t *file = NULL, *json = NULL;
+		size_t n, jn;
+		rc = rix_backend_read_all(rix_repo_backend(r), RIX_FILE_SNAPSHOT, s.v[i], (size_t)16 << 20, &file, &n);
+		if (rc == 0)
+			rc = rix_unpacked_decode(rix_repo_key(r), file, n, rix_repo_config(r)->version, &json, &jn);
+		rix_free(file);
+		json_t *root = rc == 0 ? json_loadb((const char *)json, jn, 0, NULL) : NULL;
+		rix_free(json);
+		const char *hex = json_string_value(json_object_get(root, "tree"));
+		rix_id tree;
+		if (rc == 0 && (hex == NULL || rix_id_from_hex(&tree, hex, strlen(hex)) != 0))
+			rc = rix_error_set(RIX_ECORRUPT, "usage: snapshot %.16s has no tree", s.v[i]);
+		json_decref(root);
+		if (rc == 0)
+			rc = walk_tree(&w, &tree, &u->files, &u->logical_bytes);
+		if (rc == 0)
+			u->snapshots++;
+	}
+	rix_free(s.v);
+	rix_indexmap_free(w.trees);
+	rix_indexmap_free(w.blobs);
+	return rc;
+}
