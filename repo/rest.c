@@ -371,10 +371,14 @@ int rix_backend_rest_open(rix_backend **out, const char *url, int create)
 	if (n == 0 || r->url[n - 1] != '/')
 		memcpy(r->url + n, "/", 2);
 	pthread_mutex_init(&r->mu, NULL);
-	int rc = 0;
 	uint64_t size;
-	int has_config = rest_stat(r, RIX_FILE_CONFIG, NULL, &size) == 0;
-	if (create && has_config) {
+	int rc = rest_stat(r, RIX_FILE_CONFIG, NULL, &size);
+	int has_config = rc == 0;
+	if (rc == RIX_ENOTFOUND)
+		rc = 0;
+	if (rc != 0) {
+		/* the server cannot be reached, or refused: that error, not "no repository" */
+	} else if (create && has_config) {
 		rc = rix_error_set(RIX_EEXISTS, "rest: %s already holds a repository (config file)", url);
 	} else if (create) {
 		char u[4096];
@@ -382,8 +386,7 @@ int rix_backend_rest_open(rix_backend **out, const char *url, int create)
 		struct source src = { .p = (const uint8_t *)"", .fd = -1, .len = 0 };
 		rc = post(r, u, &src);
 	} else if (!has_config) {
-		rc = rix_error_set(RIX_ENOTFOUND, "rest: %s is not a repository (no config file): %s", url,
-				   rix_error_last());
+		rc = rix_error_set(RIX_ENOTFOUND, "rest: %s is not a repository (no config file)", url);
 	}
 	if (rc == 0)
 		rc = rix_backend_new(out, &rest_ops, r);
