@@ -386,6 +386,35 @@ int rix_master_index_store_pack(rix_master_index *mi, const rix_id *pack_id, con
 	return rc;
 }
 
+/*
+ * Publishes next (and the index-file IDs nids, nids_total of them): the state first, then, when
+ * drop_final, the smaller separate list without the final indexes just merged (see the file
+ * comment); after a grace period frees cur and the old IDs. Takes ownership of next and nids.
+ */
+static void publish(rix_master_index *mi, struct mstate *cur, struct mstate *next, rix_id *nids, size_t nids_total,
+		    bool drop_final)
+{
+	pthread_rwlock_wrlock(&mi->lock);
+	atomic_store(&mi->state, next);
+	rix_id *old_ids = mi->index_ids;
+	mi->index_ids = nids;
+	mi->nindex_ids = nids_total;
+	if (drop_final) {
+		size_t keep = 0;
+		for (size_t i = 0; i < mi->nseparate; i++) {
+			rix_index *idx = mi->separate[i];
+			if (!idx->final || idx == mi->own)
+				mi->separate[keep++] = idx;
+		}
+		mi->nseparate = keep;
+		atomic_store(&mi->nsep, keep);
+	}
+	pthread_rwlock_unlock(&mi->lock);
+	rix__rcu_synchronize(); /* no reader still holds `cur` */
+	mstate_free(cur);
+	rix_free(old_ids);
+}
+
 int rix_master_index_merge(rix_master_index *mi)
 {
 	pthread_mutex_lock(&mi->wmu);
@@ -453,28 +482,9 @@ int rix_master_index_merge(rix_master_index *mi)
 		idn += merged[k]->nids;
 	}
 
-	/* Publish: the state first, then the smaller separate count (see the file comment). */
-	rix_id *old_ids;
-	pthread_rwlock_wrlock(&mi->lock);
-	atomic_store(&mi->state, next);
+	publish(mi, cur, next, nids, ids_total, true);
 	next = NULL;
-	old_ids = mi->index_ids;
-	mi->index_ids = nids;
-	mi->nindex_ids = ids_total;
 	nids = NULL;
-	size_t keep = 0;
-	for (size_t i = 0; i < mi->nseparate; i++) {
-		rix_index *idx = mi->separate[i];
-		if (!idx->final || idx == mi->own)
-			mi->separate[keep++] = idx;
-	}
-	mi->nseparate = keep;
-	atomic_store(&mi->nsep, keep);
-	pthread_rwlock_unlock(&mi->lock);
-
-	rix__rcu_synchronize(); /* no reader still holds `cur` */
-	mstate_free(cur);
-	rix_free(old_ids);
 	for (size_t k = 0; k < nmerge; k++)
 		rix_index_free(merged[k]);
 done:
@@ -1230,19 +1240,9 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 		if (rc != 0)
 			goto done;
 	}
-	/* Publish, as a merge does. */
-	rix_id *old_ids;
-	pthread_rwlock_wrlock(&mi->lock);
-	atomic_store(&mi->state, next);
+	publish(mi, cur, next, nids, mi->nindex_ids + k->nids, false);
 	next = NULL;
-	old_ids = mi->index_ids;
-	mi->index_ids = nids;
-	mi->nindex_ids += k->nids;
 	nids = NULL;
-	pthread_rwlock_unlock(&mi->lock);
-	rix__rcu_synchronize();
-	mstate_free(cur);
-	rix_free(old_ids);
 	bulk_clear(k);
 done:
 	mstate_free(next); /* on failure: tables built so far, arrays built in place with them */

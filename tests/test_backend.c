@@ -27,25 +27,17 @@
 #include "rix/rix.h"
 #include "testutil.h"
 
-#define MUST(expr)                                                                               \
-	do {                                                                                     \
-		int rc_ = (expr);                                                                \
-		if (rc_ != 0)                                                                    \
-			fail_msg("%s: %d (%s)", #expr, rc_, rix_error_last());                   \
-	} while (0)
 
 static char *new_repo_dir(void)
 {
-	char *d = strdup("/tmp/rix-backend-XXXXXX");
-	assert_non_null(mkdtemp(d));
+	char *d = malloc(256);
+	rix_test_mkdtemp(d, 256, "rix-backend");
 	return d;
 }
 
 static void rm_rf(char *d)
 {
-	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", d, d);
-	assert_int_equal(system(cmd), 0);
+	rix_test_rmtree(d);
 	free(d);
 }
 

@@ -29,12 +29,6 @@
 #include "rix/rix.h"
 #include "testutil.h"
 
-#define MUST(expr)                                                                               \
-	do {                                                                                     \
-		int rc_ = (expr);                                                                \
-		if (rc_ != 0)                                                                    \
-			fail_msg("%s: %d (%s)", #expr, rc_, rix_error_last());                   \
-	} while (0)
 
 /* Text-like content: words from a small vocabulary, compresses about 3-5x. */
 static void fill_text(uint8_t *p, size_t n, uint64_t *st)
@@ -281,16 +275,14 @@ static void test_codec_no_allocation_per_blob(void **state)
 
 static char *temp_dir(void)
 {
-	char *d = strdup("/tmp/rix-packw-XXXXXX");
-	assert_non_null(mkdtemp(d));
+	char *d = malloc(256);
+	rix_test_mkdtemp(d, 256, "rix-packw");
 	return d;
 }
 
 static void remove_dir(char *d)
 {
-	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
-	assert_int_equal(system(cmd), 0);
+	rix_test_rmtree(d);
 	free(d);
 }
 

@@ -30,12 +30,6 @@
 #include "rix/rix.h"
 #include "testutil.h"
 
-#define MUST(expr)                                                                               \
-	do {                                                                                     \
-		int rc_ = (expr);                                                                \
-		if (rc_ != 0)                                                                    \
-			fail_msg("%s: %d (%s)", #expr, rc_, rix_error_last());                   \
-	} while (0)
 
 #define PW "correct horse"
 
@@ -44,8 +38,8 @@ static const rix_repo_options fast = { .pack_size = 4 << 20, .scrypt_n = 128, .s
 
 static char *new_dir(void)
 {
-	char *d = strdup("/tmp/rix-repo-XXXXXX");
-	assert_non_null(mkdtemp(d));
+	char *d = malloc(256);
+	rix_test_mkdtemp(d, 256, "rix-repo");
 	return d;
 }
 

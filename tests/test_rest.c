@@ -25,12 +25,6 @@
 #include "rix/rix.h"
 #include "testutil.h"
 
-#define MUST(expr)                                                                               \
-	do {                                                                                     \
-		int rc_ = (expr);                                                                \
-		if (rc_ != 0)                                                                    \
-			fail_msg("%s: %d (%s)", #expr, rc_, rix_error_last());                   \
-	} while (0)
 
 #define PW "rest pw"
 
