@@ -657,6 +657,39 @@ static void test_check(void **state)
 		assert_true(rd == 0 || rep.bytes_read > 0);
 	}
 
+	/* An index file that disagrees with a pack's header (a wrong length): an error. */
+	r = open_repo(dir, NULL);
+	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	rix_packed_blob pb;
+	MUST(rix_master_index_lookup(rix_repo_master_index(r), s.type[1], &s.id[1], &pb));
+	rix_blob wrong = { .id = pb.id, .type = pb.type, .offset = pb.offset, .length = pb.length + 1,
+			   .uncompressed_length = pb.uncompressed_length };
+	rix_index *bad;
+	MUST(rix_index_new(&bad, 0));
+	MUST(rix_index_store_pack(bad, &pb.pack_id, &wrong, 1));
+	char *json;
+	size_t jl, fl;
+	uint8_t *file;
+	MUST(rix_index_encode(bad, &json, &jl));
+	MUST(rix_unpacked_encode(rix_repo_key(r), json, jl, 2, &file, &fl));
+	rix_id bad_id;
+	char bad_name[65];
+	rix_sha256(file, fl, &bad_id);
+	rix_id_to_hex(&bad_id, bad_name);
+	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_INDEX, bad_name, file, fl));
+	rix_free(json);
+	rix_free(file);
+	rix_index_free(bad);
+	rix_repo_close(r);
+	rix_check_report mis = run_check(dir, 0, RIX_ECORRUPT, &l);
+	assert_int_equal(mis.header_mismatches, 1);
+	assert_int_equal(mis.errors, 1);
+	assert_int_equal(mis.duplicate_blobs, 1); /* the same blob named twice */
+	assert_non_null(strstr(l.last_error, "do not match its header"));
+	r = open_repo(dir, NULL);
+	MUST(rix_backend_remove(rix_repo_backend(r), RIX_FILE_INDEX, bad_name));
+	rix_repo_close(r);
+
 	/* A pack no index names (its index file removed): reported, not an error. */
 	r = open_repo(dir, NULL);
 	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
