@@ -169,6 +169,13 @@ static int open_backend(const char *path, int create, rix_backend **b)
 	return rix_backend_local_open(b, path, create);
 }
 
+/* The index-loading progress line on a terminal, rewritten in place. */
+static void load_progress(void *arg, size_t done, size_t total)
+{
+	(void)arg;
+	fprintf(stderr, "\rloading index: %zu of %zu files ", done, total);
+}
+
 static int open_repo(rix_repo **r)
 {
 	const char *path = repo_path();
@@ -184,6 +191,8 @@ static int open_repo(rix_repo **r)
 		return 1;
 	}
 	rix_repo_options o = { .key_hint = g.key_hint != NULL ? g.key_hint : getenv("RIX_KEY_HINT") };
+	if (!g.quiet && isatty(2))
+		o.load_progress = load_progress;
 	if (o.key_hint == NULL)
 		o.key_hint = getenv("RESTIC_KEY_HINT");
 	rc = rix_repo_open(r, b, pw, strlen(pw), &o);
@@ -212,14 +221,12 @@ static double now_s(void)
 static int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs)
 {
 	int progress = !g.quiet && isatty(2);
-	if (progress)
-		fputs("loading index...", stderr);
 	double t0 = now_s();
 	int rc = rix_repo_load_index(r, index_error, NULL, st);
 	if (secs != NULL)
 		*secs = now_s() - t0;
 	if (progress)
-		fputs("\r                  \r", stderr);
+		fputs("\r\033[K", stderr);
 	return rc != 0 ? fail(rc) : 0;
 }
 

@@ -344,6 +344,7 @@ struct loader {
 	rix_repo *r;
 	struct names names;
 	size_t next; /* guarded by mu */
+	size_t done;
 	pthread_mutex_t mu;
 	rix_repo_index_error_fn on_error;
 	void *arg;
@@ -422,6 +423,9 @@ static void *load_worker(void *arg)
 		}
 		pthread_mutex_lock(&l->mu);
 		l->stats.bytes += bytes;
+		l->done++;
+		if (l->r->opt.load_progress != NULL)
+			l->r->opt.load_progress(l->r->opt.progress_arg, l->done, l->names.n);
 		if (rc == 0)
 			l->stats.loaded++;
 		if (rc != 0) {

@@ -234,6 +234,14 @@ static void test_save_flush_load(void **state)
 	drop_dir(dir);
 }
 
+static void count_progress(void *arg, size_t done, size_t total)
+{
+	size_t *calls = arg;
+	assert_true(done >= 1 && done <= total);
+	assert_int_equal(total, 2);
+	(*calls)++;
+}
+
 /* restic 0.14's rule: a version 1 index file holds at most 50,000 blobs. */
 static void test_index_file_size_rule(void **state)
 {
@@ -254,9 +262,14 @@ static void test_index_file_size_rule(void **state)
 	MUST(rix_repo_flush(r));
 	assert_int_equal(count_files(r, RIX_FILE_INDEX), 2);
 	rix_repo_close(r);
-	r = open_repo(dir, NULL);
+	size_t calls = 0;
+	rix_repo_options po = fast;
+	po.load_progress = count_progress;
+	po.progress_arg = &calls;
+	r = open_repo(dir, &po);
 	rix_repo_load_stats st;
 	MUST(rix_repo_load_index(r, NULL, NULL, &st));
+	assert_int_equal(calls, 2);
 	assert_int_equal(st.blobs, N);
 	assert_int_equal(rix_master_index_count(rix_repo_master_index(r), RIX_BLOB_DATA), N);
 	for (v = 0; v < N; v += 4999) {

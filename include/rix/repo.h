@@ -42,6 +42,10 @@ typedef struct rix_repo_options {
 	unsigned workers;            /* index loading; 0: one per online CPU */
 	int strict;                  /* a damaged index file makes rix_repo_load_index fail */
 	const char *key_hint;        /* open: key files whose name starts with this are tried first */
+	/* rix_repo_load_index calls this after each index file (one call at a time): for a
+	 * progress line. May be NULL. */
+	void (*load_progress)(void *arg, size_t files_done, size_t files_total);
+	void *progress_arg;
 } rix_repo_options;
 
 typedef struct rix_repo rix_repo;
