@@ -28,6 +28,7 @@
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "rix/repo.h"
+#include "repo_internal.h"
 
 #define LOCK_FILE_MAX 65536
 
@@ -157,32 +158,11 @@ static int write_lock(rix_repo *r, int exclusive, char name[65])
 	return rc;
 }
 
-struct lock_list {
-	char (*v)[65];
-	size_t n, cap;
-};
-
-static int add_name(void *arg, const char *name, uint64_t size)
-{
-	(void)size;
-	struct lock_list *l = arg;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 16;
-		char(*v)[65] = rix_realloc(l->v, cap * 65);
-		if (v == NULL)
-			return rix_error_set(RIX_ENOMEM, "lock: out of memory");
-		l->v = v;
-		l->cap = cap;
-	}
-	memcpy(l->v[l->n++], name, 65);
-	return 0;
-}
-
 /* Any lock but ours that conflicts (exclusive: any live one; shared: a live exclusive one). */
 static int find_conflict(rix_repo *r, int exclusive, const char *ours)
 {
-	struct lock_list l = { 0 };
-	int rc = rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, add_name, &l);
+	struct rix__names l;
+	int rc = rix__list_names(rix_repo_backend(r), RIX_FILE_LOCK, &l);
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
 		if (strcmp(l.v[i], ours) == 0)
 			continue;
@@ -298,8 +278,8 @@ int rix_repo_unlock(rix_repo *r, int all, size_t *removed)
 {
 	if (removed != NULL)
 		*removed = 0;
-	struct lock_list l = { 0 };
-	int rc = rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, add_name, &l);
+	struct rix__names l;
+	int rc = rix__list_names(rix_repo_backend(r), RIX_FILE_LOCK, &l);
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
 		lock_info li;
 		if (!all) {

@@ -30,6 +30,7 @@
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "rix/repo.h"
+#include "repo_internal.h"
 
 #define KEY_FILE_MAX ((size_t)1 << 20)
 #define INDEX_FILE_MAX ((size_t)1 << 31)
@@ -198,15 +199,10 @@ int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t p
 	return 0;
 }
 
-struct names {
-	char (*v)[65];
-	size_t n, cap;
-};
-
 static int collect_name(void *arg, const char *name, uint64_t size)
 {
 	(void)size;
-	struct names *s = arg;
+	struct rix__names *s = arg;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
 		char(*v)[65] = rix_realloc(s->v, cap * 65);
@@ -224,13 +220,13 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp(a, b);
 }
 
-static int list_names(rix_backend *b, rix_file_type t, struct names *out)
+int rix__list_names(rix_backend *b, rix_file_type t, struct rix__names *out)
 {
-	*out = (struct names){ 0 };
+	*out = (struct rix__names){ 0 };
 	int rc = rix_backend_list(b, t, collect_name, out);
 	if (rc != 0) {
 		rix_free(out->v);
-		*out = (struct names){ 0 };
+		*out = (struct rix__names){ 0 };
 		return rc;
 	}
 	if (out->n > 1)
@@ -241,8 +237,8 @@ static int list_names(rix_backend *b, rix_file_type t, struct names *out)
 /* Tries every key file with password. */
 static int open_key(rix_repo *r, const char *password, size_t password_len)
 {
-	struct names keys;
-	int rc = list_names(r->b, RIX_FILE_KEY, &keys);
+	struct rix__names keys;
+	int rc = rix__list_names(r->b, RIX_FILE_KEY, &keys);
 	if (rc != 0)
 		return rc;
 	int auth_failed = 0, corrupt = 0;
@@ -342,7 +338,7 @@ int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *arg)
 
 struct loader {
 	rix_repo *r;
-	struct names names;
+	struct rix__names names;
 	size_t next; /* guarded by mu */
 	size_t done;
 	pthread_mutex_t mu;
@@ -445,7 +441,7 @@ static void *load_worker(void *arg)
 int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg, rix_repo_load_stats *stats)
 {
 	struct loader l = { .r = r, .on_error = on_error, .arg = arg };
-	int rc = list_names(r->b, RIX_FILE_INDEX, &l.names);
+	int rc = rix__list_names(r->b, RIX_FILE_INDEX, &l.names);
 	if (rc != 0)
 		return rc;
 	l.stats.files = l.names.n;

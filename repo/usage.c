@@ -20,6 +20,7 @@
 #include "rix/error.h"
 #include "rix/indexmap.h"
 #include "rix/repo.h"
+#include "repo_internal.h"
 
 struct walk {
 	rix_repo *r;
@@ -117,37 +118,16 @@ static int walk_tree(struct walk *w, const rix_id *id, uint64_t *files, uint64_t
 	return rc;
 }
 
-struct snaps {
-	char (*v)[65];
-	size_t n, cap;
-};
-
-static int add_snap(void *arg, const char *name, uint64_t size)
-{
-	(void)size;
-	struct snaps *s = arg;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 16;
-		char(*v)[65] = rix_realloc(s->v, cap * 65);
-		if (v == NULL)
-			return rix_error_set(RIX_ENOMEM, "usage: out of memory");
-		s->v = v;
-		s->cap = cap;
-	}
-	memcpy(s->v[s->n++], name, 65);
-	return 0;
-}
-
 int rix_repo_usage_compute(rix_repo *r, rix_repo_usage *u)
 {
 	memset(u, 0, sizeof(*u));
 	struct walk w = { .r = r, .u = u };
-	struct snaps s = { 0 };
+	struct rix__names s = { 0 };
 	int rc = rix_indexmap_new(&w.trees, 0);
 	if (rc == 0)
 		rc = rix_indexmap_new(&w.blobs, 0);
 	if (rc == 0)
-		rc = rix_backend_list(rix_repo_backend(r), RIX_FILE_SNAPSHOT, add_snap, &s);
+		rc = rix__list_names(rix_repo_backend(r), RIX_FILE_SNAPSHOT, &s);
 	for (size_t i = 0; rc == 0 && i < s.n; i++) {
 		uint8_t *file = NULL, *json = NULL;
 		size_t n, jn;
