@@ -201,8 +201,9 @@ int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t p
 
 static int collect_name(void *arg, const char *name, uint64_t size)
 {
-	(void)size;
 	struct rix__names *s = arg;
+	if (size > s->max_size)
+		s->max_size = size;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
 		char(*v)[65] = rix_realloc(s->v, cap * 65);
@@ -450,6 +451,15 @@ int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg
 	if (workers == 0) {
 		long c = sysconf(_SC_NPROCESSORS_ONLN);
 		workers = c > 0 ? (unsigned)c : 1;
+		/*
+		 * Each loader holds one file, its JSON (~3x the file) and its batch while it works: as
+		 * many as fit the memory budget, so that a many-core machine does not multiply the peak.
+		 */
+		uint64_t budget = r->opt.load_memory ? r->opt.load_memory : RIX_REPO_LOAD_MEMORY_DEFAULT;
+		uint64_t per = l.names.max_size * RIX_REPO_LOAD_BYTES_PER_FILE_BYTE;
+		uint64_t fit = per > 0 ? budget / per : workers;
+		if (fit < workers)
+			workers = fit > 0 ? (unsigned)fit : 1;
 	}
 	if (workers > l.names.n)
 		workers = (unsigned)l.names.n;

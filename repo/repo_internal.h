@@ -5,6 +5,7 @@
 #define RIX_REPO_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rix/backend.h"
 
@@ -12,6 +13,7 @@
 struct rix__names {
 	char (*v)[65];
 	size_t n, cap;
+	uint64_t max_size; /* the largest file listed */
 };
 
 /* Lists type t into *out (sorted). On failure *out is empty. @return 0 or the backend's error. */

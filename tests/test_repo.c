@@ -266,6 +266,7 @@ static void test_index_file_size_rule(void **state)
 	rix_repo_options po = fast;
 	po.load_progress = count_progress;
 	po.progress_arg = &calls;
+	po.load_memory = 1; /* under one file's worth: one loader thread, and still everything loads */
 	r = open_repo(dir, &po);
 	rix_repo_load_stats st;
 	MUST(rix_repo_load_index(r, NULL, NULL, &st));

@@ -39,7 +39,8 @@ typedef struct rix_repo_options {
 	uint32_t scrypt_r, scrypt_p;
 	const char *username;        /* for key files; NULL: the user running */
 	const char *hostname;        /* NULL: this machine's name */
-	unsigned workers;            /* index loading; 0: one per online CPU */
+	unsigned workers;            /* index loading; 0: one per online CPU, within load_memory */
+	uint64_t load_memory;        /* index loading's working memory; 0: RIX_REPO_LOAD_MEMORY_DEFAULT */
 	int strict;                  /* a damaged index file makes rix_repo_load_index fail */
 	const char *key_hint;        /* open: key files whose name starts with this are tried first */
 	/* rix_repo_load_index calls this after each index file (one call at a time): for a
@@ -49,6 +50,14 @@ typedef struct rix_repo_options {
 } rix_repo_options;
 
 typedef struct rix_repo rix_repo;
+
+/*
+ * Index loading keeps, per loader thread, one index file, its decompressed JSON and its decoded
+ * entries: about this many bytes per byte of the largest index file (restic's v2 files inflate
+ * ~3x). Loader threads are capped so that together they stay within the budget.
+ */
+#define RIX_REPO_LOAD_BYTES_PER_FILE_BYTE 5u
+#define RIX_REPO_LOAD_MEMORY_DEFAULT ((uint64_t)256 << 20)
 
 /*
  * A new repository on backend b (which must hold none): a fresh master key, a key file for
