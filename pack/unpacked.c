@@ -172,20 +172,39 @@ static int decompress_into(ZSTD_DCtx **dctxp, const uint8_t *src, size_t sn, uin
 	return 0;
 }
 
-/* decompress_into with a context and buffer of this call only; *out is the caller's. */
-static int decompress_frame(const uint8_t *src, size_t sn, uint8_t **out, size_t *out_len)
+/* The checks before a file is opened. */
+static int check_file(int repo_version, size_t n)
 {
-	ZSTD_DCtx *dctx = NULL;
-	uint8_t *buf = NULL;
-	size_t cap = 0;
-	int rc = decompress_into(&dctx, src, sn, &buf, &cap, out_len);
-	ZSTD_freeDCtx(dctx);
-	if (rc != 0) {
-		rix_free(buf);
-		return rc;
-	}
-	*out = buf;
+	if (repo_version != 1 && repo_version != 2)
+		return rix_error_set(RIX_EINVAL, "unpacked: repository version %d", repo_version);
+	if (n < RIX_CRYPTO_OVERHEAD)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: file of %zu bytes is shorter than the %d-byte crypto overhead",
+				     n, RIX_CRYPTO_OVERHEAD);
 	return 0;
+}
+
+/*
+ * After the MAC verified: what the plaintext plain[0..m) holds. Plain JSON is *json = plain; a
+ * frame is decompressed into *buf (grown or replaced, see decompress_into) and *json = *buf.
+ */
+static int decode_opened(ZSTD_DCtx **dctx, const uint8_t *plain, size_t m, int repo_version, uint8_t **buf,
+			 size_t *cap, const uint8_t **json, size_t *len)
+{
+	if (m == 0)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: empty plaintext");
+	if (plain[0] == '{' || plain[0] == '[') {
+		*json = plain;
+		*len = m;
+		return 0;
+	}
+	if (plain[0] != RIX_UNPACKED_ZSTD)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: unknown first plaintext byte 0x%02x", plain[0]);
+	if (repo_version < 2)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: compressed file in a version 1 repository");
+	int rc = decompress_into(dctx, plain + 1, m - 1, buf, cap, len);
+	if (rc == 0)
+		*json = *buf;
+	return rc;
 }
 
 int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size_t n, int repo_version,
@@ -193,39 +212,34 @@ int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size_t n, int r
 {
 	*out = NULL;
 	*out_len = 0;
-	if (repo_version != 1 && repo_version != 2)
-		return rix_error_set(RIX_EINVAL, "unpacked: repository version %d", repo_version);
-	if (n < RIX_CRYPTO_OVERHEAD)
-		return rix_error_set(RIX_ECORRUPT, "unpacked: file of %zu bytes is shorter than the %d-byte crypto overhead",
-				     n, RIX_CRYPTO_OVERHEAD);
+	int rc = check_file(repo_version, n);
+	if (rc != 0)
+		return rc;
 	size_t m = n - RIX_CRYPTO_OVERHEAD;
 	uint8_t *plain = rix_malloc(m ? m : 1);
 	if (plain == NULL)
 		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for %zu bytes", m);
-	int rc = rix_crypto_open(key, file, n, plain);
-	if (rc != 0) {
-		rix_free(plain);
-		return rc;
-	}
-	/* Authenticated: now the plaintext may be looked at. */
-	if (m == 0) {
-		rix_free(plain);
-		return rix_error_set(RIX_ECORRUPT, "unpacked: empty plaintext");
-	}
-	if (plain[0] == '{' || plain[0] == '[') {
+	rc = rix_crypto_open(key, file, n, plain);
+	ZSTD_DCtx *dctx = NULL;
+	uint8_t *buf = NULL;
+	size_t cap = 0, len = 0;
+	const uint8_t *json = NULL;
+	if (rc == 0)
+		rc = decode_opened(&dctx, plain, m, repo_version, &buf, &cap, &json, &len);
+	ZSTD_freeDCtx(dctx);
+	if (rc == 0 && json == plain) { /* plain JSON: returned in the buffer it was decrypted into */
 		*out = plain;
-		*out_len = m;
+		*out_len = len;
 		return 0;
 	}
-	if (plain[0] != RIX_UNPACKED_ZSTD) {
-		rc = rix_error_set(RIX_ECORRUPT, "unpacked: unknown first plaintext byte 0x%02x", plain[0]);
-	} else if (repo_version < 2) {
-		rc = rix_error_set(RIX_ECORRUPT, "unpacked: compressed file in a version 1 repository");
-	} else {
-		rc = decompress_frame(plain + 1, m - 1, out, out_len);
-	}
 	rix_free(plain);
-	return rc;
+	if (rc != 0) {
+		rix_free(buf);
+		return rc;
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
 }
 
 int rix_unpacked_encode(const rix_key *key, const void *json, size_t n, int repo_version,
@@ -309,29 +323,17 @@ int rix_unpacked_decoder_decode(rix_unpacked_decoder *d, const rix_key *key, uin
 {
 	*out = NULL;
 	*out_len = 0;
-	if (repo_version != 1 && repo_version != 2)
-		return rix_error_set(RIX_EINVAL, "unpacked: repository version %d", repo_version);
-	if (n < RIX_CRYPTO_OVERHEAD)
-		return rix_error_set(RIX_ECORRUPT, "unpacked: file of %zu bytes is shorter than the %d-byte crypto overhead",
-				     n, RIX_CRYPTO_OVERHEAD);
-	size_t m = n - RIX_CRYPTO_OVERHEAD;
-	uint8_t *plain = file + RIX_CRYPTO_IV_SIZE; /* decrypted in place, after the MAC verified */
-	int rc = rix_crypto_open(key, file, n, plain);
+	int rc = check_file(repo_version, n);
 	if (rc != 0)
 		return rc;
-	if (m == 0)
-		return rix_error_set(RIX_ECORRUPT, "unpacked: empty plaintext");
-	if (plain[0] == '{' || plain[0] == '[') {
-		*out = plain;
-		*out_len = m;
-		return 0;
-	}
-	if (plain[0] != RIX_UNPACKED_ZSTD)
-		return rix_error_set(RIX_ECORRUPT, "unpacked: unknown first plaintext byte 0x%02x", plain[0]);
-	if (repo_version < 2)
-		return rix_error_set(RIX_ECORRUPT, "unpacked: compressed file in a version 1 repository");
-	rc = decompress_into(&d->dctx, plain + 1, m - 1, &d->buf, &d->cap, out_len);
+	uint8_t *plain = file + RIX_CRYPTO_IV_SIZE; /* decrypted in place, after the MAC verified */
+	rc = rix_crypto_open(key, file, n, plain);
 	if (rc == 0)
-		*out = d->buf;
+		rc = decode_opened(&d->dctx, plain, n - RIX_CRYPTO_OVERHEAD, repo_version, &d->buf, &d->cap, out,
+				   out_len);
+	if (rc != 0) {
+		*out = NULL;
+		*out_len = 0;
+	}
 	return rc;
 }

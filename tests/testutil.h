@@ -53,17 +53,6 @@ void rix_test_put_file(const char *dir, const char *name, const void *data, size
 int rix_test_run(char **out, size_t *len, const char *fmt, ...)
 #if defined(__GNUC__)
 	__attribute__((format(printf, 3, 4)))
-/*
- * In a cmocka test: evaluates expr (a rix call returning 0 or RIX_E*) and fails the test with
- * the call, the code and rix's message unless it returned 0.
- */
-#define MUST(expr)                                                                               \
-	do {                                                                                     \
-		int must_rc_ = (expr);                                                           \
-		if (must_rc_ != 0)                                                               \
-			fail_msg("%s: %d (%s)", #expr, must_rc_, rix_error_last());              \
-	} while (0)
-
 #endif
 	;
 void rix_test_need_restic(void);
