@@ -211,6 +211,11 @@ int rix_pack_writer_add_stored(rix_pack_writer *w, const rix_blob *b, const uint
 	return w->len >= WRITE_CHUNK ? flush(w) : 0;
 }
 
+int rix_pack_writer_failed(const rix_pack_writer *w)
+{
+	return w->failed;
+}
+
 uint64_t rix_pack_writer_size(const rix_pack_writer *w)
 {
 	return w->size;

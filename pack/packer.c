@@ -14,6 +14,7 @@
  * - A blob of target size or more bypasses the lists: a pack of its own, finished at once.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rix/alloc.h"
@@ -110,13 +111,38 @@ static void discard(rix_packer *p, rix_pack_writer *w)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/*
+ * After an error on w: a writer whose file failed is discarded with its blobs; any other stays
+ * open (back on the idle list) with everything it holds.
+ */
+static void after_error(rix_packer *p, rix_blob_type t, rix_pack_writer *w)
+{
+	if (rix_pack_writer_failed(w) || rix_pack_writer_count(w) == 0) {
+		discard(p, w);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	int room = p->nidle[t] < sizeof(p->idle[t]) / sizeof(p->idle[t][0]);
+	if (room)
+		p->idle[t][p->nidle[t]++] = w;
+	pthread_mutex_unlock(&p->mu);
+	if (!room) { /* more open packs than the list holds (over 64 threads): it cannot wait */
+		int code = rix_error_last_code();
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s", rix_error_last());
+		discard(p, w);
+		rix_error_set(code, "%s", msg);
+	}
+}
+
 /* Finishes w and hands it to done. */
 static int hand_on(rix_packer *p, rix_pack_writer *w)
 {
 	rix_id id;
 	int rc = rix_pack_writer_finish(w, &id);
 	if (rc != 0) {
-		discard(p, w);
+		const rix_blob *b = rix_pack_writer_blobs(w);
+		after_error(p, b != NULL ? b[0].type : RIX_BLOB_DATA, w);
 		return rc;
 	}
 	pthread_mutex_lock(&p->mu);
@@ -152,7 +178,7 @@ int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_
 		pthread_mutex_unlock(&p->mu);
 		rc = rix_pack_writer_add(w, c, t, id, plain, n);
 		if (rc != 0) {
-			discard(p, w);
+			discard(p, w); /* empty, or failed */
 			return rc;
 		}
 		return hand_on(p, w);
@@ -170,13 +196,8 @@ int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_
 			return rc;
 		rc = rix_pack_writer_add(w, c, t, id, plain, n);
 	}
-	if (rc == RIX_EIO || rc == RIX_ENOSPC) {
-		discard(p, w);
-		return rc;
-	}
-	if (rc != 0) { /* the writer is unchanged (memory, argument): keep it */
-		int rc2 = give_back(p, t, w);
-		(void)rc2;
+	if (rc != 0) {
+		after_error(p, t, w);
 		return rc;
 	}
 	if (rix_pack_writer_size(w) >= p->target)
@@ -188,19 +209,20 @@ int rix_packer_flush(rix_packer *p)
 {
 	int first = 0;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		for (;;) {
-			pthread_mutex_lock(&p->mu);
-			rix_pack_writer *w = p->nidle[t] > 0 ? p->idle[t][--p->nidle[t]] : NULL;
-			pthread_mutex_unlock(&p->mu);
-			if (w == NULL)
-				break;
-			int rc;
-			if (rix_pack_writer_count(w) == 0) {
-				discard(p, w);
-				rc = 0;
-			} else {
-				rc = hand_on(p, w);
-			}
+		/* Take the whole list first: a pack that fails to finish goes back to it and waits for
+		 * the next flush, instead of being tried again here. */
+		rix_pack_writer *ws[sizeof(p->idle[0]) / sizeof(p->idle[0][0])];
+		pthread_mutex_lock(&p->mu);
+		size_t n = p->nidle[t];
+		memcpy(ws, p->idle[t], n * sizeof(ws[0]));
+		p->nidle[t] = 0;
+		pthread_mutex_unlock(&p->mu);
+		for (size_t i = 0; i < n; i++) {
+			int rc = 0;
+			if (rix_pack_writer_count(ws[i]) == 0)
+				discard(p, ws[i]);
+			else
+				rc = hand_on(p, ws[i]);
 			if (rc != 0 && first == 0)
 				first = rc;
 		}

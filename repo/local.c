@@ -80,8 +80,10 @@ static int list_dir(const char *dir, rix_backend_list_fn fn, void *arg)
 	}
 	int rc = 0;
 	struct dirent *e;
-	errno = 0;
-	while (rc == 0 && (e = readdir(d)) != NULL) {
+	for (;;) {
+		errno = 0; /* readdir signals an error only through errno */
+		if (rc != 0 || (e = readdir(d)) == NULL)
+			break;
 		if (!is_id(e->d_name))
 			continue;
 		struct stat st;
@@ -94,7 +96,6 @@ static int list_dir(const char *dir, rix_backend_list_fn fn, void *arg)
 		if (!S_ISREG(st.st_mode))
 			continue;
 		rc = fn(arg, e->d_name, (uint64_t)st.st_size);
-		errno = 0;
 	}
 	if (rc == 0 && errno != 0)
 		rc = io_error("cannot list", dir, errno);

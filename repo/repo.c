@@ -17,7 +17,9 @@
  * - A blob is pending from add_pending until its pack is in the master index, or until the pack
  *   is thrown away (discard) or its save failed: never longer, so a blob is never lost to a
  *   stale pending entry.
- * - mu guards the codec pool, the current index file, the retry list and the packer's creation.
+ * - mu guards the codec pool, the retry list (and its first error) and the packer's creation;
+ *   imu guards the current index file, and is held while a full one is encoded and written, so
+ *   that an index upload never blocks the threads that take codecs.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -50,10 +52,12 @@ struct rix_repo {
 	rix_packer *packer;
 	rix_blob_codec *pool[POOL_MAX];
 	size_t npool;
-	rix_index *cur; /* the index file being filled */
+	pthread_mutex_t imu;
+	rix_index *cur; /* the index file being filled (imu) */
 	rix_pack_writer *retry[256];
 	rix_id retry_id[256];
 	size_t nretry;
+	int retry_err; /* why the packs in retry were refused */
 };
 
 /* ---- opening ------------------------------------------------------------------------------- */
@@ -86,9 +90,11 @@ static int repo_new(rix_repo **out, rix_backend *b, const rix_repo_options *opt)
 	r->compression = r->opt.compression_set ? r->opt.compression : RIX_COMPRESSION_AUTO;
 	set_identity(r);
 	pthread_mutex_init(&r->mu, NULL);
+	pthread_mutex_init(&r->imu, NULL);
 	int rc = rix_master_index_new(&r->mi);
 	if (rc != 0) {
 		pthread_mutex_destroy(&r->mu);
+		pthread_mutex_destroy(&r->imu);
 		rix_free(r);
 		return rc;
 	}
@@ -108,6 +114,7 @@ static void repo_free(rix_repo *r)
 	rix_master_index_free(r->mi);
 	rix_key_free(r->key);
 	pthread_mutex_destroy(&r->mu);
+	pthread_mutex_destroy(&r->imu);
 	rix_free(r);
 }
 
@@ -492,7 +499,7 @@ int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg
 
 /* ---- saving -------------------------------------------------------------------------------- */
 
-/* Writes the current index file (mu held). On failure it stays for the next try. */
+/* Writes the current index file (imu held). On failure it stays for the next try. */
 static int write_index_locked(rix_repo *r)
 {
 	if (r->cur == NULL)
@@ -532,27 +539,34 @@ static void pack_discarded(void *arg, const rix_blob *blobs, size_t n)
 	forget_pending(arg, blobs, n);
 }
 
-/* A pack stored by the backend: into the master index and the current index file. */
+/*
+ * A pack stored by the backend: into the current index file first, then the master index (if
+ * that fails, later saves store its blobs again: a duplicate, never a blob deduplicated against
+ * a pack no index file names).
+ */
 static int pack_stored(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
 {
 	const rix_blob *blobs = rix_pack_writer_blobs(w);
 	size_t n = rix_pack_writer_count(w);
-	int rc = rix_master_index_store_pack(r->mi, pack_id, blobs, n);
-	pthread_mutex_lock(&r->mu);
-	if (rc == 0 && r->cur == NULL)
-		rc = rix_index_new(&r->cur, 0);
+	uint32_t limit = r->cfg.version >= 2 ? RIX_REPO_INDEX_BLOBS_V2 : RIX_REPO_INDEX_BLOBS_V1;
+	pthread_mutex_lock(&r->imu);
+	int rc = r->cur == NULL ? rix_index_new(&r->cur, 0) : 0;
 	if (rc == 0)
 		rc = rix_index_store_pack(r->cur, pack_id, blobs, n);
-	uint32_t limit = r->cfg.version >= 2 ? RIX_REPO_INDEX_BLOBS_V2 : RIX_REPO_INDEX_BLOBS_V1;
 	if (rc == 0 && rix_index_count(r->cur, RIX_BLOB_DATA) + rix_index_count(r->cur, RIX_BLOB_TREE) >= limit)
 		rc = write_index_locked(r); /* on failure the next flush writes it */
-	pthread_mutex_unlock(&r->mu);
+	pthread_mutex_unlock(&r->imu);
+	int mrc = rix_master_index_store_pack(r->mi, pack_id, blobs, n);
 	forget_pending(r, blobs, n);
 	rix_pack_writer_free(w);
-	return rc;
+	return rc != 0 ? rc : mrc;
 }
 
-/* Hands a finished pack to the backend; a refused one waits for the next flush. */
+/*
+ * Hands a finished pack to the backend. One the backend refused waits in the retry list with
+ * its blobs pending (the save that finished it succeeded: flush retries it and reports the
+ * error if it fails again); only when the list is full is it dropped, with the error.
+ */
 static int store_pack(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
 {
 	char name[65];
@@ -560,8 +574,11 @@ static int store_pack(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
 	int taken = 0;
 	int rc = rix_backend_write_file(r->b, RIX_FILE_PACK, name, rix_pack_writer_fd(w), rix_pack_writer_path(w),
 					rix_pack_writer_file_size(w), &taken);
-	if (taken)
+	if (taken) { /* the file is in place (a later sync may have failed): it is stored */
 		rix_pack_writer_disown(w);
+		int src = pack_stored(r, w, pack_id);
+		return rc != 0 ? rc : src;
+	}
 	if (rc == 0)
 		return pack_stored(r, w, pack_id);
 	pthread_mutex_lock(&r->mu);
@@ -569,12 +586,13 @@ static int store_pack(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
 	if (kept) {
 		r->retry[r->nretry] = w;
 		r->retry_id[r->nretry++] = *pack_id;
+		r->retry_err = rc;
 	}
 	pthread_mutex_unlock(&r->mu);
-	if (!kept) {
-		forget_pending(r, rix_pack_writer_blobs(w), rix_pack_writer_count(w));
-		rix_pack_writer_free(w);
-	}
+	if (kept)
+		return 0;
+	forget_pending(r, rix_pack_writer_blobs(w), rix_pack_writer_count(w));
+	rix_pack_writer_free(w);
 	return rc;
 }
 
@@ -678,11 +696,17 @@ int rix_repo_flush(rix_repo *r)
 		if (rc != 0 && first == 0)
 			first = rc;
 	}
-	pthread_mutex_lock(&r->mu);
-	int rc = r->nretry == 0 ? write_index_locked(r) : 0; /* never name a pack not stored */
-	pthread_mutex_unlock(&r->mu);
+	/* The index file names only stored packs (a refused one is not in it yet). */
+	pthread_mutex_lock(&r->imu);
+	int rc = write_index_locked(r);
+	pthread_mutex_unlock(&r->imu);
 	if (rc != 0 && first == 0)
 		first = rc;
+	pthread_mutex_lock(&r->mu);
+	if (r->nretry > 0 && first == 0) /* refused again: still waiting, not durable */
+		first = rix_error_set(r->retry_err, "repo: %zu packs could not be stored yet: %s", r->nretry,
+				      rix_strerror(r->retry_err));
+	pthread_mutex_unlock(&r->mu);
 	return first;
 }
 

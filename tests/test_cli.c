@@ -46,33 +46,40 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Runs `rix <args>` with the password in the environment; output into *out. */
+/*
+ * Runs `rix <args>` or `restic <args>` (is_rix 0) with the current password (and key hint)
+ * in the environment; output into *out.
+ */
+static int vtool(int is_rix, char **out, const char *fmt, va_list ap)
+{
+	char args[4096];
+	vsnprintf(args, sizeof(args), fmt, ap);
+	size_t n;
+	if (is_rix)
+		return rix_test_run(out, &n, "RIX_PASSWORD='%s' RESTIC_PASSWORD= RIX_KEY_HINT='%s' '%s' %s", cur_pw, hint,
+				    RIX_CLI_PATH, args);
+	return rix_test_run(out, &n, "RESTIC_PASSWORD='%s' restic --no-cache -q %s%s %s", cur_pw, hint[0] ? "--key-hint " : "",
+			    hint, args);
+}
+
 static int rix(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int rix(char **out, const char *fmt, ...)
 {
-	char args[4096];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
+	int rc = vtool(1, out, fmt, ap);
 	va_end(ap);
-	size_t n;
-	return rix_test_run(out, &n, "RIX_PASSWORD='%s' RESTIC_PASSWORD= RIX_KEY_HINT='%s' '%s' %s", cur_pw, hint,
-			    RIX_CLI_PATH, args);
+	return rc;
 }
 
 static int restic(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int restic(char **out, const char *fmt, ...)
 {
-	char args[4096];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
+	int rc = vtool(0, out, fmt, ap);
 	va_end(ap);
-	size_t n;
-	if (hint[0])
-		return rix_test_run(out, &n, "RESTIC_PASSWORD='%s' restic --no-cache -q --key-hint %s %s", cur_pw, hint,
-				    args);
-	return rix_test_run(out, &n, "RESTIC_PASSWORD='%s' restic --no-cache -q %s", cur_pw, args);
+	return rc;
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -738,6 +738,45 @@ static void test_packer_threads(void **state)
 	rix_key_free(key);
 }
 
+/* A pack whose finish fails for lack of memory stays open with its blobs; the next flush hands it on. */
+static void test_packer_keeps_pack_after_enomem(void **state)
+{
+	(void)state;
+	rix_key *key;
+	MUST(rix_key_random(&key));
+	char *dir = temp_dir();
+	static struct sink s;
+	memset(&s, 0, sizeof(s));
+	pthread_mutex_init(&s.mu, NULL);
+	s.key = key;
+	s.version = 2;
+	rix_packer *p;
+	MUST(rix_packer_new(&p, key, 2, dir, 4 << 20, sink_done, &s));
+	rix_blob_codec *c;
+	MUST(rix_blob_codec_new(&c, key, 2, RIX_COMPRESSION_OFF));
+	uint8_t buf[3000];
+	uint64_t st = 61;
+	for (int i = 0; i < 3; i++) {
+		rix_test_fill_random(buf, sizeof(buf), &st);
+		rix_id id;
+		rix_sha256(buf, sizeof(buf), &id);
+		MUST(rix_packer_add(p, c, RIX_BLOB_DATA, &id, buf, sizeof(buf)));
+	}
+	rix_test_failalloc_install(1); /* the header's buffer in finish */
+	int rc = rix_packer_flush(p);
+	rix_test_failalloc_remove();
+	assert_int_equal(rc, RIX_ENOMEM);
+	assert_int_equal(s.npacks, 0);
+	assert_int_equal(rix_packer_open_count(p), 1);
+	MUST(rix_packer_flush(p));
+	assert_int_equal(s.npacks, 1);
+	assert_int_equal(s.nblobs, 3);
+	rix_packer_free(p);
+	rix_blob_codec_free(c);
+	remove_dir(dir);
+	rix_key_free(key);
+}
+
 /* ---- allocation failure ------------------------------------------------------------------- */
 
 static int oom_codec(const rix_key *key, const char *dir)
@@ -869,6 +908,7 @@ int main(void)
 		cmocka_unit_test(test_writer_disk_full),
 		cmocka_unit_test(test_packer_single),
 		cmocka_unit_test(test_packer_threads),
+		cmocka_unit_test(test_packer_keeps_pack_after_enomem),
 		cmocka_unit_test(test_allocation_failure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

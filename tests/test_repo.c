@@ -165,6 +165,13 @@ static void free_blobs(struct blobs *s)
 		free(s->data[i]);
 }
 
+/* Saves every blob of s (each stored or deduplicated). */
+static void save_all(rix_repo *r, const struct blobs *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		MUST(rix_repo_save_blob(r, s->type[i], s->data[i], s->len[i], NULL, NULL));
+}
+
 static void check_all_load(rix_repo *r, const struct blobs *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
@@ -381,13 +388,11 @@ static void test_damage(void **state)
 	static struct blobs a, b;
 	make_blobs(&a, 50, 2);
 	make_blobs(&b, 50, 3);
-	for (size_t i = 0; i < a.n; i++)
-		MUST(rix_repo_save_blob(r, a.type[i], a.data[i], a.len[i], NULL, NULL));
+	save_all(r, &a);
 	MUST(rix_repo_flush(r));
 	char bad[65];
 	assert_int_equal(rix_backend_list(rix_repo_backend(r), RIX_FILE_INDEX, first_name, bad), 1);
-	for (size_t i = 0; i < b.n; i++)
-		MUST(rix_repo_save_blob(r, b.type[i], b.data[i], b.len[i], NULL, NULL));
+	save_all(r, &b);
 	MUST(rix_repo_flush(r));
 	assert_int_equal(count_files(r, RIX_FILE_INDEX), 2);
 	rix_repo_close(r);
@@ -456,8 +461,7 @@ static void test_disk_full(void **state)
 	static struct blobs first, second;
 	make_blobs(&first, 40, 5);
 	make_blobs(&second, 120, 6);
-	for (size_t i = 0; i < first.n; i++)
-		MUST(rix_repo_save_blob(r, first.type[i], first.data[i], first.len[i], NULL, NULL));
+	save_all(r, &first);
 	MUST(rix_repo_flush(r));
 
 	struct rlimit old, lim;
@@ -655,8 +659,7 @@ static void test_check(void **state)
 	rix_repo *r = init_repo(dir, 2);
 	static struct blobs s;
 	make_blobs(&s, 80, 9);
-	for (size_t i = 0; i < s.n; i++)
-		MUST(rix_repo_save_blob(r, s.type[i], s.data[i], s.len[i], NULL, NULL));
+	save_all(r, &s);
 	MUST(rix_repo_flush(r));
 	size_t packs = count_files(r, RIX_FILE_PACK);
 	rix_repo_close(r);

@@ -1,6 +1,6 @@
 /*
- * rix/backend.h — where a repository's files live: one small interface, and the local backend
- * (the embedded default). The REST backend comes later behind the same interface.
+ * rix/backend.h — where a repository's files live: one small interface over the local backend
+ * (the embedded default) and the REST backend (restic's REST protocol).
  *
  * A repository is a set of named files by type (FORMAT.md, "Layout"):
  *

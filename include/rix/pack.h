@@ -210,8 +210,9 @@ void rix_pack_writer_free(rix_pack_writer *w);
 
 /*
  * Encodes blob plain[0..n) with codec c (which must be of the same key and version) and appends
- * it. Errors other than RIX_EINVAL/RIX_ELIMIT leave the writer failed: every later call
- * returns RIX_EIO, and the pack can only be freed.
+ * it. A failed write leaves the writer failed (rix_pack_writer_failed): every later call
+ * returns RIX_EIO and the pack can only be freed. Any other error (memory, the codec, limits)
+ * leaves the writer as it was: the blobs before stay and the pack can still be finished.
  * @return 0; RIX_EINVAL (finished; n > RIX_BLOB_MAX); RIX_ELIMIT (the pack would pass 4 GiB or
  * RIX_PACK_MAX_BLOBS: finish it and start another); RIX_EIO, RIX_ENOSPC (write failed);
  * RIX_ENOMEM.
@@ -224,6 +225,9 @@ int rix_pack_writer_add(rix_pack_writer *w, rix_blob_codec *c, rix_blob_type t, 
  * @return as rix_pack_writer_add, and RIX_EINVAL for a length under 32.
  */
 int rix_pack_writer_add_stored(rix_pack_writer *w, const rix_blob *b, const uint8_t *stored);
+
+/* Nonzero once a write to the file failed: the pack cannot be completed, only freed. */
+int rix_pack_writer_failed(const rix_pack_writer *w);
 
 /* Bytes of blobs appended so far (the offset the next blob gets). */
 uint64_t rix_pack_writer_size(const rix_pack_writer *w);
@@ -286,8 +290,9 @@ void rix_packer_free(rix_packer *p);
 /*
  * Encodes blob plain[0..n) with the caller's codec c (one per thread) and appends it to an open
  * pack of its type, which is finished and handed to done when it reaches the target size. A blob
- * counts as stored only once done received its pack. On RIX_EIO / RIX_ENOSPC the open pack the
- * blob went to is discarded with the blobs it held (none of them was handed on).
+ * counts as stored only once done received its pack. When a write of the open pack's file fails
+ * (RIX_EIO, RIX_ENOSPC) that pack is discarded with the blobs it held (none of them was handed
+ * on; the discard callback hears of them); after any other error it stays open with its blobs.
  * @return 0; the codec's and writer's errors; done's.
  */
 int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_id *id, const void *plain,

@@ -11,7 +11,8 @@
  * crash loses it, and nothing else: files are written atomically, packs before the index files
  * that name them.
  *
- * Thread-safety: save_blob, load_blob, has and lookup may be called from many threads at once;
+ * Thread-safety: save_blob, load_blob and the master index's lookups may be called from many
+ * threads at once;
  * open, load_index, flush, the key functions and close from one thread, with no save in flight.
  */
 #ifndef RIX_REPO_H
@@ -113,6 +114,10 @@ int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg
 /*
  * Saves blob data[0..n) of type t: its ID (SHA-256) into *id, and *stored = 1 if it was
  * stored now, 0 if the repository has it or another thread is storing it (both may be NULL).
+ * A pack the backend refuses is kept and retried by the next flush (not an error here). When
+ * writing the temporary pack fails (RIX_EIO, RIX_ENOSPC), that open pack is dropped with every
+ * blob saved into it since the last pack was finished: those saves must be made again (they
+ * are not pending any more, so saving them again stores them).
  * @return 0; RIX_EINVAL (n over RIX_BLOB_MAX); the codec's, packer's, backend's errors.
  */
 int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n, rix_id *id, int *stored);
@@ -120,9 +125,11 @@ int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n,
 /*
  * Finishes open packs, stores them, and writes index files for every pack stored since the
  * last flush (a new index file every RIX_REPO_INDEX_BLOBS_V2 / _V1 blobs, as restic 0.14).
- * After it returns 0 every blob saved before is durable.
- * @return 0; backend errors (RIX_ENOSPC: nothing flushed before is lost, and calling flush again
- * once there is room stores the rest); RIX_ENOMEM.
+ * After it returns 0 every blob saved before is durable. Packs the backend refused are retried
+ * first; if they are refused again they stay for the next flush and their error is returned.
+ * @return 0; backend errors (RIX_ENOSPC, ...: nothing flushed before is lost; calling flush
+ * again once there is room stores the refused packs; blobs of a temporary pack that could not be
+ * written must be saved again, see rix_repo_save_blob); RIX_ENOMEM.
  */
 int rix_repo_flush(rix_repo *r);
 #define RIX_REPO_INDEX_BLOBS_V2 150000u
@@ -194,8 +201,8 @@ typedef void (*rix_check_progress_fn)(void *arg, size_t done, size_t total, uint
  * Checks the repository: every index file loads; every pack the index names exists, and its
  * header (read from its tail) lists exactly the blobs the index says, at the same offsets and
  * lengths; packs no index names are reported. With read_data every pack is read whole: its
- * SHA-256 must be its name and every blob must verify. Packs are checked by opt->workers
- * threads. Loads the index itself (call it on a repository whose index is not loaded). msg and
+ * SHA-256 must be its name and every blob must verify. Packs are checked by one thread per
+ * CPU (at most 64). Loads the index itself (on a repository whose index is not loaded). msg and
  * progress may be NULL; both get arg.
  * @return 0 when no error was found; RIX_ECORRUPT when some were (rep says which);
  * backend errors that stop the check; RIX_ENOMEM.
