@@ -1107,7 +1107,7 @@ static void *sort_groups(void *arg)
 static int frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed)
 {
 	*out = NULL;
-	uint32_t nb = (count + FROZEN_LOAD - 1) / FROZEN_LOAD;
+	uint32_t nb = (uint32_t)(((uint64_t)count + FROZEN_LOAD - 1) / FROZEN_LOAD);
 	struct frozen *f = rix_calloc(1, sizeof(*f));
 	uint32_t *next = rix_malloc((size_t)nb * sizeof(uint32_t));
 	if (f != NULL)

@@ -59,8 +59,10 @@ ZSTD_CCtx *rix__zstd_cctx_new(void)
 static int stream_frame(ZSTD_DCtx *dctx, const uint8_t *src, size_t sn, size_t cap, uint8_t **out,
 			size_t *out_len)
 {
-	if (ZSTD_isError(ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, STREAM_WINDOW_LOG_MAX)))
-		return rix_error_set(RIX_EIO, "unpacked: cannot limit the zstd window");
+	/* A reused context may hold a frame abandoned half-way (over the cap, or bad): start clean. */
+	if (ZSTD_isError(ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only)) ||
+	    ZSTD_isError(ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, STREAM_WINDOW_LOG_MAX)))
+		return rix_error_set(RIX_EIO, "unpacked: cannot reset or limit the zstd context");
 	/* One byte beyond the cap tells "exactly cap" from "more than cap". */
 	size_t limit = cap + 1;
 	size_t size = sn < limit / 4 ? sn * 4 : limit;
@@ -202,6 +204,8 @@ static int decode_opened(ZSTD_DCtx **dctx, const uint8_t *plain, size_t m, int r
 	if (repo_version < 2)
 		return rix_error_set(RIX_ECORRUPT, "unpacked: compressed file in a version 1 repository");
 	int rc = decompress_into(dctx, plain + 1, m - 1, buf, cap, len);
+	if (rc == 0 && *len == 0)
+		rc = rix_error_set(RIX_ECORRUPT, "unpacked: the zstd frame holds nothing");
 	if (rc == 0)
 		*json = *buf;
 	return rc;
@@ -249,8 +253,8 @@ int rix_unpacked_encode(const rix_key *key, const void *json, size_t n, int repo
 	*out_len = 0;
 	if (repo_version != 1 && repo_version != 2)
 		return rix_error_set(RIX_EINVAL, "unpacked: repository version %d", repo_version);
-	if (n > ((size_t)1 << 40))
-		return rix_error_set(RIX_EINVAL, "unpacked: %zu bytes of JSON is too large", n);
+	if (n > ((size_t)1 << 40) || (repo_version >= 2 && n > rix__unpacked_max))
+		return rix_error_set(RIX_EINVAL, "unpacked: %zu bytes of JSON is more than a reader accepts", n);
 	if (repo_version == 1) {
 		uint8_t *f = rix_malloc(n + RIX_CRYPTO_OVERHEAD);
 		if (f == NULL)

@@ -1237,6 +1237,30 @@ static void test_unpacked_decoder(void **state)
 			assert_int_equal(decode_allocs, 0);
 		}
 	}
+	/* A streamed frame over the cap leaves the context mid-frame: the next one still decodes. */
+	{
+		char *js = fake_json(5000, &st);
+		size_t zn, fn2;
+		uint8_t *z = zcompress(js, 5000, 0, &zn);
+		tbuf fr = { 0 };
+		tb_put(&fr, z, zn);
+		uint8_t *f1 = sealed_zstd_file(key, &fr, &fn2), *f2 = sealed_zstd_file(key, &fr, &fn2);
+		const uint8_t *o;
+		size_t on2;
+		size_t saved = rix__unpacked_max;
+		rix__unpacked_max = 1000;
+		int rc1 = rix_unpacked_decoder_decode(d, key, f1, fn2, 2, &o, &on2);
+		rix__unpacked_max = saved;
+		assert_int_equal(rc1, RIX_ECORRUPT);
+		MUST(rix_unpacked_decoder_decode(d, key, f2, fn2, 2, &o, &on2));
+		assert_int_equal(on2, 5000);
+		assert_memory_equal(o, js, 5000);
+		free(f1);
+		free(f2);
+		free(fr.p);
+		free(z);
+		free(js);
+	}
 	/* Refusals: a flipped MAC byte, a wrong first byte, 0x02 in version 1. */
 	char *json = fake_json(1000, &st);
 	uint8_t *e;

@@ -89,7 +89,8 @@ int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *ou
 #endif
 	;
 
-/* SHA-256 of data[0..n): the ID of a blob (plaintext) or of a stored file (its bytes). */
+/* SHA-256 of data[0..n): the ID of a blob (plaintext) or of a stored file (its bytes). Aborts
+ * if OpenSSL cannot allocate its digest context (an unset ID must never name anything). */
 void rix_sha256(const void *data, size_t n, rix_id *out);
 
 /*
