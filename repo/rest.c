@@ -89,12 +89,15 @@ struct sink {
 	int overflow;
 };
 
+/* Largest listing accepted from a server (about 10 million files). */
+#define LIST_MAX ((size_t)1 << 30)
+
 static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
 {
 	struct sink *s = arg;
 	size_t n = size * nmemb;
 	if (s->len + n > s->cap) {
-		if (s->fixed) {
+		if (s->fixed || s->len + n > LIST_MAX) {
 			s->overflow = 1;
 			return 0;
 		}
@@ -115,10 +118,10 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
 /* The outcome of a request as a RIX_E* code, with a message naming what and where. */
 static int status(CURL *c, CURLcode cc, const char *what, const char *url)
 {
-	if (cc != CURLE_OK)
-		return rix_error_set(RIX_EIO, "rest: %s %s: %s", what, url, curl_easy_strerror(cc));
 	long code = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	if (code < 400 && cc != CURLE_OK) /* transport (an HTTP error is told by its status below) */
+		return rix_error_set(RIX_EIO, "rest: %s %s: %s", what, url, curl_easy_strerror(cc));
 	if (code >= 200 && code < 300)
 		return 0;
 	if (code == 404)
@@ -128,13 +131,24 @@ static int status(CURL *c, CURLcode cc, const char *what, const char *url)
 	return rix_error_set(RIX_EIO, "rest: %s %s: HTTP %ld", what, url, code);
 }
 
-static void common(CURL *c, const char *url)
+/*
+ * A pooled handle set up for url (NULL when out of memory, with the message set). HTTP errors
+ * fail the transfer before any of their body reaches the caller's buffers.
+ */
+static CURL *begin(rest *r, const char *url)
 {
+	CURL *c = take(r);
+	if (c == NULL) {
+		rix_error_set(RIX_ENOMEM, "rest: out of memory");
+		return NULL;
+	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 120L);
+	return c;
 }
 
 static int rest_list(void *self, rix_file_type t, rix_backend_list_fn fn, void *arg)
@@ -142,16 +156,17 @@ static int rest_list(void *self, rix_file_type t, rix_backend_list_fn fn, void *
 	rest *r = self;
 	char url[4096];
 	url_of(r, t, NULL, url, sizeof(url));
-	CURL *c = take(r);
+	CURL *c = begin(r, url);
 	if (c == NULL)
-		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
+		return RIX_ENOMEM;
 	struct sink s = { 0 };
 	struct curl_slist *h = curl_slist_append(NULL, "Accept: application/vnd.x.restic.rest.v2");
-	common(c, url);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-	int rc = status(c, curl_easy_perform(c), "list", url);
+	CURLcode cc = curl_easy_perform(c);
+	int rc = s.overflow ? rix_error_set(RIX_EIO, "rest: list %s: the answer is over %zu bytes", url, LIST_MAX)
+			    : status(c, cc, "list", url);
 	curl_slist_free_all(h);
 	give(r, c);
 	if (rc == RIX_ENOTFOUND) { /* a folder not made yet holds nothing */
@@ -188,10 +203,9 @@ static int rest_stat(void *self, rix_file_type t, const char *name, uint64_t *si
 	rest *r = self;
 	char url[4096];
 	url_of(r, t, name, url, sizeof(url));
-	CURL *c = take(r);
+	CURL *c = begin(r, url);
 	if (c == NULL)
-		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
-	common(c, url);
+		return RIX_ENOMEM;
 	curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	int rc = status(c, curl_easy_perform(c), "stat", url);
 	curl_off_t len = -1;
@@ -210,12 +224,11 @@ static int rest_read(void *self, rix_file_type t, const char *name, uint64_t off
 	url_of(r, t, name, url, sizeof(url));
 	if (len == 0)
 		return 0;
-	CURL *c = take(r);
+	CURL *c = begin(r, url);
 	if (c == NULL)
-		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
+		return RIX_ENOMEM;
 	struct sink s = { .buf = buf, .cap = len, .fixed = 1 };
 	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off, (unsigned long long)(off + len - 1));
-	common(c, url);
 	curl_easy_setopt(c, CURLOPT_RANGE, range);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
@@ -266,13 +279,12 @@ static size_t on_read(char *dst, size_t size, size_t nmemb, void *arg)
 
 static int post(rest *r, const char *url, struct source *src)
 {
-	CURL *c = take(r);
+	CURL *c = begin(r, url);
 	if (c == NULL)
-		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
+		return RIX_ENOMEM;
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/octet-stream");
 	h = curl_slist_append(h, "Expect:");
 	struct sink drop = { 0 };
-	common(c, url);
 	curl_easy_setopt(c, CURLOPT_POST, 1L);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
@@ -315,11 +327,10 @@ static int rest_remove(void *self, rix_file_type t, const char *name)
 	rest *r = self;
 	char url[4096];
 	url_of(r, t, name, url, sizeof(url));
-	CURL *c = take(r);
+	CURL *c = begin(r, url);
 	if (c == NULL)
-		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
+		return RIX_ENOMEM;
 	struct sink drop = { 0 };
-	common(c, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &drop);

@@ -141,6 +141,8 @@ static void test_backend_ops(void **state)
 		assert_int_equal(n, 1);
 		MUST(rix_backend_remove(b, (rix_file_type)t, name));
 		assert_int_equal(rix_backend_stat(b, (rix_file_type)t, name, &size), RIX_ENOTFOUND);
+		/* A missing file's read is "not found", whatever error page the server sends. */
+		assert_int_equal(rix_backend_read(b, (rix_file_type)t, name, 0, got, 4), RIX_ENOTFOUND);
 		n = 0;
 		MUST(rix_backend_list(b, (rix_file_type)t, count, &n));
 		assert_int_equal(n, 0);
