@@ -23,7 +23,9 @@
  * adjacent memory, so walking it costs one or two cache misses whatever its length. The bucket
  * count is count / FROZEN_LOAD, so buckets cost 8 / FROZEN_LOAD bytes an entry; the same
  * 32-bit filter as the mutable table (hash.h) rejects most absent IDs at the bucket word.
- * Within a chain the newest entry comes first.
+ * A lookup returns one entry of a chain with that ID; the order of duplicates in a chain is
+ * unspecified. A table a merge does not change is carried over to the new state as it is (the
+ * states share it; it is freed with the last state holding it).
  *
  * A merge builds new frozen tables (a counting sort on bucket numbers: count, prefix sums,
  * place) from the old tables and the final indexes waiting, with a new global pack table, while
@@ -386,6 +388,14 @@ int rix_master_index_store_pack(rix_master_index *mi, const rix_id *pack_id, con
 	return rc;
 }
 
+/* Forgets in `from` the frozen tables it shares with `keep` (so freeing `from` leaves them). */
+static void forget_shared(struct mstate *from, const struct mstate *keep)
+{
+	for (int t = 0; from != NULL && keep != NULL && t < RIX_BLOB_TYPES; t++)
+		if (from->frozen[t] == keep->frozen[t])
+			from->frozen[t] = NULL;
+}
+
 /*
  * Publishes next (and the index-file IDs nids, nids_total of them): the state first, then, when
  * drop_final, the smaller separate list without the final indexes just merged (see the file
@@ -411,6 +421,7 @@ static void publish(rix_master_index *mi, struct mstate *cur, struct mstate *nex
 	}
 	pthread_rwlock_unlock(&mi->lock);
 	rix__rcu_synchronize(); /* no reader still holds `cur` */
+	forget_shared(cur, next);
 	mstate_free(cur);
 	rix_free(old_ids);
 }
@@ -469,7 +480,10 @@ int rix_master_index_merge(rix_master_index *mi)
 				srcs[ns++] = (struct merge_src){ NULL, merged[k]->maps[t], b };
 			b += merged[k]->npacks;
 		}
-		rc = frozen_build(&next->frozen[t], srcs, ns, mi->seed);
+		if (ns == 1 && srcs[0].f != NULL) /* nothing new of this type: carried over */
+			next->frozen[t] = cur->frozen[t];
+		else
+			rc = frozen_build(&next->frozen[t], srcs, ns, mi->seed);
 		if (rc != 0)
 			goto done;
 	}
@@ -488,6 +502,7 @@ int rix_master_index_merge(rix_master_index *mi)
 	for (size_t k = 0; k < nmerge; k++)
 		rix_index_free(merged[k]);
 done:
+	forget_shared(next, cur); /* on failure: tables carried over stay cur's */
 	mstate_free(next);
 	rix_free(nids);
 	rix_free(srcs);
@@ -1032,10 +1047,10 @@ static inline uint32_t super_of(uint32_t bucket, uint32_t nb)
 }
 
 /*
- * Permutes e[lo, hi) so that every entry lands in its key's range: key k owns
+ * Permutes entries so that every one lands in its key's range: key k owns
  * [next[k - k0] .. its end), ends given by end(k). Each entry moves once (cycle leader).
  */
-#define PERMUTE(e, lo, hi, k0, nk, next, END, KEY)                                               \
+#define PERMUTE(e, k0, nk, next, END, KEY)                                               \
 	do {                                                                                     \
 		for (uint32_t k_ = 0; k_ < (nk); k_++) {                                         \
 			uint32_t end_ = END(k_);                                                 \
@@ -1051,8 +1066,6 @@ static inline uint32_t super_of(uint32_t bucket, uint32_t nb)
 				(e)[(next)[k_]++] = cur_;                                        \
 			}                                                                        \
 		}                                                                                \
-		(void)(lo);                                                                      \
-		(void)(hi);                                                                      \
 	} while (0)
 
 struct sort_job {
@@ -1078,17 +1091,15 @@ static void *sort_groups(void *arg)
 		uint32_t *sn = j->snext + 16 * g;
 #define SUPER_END(k) (sstart[16 * g + (k) + 1])
 #define SUPER_KEY(x) super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), nb)
-		PERMUTE(entries, sstart[16 * g], sstart[16 * g + 16], 16 * g, 16, sn, SUPER_END, SUPER_KEY);
+		PERMUTE(entries, 16 * g, 16, sn, SUPER_END, SUPER_KEY);
 		/* Each super-bucket's buckets are one contiguous range [b0, b1). */
 		for (uint32_t k = 16 * g; k < 16 * g + 16; k++) {
 			uint32_t b0 = (uint32_t)(((uint64_t)k * nb + NSUPER - 1) >> SUPER_BITS);
 			uint32_t b1 = (uint32_t)(((uint64_t)(k + 1) * nb + NSUPER - 1) >> SUPER_BITS);
-			if (b1 > nb)
-				b1 = nb;
 			uint32_t *nx = j->next + b0;
 #define BUCKET_END(i) ((uint32_t)j->f->buckets[b0 + (i) + 1])
 #define BUCKET_KEY(x) rix__hash_bucket(rix__hash_id(&(x).id, seed), nb)
-			PERMUTE(entries, sstart[k], sstart[k + 1], b0, b1 > b0 ? b1 - b0 : 0, nx, BUCKET_END, BUCKET_KEY);
+			PERMUTE(entries, b0, b1 - b0, nx, BUCKET_END, BUCKET_KEY);
 		}
 #undef SUPER_END
 #undef SUPER_KEY
@@ -1144,7 +1155,7 @@ static int frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t
 		gnext[g] = sstart[16 * g];
 #define GROUP_END(k) (sstart[16 * ((k) + 1)])
 #define GROUP_KEY(x) (super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), nb) >> 4)
-	PERMUTE(entries, 0, count, 0, 16, gnext, GROUP_END, GROUP_KEY);
+	PERMUTE(entries, 0, 16, gnext, GROUP_END, GROUP_KEY);
 	/* Levels 2 and 3 of the 16 groups are independent: one thread per CPU takes groups. */
 	struct sort_job job = { .entries = entries, .f = f, .next = next, .sstart = sstart, .snext = snext,
 				.nb = nb, .seed = seed };
@@ -1218,11 +1229,7 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 			for (size_t i = 0; i < k->n[t]; i++)
 				k->e[t][i].loc.pack += cur->npacks;
 		if (k->n[t] == 0) {
-			next->frozen[t] = NULL;
-			if (cur->frozen[t] != NULL) { /* carried over: rebuilt from itself (rare) */
-				struct merge_src src = { cur->frozen[t], NULL, 0 };
-				rc = frozen_build(&next->frozen[t], &src, 1, mi->seed);
-			}
+			next->frozen[t] = cur->frozen[t]; /* carried over */
 		} else if (cur->frozen[t] == NULL) {
 			rc = frozen_in_place(&next->frozen[t], k->e[t], (uint32_t)k->n[t], mi->seed);
 			if (rc == 0) { /* the table owns the array now; give back its unused tail */
@@ -1245,6 +1252,7 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 	nids = NULL;
 	bulk_clear(k);
 done:
+	forget_shared(next, cur);
 	mstate_free(next); /* on failure: tables built so far, arrays built in place with them */
 	if (rc != 0) /* the committed batches are dropped; the searchable state is as it was */
 		bulk_clear(k);

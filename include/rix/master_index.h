@@ -44,8 +44,8 @@ void rix_master_index_free(rix_master_index *mi);
 int rix_master_index_add(rix_master_index *mi, rix_index *idx);
 
 /*
- * Merges every final index added since the last merge into the frozen tables, then frees their
- * blob maps (their IDs and supersedes lists are kept). Lookups during the merge see the state
+ * Merges every final index added since the last merge into the frozen tables, then frees those
+ * indexes (their index-file IDs are kept; supersedes lists are not). Lookups during the merge see the state
  * before it; afterwards, the state after it.
  * @return 0, RIX_ENOMEM (nothing changed), RIX_ELIMIT.
  */
@@ -110,10 +110,12 @@ void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_type t, cons
  * discards it (a damaged file). rix_master_index_bulk_finish makes everything committed
  * searchable: when nothing of a type was merged before, the committed entries become the frozen
  * table in place (no copy); otherwise they are merged with it. Lookups see the committed
- * entries only after bulk_finish. No other writer call may run during bulk_finish.
+ * entries only after bulk_finish; a batch committed while bulk_finish runs waits for the next.
  * In a rebuilt-in-place table the order of duplicates in a chain is unspecified (a lookup
  * returns one of them, as ever).
- * @return 0, RIX_ENOMEM (commit: the batch is dropped, nothing else changed), RIX_ELIMIT.
+ * @return 0, RIX_ENOMEM, RIX_ELIMIT. On a failed commit the batch is dropped and nothing else
+ * changes; on a failed bulk_finish the searchable state is as it was and every batch committed
+ * since the last bulk_finish is dropped (load those files again).
  */
 typedef struct rix_master_batch rix_master_batch;
 int rix_master_index_batch_new(rix_master_index *mi, rix_master_batch **out);
@@ -125,9 +127,9 @@ void rix_master_batch_free(rix_master_batch *b);
 int rix_master_index_bulk_finish(rix_master_index *mi);
 
 /*
- * Pack table entries of all indexes: the number of packs, counting a pack once per index file
- * that names it (restic writes each pack into one index file; rix_master_index_packs gives the
- * distinct IDs, at the cost of a sort).
+ * Pack table entries of all indexes: the number of packs, counting a pack once per time an index
+ * file names it (restic names each pack once, in one index file; rix_master_index_packs gives
+ * the distinct IDs, at the cost of a sort).
  */
 size_t rix_master_index_pack_count(rix_master_index *mi);
 
