@@ -399,6 +399,17 @@ static void print_pretty_json(const char *s, size_t n)
 	putchar('\n');
 }
 
+struct pack_reader {
+	rix_backend *b;
+	const char *name;
+};
+
+static int read_pack(void *arg, uint64_t off, void *buf, size_t len)
+{
+	struct pack_reader *rd = arg;
+	return rix_backend_read(rd->b, RIX_FILE_PACK, rd->name, off, buf, len);
+}
+
 static int cmd_cat(int argc, char **argv)
 {
 	if (argc < 1)
@@ -454,17 +465,14 @@ static int cmd_cat(int argc, char **argv)
 			rix_free(data);
 		}
 	} else { /* pack-header */
+		/* The trailer and the header only: two reads from the pack's end, not the whole pack. */
 		uint64_t size;
 		rc = rix_backend_stat(b, RIX_FILE_PACK, argv[1], &size);
-		uint8_t *pack = NULL;
-		size_t n;
-		if (rc == 0)
-			rc = rix_backend_read_all(b, RIX_FILE_PACK, argv[1], (size_t)size, &pack, &n);
+		struct pack_reader rd = { b, argv[1] };
 		rix_blob *blobs = NULL;
 		size_t cnt = 0;
 		if (rc == 0)
-			rc = rix_pack_read_header(rix_repo_key(r), pack, n, version, &blobs, &cnt);
-		rix_free(pack);
+			rc = rix_pack_read_header_at(rix_repo_key(r), size, read_pack, &rd, version, &blobs, &cnt);
 		if (rc == 0) {
 			printf(g.json ? "[" : "");
 			for (size_t i = 0; i < cnt; i++) {

@@ -96,19 +96,17 @@ size_t rix_blob_stored_bound(size_t n)
 	return ZSTD_compressBound(n) + RIX_CRYPTO_OVERHEAD;
 }
 
+/* Room for n bytes in the scratch buffer (its old contents are not kept). */
 static int scratch_reserve(rix_blob_codec *c, size_t n)
 {
 	if (n <= c->scratch_cap)
 		return 0;
-	size_t cap = c->scratch_cap ? c->scratch_cap : 4096;
-	while (cap < n)
-		cap = cap > SIZE_MAX / 2 ? n : cap * 2;
-	uint8_t *p = rix_malloc(cap);
+	uint8_t *p = rix_malloc(n);
 	if (p == NULL)
-		return rix_error_set(RIX_ENOMEM, "pack: out of memory for a %zu-byte codec buffer", cap);
+		return rix_error_set(RIX_ENOMEM, "pack: out of memory for a %zu-byte codec buffer", n);
 	rix_free(c->scratch);
 	c->scratch = p;
-	c->scratch_cap = cap;
+	c->scratch_cap = n;
 	return 0;
 }
 
@@ -214,31 +212,46 @@ static int decompress(rix_blob_codec *c, const uint8_t *z, size_t zn, uint32_t u
 	return 0;
 }
 
-int rix_blob_codec_decode(rix_blob_codec *c, const uint8_t *stored, size_t n, const rix_blob *b,
-			  uint8_t *out, size_t cap, size_t *out_len)
+/*
+ * The checks on a stored blob of n bytes described by b, before anything is allocated or opened:
+ * *plain_len is the size it decodes to.
+ */
+static int check_stored(int version, size_t n, const rix_blob *b, size_t *plain_len)
 {
-	*out_len = 0;
 	if (n < RIX_CRYPTO_OVERHEAD)
 		return rix_error_set(RIX_ECORRUPT, "pack: blob of %zu bytes is under the %d-byte crypto overhead",
 				     n, RIX_CRYPTO_OVERHEAD);
 	uint32_t ulen = b->uncompressed_length;
-	if (ulen != 0 && c->version < 2)
+	if (ulen != 0 && version < 2)
 		return rix_error_set(RIX_ECORRUPT, "pack: compressed blob in a version 1 repository");
 	size_t m = n - RIX_CRYPTO_OVERHEAD;
 	if (ulen != 0 && ulen / RIX_ZSTD_MAX_RATIO > m)
 		return rix_error_set(RIX_ECORRUPT,
 				     "pack: blob of %zu compressed bytes cannot decompress to %u bytes", m, ulen);
-	size_t plain_len = ulen != 0 ? ulen : m;
+	*plain_len = ulen != 0 ? ulen : m;
+	return 0;
+}
+
+int rix_blob_codec_decode(rix_blob_codec *c, const uint8_t *stored, size_t n, const rix_blob *b,
+			  uint8_t *out, size_t cap, size_t *out_len)
+{
+	*out_len = 0;
+	size_t plain_len;
+	int rc = check_stored(c->version, n, b, &plain_len);
+	if (rc != 0)
+		return rc;
+	uint32_t ulen = b->uncompressed_length;
+	size_t m = n - RIX_CRYPTO_OVERHEAD;
 	if (cap < plain_len)
 		return rix_error_set(RIX_EINVAL, "pack: %zu bytes of room for a %zu-byte blob", cap, plain_len);
 	uint8_t *dst = out;
 	if (ulen != 0) {
-		int rc = scratch_reserve(c, m);
+		rc = scratch_reserve(c, m);
 		if (rc != 0)
 			return rc;
 		dst = c->scratch;
 	}
-	int rc = rix_crypto_open(c->key, stored, n, dst);
+	rc = rix_crypto_open(c->key, stored, n, dst);
 	if (rc != 0)
 		return rc == RIX_EAUTH ? rix_error_set(RIX_EAUTH, "pack: blob MAC does not verify") : rc;
 	if (ulen != 0 && (rc = decompress(c, dst, m, ulen, out)) != 0)
@@ -261,13 +274,10 @@ int rix_blob_decode(const rix_key *key, const uint8_t *stored, size_t n, const r
 		return rc;
 	/* A codec on the stack: its contexts and scratch live for this call only. */
 	rix_blob_codec c = { .key = key, .version = repo_version };
-	size_t plain_len = 0;
-	if (n >= RIX_CRYPTO_OVERHEAD)
-		plain_len = b->uncompressed_length != 0 ? b->uncompressed_length : n - RIX_CRYPTO_OVERHEAD;
-	/* Cheap checks first, so a hostile length is refused before it is allocated. */
-	if (n < RIX_CRYPTO_OVERHEAD || (b->uncompressed_length != 0 && repo_version < 2) ||
-	    (b->uncompressed_length != 0 && b->uncompressed_length / RIX_ZSTD_MAX_RATIO > n - RIX_CRYPTO_OVERHEAD))
-		return rix_blob_codec_decode(&c, stored, n, b, NULL, 0, out_len);
+	size_t plain_len;
+	rc = check_stored(repo_version, n, b, &plain_len); /* before a hostile length is allocated */
+	if (rc != 0)
+		return rc;
 	uint8_t *buf = rix_malloc(plain_len ? plain_len : 1);
 	if (buf == NULL)
 		return rix_error_set(RIX_ENOMEM, "pack: out of memory for a %zu-byte blob", plain_len);

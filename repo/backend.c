@@ -7,6 +7,7 @@
 #include "rix/alloc.h"
 #include "rix/backend.h"
 #include "rix/error.h"
+#include "repo_internal.h"
 
 struct rix_backend {
 	const rix_backend_ops *ops;
@@ -43,6 +44,17 @@ const char *rix_backend_kind(const rix_backend *b)
 	return b->ops->kind;
 }
 
+const char *const rix__folder[RIX_FILE_TYPES] = { "", "keys", "locks", "snapshots", "index", "data" };
+
+int rix__is_file_name(const char *name)
+{
+	size_t i = 0;
+	for (; name != NULL && i < 64; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return 0;
+	return name != NULL && name[64] == '\0';
+}
+
 /* A file name: 64 lowercase hex digits (the config's name is not looked at). */
 static int check(rix_file_type t, const char *name)
 {
@@ -50,21 +62,30 @@ static int check(rix_file_type t, const char *name)
 		return rix_error_set(RIX_EINVAL, "backend: file type %d", (int)t);
 	if (t == RIX_FILE_CONFIG)
 		return 0;
-	size_t i = 0;
-	for (; name != NULL && i < 64; i++)
-		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
-			break;
-	if (name == NULL || i != 64 || name[64] != '\0')
+	if (!rix__is_file_name(name))
 		return rix_error_set(RIX_EINVAL, "backend: \"%.80s\" is not a file name (64 lowercase hex digits)",
 				     name != NULL ? name : "(null)");
 	return 0;
+}
+
+struct name_filter {
+	rix_backend_list_fn fn;
+	void *arg;
+};
+
+/* Only file names reach the caller, whatever a backend lists (temporary files, junk). */
+static int filter_names(void *arg, const char *name, uint64_t size)
+{
+	struct name_filter *f = arg;
+	return rix__is_file_name(name) ? f->fn(f->arg, name, size) : 0;
 }
 
 int rix_backend_list(rix_backend *b, rix_file_type t, rix_backend_list_fn fn, void *arg)
 {
 	if ((unsigned)t >= RIX_FILE_TYPES || t == RIX_FILE_CONFIG)
 		return rix_error_set(RIX_EINVAL, "backend: cannot list files of type %d", (int)t);
-	return b->ops->list(b->self, t, fn, arg);
+	struct name_filter f = { fn, arg };
+	return b->ops->list(b->self, t, filter_names, &f);
 }
 
 int rix_backend_stat(rix_backend *b, rix_file_type t, const char *name, uint64_t *size)

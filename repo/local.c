@@ -24,6 +24,7 @@
 #include "rix/alloc.h"
 #include "rix/backend.h"
 #include "rix/error.h"
+#include "repo_internal.h"
 
 #define TMP_DIR ".rix-tmp"
 
@@ -32,7 +33,6 @@ typedef struct local {
 	char *tmp; /* root/.rix-tmp */
 } local;
 
-static const char *const folder[RIX_FILE_TYPES] = { "", "keys", "locks", "snapshots", "index", "data" };
 
 static int io_error(const char *what, const char *path, int err)
 {
@@ -52,20 +52,11 @@ static void path_of(const local *l, rix_file_type t, const char *name, char *buf
 	if (t == RIX_FILE_CONFIG)
 		snprintf(buf, cap, "%s/config", l->root);
 	else if (name == NULL)
-		snprintf(buf, cap, "%s/%s", l->root, folder[t]);
+		snprintf(buf, cap, "%s/%s", l->root, rix__folder[t]);
 	else if (t == RIX_FILE_PACK)
 		snprintf(buf, cap, "%s/data/%.2s/%s", l->root, name, name);
 	else
-		snprintf(buf, cap, "%s/%s/%s", l->root, folder[t], name);
-}
-
-static int is_id(const char *s)
-{
-	size_t i = 0;
-	for (; s[i] != '\0' && i < 64; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return i == 64 && s[64] == '\0';
+		snprintf(buf, cap, "%s/%s/%s", l->root, rix__folder[t], name);
 }
 
 static int list_dir(const char *dir, rix_backend_list_fn fn, void *arg)
@@ -84,7 +75,7 @@ static int list_dir(const char *dir, rix_backend_list_fn fn, void *arg)
 		errno = 0; /* readdir signals an error only through errno */
 		if (rc != 0 || (e = readdir(d)) == NULL)
 			break;
-		if (!is_id(e->d_name))
+		if (!rix__is_file_name(e->d_name)) /* temporary files, junk: skipped before the stat */
 			continue;
 		struct stat st;
 		if (fstatat(fd, e->d_name, &st, 0) != 0) {
@@ -363,7 +354,7 @@ int rix_backend_local_open(rix_backend **out, const char *path, int create)
 	if (create) {
 		rc = make_dir(path);
 		for (int t = RIX_FILE_KEY; rc == 0 && t < RIX_FILE_TYPES; t++) {
-			snprintf(p, sizeof(p), "%s/%s", path, folder[t]);
+			snprintf(p, sizeof(p), "%s/%s", path, rix__folder[t]);
 			rc = make_dir(p);
 		}
 		for (int i = 0; rc == 0 && i < 256; i++) {

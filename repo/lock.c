@@ -76,13 +76,9 @@ static int64_t parse_rfc3339(const char *s)
 
 static int load_lock(rix_repo *r, const char *name, lock_info *out)
 {
-	uint8_t *file, *json;
-	size_t n, jn;
-	int rc = rix_backend_read_all(rix_repo_backend(r), RIX_FILE_LOCK, name, LOCK_FILE_MAX, &file, &n);
-	if (rc != 0)
-		return rc;
-	rc = rix_unpacked_decode(rix_repo_key(r), file, n, rix_repo_config(r)->version, &json, &jn);
-	rix_free(file);
+	uint8_t *json;
+	size_t jn;
+	int rc = rix__read_unpacked(r, RIX_FILE_LOCK, name, LOCK_FILE_MAX, &json, &jn);
 	if (rc != 0)
 		return rc;
 	json_error_t err;

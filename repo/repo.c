@@ -242,6 +242,28 @@ int rix__list_names(rix_backend *b, rix_file_type t, struct rix__names *out)
 	return 0;
 }
 
+int rix__read_unpacked(struct rix_repo *r, rix_file_type t, const char *name, size_t max, uint8_t **json,
+		       size_t *len)
+{
+	*json = NULL;
+	*len = 0;
+	uint8_t *file;
+	size_t n;
+	rix_id want, got;
+	int rc = rix_id_from_hex(&want, name, 64);
+	if (rc == 0)
+		rc = rix_backend_read_all(r->b, t, name, max, &file, &n);
+	if (rc != 0)
+		return rc;
+	rix_sha256(file, n, &got);
+	if (memcmp(got.b, want.b, RIX_ID_SIZE) != 0)
+		rc = rix_error_set(RIX_ECORRUPT, "%s %.16s: the file's SHA-256 is not its name", rix_file_type_name(t), name);
+	else
+		rc = rix_unpacked_decode(r->key, file, n, r->cfg.version, json, len);
+	rix_free(file);
+	return rc;
+}
+
 /* Tries every key file with password. */
 static int open_key(rix_repo *r, const char *password, size_t password_len)
 {

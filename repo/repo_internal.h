@@ -19,4 +19,19 @@ struct rix__names {
 /* Lists type t into *out (sorted). On failure *out is empty. @return 0 or the backend's error. */
 int rix__list_names(rix_backend *b, rix_file_type t, struct rix__names *out);
 
+/* Folder of each file type in restic's layout ("" for the config). */
+extern const char *const rix__folder[RIX_FILE_TYPES];
+
+/* Nonzero if name is a file name: 64 lowercase hex digits and nothing more. */
+int rix__is_file_name(const char *name);
+
+struct rix_repo;
+/*
+ * Reads an unpacked file (lock, snapshot, ...) named by its SHA-256: at most max bytes, the hash
+ * checked against the name, then MAC, decrypt, decompress. *json (rix_free) holds *len bytes.
+ * @return 0; RIX_ECORRUPT (too big, wrong hash, bad content); RIX_EAUTH; backend errors.
+ */
+int rix__read_unpacked(struct rix_repo *r, rix_file_type t, const char *name, size_t max, uint8_t **json,
+		       size_t *len);
+
 #endif

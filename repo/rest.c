@@ -27,6 +27,7 @@
 #include "rix/alloc.h"
 #include "rix/backend.h"
 #include "rix/error.h"
+#include "repo_internal.h"
 
 #define POOL 16
 
@@ -37,7 +38,6 @@ typedef struct rest {
 	int npool;
 } rest;
 
-static const char *const folder[RIX_FILE_TYPES] = { "", "keys", "locks", "snapshots", "index", "data" };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static int curl_ok;
@@ -76,9 +76,9 @@ static void url_of(const rest *r, rix_file_type t, const char *name, char *buf, 
 	if (t == RIX_FILE_CONFIG)
 		snprintf(buf, cap, "%sconfig", r->url);
 	else if (name == NULL)
-		snprintf(buf, cap, "%s%s/", r->url, folder[t]);
+		snprintf(buf, cap, "%s%s/", r->url, rix__folder[t]);
 	else
-		snprintf(buf, cap, "%s%s/%s", r->url, folder[t], name);
+		snprintf(buf, cap, "%s%s/%s", r->url, rix__folder[t], name);
 }
 
 /* A response body into memory: into a fixed buffer (exactly len bytes expected) or growing. */
@@ -188,7 +188,7 @@ static int rest_list(void *self, rix_file_type t, rix_backend_list_fn fn, void *
 		/* v2: {"name","size"}; v1 servers answer bare names (size unknown: 0). */
 		const char *name = json_is_string(v) ? json_string_value(v) : json_string_value(json_object_get(v, "name"));
 		json_t *size = json_is_object(v) ? json_object_get(v, "size") : NULL;
-		if (name == NULL || strlen(name) != 64)
+		if (name == NULL)
 			continue;
 		rc = fn(arg, name, json_is_integer(size) ? (uint64_t)json_integer_value(size) : 0);
 		if (rc != 0)

@@ -129,12 +129,9 @@ int rix_repo_usage_compute(rix_repo *r, rix_repo_usage *u)
 	if (rc == 0)
 		rc = rix__list_names(rix_repo_backend(r), RIX_FILE_SNAPSHOT, &s);
 	for (size_t i = 0; rc == 0 && i < s.n; i++) {
-		uint8_t *file = NULL, *json = NULL;
-		size_t n, jn;
-		rc = rix_backend_read_all(rix_repo_backend(r), RIX_FILE_SNAPSHOT, s.v[i], (size_t)16 << 20, &file, &n);
-		if (rc == 0)
-			rc = rix_unpacked_decode(rix_repo_key(r), file, n, rix_repo_config(r)->version, &json, &jn);
-		rix_free(file);
+		uint8_t *json = NULL;
+		size_t jn = 0;
+		rc = rix__read_unpacked(r, RIX_FILE_SNAPSHOT, s.v[i], (size_t)16 << 20, &json, &jn);
 		json_t *root = rc == 0 ? json_loadb((const char *)json, jn, 0, NULL) : NULL;
 		rix_free(json);
 		const char *hex = json_string_value(json_object_get(root, "tree"));

@@ -250,7 +250,10 @@ static void test_write_file(void **state)
 	char name[65];
 	name_of(data, n, name);
 	const char *tmpdirs[2] = { rix_backend_temp_dir(b), "/dev/shm" };
-	for (int k = 0; k < 2; k++) {
+	/* The copy half needs another file system: /dev/shm, unless it is the repository's own. */
+	struct stat s0, s1;
+	int rounds = stat(tmpdirs[0], &s0) == 0 && stat(tmpdirs[1], &s1) == 0 && s0.st_dev != s1.st_dev ? 2 : 1;
+	for (int k = 0; k < rounds; k++) {
 		char src[600];
 		snprintf(src, sizeof(src), "%s/rix-test-XXXXXX", tmpdirs[k]);
 		int fd = mkstemp(src);

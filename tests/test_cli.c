@@ -2,11 +2,12 @@
  * tests/test_cli.c — the rix command, driven as a user drives it, against the real restic.
  *
  * Repositories restic made (v1; v2 with compression auto, max and off) of real files: `rix list
- * blobs` equals `restic list blobs` as a set, `rix cat blob` equals `restic cat blob` for every
- * blob, `rix cat config` equals restic's, `rix check --read-data` passes, `rix stats --json`
- * counts the same blobs. A repository rix made: `restic check` passes; keys added, listed,
+ * blobs` equals `restic list blobs` as a set, `rix cat blob` equals `restic cat blob` for six
+ * blobs of each (the first three and last three by ID: trees and data), `rix cat config` equals
+ * restic's, a pack's header and `find-blob` agree, `rix check --read-data` passes, `rix stats
+ * --json` counts the same blobs and the same restore size. A repository rix made: `restic check` passes; keys added, listed,
  * changed and removed through `rix key`; `--json` output parses; errors print one line and exit
- * 1 (usage: 2); `rix unlock` removes a stale lock.
+ * 1 (usage: 2); `rix unlock` on a repository without locks removes none.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -170,6 +171,21 @@ static void check_restic_repo(const char *extra_init, const char *backup_opts)
 	json_decref(jb);
 	free(a);
 	free(b);
+	/* A pack's header, read from its tail, lists what the index says is in it. */
+	assert_int_equal(rix(&a, "-r '%s' list packs", repo), 0);
+	char pack[65] = "";
+	assert_int_equal(sscanf(a, "%64s", pack), 1);
+	free(a);
+	assert_int_equal(rix(&a, "-r '%s' --json cat pack-header %s", repo, pack), 0);
+	json_t *hdr = json_loads(a, 0, NULL);
+	assert_true(json_array_size(hdr) >= 1);
+	const char *first_id = json_string_value(json_object_get(json_array_get(hdr, 0), "id"));
+	assert_non_null(first_id);
+	free(a);
+	assert_int_equal(rix(&a, "-r '%s' --json find-blob %s", repo, first_id), 0);
+	assert_non_null(strstr(a, pack));
+	free(a);
+	json_decref(hdr);
 	/* check --read-data and stats --json. */
 	assert_int_equal(rix(&a, "-r '%s' check --read-data", repo), 0);
 	assert_non_null(strstr(a, "no errors were found"));

@@ -68,8 +68,13 @@ static int start_server(void **state)
 			snprintf(probe, sizeof(probe), "rest:%sprobe/", base);
 			int rc = rix_backend_rest_open(&b, probe, 0);
 			rix_backend_free(b);
-			if (rc != RIX_EIO)
-				return 0;
+			if (rc != RIX_EIO) {
+				int st2;
+				if (waitpid(server, &st2, WNOHANG) == 0) /* ours answered: still running */
+					return 0;
+				server = -1; /* something else holds the port and ours has exited */
+				break;
+			}
 		}
 		if (server > 0) {
 			kill(server, SIGTERM);
