@@ -160,10 +160,10 @@ static int find_conflict(rix_repo *r, int exclusive, const char *ours)
 	struct rix__names l;
 	int rc = rix__list_names(rix_repo_backend(r), RIX_FILE_LOCK, &l);
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		if (strcmp(l.v[i], ours) == 0)
+		if (strcmp(l.v[i].s, ours) == 0)
 			continue;
 		lock_info li;
-		int lrc = load_lock(r, l.v[i], &li);
+		int lrc = load_lock(r, l.v[i].s, &li);
 		if (lrc == RIX_ENOTFOUND) /* removed meanwhile */
 			continue;
 		if (lrc == RIX_ENOMEM) {
@@ -173,7 +173,7 @@ static int find_conflict(rix_repo *r, int exclusive, const char *ours)
 		if (lrc != 0) {
 			rc = rix_error_set(RIX_ELOCKED, "repository is locked: lock file %.16s cannot be read (%s); "
 							"`rix unlock --remove-all` removes it",
-					   l.v[i], rix_error_last());
+					   l.v[i].s, rix_error_last());
 			break;
 		}
 		if (is_stale(&li) || (!exclusive && !li.exclusive))
@@ -184,7 +184,7 @@ static int find_conflict(rix_repo *r, int exclusive, const char *ours)
 		gmtime_r(&t, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
 		rc = rix_error_set(RIX_ELOCKED, "repository is already locked %sby PID %ld on %s by %s since %s (lock %.16s)",
-				   li.exclusive ? "exclusively " : "", li.pid, li.hostname, li.username, when, l.v[i]);
+				   li.exclusive ? "exclusively " : "", li.pid, li.hostname, li.username, when, l.v[i].s);
 	}
 	rix_free(l.v);
 	return rc;
@@ -279,13 +279,13 @@ int rix_repo_unlock(rix_repo *r, int all, size_t *removed)
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
 		lock_info li;
 		if (!all) {
-			int lrc = load_lock(r, l.v[i], &li);
+			int lrc = load_lock(r, l.v[i].s, &li);
 			if (lrc == RIX_ENOMEM)
 				rc = lrc;
 			if (lrc != 0 || !is_stale(&li))
 				continue;
 		}
-		int rrc = rix_backend_remove(rix_repo_backend(r), RIX_FILE_LOCK, l.v[i]);
+		int rrc = rix_backend_remove(rix_repo_backend(r), RIX_FILE_LOCK, l.v[i].s);
 		if (rrc == 0 && removed != NULL)
 			++*removed;
 		else if (rrc != 0 && rrc != RIX_ENOTFOUND)

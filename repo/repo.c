@@ -213,19 +213,20 @@ static int collect_name(void *arg, const char *name, uint64_t size)
 		s->max_size = size;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
-		char(*v)[65] = rix_realloc(s->v, cap * 65);
+		struct rix__name *v = rix_realloc(s->v, cap * sizeof(*v));
 		if (v == NULL)
 			return rix_error_set(RIX_ENOMEM, "repo: out of memory listing files");
 		s->v = v;
 		s->cap = cap;
 	}
-	memcpy(s->v[s->n++], name, 65);
+	memcpy(s->v[s->n].s, name, 65);
+	s->v[s->n++].size = size;
 	return 0;
 }
 
 static int cmp_name(const void *a, const void *b)
 {
-	return strcmp(a, b);
+	return strcmp(((const struct rix__name *)a)->s, ((const struct rix__name *)b)->s);
 }
 
 int rix__list_names(rix_backend *b, rix_file_type t, struct rix__names *out)
@@ -238,7 +239,7 @@ int rix__list_names(rix_backend *b, rix_file_type t, struct rix__names *out)
 		return rc;
 	}
 	if (out->n > 1)
-		qsort(out->v, out->n, 65, cmp_name);
+		qsort(out->v, out->n, sizeof(*out->v), cmp_name);
 	return 0;
 }
 
@@ -278,18 +279,17 @@ static int open_key(rix_repo *r, const char *password, size_t password_len)
 	if (hint != NULL && *hint != '\0') {
 		size_t front = 0, hl = strlen(hint);
 		for (size_t i = 0; i < keys.n; i++) {
-			if (strncmp(keys.v[i], hint, hl) == 0) {
-				char tmp[65];
-				memcpy(tmp, keys.v[i], 65);
-				memmove(keys.v[front + 1], keys.v[front], (i - front) * 65);
-				memcpy(keys.v[front++], tmp, 65);
+			if (strncmp(keys.v[i].s, hint, hl) == 0) {
+				struct rix__name tmp = keys.v[i];
+				memmove(&keys.v[front + 1], &keys.v[front], (i - front) * sizeof(tmp));
+				keys.v[front++] = tmp;
 			}
 		}
 	}
 	for (size_t i = 0; i < keys.n && r->key == NULL; i++) {
 		uint8_t *kf;
 		size_t len;
-		rc = rix_backend_read_all(r->b, RIX_FILE_KEY, keys.v[i], KEY_FILE_MAX, &kf, &len);
+		rc = rix_backend_read_all(r->b, RIX_FILE_KEY, keys.v[i].s, KEY_FILE_MAX, &kf, &len);
 		if (rc == RIX_ENOMEM)
 			break;
 		if (rc == 0) {
@@ -297,13 +297,13 @@ static int open_key(rix_repo *r, const char *password, size_t password_len)
 			rix_free(kf);
 		}
 		if (rc == 0)
-			memcpy(r->key_name, keys.v[i], 65);
+			memcpy(r->key_name, keys.v[i].s, 65);
 		else if (rc == RIX_EAUTH)
 			auth_failed++;
 		else if (rc == RIX_ENOMEM)
 			break;
 		else if (corrupt++ == 0)
-			snprintf(corrupt_msg, sizeof(corrupt_msg), "key %.16s: %s", keys.v[i], rix_error_last());
+			snprintf(corrupt_msg, sizeof(corrupt_msg), "key %.16s: %s", keys.v[i].s, rix_error_last());
 	}
 	size_t nkeys = keys.n;
 	rix_free(keys.v);
@@ -387,13 +387,14 @@ struct load_bufs {
 };
 
 /* Loads one index file into the batch (committed by the caller). */
-static int load_one(rix_repo *r, const char *name, struct load_bufs *lb, uint64_t *bytes)
+static int load_one(rix_repo *r, const struct rix__name *nm, struct load_bufs *lb, uint64_t *bytes)
 {
+	const char *name = nm->s;
 	rix_id want, got;
-	uint64_t size = 0;
+	uint64_t size = nm->size; /* from the listing: no stat (a round trip on REST) */
 	*bytes = 0;
 	int rc = rix_id_from_hex(&want, name, 64);
-	if (rc == 0)
+	if (rc == 0 && size == 0) /* a backend that lists no sizes (restic's REST v1) */
 		rc = rix_backend_stat(r->b, RIX_FILE_INDEX, name, &size);
 	if (rc == 0 && size > INDEX_FILE_MAX)
 		rc = rix_error_set(RIX_ECORRUPT, "index %.16s: %llu bytes is over the limit", name, (unsigned long long)size);
@@ -439,10 +440,10 @@ static void *load_worker(void *arg)
 		if (i == SIZE_MAX)
 			break;
 		uint64_t bytes;
-		int rc = load_one(l->r, l->names.v[i], &lb, &bytes);
+		int rc = load_one(l->r, &l->names.v[i], &lb, &bytes);
 		if (rc == 0) {
 			rix_id id;
-			rix_id_from_hex(&id, l->names.v[i], 64);
+			rix_id_from_hex(&id, l->names.v[i].s, 64);
 			rc = rix_master_batch_commit(b, &id);
 		} else {
 			rix_master_batch_discard(b);
@@ -456,7 +457,7 @@ static void *load_worker(void *arg)
 			l->stats.loaded++;
 		if (rc != 0) {
 			if (l->on_error != NULL)
-				l->on_error(l->arg, l->names.v[i], rc, rix_error_last());
+				l->on_error(l->arg, l->names.v[i].s, rc, rix_error_last());
 			if (l->first_error == 0 || rc == RIX_ENOMEM)
 				l->first_error = rc;
 		}

@@ -9,9 +9,14 @@
 
 #include "rix/backend.h"
 
-/* The names of a file type's files, sorted: v[0..n), each NUL-terminated. Free v with rix_free. */
+/* The names (and sizes) of a file type's files, sorted by name: v[0..n). Free v with rix_free. */
+struct rix__name {
+	char s[65];
+	uint64_t size; /* as listed (0 when a backend does not say) */
+};
+
 struct rix__names {
-	char (*v)[65];
+	struct rix__name *v;
 	size_t n, cap;
 	uint64_t max_size; /* the largest file listed */
 };

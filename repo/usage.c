@@ -131,13 +131,13 @@ int rix_repo_usage_compute(rix_repo *r, rix_repo_usage *u)
 	for (size_t i = 0; rc == 0 && i < s.n; i++) {
 		uint8_t *json = NULL;
 		size_t jn = 0;
-		rc = rix__read_unpacked(r, RIX_FILE_SNAPSHOT, s.v[i], (size_t)16 << 20, &json, &jn);
+		rc = rix__read_unpacked(r, RIX_FILE_SNAPSHOT, s.v[i].s, (size_t)16 << 20, &json, &jn);
 		json_t *root = rc == 0 ? json_loadb((const char *)json, jn, 0, NULL) : NULL;
 		rix_free(json);
 		const char *hex = json_string_value(json_object_get(root, "tree"));
 		rix_id tree;
 		if (rc == 0 && (hex == NULL || rix_id_from_hex(&tree, hex, strlen(hex)) != 0))
-			rc = rix_error_set(RIX_ECORRUPT, "usage: snapshot %.16s has no tree", s.v[i]);
+			rc = rix_error_set(RIX_ECORRUPT, "usage: snapshot %.16s has no tree", s.v[i].s);
 		json_decref(root);
 		if (rc == 0)
 			rc = walk_tree(&w, &tree, &u->files, &u->logical_bytes);
