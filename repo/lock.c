@@ -10,9 +10,10 @@
  *   refresh:  (thread, every RIX_LOCK_REFRESH_SECONDS) write a new file, then remove the old
  *   release:  stop the thread, remove the file
  *
- * A lock file that cannot be read or decoded is taken as held (restic does the same: a
- * damaged lock needs `unlock`), except that unlock removes it as stale when it is old enough
- * to be by its modification... rix cannot see that, so `unlock --remove-all` is the way.
+ * A lock file that cannot be read or decoded is taken as held (restic does the same): plain
+ * `unlock` leaves it (its age cannot be told), `unlock --remove-all` removes it. The host in a
+ * lock is this machine's name (the PID check of a stale lock is only meaningful there); the
+ * user is the repository's (rix_repo_options.username, else the account running).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -132,9 +133,9 @@ static int write_lock(rix_repo *r, int exclusive, char name[65])
 	char when[64], host[256];
 	snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
 		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec);
-	const char *user = getenv("USER");
+	const char *user = rix__repo_username(r);
 	json_t *o = json_pack("{s:s, s:b, s:s, s:s, s:I, s:I, s:I}", "time", when, "exclusive", exclusive,
-			      "hostname", my_hostname(host, sizeof(host)), "username", user != NULL ? user : "",
+			      "hostname", my_hostname(host, sizeof(host)), "username", user,
 			      "pid", (json_int_t)getpid(), "uid", (json_int_t)getuid(), "gid", (json_int_t)getgid());
 	char *json = o != NULL ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(o);

@@ -147,6 +147,11 @@ const rix_key *rix_repo_key(const rix_repo *r)
 	return r->key;
 }
 
+const char *rix__repo_username(const struct rix_repo *r)
+{
+	return r->username;
+}
+
 const char *rix_repo_key_name(const rix_repo *r)
 {
 	return r->key_name;

@@ -39,4 +39,7 @@ struct rix_repo;
 int rix__read_unpacked(struct rix_repo *r, rix_file_type t, const char *name, size_t max, uint8_t **json,
 		       size_t *len);
 
+/* The user name the repository writes into key files and locks (options, else the account). */
+const char *rix__repo_username(const struct rix_repo *r);
+
 #endif

@@ -829,6 +829,7 @@ static void test_locks(void **state)
 	out = NULL;
 	assert_int_equal(rix_test_restic(dir, PW, args, &out), 0);
 	assert_non_null(strstr(out, "\"exclusive\": true"));
+	assert_non_null(strstr(out, "\"username\": \"tester\"")); /* the repository's user */
 	free(out);
 	/* Refresh: a new file, the old one gone. */
 	MUST(rix_lock_refresh(x));
