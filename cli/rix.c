@@ -58,7 +58,7 @@ static int usage(void)
 	      "\n"
 	      "commands:\n"
 	      "  init [--repository-version 1|2]      make a repository\n"
-	      "  list blobs|packs|index|keys|snapshots\n"
+	      "  list blobs|packs|index|keys|snapshots|locks\n"
 	      "  cat config|index ID|blob ID|pack-header ID\n"
 	      "  find-blob ID...                      where a blob is stored\n"
 	      "  stats                                load the index: blobs, sizes, memory, time\n"
@@ -239,6 +239,21 @@ static int parse_id(const char *hex, rix_id *id)
 
 /* ---- commands ------------------------------------------------------------------------------ */
 
+/* s as a JSON string (quoted, escaped). */
+static void put_json_string(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
 static int cmd_init(int argc, char **argv)
 {
 	for (int i = 0; i < argc; i++) {
@@ -273,9 +288,11 @@ static int cmd_init(int argc, char **argv)
 	}
 	char hex[65];
 	rix_id_to_hex(&rix_repo_config(r)->id, hex);
-	if (g.json)
-		printf("{\"message_type\":\"initialized\",\"id\":\"%s\",\"repository\":\"%s\",\"version\":%d}\n", hex, path,
-		       g.version);
+	if (g.json) {
+		printf("{\"message_type\":\"initialized\",\"id\":\"%s\",\"repository\":", hex);
+		put_json_string(path);
+		printf(",\"version\":%d}\n", g.version);
+	}
 	else if (!g.quiet)
 		printf("created rix repository %.10s at %s (version %d)\n", hex, path, g.version);
 	rix_repo_close(r);
@@ -778,6 +795,44 @@ static int cmd_unlock(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * A global option at argv[*i] (advancing *i past its value): 1 when it was one, 0 when not,
+ * 2 when it was --version or --help (printed), -1 when its value is missing.
+ */
+static int global_option(int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+	static const struct {
+		const char *name;
+		const char **dst;
+	} with_value[] = { { "-r", &g.repo }, { "--repo", &g.repo }, { "--password-file", &g.password_file },
+			   { "--key-hint", &g.key_hint } };
+	for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
+		size_t len = strlen(with_value[k].name);
+		if (strcmp(a, with_value[k].name) == 0) {
+			if (*i + 1 >= argc)
+				return -1;
+			*with_value[k].dst = argv[++*i];
+			return 1;
+		}
+		if (strncmp(a, with_value[k].name, len) == 0 && a[len] == '=' && a[1] == '-') {
+			*with_value[k].dst = a + len + 1;
+			return 1;
+		}
+	}
+	if (strcmp(a, "--json") == 0)
+		g.json = 1;
+	else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
+		g.quiet = 1;
+	else if (strcmp(a, "--version") == 0)
+		printf("rix %s\n", RIX_CLI_VERSION);
+	else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+		usage();
+	else
+		return 0;
+	return strcmp(a, "--version") == 0 || strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 ? 2 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	/*
@@ -786,53 +841,28 @@ int main(int argc, char **argv)
 	 * free, which would leave later ones in the heap and the peak RSS higher.
 	 */
 	mallopt(M_MMAP_THRESHOLD, 1 << 20);
-	int i = 1;
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		const char *a = argv[i];
-		if ((strcmp(a, "-r") == 0 || strcmp(a, "--repo") == 0) && i + 1 < argc)
-			g.repo = argv[++i];
-		else if (strncmp(a, "--repo=", 7) == 0)
-			g.repo = a + 7;
-		else if (strcmp(a, "--password-file") == 0 && i + 1 < argc)
-			g.password_file = argv[++i];
-		else if (strncmp(a, "--password-file=", 16) == 0)
-			g.password_file = a + 16;
-		else if (strcmp(a, "--json") == 0)
-			g.json = 1;
-		else if (strcmp(a, "--key-hint") == 0 && i + 1 < argc)
-			g.key_hint = argv[++i];
-		else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
-			g.quiet = 1;
-		else if (strcmp(a, "--version") == 0) {
-			printf("rix %s\n", RIX_CLI_VERSION);
-			return 0;
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage();
-			return 0;
-		} else {
-			return usage();
-		}
-	}
-	if (i >= argc)
-		return usage();
-	const char *cmd = argv[i++];
-	/* Options may also follow the command, as with restic. */
+	/* Global options before the command, and after it as restic allows; the rest is the command's. */
+	const char *cmd = NULL;
 	int n = 0;
-	char **rest = argv + i;
-	for (int k = i; k < argc; k++) {
-		if ((strcmp(argv[k], "-r") == 0 || strcmp(argv[k], "--repo") == 0) && k + 1 < argc)
-			g.repo = argv[++k];
-		else if (strcmp(argv[k], "--password-file") == 0 && k + 1 < argc)
-			g.password_file = argv[++k];
-		else if (strcmp(argv[k], "--json") == 0)
-			g.json = 1;
-		else if (strcmp(argv[k], "--key-hint") == 0 && k + 1 < argc)
-			g.key_hint = argv[++k];
-		else if (strcmp(argv[k], "-q") == 0 || strcmp(argv[k], "--quiet") == 0)
-			g.quiet = 1;
+	char **rest = argv + 1;
+	for (int i = 1; i < argc; i++) {
+		int k = global_option(argc, argv, &i);
+		if (k == 1)
+			continue;
+		if (k == 2) { /* --version, --help */
+			return 0;
+		}
+		if (k < 0)
+			return usage();
+		if (cmd == NULL && argv[i][0] == '-')
+			return usage(); /* an unknown option before the command */
+		if (cmd == NULL)
+			cmd = argv[i];
 		else
-			rest[n++] = argv[k];
+			rest[n++] = argv[i];
 	}
+	if (cmd == NULL)
+		return usage();
 	if (strcmp(cmd, "init") == 0)
 		return cmd_init(n, rest);
 	if (strcmp(cmd, "list") == 0)

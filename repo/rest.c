@@ -23,6 +23,7 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <sodium.h>
 
 #include "rix/alloc.h"
 #include "rix/backend.h"
@@ -32,7 +33,8 @@
 #define POOL 16
 
 typedef struct rest {
-	char *url; /* ends with '/' */
+	char *url;     /* ends with '/'; without credentials, so it may appear in messages */
+	char *userpwd; /* "user:password" from the URL, given to curl apart; NULL if none */
 	pthread_mutex_t mu;
 	CURL *pool[POOL];
 	int npool;
@@ -144,6 +146,8 @@ static CURL *begin(rest *r, const char *url)
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+	if (r->userpwd != NULL)
+		curl_easy_setopt(c, CURLOPT_USERPWD, r->userpwd);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -347,6 +351,9 @@ static void rest_close(void *self)
 		curl_easy_cleanup(r->pool[i]);
 	pthread_mutex_destroy(&r->mu);
 	rix_free(r->url);
+	if (r->userpwd != NULL)
+		sodium_memzero(r->userpwd, strlen(r->userpwd));
+	rix_free(r->userpwd);
 	rix_free(r);
 }
 
@@ -371,17 +378,33 @@ int rix_backend_rest_open(rix_backend **out, const char *url, int create)
 	if (strncmp(url, "rest:", 5) == 0)
 		url += 5;
 	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-		return rix_error_set(RIX_EINVAL, "rest: %s is not an http(s) URL", url);
+		return rix_error_set(RIX_EINVAL, "rest: a REST repository is an http(s) URL");
 	size_t n = strlen(url);
 	rest *r = rix_calloc(1, sizeof(*r));
 	if (r == NULL || (r->url = rix_malloc(n + 2)) == NULL) {
 		rix_free(r);
 		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
 	}
-	memcpy(r->url, url, n + 1);
+	pthread_mutex_init(&r->mu, NULL);
+	/* "scheme://user:password@host/..." -> url "scheme://host/...", credentials apart. */
+	const char *host = strstr(url, "://") + 3;
+	const char *at = strchr(host, '@'), *slash = strchr(host, '/');
+	if (at != NULL && (slash == NULL || at < slash)) {
+		size_t ul = (size_t)(at - host), pre = (size_t)(host - url);
+		if ((r->userpwd = rix_malloc(ul + 1)) == NULL) {
+			rest_close(r);
+			return rix_error_set(RIX_ENOMEM, "rest: out of memory");
+		}
+		memcpy(r->userpwd, host, ul);
+		r->userpwd[ul] = '\0';
+		memcpy(r->url, url, pre);
+		memcpy(r->url + pre, at + 1, n - pre - ul); /* with the NUL */
+		n -= ul + 1;
+	} else {
+		memcpy(r->url, url, n + 1);
+	}
 	if (n == 0 || r->url[n - 1] != '/')
 		memcpy(r->url + n, "/", 2);
-	pthread_mutex_init(&r->mu, NULL);
 	uint64_t size;
 	int rc = rest_stat(r, RIX_FILE_CONFIG, NULL, &size);
 	int has_config = rc == 0;
@@ -390,14 +413,14 @@ int rix_backend_rest_open(rix_backend **out, const char *url, int create)
 	if (rc != 0) {
 		/* the server cannot be reached, or refused: that error, not "no repository" */
 	} else if (create && has_config) {
-		rc = rix_error_set(RIX_EEXISTS, "rest: %s already holds a repository (config file)", url);
+		rc = rix_error_set(RIX_EEXISTS, "rest: %s already holds a repository (config file)", r->url);
 	} else if (create) {
 		char u[4096];
 		snprintf(u, sizeof(u), "%s?create=true", r->url);
 		struct source src = { .p = (const uint8_t *)"", .fd = -1, .len = 0 };
 		rc = post(r, u, &src);
 	} else if (!has_config) {
-		rc = rix_error_set(RIX_ENOTFOUND, "rest: %s is not a repository (no config file)", url);
+		rc = rix_error_set(RIX_ENOTFOUND, "rest: %s is not a repository (no config file)", r->url);
 	}
 	if (rc == 0)
 		rc = rix_backend_new(out, &rest_ops, r);

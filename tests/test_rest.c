@@ -170,6 +170,12 @@ static void test_backend_ops(void **state)
 	rix_free(all);
 	rix_backend_free(b);
 	assert_int_equal(rix_backend_rest_open(&b, "ftp://nowhere/", 0), RIX_EINVAL);
+	/* Credentials in the URL are sent apart and never appear in a message. */
+	char cred[300];
+	snprintf(cred, sizeof(cred), "rest:http://user:s3cret@%smissing/", base + strlen("http://"));
+	assert_int_equal(rix_backend_rest_open(&b, cred, 0), RIX_ENOTFOUND);
+	assert_null(strstr(rix_error_last(), "s3cret"));
+	assert_non_null(strstr(rix_error_last(), "missing"));
 }
 
 static void test_repository_over_rest(void **state)
