@@ -28,19 +28,6 @@
 #include "testutil.h"
 
 
-static char *new_repo_dir(void)
-{
-	char *d = malloc(256);
-	rix_test_mkdtemp(d, 256, "rix-backend");
-	return d;
-}
-
-static void rm_rf(char *d)
-{
-	rix_test_rmtree(d);
-	free(d);
-}
-
 static void name_of(const void *data, size_t n, char hex[65])
 {
 	rix_id id;
@@ -87,7 +74,7 @@ static int count_temp_files(const char *dir)
 static void test_create_open(void **state)
 {
 	(void)state;
-	char *dir = new_repo_dir();
+	char *dir = rix_test_new_dir("rix-backend");
 	char sub[600];
 	rix_backend *b = (rix_backend *)1;
 	assert_int_equal(rix_backend_local_open(&b, dir, 0), RIX_ENOTFOUND);
@@ -120,13 +107,13 @@ static void test_create_open(void **state)
 	rix_backend_free(NULL);
 	assert_int_equal(rix_backend_local_open(&b, "/nonexistent/rix/repo", 0), RIX_ENOTFOUND);
 	assert_int_equal(rix_backend_local_open(&b, "", 0), RIX_EINVAL);
-	rm_rf(dir);
+	rix_test_free_dir(dir);
 }
 
 static void test_files(void **state)
 {
 	(void)state;
-	char *dir = new_repo_dir();
+	char *dir = rix_test_new_dir("rix-backend");
 	rix_backend *b;
 	MUST(rix_backend_local_open(&b, dir, 1));
 	uint64_t st = 7;
@@ -206,13 +193,13 @@ static void test_files(void **state)
 	}
 	assert_int_equal(count_temp_files(dir), 0);
 	rix_backend_free(b);
-	rm_rf(dir);
+	rix_test_free_dir(dir);
 }
 
 static void test_bad_names(void **state)
 {
 	(void)state;
-	char *dir = new_repo_dir();
+	char *dir = rix_test_new_dir("rix-backend");
 	rix_backend *b;
 	MUST(rix_backend_local_open(&b, dir, 1));
 	static const char *const bad[] = {
@@ -233,14 +220,14 @@ static void test_bad_names(void **state)
 	assert_int_equal(rix_backend_write(b, (rix_file_type)9, bad[2], "x", 1), RIX_EINVAL);
 	assert_int_equal(rix_backend_list(b, RIX_FILE_CONFIG, collect, NULL), RIX_EINVAL);
 	rix_backend_free(b);
-	rm_rf(dir);
+	rix_test_free_dir(dir);
 }
 
 /* A pack file handed over whole: renamed on the same file system, copied from another. */
 static void test_write_file(void **state)
 {
 	(void)state;
-	char *dir = new_repo_dir();
+	char *dir = rix_test_new_dir("rix-backend");
 	rix_backend *b;
 	MUST(rix_backend_local_open(&b, dir, 1));
 	uint64_t st = 9;
@@ -278,14 +265,14 @@ static void test_write_file(void **state)
 	assert_int_equal(count_temp_files(dir), 0);
 	free(data);
 	rix_backend_free(b);
-	rm_rf(dir);
+	rix_test_free_dir(dir);
 }
 
 /* Disk full mid-write: RIX_ENOSPC, the old file unchanged, no temporary file left. */
 static void test_disk_full(void **state)
 {
 	(void)state;
-	char *dir = new_repo_dir();
+	char *dir = rix_test_new_dir("rix-backend");
 	rix_backend *b;
 	MUST(rix_backend_local_open(&b, dir, 1));
 	char name[65];
@@ -331,7 +318,7 @@ static void test_disk_full(void **state)
 	assert_int_equal(count_temp_files(dir), 0);
 	free(big);
 	rix_backend_free(b);
-	rm_rf(dir);
+	rix_test_free_dir(dir);
 }
 
 static int oom_backend(const char *dir)
@@ -355,7 +342,7 @@ static int oom_backend(const char *dir)
 static void test_allocation_failure(void **state)
 {
 	(void)state;
-	char *dir = new_repo_dir();
+	char *dir = rix_test_new_dir("rix-backend");
 	rix_backend *b;
 	MUST(rix_backend_local_open(&b, dir, 1));
 	MUST(rix_backend_write(b, RIX_FILE_CONFIG, NULL, "c", 1));
@@ -373,7 +360,7 @@ static void test_allocation_failure(void **state)
 			fail_msg("allocation %ld failing: %d (%s)", at, rc, rix_error_last());
 		assert_true(at < 100);
 	}
-	rm_rf(dir);
+	rix_test_free_dir(dir);
 }
 
 int main(void)

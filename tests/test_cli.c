@@ -98,16 +98,21 @@ static size_t sorted_lines(char *text, char **lines, size_t max)
 	return n;
 }
 
-/* A small tree of real files: headers, docs, random bytes, an empty file. */
+/* A small tree of real files: headers, docs, seeded random bytes, an empty file. */
 static void make_source(const char *dir)
 {
-	char cmd[4096];
-	snprintf(cmd, sizeof(cmd),
-		 "mkdir -p '%s' && cp /usr/include/stdio.h /usr/include/zstd.h /usr/include/sodium.h '%s'/ && "
-		 "head -c 1500000 /dev/urandom > '%s/random.bin' && : > '%s/empty' && "
-		 "(cp /usr/share/common-licenses/GPL-3 '%s'/ 2>/dev/null || true)",
-		 dir, dir, dir, dir, dir);
-	assert_int_equal(system(cmd), 0);
+	char *out = NULL;
+	size_t n;
+	assert_int_equal(rix_test_run(&out, &n,
+				      "mkdir -p '%s' && cp /usr/include/stdio.h /usr/include/zstd.h /usr/include/sodium.h '%s'/ && "
+				      ": > '%s/empty' && (cp /usr/share/common-licenses/GPL-3 '%s'/ 2>/dev/null || true)",
+				      dir, dir, dir, dir),
+			 0);
+	free(out);
+	static uint8_t random_bytes[1500000];
+	uint64_t seed = 77;
+	rix_test_fill_random(random_bytes, sizeof(random_bytes), &seed);
+	rix_test_put_file(dir, "random.bin", random_bytes, sizeof(random_bytes));
 }
 
 static void check_restic_repo(const char *extra_init, const char *backup_opts)

@@ -273,19 +273,6 @@ static void test_codec_no_allocation_per_blob(void **state)
 
 /* ---- pack writer ------------------------------------------------------------------------- */
 
-static char *temp_dir(void)
-{
-	char *d = malloc(256);
-	rix_test_mkdtemp(d, 256, "rix-packw");
-	return d;
-}
-
-static void remove_dir(char *d)
-{
-	rix_test_rmtree(d);
-	free(d);
-}
-
 static size_t count_files(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -329,7 +316,7 @@ static void test_writer_round_trip(void **state)
 	(void)state;
 	rix_key *key;
 	MUST(rix_key_random(&key));
-	char *dir = temp_dir();
+	char *dir = rix_test_new_dir("rix-packw");
 	uint64_t st = 21;
 	for (int version = 1; version <= 2; version++) {
 		rix_blob_codec *c;
@@ -403,7 +390,7 @@ static void test_writer_round_trip(void **state)
 	assert_int_equal(rix_pack_writer_new(&w, key, 2, "/nonexistent/dir"), RIX_EIO);
 	assert_non_null(strstr(rix_error_last(), "/nonexistent/dir"));
 	rix_pack_writer_free(NULL);
-	remove_dir(dir);
+	rix_test_free_dir(dir);
 	rix_key_free(key);
 }
 
@@ -413,7 +400,7 @@ static void test_writer_add_stored(void **state)
 	(void)state;
 	rix_key *key;
 	MUST(rix_key_random(&key));
-	char *dir = temp_dir();
+	char *dir = rix_test_new_dir("rix-packw");
 	uint64_t st = 31;
 	rix_blob_codec *c;
 	MUST(rix_blob_codec_new(&c, key, 2, RIX_COMPRESSION_MAX));
@@ -460,7 +447,7 @@ static void test_writer_add_stored(void **state)
 	rix_pack_writer_free(w);
 	rix_pack_writer_free(w2);
 	rix_blob_codec_free(c);
-	remove_dir(dir);
+	rix_test_free_dir(dir);
 	rix_key_free(key);
 }
 
@@ -470,7 +457,7 @@ static void test_writer_blob_limit(void **state)
 	(void)state;
 	rix_key *key;
 	MUST(rix_key_random(&key));
-	char *dir = temp_dir();
+	char *dir = rix_test_new_dir("rix-packw");
 	rix_blob_codec *c;
 	MUST(rix_blob_codec_new(&c, key, 2, RIX_COMPRESSION_AUTO));
 	rix_pack_writer *w;
@@ -487,7 +474,7 @@ static void test_writer_blob_limit(void **state)
 			 NULL, NULL);
 	rix_pack_writer_free(w);
 	rix_blob_codec_free(c);
-	remove_dir(dir);
+	rix_test_free_dir(dir);
 	rix_key_free(key);
 }
 
@@ -497,7 +484,7 @@ static void test_writer_disk_full(void **state)
 	(void)state;
 	rix_key *key;
 	MUST(rix_key_random(&key));
-	char *dir = temp_dir();
+	char *dir = rix_test_new_dir("rix-packw");
 	rix_blob_codec *c;
 	MUST(rix_blob_codec_new(&c, key, 2, RIX_COMPRESSION_OFF));
 	struct rlimit old, lim;
@@ -534,7 +521,7 @@ static void test_writer_disk_full(void **state)
 	assert_int_equal(count_files(dir), 0);
 	free(p);
 	rix_blob_codec_free(c);
-	remove_dir(dir);
+	rix_test_free_dir(dir);
 	rix_key_free(key);
 }
 
@@ -603,7 +590,7 @@ static void test_packer_single(void **state)
 	(void)state;
 	rix_key *key;
 	MUST(rix_key_random(&key));
-	char *dir = temp_dir();
+	char *dir = rix_test_new_dir("rix-packw");
 	struct sink s = { .mu = PTHREAD_MUTEX_INITIALIZER, .key = key, .version = 2 };
 	rix_packer *p = (rix_packer *)1;
 	assert_int_equal(rix_packer_new(&p, key, 2, dir, 3 << 20, sink_done, &s), RIX_EINVAL);
@@ -665,7 +652,7 @@ static void test_packer_single(void **state)
 	rix_packer_free(NULL);
 	free(buf);
 	rix_blob_codec_free(c);
-	remove_dir(dir);
+	rix_test_free_dir(dir);
 	rix_key_free(key);
 }
 
@@ -701,7 +688,7 @@ static void test_packer_threads(void **state)
 	(void)state;
 	rix_key *key;
 	MUST(rix_key_random(&key));
-	char *dir = temp_dir();
+	char *dir = rix_test_new_dir("rix-packw");
 	static struct sink s;
 	memset(&s, 0, sizeof(s));
 	pthread_mutex_init(&s.mu, NULL);
@@ -734,7 +721,7 @@ static void test_packer_threads(void **state)
 		}
 	rix_packer_free(p);
 	assert_int_equal(count_files(dir), 0);
-	remove_dir(dir);
+	rix_test_free_dir(dir);
 	rix_key_free(key);
 }
 
@@ -744,7 +731,7 @@ static void test_packer_keeps_pack_after_enomem(void **state)
 	(void)state;
 	rix_key *key;
 	MUST(rix_key_random(&key));
-	char *dir = temp_dir();
+	char *dir = rix_test_new_dir("rix-packw");
 	static struct sink s;
 	memset(&s, 0, sizeof(s));
 	pthread_mutex_init(&s.mu, NULL);
@@ -773,7 +760,7 @@ static void test_packer_keeps_pack_after_enomem(void **state)
 	assert_int_equal(s.nblobs, 3);
 	rix_packer_free(p);
 	rix_blob_codec_free(c);
-	remove_dir(dir);
+	rix_test_free_dir(dir);
 	rix_key_free(key);
 }
 
@@ -887,11 +874,11 @@ static void test_allocation_failure(void **state)
 	(void)state;
 	rix_key *key;
 	MUST(rix_key_random(&key));
-	char *dir = temp_dir();
+	char *dir = rix_test_new_dir("rix-packw");
 	oom_loop("codec", oom_codec, key, dir);
 	oom_loop("pack writer", oom_writer, key, dir);
 	oom_loop("packer", oom_packer, key, dir);
-	remove_dir(dir);
+	rix_test_free_dir(dir);
 	rix_key_free(key);
 }
 

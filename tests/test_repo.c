@@ -36,19 +36,6 @@
 static const rix_repo_options fast = { .pack_size = 4 << 20, .scrypt_n = 128, .scrypt_r = 1, .scrypt_p = 1, .username = "tester",
 				       .hostname = "testhost" };
 
-static char *new_dir(void)
-{
-	char *d = malloc(256);
-	rix_test_mkdtemp(d, 256, "rix-repo");
-	return d;
-}
-
-static void drop_dir(char *d)
-{
-	rix_test_remove_tree(d);
-	free(d);
-}
-
 static rix_repo *init_repo(const char *dir, int version)
 {
 	rix_backend *b;
@@ -91,7 +78,7 @@ static size_t count_files(rix_repo *r, rix_file_type t)
 static void test_init_open_keys(void **state)
 {
 	(void)state;
-	char *dir = new_dir();
+	char *dir = rix_test_new_dir("rix-repo");
 	rix_repo *r = init_repo(dir, 2);
 	assert_int_equal(rix_repo_config(r)->version, 2);
 	assert_int_equal(rix_chunker_polynomial_check(rix_repo_config(r)->chunker_polynomial), 0);
@@ -133,7 +120,7 @@ static void test_init_open_keys(void **state)
 	MUST(rix_backend_local_open(&b, dir, 0));
 	assert_int_equal(rix_repo_open(&r, b, PW, strlen(PW), &fast), RIX_ENOTFOUND);
 	rix_backend_free(b);
-	drop_dir(dir);
+	rix_test_free_dir(dir);
 }
 
 struct blobs {
@@ -189,7 +176,7 @@ static void check_all_load(rix_repo *r, const struct blobs *s)
 static void test_save_flush_load(void **state)
 {
 	(void)state;
-	char *dir = new_dir();
+	char *dir = rix_test_new_dir("rix-repo");
 	static struct blobs s;
 	make_blobs(&s, 300, 1);
 	for (int version = 1; version <= 2; version++) {
@@ -238,7 +225,7 @@ static void test_save_flush_load(void **state)
 		assert_int_equal(mkdir(dir, 0700), 0);
 	}
 	free_blobs(&s);
-	drop_dir(dir);
+	rix_test_free_dir(dir);
 }
 
 static void count_progress(void *arg, size_t done, size_t total)
@@ -253,7 +240,7 @@ static void count_progress(void *arg, size_t done, size_t total)
 static void test_index_file_size_rule(void **state)
 {
 	(void)state;
-	char *dir = new_dir();
+	char *dir = rix_test_new_dir("rix-repo");
 	rix_repo *r = init_repo(dir, 1);
 	/*
 	 * 120,000 blobs of 100 bytes in 4 MiB packs (~31,000 a pack): the index is full after the
@@ -287,7 +274,7 @@ static void test_index_file_size_rule(void **state)
 		assert_true(rix_master_index_has(rix_repo_master_index(r), RIX_BLOB_DATA, &id));
 	}
 	rix_repo_close(r);
-	drop_dir(dir);
+	rix_test_free_dir(dir);
 }
 
 struct saver {
@@ -316,7 +303,7 @@ static void *saver_run(void *arg)
 static void test_threads_dedup(void **state)
 {
 	(void)state;
-	char *dir = new_dir();
+	char *dir = rix_test_new_dir("rix-repo");
 	rix_repo *r = init_repo(dir, 2);
 	struct saver sv[4];
 	pthread_t th[4];
@@ -338,7 +325,7 @@ static void test_threads_dedup(void **state)
 	MUST(rix_repo_load_index(r, NULL, NULL, &st));
 	assert_int_equal(st.blobs, 2000); /* each stored once: no duplicates in the index */
 	rix_repo_close(r);
-	drop_dir(dir);
+	rix_test_free_dir(dir);
 }
 
 struct errs {
@@ -384,7 +371,7 @@ static int first_name(void *arg, const char *name, uint64_t size)
 static void test_damage(void **state)
 {
 	(void)state;
-	char *dir = new_dir();
+	char *dir = rix_test_new_dir("rix-repo");
 	rix_repo *r = init_repo(dir, 2);
 	static struct blobs a, b;
 	make_blobs(&a, 50, 2);
@@ -450,14 +437,14 @@ static void test_damage(void **state)
 	rix_repo_close(r);
 	free_blobs(&a);
 	free_blobs(&b);
-	drop_dir(dir);
+	rix_test_free_dir(dir);
 }
 
 /* The disk fills while saving: errors surface, committed blobs stay, a retry stores the rest. */
 static void test_disk_full(void **state)
 {
 	(void)state;
-	char *dir = new_dir();
+	char *dir = rix_test_new_dir("rix-repo");
 	rix_repo *r = init_repo(dir, 2);
 	static struct blobs first, second;
 	make_blobs(&first, 40, 5);
@@ -499,7 +486,7 @@ static void test_disk_full(void **state)
 	rix_repo_close(r);
 	free_blobs(&first);
 	free_blobs(&second);
-	drop_dir(dir);
+	rix_test_free_dir(dir);
 }
 
 /* The real restic reads what rix wrote; rix reads what restic wrote. */
@@ -507,7 +494,7 @@ static void test_restic_both_ways(void **state)
 {
 	(void)state;
 	rix_test_need_restic();
-	char *dir = new_dir();
+	char *dir = rix_test_new_dir("rix-repo");
 	rix_repo *r = init_repo(dir, 2);
 	static struct blobs s;
 	make_blobs(&s, 60, 7);
@@ -534,10 +521,10 @@ static void test_restic_both_ways(void **state)
 		free(out);
 	}
 	free_blobs(&s);
-	drop_dir(dir);
+	rix_test_free_dir(dir);
 
 	/* restic makes a repository and backs up a file; rix loads every blob restic lists. */
-	dir = new_dir();
+	dir = rix_test_new_dir("rix-repo");
 	char cmd[1200], file[700];
 	snprintf(file, sizeof(file), "%s.src", dir);
 	assert_int_equal(mkdir(file, 0700), 0);
@@ -580,7 +567,7 @@ static void test_restic_both_ways(void **state)
 	assert_int_equal(listed, st.blobs);
 	rix_repo_close(r);
 	rix_test_remove_tree(file);
-	drop_dir(dir);
+	rix_test_free_dir(dir);
 }
 
 /* ---- check ------------------------------------------------------------------------------- */
@@ -658,7 +645,7 @@ static int remember_index(void *arg, const char *name, uint64_t size)
 static void test_check(void **state)
 {
 	(void)state;
-	char *dir = new_dir();
+	char *dir = rix_test_new_dir("rix-repo");
 	rix_repo *r = init_repo(dir, 2);
 	static struct blobs s;
 	make_blobs(&s, 80, 9);
@@ -761,7 +748,7 @@ static void test_check(void **state)
 	assert_int_equal(rep.errors, 1);
 	assert_non_null(strstr(l.last_error, "missing"));
 	free_blobs(&s);
-	drop_dir(dir);
+	rix_test_free_dir(dir);
 }
 
 /* ---- locks ------------------------------------------------------------------------------- */
@@ -797,7 +784,7 @@ static void test_locks(void **state)
 {
 	(void)state;
 	rix_test_need_restic();
-	char *dir = new_dir();
+	char *dir = rix_test_new_dir("rix-repo");
 	rix_repo *r = init_repo(dir, 2), *r2 = open_repo(dir, NULL);
 	rix_lock *a, *b, *x;
 	/* Shared locks coexist; an exclusive one excludes them, and they exclude it. */
@@ -877,7 +864,7 @@ static void test_locks(void **state)
 	MUST(rix_repo_unlock(r, 1, &removed));
 	rix_repo_close(r2);
 	rix_repo_close(r);
-	drop_dir(dir);
+	rix_test_free_dir(dir);
 }
 
 /*
@@ -889,7 +876,7 @@ static void test_turns_with_restic(void **state)
 {
 	(void)state;
 	rix_test_need_restic();
-	char *dir = new_dir();
+	char *dir = rix_test_new_dir("rix-repo");
 	rix_repo *r = init_repo(dir, 2);
 	uint8_t a[40000], bb[50000];
 	uint64_t seed = 21;
@@ -940,14 +927,14 @@ static void test_turns_with_restic(void **state)
 	assert_int_equal(rep.errors, 0);
 	assert_int_equal(rep.index_files, 3);
 	rix_test_remove_tree(src);
-	drop_dir(dir);
+	rix_test_free_dir(dir);
 }
 
 /* A config of a version rix does not know: a clear error, not a guess. */
 static void test_unknown_config_version(void **state)
 {
 	(void)state;
-	char *dir = new_dir();
+	char *dir = rix_test_new_dir("rix-repo");
 	rix_repo *r = init_repo(dir, 2);
 	const char *json = "{\"version\":3,\"id\":\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\","
 			   "\"chunker_polynomial\":\"370cecb30e240b\"}";
@@ -962,7 +949,7 @@ static void test_unknown_config_version(void **state)
 	assert_int_equal(rix_repo_open(&r, b, PW, strlen(PW), &fast), RIX_ECORRUPT);
 	assert_non_null(strstr(rix_error_last(), "version"));
 	rix_backend_free(b);
-	drop_dir(dir);
+	rix_test_free_dir(dir);
 }
 
 int main(void)

@@ -292,3 +292,17 @@ void rix_test_restic_cat_config_equals(const char *dir, const char *password, co
 	json_decref(want);
 	free(got_text);
 }
+
+char *rix_test_new_dir(const char *prefix)
+{
+	char *d = malloc(256);
+	assert_non_null(d);
+	rix_test_mkdtemp(d, 256, prefix);
+	return d;
+}
+
+void rix_test_free_dir(char *dir)
+{
+	rix_test_remove_tree(dir);
+	free(dir);
+}

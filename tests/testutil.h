@@ -60,6 +60,9 @@ void rix_test_mkdtemp(char *dir, size_t size, const char *prefix);
 void rix_test_rmtree(const char *dir);
 /* rix_test_rmtree of dir and of dir.out (rix_test_restic's output file). */
 void rix_test_remove_tree(const char *dir);
+/* A fresh temporary directory (malloc'd path), and its removal (rix_test_remove_tree) with free. */
+char *rix_test_new_dir(const char *prefix);
+void rix_test_free_dir(char *dir);
 
 /*
  * The real restic binary as the oracle.
