@@ -79,6 +79,11 @@ void rix_blob_codec_free(rix_blob_codec *c)
 	rix_free(c);
 }
 
+int rix__codec_version(const rix_blob_codec *c)
+{
+	return c->version;
+}
+
 void rix_blob_codec_set_min_saving(rix_blob_codec *c, unsigned permille)
 {
 	c->min_saving = permille < 1000 ? permille : 999;

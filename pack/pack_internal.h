@@ -31,6 +31,10 @@ extern size_t rix__unpacked_max;
  */
 #define RIX_ZSTD_MAX_RATIO 32768u
 
+/* The repository version a codec encodes for (the pack writer checks it matches its own). */
+struct rix_blob_codec;
+int rix__codec_version(const struct rix_blob_codec *c);
+
 /* Little-endian u32 load / store. */
 static inline uint32_t rix__le32(const uint8_t *p)
 {

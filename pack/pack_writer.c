@@ -181,6 +181,9 @@ int rix_pack_writer_add(rix_pack_writer *w, rix_blob_codec *c, rix_blob_type t, 
 	if (n > RIX_BLOB_MAX)
 		return rix_error_set(RIX_EINVAL, "pack: blob of %zu bytes is over the %zu-byte limit", n,
 				     RIX_BLOB_MAX);
+	if ((unsigned)t >= RIX_BLOB_TYPES || rix__codec_version(c) != w->version)
+		return rix_error_set(RIX_EINVAL, "pack: blob type %d or a codec of version %d for a version %d pack",
+				     (int)t, rix__codec_version(c), w->version);
 	size_t bound = rix_blob_stored_bound(n);
 	int rc = admit(w, bound);
 	if (rc == 0)

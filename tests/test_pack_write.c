@@ -383,6 +383,17 @@ static void test_writer_round_trip(void **state)
 	assert_int_equal(rix_pack_writer_finish(w, &pid), RIX_EINVAL); /* empty */
 	rix_pack_writer_free(w);
 	assert_int_equal(count_files(dir), 0);
+	/* A codec of the other version, or a type that is not one: refused, the pack unchanged. */
+	{
+		rix_blob_codec *c1;
+		MUST(rix_blob_codec_new(&c1, key, 1, RIX_COMPRESSION_OFF));
+		MUST(rix_pack_writer_new(&w, key, 2, dir));
+		rix_sha256("x", 1, &pid);
+		assert_int_equal(rix_pack_writer_add(w, c1, RIX_BLOB_DATA, &pid, "x", 1), RIX_EINVAL);
+		assert_int_equal(rix_pack_writer_count(w), 0);
+		rix_blob_codec_free(c1);
+		rix_pack_writer_free(w);
+	}
 	/* Bad arguments. */
 	w = (rix_pack_writer *)1;
 	assert_int_equal(rix_pack_writer_new(&w, key, 0, dir), RIX_EINVAL);
