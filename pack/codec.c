@@ -241,7 +241,7 @@ int rix_blob_codec_decode(rix_blob_codec *c, const uint8_t *stored, size_t n, co
 			  uint8_t *out, size_t cap, size_t *out_len)
 {
 	*out_len = 0;
-	size_t plain_len;
+	size_t plain_len = 0;
 	int rc = check_stored(c->version, n, b, &plain_len);
 	if (rc != 0)
 		return rc;
@@ -279,7 +279,7 @@ int rix_blob_decode(const rix_key *key, const uint8_t *stored, size_t n, const r
 		return rc;
 	/* A codec on the stack: its contexts and scratch live for this call only. */
 	rix_blob_codec c = { .key = key, .version = repo_version };
-	size_t plain_len;
+	size_t plain_len = 0;
 	rc = check_stored(repo_version, n, b, &plain_len); /* before a hostile length is allocated */
 	if (rc != 0)
 		return rc;
