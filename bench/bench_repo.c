@@ -73,20 +73,18 @@ static int repo_setup(bench_b *b)
 				return bench_fail(b, "store");
 		}
 		char *json;
-		size_t len, n;
-		uint8_t *file;
-		if (rix_index_encode(idx, &json, &len) != 0 ||
-		    rix_unpacked_encode(rix_repo_key(s->r), json, len, s->opt.version, &file, &n) != 0)
+		size_t len;
+		if (rix_index_encode(idx, &json, &len) != 0)
 			return bench_fail(b, "encode: %s", rix_error_last());
 		rix_id id;
 		char name[65];
-		rix_sha256(file, n, &id);
+		uint64_t n;
+		int rc = rix_repo_write_file(s->r, RIX_FILE_INDEX, json, len, &id);
+		rix_free(json);
 		rix_id_to_hex(&id, name);
-		if (rix_backend_write(rix_repo_backend(s->r), RIX_FILE_INDEX, name, file, n) != 0)
+		if (rc != 0 || rix_backend_stat(rix_repo_backend(s->r), RIX_FILE_INDEX, name, &n) != 0)
 			return bench_fail(b, "write: %s", rix_error_last());
 		b->set_bytes = n;
-		rix_free(json);
-		rix_free(file);
 		rix_index_free(idx);
 		rix_repo_close(s->r);
 		s->r = NULL;

@@ -43,20 +43,10 @@ static int write_index(rix_repo *r, rix_index *idx)
 {
 	char *json;
 	size_t len;
-	uint8_t *file;
-	size_t n;
 	if (rix_index_encode(idx, &json, &len) != 0)
 		return die("encode");
-	int rc = rix_unpacked_encode(rix_repo_key(r), json, len, rix_repo_config(r)->version, &file, &n);
+	int rc = rix_repo_write_file(r, RIX_FILE_INDEX, json, len, NULL);
 	rix_free(json);
-	if (rc != 0)
-		return die("unpacked");
-	rix_id id;
-	char name[65];
-	rix_sha256(file, n, &id);
-	rix_id_to_hex(&id, name);
-	rc = rix_backend_write(rix_repo_backend(r), RIX_FILE_INDEX, name, file, n);
-	rix_free(file);
 	return rc != 0 ? die("write") : 0;
 }
 

@@ -416,17 +416,6 @@ static void print_pretty_json(const char *s, size_t n)
 	putchar('\n');
 }
 
-struct pack_reader {
-	rix_backend *b;
-	const char *name;
-};
-
-static int read_pack(void *arg, uint64_t off, void *buf, size_t len)
-{
-	struct pack_reader *rd = arg;
-	return rix_backend_read(rd->b, RIX_FILE_PACK, rd->name, off, buf, len);
-}
-
 static int cmd_cat(int argc, char **argv)
 {
 	if (argc < 1)
@@ -444,8 +433,6 @@ static int cmd_cat(int argc, char **argv)
 	if (open_repo(&r))
 		return 1;
 	int rc = 0;
-	rix_backend *b = rix_repo_backend(r);
-	int version = rix_repo_config(r)->version;
 	if (strcmp(what, "config") == 0) {
 		char *json;
 		size_t n;
@@ -455,13 +442,9 @@ static int cmd_cat(int argc, char **argv)
 			rix_free(json);
 		}
 	} else if (strcmp(what, "index") == 0) {
-		uint8_t *file, *json;
-		size_t n, jn;
-		rc = rix_backend_read_all(b, RIX_FILE_INDEX, argv[1], (size_t)1 << 31, &file, &n);
-		if (rc == 0) {
-			rc = rix_unpacked_decode(rix_repo_key(r), file, n, version, &json, &jn);
-			rix_free(file);
-		}
+		uint8_t *json;
+		size_t jn;
+		rc = rix_repo_read_file(r, RIX_FILE_INDEX, &id, &json, &jn);
 		if (rc == 0) {
 			fwrite(json, 1, jn, stdout);
 			rix_free(json);
@@ -483,13 +466,9 @@ static int cmd_cat(int argc, char **argv)
 		}
 	} else { /* pack-header */
 		/* The trailer and the header only: two reads from the pack's end, not the whole pack. */
-		uint64_t size;
-		rc = rix_backend_stat(b, RIX_FILE_PACK, argv[1], &size);
-		struct pack_reader rd = { b, argv[1] };
-		rix_blob *blobs = NULL;
-		size_t cnt = 0;
-		if (rc == 0)
-			rc = rix_pack_read_header_at(rix_repo_key(r), size, read_pack, &rd, version, &blobs, &cnt);
+		rix_blob *blobs;
+		size_t cnt;
+		rc = rix_repo_read_pack_header(r, &id, &blobs, &cnt);
 		if (rc == 0) {
 			printf(g.json ? "[" : "");
 			for (size_t i = 0; i < cnt; i++) {

@@ -17,6 +17,7 @@
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "rix/repo.h"
+#include "repo_internal.h"
 
 struct entries {
 	rix_packed_blob *v;
@@ -124,17 +125,6 @@ static void report(struct checker *c, int is_error, size_t *counter, const char 
 	pthread_mutex_unlock(&c->mu);
 }
 
-struct reader {
-	rix_backend *b;
-	const char *name;
-};
-
-static int backend_read(void *arg, uint64_t off, void *buf, size_t len)
-{
-	struct reader *rd = arg;
-	return rix_backend_read(rd->b, RIX_FILE_PACK, rd->name, off, buf, len);
-}
-
 /* Checks pack k. Returns only errors that stop the whole check (memory). */
 static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 {
@@ -147,7 +137,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 		return 0;
 	}
 	rix_backend *b = rix_repo_backend(c->r);
-	const rix_key *key = rix_repo_key(c->r);
+	const rix_key *key = rix__repo_key(c->r);
 	int version = rix_repo_config(c->r)->version;
 	uint8_t *pack = NULL;
 	rix_blob *hdr = NULL;
@@ -176,8 +166,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 			rc = rix_pack_read_header(key, pack, (size_t)c->size[k], version, &hdr, &cnt);
 		}
 	} else {
-		struct reader rd = { b, name };
-		rc = rix_pack_read_header_at(key, c->size[k], backend_read, &rd, version, &hdr, &cnt);
+		rc = rix__read_pack_header(c->r, name, c->size[k], &hdr, &cnt);
 	}
 	if (rc == RIX_ENOMEM) {
 		rix_free(pack);
@@ -251,7 +240,7 @@ static void *check_worker(void *arg)
 {
 	struct checker *c = arg;
 	rix_blob_codec *codec = NULL;
-	int rc = rix_blob_codec_new(&codec, rix_repo_key(c->r), rix_repo_config(c->r)->version, RIX_COMPRESSION_OFF);
+	int rc = rix_blob_codec_new(&codec, rix__repo_key(c->r), rix_repo_config(c->r)->version, RIX_COMPRESSION_OFF);
 	for (;;) {
 		pthread_mutex_lock(&c->mu);
 		if (rc != 0 && c->fatal == 0)

@@ -141,17 +141,11 @@ static int write_lock(rix_repo *r, int exclusive, char name[65])
 	json_decref(o);
 	if (json == NULL)
 		return rix_error_set(RIX_ENOMEM, "lock: out of memory");
-	uint8_t *file;
-	size_t n;
-	int rc = rix_unpacked_encode(rix_repo_key(r), json, strlen(json), rix_repo_config(r)->version, &file, &n);
-	free(json);
-	if (rc != 0)
-		return rc;
 	rix_id id;
-	rix_sha256(file, n, &id);
-	rix_id_to_hex(&id, name);
-	rc = rix_backend_write(rix_repo_backend(r), RIX_FILE_LOCK, name, file, n);
-	rix_free(file);
+	int rc = rix_repo_write_file(r, RIX_FILE_LOCK, json, strlen(json), &id);
+	free(json);
+	if (rc == 0)
+		rix_id_to_hex(&id, name);
 	return rc;
 }
 

@@ -142,7 +142,7 @@ rix_master_index *rix_repo_master_index(rix_repo *r)
 	return r->mi;
 }
 
-const rix_key *rix_repo_key(const rix_repo *r)
+const rix_key *rix__repo_key(const rix_repo *r)
 {
 	return r->key;
 }
@@ -537,18 +537,8 @@ static int write_index_locked(rix_repo *r)
 	int rc = rix_index_encode(r->cur, &json, &len);
 	if (rc != 0)
 		return rc;
-	uint8_t *file;
-	size_t n;
-	rc = rix_unpacked_encode(r->key, json, len, r->cfg.version, &file, &n);
+	rc = rix_repo_write_file(r, RIX_FILE_INDEX, json, len, NULL);
 	rix_free(json);
-	if (rc != 0)
-		return rc;
-	rix_id id;
-	char name[65];
-	rix_sha256(file, n, &id);
-	rix_id_to_hex(&id, name);
-	rc = rix_backend_write(r->b, RIX_FILE_INDEX, name, file, n);
-	rix_free(file);
 	if (rc != 0)
 		return rc;
 	rix_index_free(r->cur);

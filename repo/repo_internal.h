@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "rix/backend.h"
+#include "rix/types.h"
 
 /* The names (and sizes) of a file type's files, sorted by name: v[0..n). Free v with rix_free. */
 struct rix__name {
@@ -38,6 +39,13 @@ struct rix_repo;
  */
 int rix__read_unpacked(struct rix_repo *r, rix_file_type t, const char *name, size_t max, uint8_t **json,
 		       size_t *len);
+
+/* The master key: for repo/ only (clients read and write files through rix_repo_read_file & co). */
+const struct rix_key *rix__repo_key(const struct rix_repo *r);
+
+/* rix_repo_read_pack_header for a pack whose size is known (a listing gave it). */
+int rix__read_pack_header(struct rix_repo *r, const char *name, uint64_t size, struct rix_blob **out,
+			  size_t *count);
 
 /* The user name the repository writes into key files and locks (options, else the account). */
 const char *rix__repo_username(const struct rix_repo *r);

@@ -29,6 +29,7 @@
 
 #include "rix/rix.h"
 #include "testutil.h"
+#include "repo/repo_internal.h" /* rix__repo_key: a config sealed by hand */
 
 
 #define PW "correct horse"
@@ -675,17 +676,13 @@ static void test_check(void **state)
 	MUST(rix_index_new(&bad, 0));
 	MUST(rix_index_store_pack(bad, &pb.pack_id, &wrong, 1));
 	char *json;
-	size_t jl, fl;
-	uint8_t *file;
+	size_t jl;
 	MUST(rix_index_encode(bad, &json, &jl));
-	MUST(rix_unpacked_encode(rix_repo_key(r), json, jl, 2, &file, &fl));
 	rix_id bad_id;
 	char bad_name[65];
-	rix_sha256(file, fl, &bad_id);
+	MUST(rix_repo_write_file(r, RIX_FILE_INDEX, json, jl, &bad_id));
 	rix_id_to_hex(&bad_id, bad_name);
-	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_INDEX, bad_name, file, fl));
 	rix_free(json);
-	rix_free(file);
 	rix_index_free(bad);
 	rix_repo_close(r);
 	rix_check_report mis = run_check(dir, 0, RIX_ECORRUPT, &l);
@@ -761,15 +758,7 @@ static void put_lock(rix_repo *r, const char *time, int exclusive, long pid, con
 		 "{\"time\":\"%s\",\"exclusive\":%s,\"hostname\":\"%s\",\"username\":\"other\",\"pid\":%ld,"
 		 "\"uid\":1000,\"gid\":1000}",
 		 time, exclusive ? "true" : "false", host, pid);
-	uint8_t *file;
-	size_t n;
-	MUST(rix_unpacked_encode(rix_repo_key(r), json, strlen(json), rix_repo_config(r)->version, &file, &n));
-	rix_id id;
-	char name[65];
-	rix_sha256(file, n, &id);
-	rix_id_to_hex(&id, name);
-	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_LOCK, name, file, n));
-	rix_free(file);
+	MUST(rix_repo_write_file(r, RIX_FILE_LOCK, json, strlen(json), NULL));
 }
 
 static void now_rfc3339(char *buf, size_t cap, long delta)
@@ -940,7 +929,7 @@ static void test_unknown_config_version(void **state)
 			   "\"chunker_polynomial\":\"370cecb30e240b\"}";
 	size_t n = strlen(json);
 	uint8_t *sealed = malloc(n + RIX_CRYPTO_OVERHEAD);
-	MUST(rix_crypto_seal(rix_repo_key(r), json, n, sealed));
+	MUST(rix_crypto_seal(rix__repo_key(r), json, n, sealed));
 	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_CONFIG, NULL, sealed, n + RIX_CRYPTO_OVERHEAD));
 	free(sealed);
 	rix_repo_close(r);
@@ -949,6 +938,81 @@ static void test_unknown_config_version(void **state)
 	assert_int_equal(rix_repo_open(&r, b, PW, strlen(PW), &fast), RIX_ECORRUPT);
 	assert_non_null(strstr(rix_error_last(), "version"));
 	rix_backend_free(b);
+	rix_test_free_dir(dir);
+}
+
+/* Files through the repository: unpacked files by ID (SHA-256 checked against the name), pack
+ * headers, and refusals of what they are not for. */
+static void test_files(void **state)
+{
+	(void)state;
+	char *dir = rix_test_new_dir("rix-repo");
+	rix_repo *r = init_repo(dir, 2);
+	const char *json = "{\"packs\":[]}";
+	rix_id id;
+	MUST(rix_repo_write_file(r, RIX_FILE_INDEX, json, strlen(json), &id));
+	char name[65];
+	rix_id_to_hex(&id, name);
+	uint64_t size;
+	MUST(rix_backend_stat(rix_repo_backend(r), RIX_FILE_INDEX, name, &size));
+	uint8_t *out;
+	size_t n;
+	MUST(rix_repo_read_file(r, RIX_FILE_INDEX, &id, &out, &n));
+	assert_int_equal(n, strlen(json));
+	assert_memory_equal(out, json, n);
+	rix_free(out);
+
+	/* The same bytes under another name: refused, the name is the file's SHA-256. */
+	uint8_t *file;
+	size_t fn;
+	MUST(rix_backend_read_all(rix_repo_backend(r), RIX_FILE_INDEX, name, 1 << 20, &file, &fn));
+	rix_id other = id;
+	other.b[0] ^= 1;
+	char other_name[65];
+	rix_id_to_hex(&other, other_name);
+	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_SNAPSHOT, other_name, file, fn));
+	rix_free(file);
+	assert_int_equal(rix_repo_read_file(r, RIX_FILE_SNAPSHOT, &other, &out, &n), RIX_ECORRUPT);
+	assert_null(out);
+	assert_non_null(strstr(rix_error_last(), "SHA-256"));
+	assert_int_equal(rix_repo_read_file(r, RIX_FILE_SNAPSHOT, &id, &out, &n), RIX_ENOTFOUND);
+
+	/* Keys, packs and the config are not unpacked files. */
+	assert_int_equal(rix_repo_write_file(r, RIX_FILE_PACK, json, strlen(json), NULL), RIX_EINVAL);
+	assert_int_equal(rix_repo_write_file(r, RIX_FILE_KEY, json, strlen(json), NULL), RIX_EINVAL);
+	assert_int_equal(rix_repo_read_file(r, RIX_FILE_CONFIG, &id, &out, &n), RIX_EINVAL);
+
+	/* A pack's header, as saved. */
+	struct blobs s;
+	make_blobs(&s, 20, 7);
+	for (size_t i = 0; i < s.n; i++)
+		s.type[i] = RIX_BLOB_DATA; /* one pack */
+	save_all(r, &s);
+	MUST(rix_repo_flush(r));
+	rix_id *packs;
+	size_t np;
+	MUST(rix_master_index_packs(rix_repo_master_index(r), &packs, &np));
+	assert_int_equal(np, 1);
+	rix_blob *hdr;
+	size_t cnt;
+	MUST(rix_repo_read_pack_header(r, &packs[0], &hdr, &cnt));
+	assert_int_equal(cnt, 20);
+	for (size_t i = 0; i < cnt; i++) {
+		rix_packed_blob pb;
+		MUST(rix_master_index_lookup(rix_repo_master_index(r), hdr[i].type, &hdr[i].id, &pb));
+		assert_memory_equal(pb.pack_id.b, packs[0].b, RIX_ID_SIZE);
+		assert_int_equal(pb.offset, hdr[i].offset);
+		assert_int_equal(pb.length, hdr[i].length);
+	}
+	rix_free(hdr);
+	rix_id missing = packs[0];
+	missing.b[31] ^= 0x80;
+	assert_int_equal(rix_repo_read_pack_header(r, &missing, &hdr, &cnt), RIX_ENOTFOUND);
+	assert_null(hdr);
+	assert_non_null(strstr(rix_error_last(), "missing"));
+	rix_free(packs);
+	free_blobs(&s);
+	rix_repo_close(r);
 	rix_test_free_dir(dir);
 }
 
@@ -966,6 +1030,7 @@ int main(void)
 		cmocka_unit_test(test_locks),
 		cmocka_unit_test(test_turns_with_restic),
 		cmocka_unit_test(test_unknown_config_version),
+		cmocka_unit_test(test_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,8 @@
 #ifndef RIX_ALLOC_H
 #define RIX_ALLOC_H
 
+#include "rix/common.h"
+
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -24,13 +26,13 @@ typedef struct rix_allocator {
 } rix_allocator;
 
 /* Installs a (copied) allocator; NULL restores libc's. */
-void rix_allocator_set(const rix_allocator *a);
+RIX_EXPORT void rix_allocator_set(const rix_allocator *a);
 
 /* Allocation entry points used throughout rix. Same contracts as libc's. */
-void *rix_malloc(size_t size);
-void *rix_calloc(size_t nmemb, size_t size);
-void *rix_realloc(void *ptr, size_t size);
-void rix_free(void *ptr);
+RIX_EXPORT void *rix_malloc(size_t size);
+RIX_EXPORT void *rix_calloc(size_t nmemb, size_t size);
+RIX_EXPORT void *rix_realloc(void *ptr, size_t size);
+RIX_EXPORT void rix_free(void *ptr);
 
 #ifdef __cplusplus
 }

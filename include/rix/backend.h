@@ -23,6 +23,8 @@
 #ifndef RIX_BACKEND_H
 #define RIX_BACKEND_H
 
+#include "rix/common.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,7 +43,7 @@ typedef enum rix_file_type {
 #define RIX_FILE_TYPES 6
 
 /* "config", "key", "lock", "snapshot", "index", "pack" (the folder names differ: see above). */
-const char *rix_file_type_name(rix_file_type t);
+RIX_EXPORT const char *rix_file_type_name(rix_file_type t);
 
 /* Called once per file by rix_backend_list: name (NUL-terminated, borrowed) and size. Nonzero stops. */
 typedef int (*rix_backend_list_fn)(void *arg, const char *name, uint64_t size);
@@ -76,9 +78,9 @@ typedef struct rix_backend_ops {
 typedef struct rix_backend rix_backend;
 
 /* Wraps an implementation (ops and its state). @return 0, RIX_ENOMEM. */
-int rix_backend_new(rix_backend **out, const rix_backend_ops *ops, void *self);
+RIX_EXPORT int rix_backend_new(rix_backend **out, const rix_backend_ops *ops, void *self);
 /* Closes the implementation and frees. NULL-safe. */
-void rix_backend_free(rix_backend *b);
+RIX_EXPORT void rix_backend_free(rix_backend *b);
 
 /*
  * The local backend over the directory path. With create, makes the directory if missing and
@@ -88,7 +90,7 @@ void rix_backend_free(rix_backend *b);
  * @return 0; RIX_ENOTFOUND (no repository there); RIX_EEXISTS (create, and a config is already
  * there); RIX_EIO; RIX_ENOMEM.
  */
-int rix_backend_local_open(rix_backend **out, const char *path, int create);
+RIX_EXPORT int rix_backend_local_open(rix_backend **out, const char *path, int create);
 
 /*
  * The REST backend: restic's REST protocol (v2), url "rest:http(s)://host:port/path/" (the
@@ -97,21 +99,21 @@ int rix_backend_local_open(rix_backend **out, const char *path, int create);
  * file (never taken). @return 0; RIX_ENOTFOUND (no repository there); RIX_EEXISTS; RIX_EINVAL
  * (not an http(s) URL); RIX_EIO (the server cannot be reached: curl's message); RIX_ENOMEM.
  */
-int rix_backend_rest_open(rix_backend **out, const char *url, int create);
+RIX_EXPORT int rix_backend_rest_open(rix_backend **out, const char *url, int create);
 
 /* The operations, through any backend (name: 64 hex digits; ignored for RIX_FILE_CONFIG). */
-const char *rix_backend_kind(const rix_backend *b);
-int rix_backend_list(rix_backend *b, rix_file_type t, rix_backend_list_fn fn, void *arg);
-int rix_backend_stat(rix_backend *b, rix_file_type t, const char *name, uint64_t *size);
-int rix_backend_read(rix_backend *b, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len);
+RIX_EXPORT const char *rix_backend_kind(const rix_backend *b);
+RIX_EXPORT int rix_backend_list(rix_backend *b, rix_file_type t, rix_backend_list_fn fn, void *arg);
+RIX_EXPORT int rix_backend_stat(rix_backend *b, rix_file_type t, const char *name, uint64_t *size);
+RIX_EXPORT int rix_backend_read(rix_backend *b, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len);
 /* The whole file, in *data (freed with rix_free), *n bytes. At most max bytes, else RIX_ECORRUPT. */
-int rix_backend_read_all(rix_backend *b, rix_file_type t, const char *name, size_t max, uint8_t **data,
+RIX_EXPORT int rix_backend_read_all(rix_backend *b, rix_file_type t, const char *name, size_t max, uint8_t **data,
 			 size_t *n);
-int rix_backend_write(rix_backend *b, rix_file_type t, const char *name, const void *data, size_t n);
-int rix_backend_write_file(rix_backend *b, rix_file_type t, const char *name, int fd, const char *path,
+RIX_EXPORT int rix_backend_write(rix_backend *b, rix_file_type t, const char *name, const void *data, size_t n);
+RIX_EXPORT int rix_backend_write_file(rix_backend *b, rix_file_type t, const char *name, int fd, const char *path,
 			   uint64_t size, int *taken);
-int rix_backend_remove(rix_backend *b, rix_file_type t, const char *name);
-const char *rix_backend_temp_dir(rix_backend *b);
+RIX_EXPORT int rix_backend_remove(rix_backend *b, rix_file_type t, const char *name);
+RIX_EXPORT const char *rix_backend_temp_dir(rix_backend *b);
 
 #ifdef __cplusplus
 }

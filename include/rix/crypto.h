@@ -15,6 +15,8 @@
 #ifndef RIX_CRYPTO_H
 #define RIX_CRYPTO_H
 
+#include "rix/common.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include "rix/types.h"
@@ -35,14 +37,14 @@ typedef struct rix_key rix_key;
  * A key from its three parts. *out belongs to the caller, freed with rix_key_free.
  * @return 0, RIX_ENOMEM.
  */
-int rix_key_from_bytes(rix_key **out, const uint8_t encrypt[32], const uint8_t mac_k[16],
+RIX_EXPORT int rix_key_from_bytes(rix_key **out, const uint8_t encrypt[32], const uint8_t mac_k[16],
 		       const uint8_t mac_r[16]);
 
 /* A fresh random master key. @return 0, RIX_ENOMEM. */
-int rix_key_random(rix_key **out);
+RIX_EXPORT int rix_key_random(rix_key **out);
 
 /* Wipes and frees. NULL-safe. */
-void rix_key_free(rix_key *key);
+RIX_EXPORT void rix_key_free(rix_key *key);
 
 /*
  * Opens a restic key file (keys/<id>: JSON with scrypt parameters, salt and the sealed master
@@ -51,7 +53,7 @@ void rix_key_free(rix_key *key);
  * (not a key file: bad JSON, unknown kdf, parameters out of range, bad base64, bad inner JSON);
  * RIX_ENOMEM.
  */
-int rix_key_open_file(rix_key **out, const char *json, size_t len, const char *password,
+RIX_EXPORT int rix_key_open_file(rix_key **out, const char *json, size_t len, const char *password,
 		      size_t password_len);
 
 /* scrypt parameters restic-compatible and sound (FORMAT.md); tests may use N=128, r=1, p=1. */
@@ -66,7 +68,7 @@ int rix_key_open_file(rix_key **out, const char *json, size_t len, const char *p
  * @return 0, RIX_EINVAL (N not a power of two >= 2, or parameters over the memory bound),
  * RIX_ENOMEM.
  */
-int rix_key_create_file(const rix_key *master, const char *password, size_t password_len,
+RIX_EXPORT int rix_key_create_file(const rix_key *master, const char *password, size_t password_len,
 			uint64_t N, uint32_t r, uint32_t p, const char *username, const char *hostname,
 			char **json, size_t *len);
 
@@ -74,7 +76,7 @@ int rix_key_create_file(const rix_key *master, const char *password, size_t pass
  * Seals plain[0..n) into out[0..n + RIX_CRYPTO_OVERHEAD) with a random IV. out must not
  * overlap plain. @return 0, RIX_EINVAL (n too large).
  */
-int rix_crypto_seal(const rix_key *key, const void *plain, size_t n, uint8_t *out);
+RIX_EXPORT int rix_crypto_seal(const rix_key *key, const void *plain, size_t n, uint8_t *out);
 
 /*
  * Opens a sealed object in[0..n) into out[0..n - RIX_CRYPTO_OVERHEAD). out is either disjoint
@@ -83,7 +85,7 @@ int rix_crypto_seal(const rix_key *key, const void *plain, size_t n, uint8_t *ou
  * @return 0; RIX_ECORRUPT (shorter than the overhead, or an all-zero IV); RIX_EAUTH (MAC
  * mismatch).
  */
-int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *out)
+RIX_EXPORT int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *out)
 #if defined(__GNUC__)
 	__attribute__((warn_unused_result))
 #endif
@@ -91,7 +93,7 @@ int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *ou
 
 /* SHA-256 of data[0..n): the ID of a blob (plaintext) or of a stored file (its bytes). Aborts
  * if OpenSSL cannot allocate its digest context (an unset ID must never name anything). */
-void rix_sha256(const void *data, size_t n, rix_id *out);
+RIX_EXPORT void rix_sha256(const void *data, size_t n, rix_id *out);
 
 /*
  * Incremental SHA-256, for a file hashed while it is written (a pack's ID). A context is owned
@@ -100,11 +102,11 @@ void rix_sha256(const void *data, size_t n, rix_id *out);
  * @return (new) 0, RIX_ENOMEM, RIX_EIO.
  */
 typedef struct rix_sha256_ctx rix_sha256_ctx;
-int rix_sha256_new(rix_sha256_ctx **out);
-void rix_sha256_update(rix_sha256_ctx *c, const void *data, size_t n);
-void rix_sha256_final(rix_sha256_ctx *c, rix_id *out);
+RIX_EXPORT int rix_sha256_new(rix_sha256_ctx **out);
+RIX_EXPORT void rix_sha256_update(rix_sha256_ctx *c, const void *data, size_t n);
+RIX_EXPORT void rix_sha256_final(rix_sha256_ctx *c, rix_id *out);
 /* NULL-safe. */
-void rix_sha256_free(rix_sha256_ctx *c);
+RIX_EXPORT void rix_sha256_free(rix_sha256_ctx *c);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,8 @@
 #ifndef RIX_ERROR_H
 #define RIX_ERROR_H
 
+#include "rix/common.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,26 +35,26 @@ enum {
  * The message for this thread's last error, or "" if none was recorded. Borrowed: valid until
  * the next rix call on this thread.
  */
-const char *rix_error_last(void);
+RIX_EXPORT const char *rix_error_last(void);
 
 /* The last error code recorded on this thread (0 if none). */
-int rix_error_last_code(void);
+RIX_EXPORT int rix_error_last_code(void);
 
 /* A static description of a code, e.g. "corrupt data" for RIX_ECORRUPT. Never NULL. */
-const char *rix_strerror(int code);
+RIX_EXPORT const char *rix_strerror(int code);
 
 /*
  * Records code and a printf-style message for this thread and returns code, so that error
  * paths read `return rix_error_set(RIX_ECORRUPT, "bad hex at %zu", pos);`.
  */
-int rix_error_set(int code, const char *fmt, ...)
+RIX_EXPORT int rix_error_set(int code, const char *fmt, ...)
 #if defined(__GNUC__)
 	__attribute__((format(printf, 2, 3)))
 #endif
 	;
 
 /* Clears this thread's last error. */
-void rix_error_clear(void);
+RIX_EXPORT void rix_error_clear(void);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,8 @@
 #ifndef RIX_INDEX_H
 #define RIX_INDEX_H
 
+#include "rix/common.h"
+
 #include <stdbool.h>
 #include "rix/types.h"
 
@@ -29,41 +31,41 @@ typedef struct rix_index rix_index;
  * *out belongs to the caller, freed with rix_index_free.
  * @return 0, RIX_ENOMEM.
  */
-int rix_index_new(rix_index **out, uint32_t batch);
+RIX_EXPORT int rix_index_new(rix_index **out, uint32_t batch);
 
 /* Frees the index. NULL-safe. */
-void rix_index_free(rix_index *idx);
+RIX_EXPORT void rix_index_free(rix_index *idx);
 
 /*
  * Records that pack pack_id holds blobs[0..n). The pack gets one entry in the pack table even if
  * stored again. On failure the index may hold a prefix of the blobs (never a broken entry).
  * @return 0, RIX_ENOMEM, RIX_EINVAL (index final, or a blob type out of range), RIX_ELIMIT.
  */
-int rix_index_store_pack(rix_index *idx, const rix_id *pack_id, const rix_blob *blobs, size_t n);
+RIX_EXPORT int rix_index_store_pack(rix_index *idx, const rix_id *pack_id, const rix_blob *blobs, size_t n);
 
 /* Finds one location of a blob. out may be NULL. @return 0, RIX_ENOTFOUND. */
-int rix_index_lookup(const rix_index *idx, rix_blob_type t, const rix_id *id, rix_packed_blob *out);
+RIX_EXPORT int rix_index_lookup(const rix_index *idx, rix_blob_type t, const rix_id *id, rix_packed_blob *out);
 
 /* Up to max locations (newest first); returns the total number, which may exceed max. */
-size_t rix_index_lookup_all(const rix_index *idx, rix_blob_type t, const rix_id *id,
+RIX_EXPORT size_t rix_index_lookup_all(const rix_index *idx, rix_blob_type t, const rix_id *id,
 			    rix_packed_blob *out, size_t max);
 
 /* Whether a blob is listed. */
-bool rix_index_has(const rix_index *idx, rix_blob_type t, const rix_id *id);
+RIX_EXPORT bool rix_index_has(const rix_index *idx, rix_blob_type t, const rix_id *id);
 
 /* Plaintext size of a blob (see rix_blob_plain_size). @return 0, RIX_ENOTFOUND. */
-int rix_index_size(const rix_index *idx, rix_blob_type t, const rix_id *id, uint32_t *size);
+RIX_EXPORT int rix_index_size(const rix_index *idx, rix_blob_type t, const rix_id *id, uint32_t *size);
 
 /* Number of blob entries of type t. */
-size_t rix_index_count(const rix_index *idx, rix_blob_type t);
+RIX_EXPORT size_t rix_index_count(const rix_index *idx, rix_blob_type t);
 
 /* Number of packs, and pack number i's ID (borrowed). */
-size_t rix_index_pack_count(const rix_index *idx);
-const rix_id *rix_index_pack_id(const rix_index *idx, uint32_t i);
+RIX_EXPORT size_t rix_index_pack_count(const rix_index *idx);
+RIX_EXPORT const rix_id *rix_index_pack_id(const rix_index *idx, uint32_t i);
 
 /* Calls fn per blob: data blobs in insertion order, then tree blobs. Stops on nonzero. */
 typedef int (*rix_index_blob_fn)(const rix_packed_blob *pb, void *arg);
-int rix_index_foreach(const rix_index *idx, rix_index_blob_fn fn, void *arg);
+RIX_EXPORT int rix_index_foreach(const rix_index *idx, rix_index_blob_fn fn, void *arg);
 
 /*
  * Calls fn once per pack (pack table order) with all its blobs (data then tree, each in
@@ -72,22 +74,22 @@ int rix_index_foreach(const rix_index *idx, rix_index_blob_fn fn, void *arg);
  */
 typedef int (*rix_index_pack_fn)(const rix_id *pack_id, const rix_packed_blob *blobs, size_t n,
 				 void *arg);
-int rix_index_foreach_pack(const rix_index *idx, rix_index_pack_fn fn, void *arg);
+RIX_EXPORT int rix_index_foreach_pack(const rix_index *idx, rix_index_pack_fn fn, void *arg);
 
 /* Final flag. */
-void rix_index_finalize(rix_index *idx);
-bool rix_index_is_final(const rix_index *idx);
+RIX_EXPORT void rix_index_finalize(rix_index *idx);
+RIX_EXPORT bool rix_index_is_final(const rix_index *idx);
 
 /* IDs of the index files this index was read from. @return 0, RIX_ENOMEM. */
-int rix_index_add_id(rix_index *idx, const rix_id *id);
-const rix_id *rix_index_ids(const rix_index *idx, size_t *n);
+RIX_EXPORT int rix_index_add_id(rix_index *idx, const rix_id *id);
+RIX_EXPORT const rix_id *rix_index_ids(const rix_index *idx, size_t *n);
 
 /* IDs of index files this one supersedes. @return 0, RIX_ENOMEM. */
-int rix_index_add_supersedes(rix_index *idx, const rix_id *id);
-const rix_id *rix_index_supersedes(const rix_index *idx, size_t *n);
+RIX_EXPORT int rix_index_add_supersedes(rix_index *idx, const rix_id *id);
+RIX_EXPORT const rix_id *rix_index_supersedes(const rix_index *idx, size_t *n);
 
 /* Bytes held (maps, pack table, id lists). */
-size_t rix_index_memory(const rix_index *idx);
+RIX_EXPORT size_t rix_index_memory(const rix_index *idx);
 
 /*
  * Decodes index JSON (restic's v1 object form or the legacy bare array). The result is final.
@@ -95,7 +97,7 @@ size_t rix_index_memory(const rix_index *idx);
  * caller. legacy, if not NULL, is set to whether the array form was read.
  * @return 0, RIX_ECORRUPT, RIX_ENOMEM, RIX_ELIMIT.
  */
-int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy);
+RIX_EXPORT int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy);
 
 /*
  * Receives an index file's content as it is decoded, in document order: pack gives each pack
@@ -116,7 +118,7 @@ typedef struct rix_index_sink {
  * the receiver's business. legacy as in rix_index_decode.
  * @return 0, RIX_ECORRUPT, or the sink's error.
  */
-int rix_index_decode_to(const char *json, size_t len, const rix_index_sink *sink, bool *legacy);
+RIX_EXPORT int rix_index_decode_to(const char *json, size_t len, const rix_index_sink *sink, bool *legacy);
 
 /*
  * Encodes as restic writes it: compact JSON with a trailing newline, "supersedes" first and
@@ -124,7 +126,7 @@ int rix_index_decode_to(const char *json, size_t len, const rix_index_sink *sink
  * belongs to the caller, freed with rix_free.
  * @return 0, RIX_ENOMEM.
  */
-int rix_index_encode(const rix_index *idx, char **out, size_t *len);
+RIX_EXPORT int rix_index_encode(const rix_index *idx, char **out, size_t *len);
 
 #ifdef __cplusplus
 }

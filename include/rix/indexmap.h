@@ -16,6 +16,8 @@
 #ifndef RIX_INDEXMAP_H
 #define RIX_INDEXMAP_H
 
+#include "rix/common.h"
+
 #include <stdbool.h>
 #include "rix/types.h"
 
@@ -36,63 +38,67 @@ typedef struct rix_indexmap rix_indexmap;
  * *out belongs to the caller, freed with rix_indexmap_free.
  * @return 0, RIX_ENOMEM.
  */
-int rix_indexmap_new(rix_indexmap **out, uint32_t batch);
+RIX_EXPORT int rix_indexmap_new(rix_indexmap **out, uint32_t batch);
 
+#ifdef RIX_ADVANCED /* reproducible tables (rix/common.h) */
 /* As rix_indexmap_new with a fixed hash seed (tests and reproducible benchmarks). */
-int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed);
+RIX_EXPORT int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed);
+#endif /* RIX_ADVANCED */
 
 /* Frees the table. NULL-safe. */
-void rix_indexmap_free(rix_indexmap *m);
+RIX_EXPORT void rix_indexmap_free(rix_indexmap *m);
 
 /*
  * Makes room for n entries in total so that adding up to n entries allocates nothing more.
  * @return 0, RIX_ENOMEM (table unchanged), RIX_ELIMIT.
  */
-int rix_indexmap_reserve(rix_indexmap *m, size_t n);
+RIX_EXPORT int rix_indexmap_reserve(rix_indexmap *m, size_t n);
 
 /*
  * Adds an entry (duplicates allowed). On failure the table is unchanged.
  * @return 0, RIX_ENOMEM, RIX_ELIMIT.
  */
-int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc);
+RIX_EXPORT int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc);
 
 /*
  * Finds the most recently added entry for id. out may be NULL (membership test).
  * @return 0, RIX_ENOTFOUND.
  */
-int rix_indexmap_lookup(const rix_indexmap *m, const rix_id *id, rix_loc *out);
+RIX_EXPORT int rix_indexmap_lookup(const rix_indexmap *m, const rix_id *id, rix_loc *out);
 
 /*
  * Writes up to max matches for id into out (newest first) and returns the total number of
  * matches, which may exceed max.
  */
-size_t rix_indexmap_lookup_all(const rix_indexmap *m, const rix_id *id, rix_loc *out, size_t max);
+RIX_EXPORT size_t rix_indexmap_lookup_all(const rix_indexmap *m, const rix_id *id, rix_loc *out, size_t max);
 
 /*
  * Batched lookup: for each i < n, found[i] = 1 and out[i] = location if ids[i] is present,
  * else found[i] = 0 (out[i] untouched). out may be NULL. Issues the memory loads of many keys
  * before using them, so their cache misses overlap. Returns the number found.
  */
-size_t rix_indexmap_lookup_many(const rix_indexmap *m, const rix_id *ids, size_t n,
+RIX_EXPORT size_t rix_indexmap_lookup_many(const rix_indexmap *m, const rix_id *ids, size_t n,
 				rix_loc *out, uint8_t *found);
 
 /* Number of entries. */
-size_t rix_indexmap_count(const rix_indexmap *m);
+RIX_EXPORT size_t rix_indexmap_count(const rix_indexmap *m);
 
 /* Bytes the table holds (blocks, block list, buckets, struct). */
-size_t rix_indexmap_memory(const rix_indexmap *m);
+RIX_EXPORT size_t rix_indexmap_memory(const rix_indexmap *m);
 
 /* Entry number i (0 <= i < count), in insertion order. Pointers are borrowed. */
-void rix_indexmap_entry(const rix_indexmap *m, uint32_t i, const rix_id **id, rix_loc *loc);
+RIX_EXPORT void rix_indexmap_entry(const rix_indexmap *m, uint32_t i, const rix_id **id, rix_loc *loc);
 
 /*
  * Calls fn for every entry in insertion order; stops at the first nonzero return and returns it.
  */
 typedef int (*rix_indexmap_fn)(const rix_id *id, const rix_loc *loc, void *arg);
-int rix_indexmap_foreach(const rix_indexmap *m, rix_indexmap_fn fn, void *arg);
+RIX_EXPORT int rix_indexmap_foreach(const rix_indexmap *m, rix_indexmap_fn fn, void *arg);
 
+#ifdef RIX_ADVANCED /* tuning (rix/common.h) */
 /* The batch size in use. */
-uint32_t rix_indexmap_batch(const rix_indexmap *m);
+RIX_EXPORT uint32_t rix_indexmap_batch(const rix_indexmap *m);
+#endif /* RIX_ADVANCED */
 
 #ifdef __cplusplus
 }

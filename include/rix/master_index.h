@@ -17,6 +17,8 @@
 #ifndef RIX_MASTER_INDEX_H
 #define RIX_MASTER_INDEX_H
 
+#include "rix/common.h"
+
 #include <stdbool.h>
 #include "rix/types.h"
 #include "rix/index.h"
@@ -28,20 +30,22 @@ extern "C" {
 typedef struct rix_master_index rix_master_index;
 
 /* *out belongs to the caller, freed with rix_master_index_free. @return 0, RIX_ENOMEM. */
-int rix_master_index_new(rix_master_index **out);
+RIX_EXPORT int rix_master_index_new(rix_master_index **out);
 
+#ifdef RIX_ADVANCED /* reproducible tables (rix/common.h) */
 /* As rix_master_index_new with a fixed hash seed (tests, reproducible benchmarks). */
-int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed);
+RIX_EXPORT int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed);
+#endif /* RIX_ADVANCED */
 
 /* Frees the master index and every index it holds. NULL-safe. */
-void rix_master_index_free(rix_master_index *mi);
+RIX_EXPORT void rix_master_index_free(rix_master_index *mi);
 
 /*
  * Adds an index; the master index takes ownership of idx on success (on failure the caller
  * keeps it). A final index waits for the next merge; an unfinished one stays separate.
  * @return 0, RIX_ENOMEM.
  */
-int rix_master_index_add(rix_master_index *mi, rix_index *idx);
+RIX_EXPORT int rix_master_index_add(rix_master_index *mi, rix_index *idx);
 
 /*
  * Merges every final index added since the last merge into the frozen tables, then frees those
@@ -49,27 +53,29 @@ int rix_master_index_add(rix_master_index *mi, rix_index *idx);
  * before it; afterwards, the state after it.
  * @return 0, RIX_ENOMEM (nothing changed), RIX_ELIMIT.
  */
-int rix_master_index_merge(rix_master_index *mi);
+RIX_EXPORT int rix_master_index_merge(rix_master_index *mi);
 
+#ifdef RIX_ADVANCED /* how a repository records what it stores (rix/common.h) */
 /*
  * Records that pack pack_id holds blobs, in the master's own unfinished index (created on
  * demand). @return 0, RIX_ENOMEM, RIX_EINVAL.
  */
-int rix_master_index_store_pack(rix_master_index *mi, const rix_id *pack_id,
+RIX_EXPORT int rix_master_index_store_pack(rix_master_index *mi, const rix_id *pack_id,
 				const rix_blob *blobs, size_t n);
+#endif /* RIX_ADVANCED */
 
 /* One location of a blob. out may be NULL. @return 0, RIX_ENOTFOUND. */
-int rix_master_index_lookup(rix_master_index *mi, rix_blob_type t, const rix_id *id,
+RIX_EXPORT int rix_master_index_lookup(rix_master_index *mi, rix_blob_type t, const rix_id *id,
 			    rix_packed_blob *out);
 
 /* Whether the blob is in any index. */
-bool rix_master_index_has(rix_master_index *mi, rix_blob_type t, const rix_id *id);
+RIX_EXPORT bool rix_master_index_has(rix_master_index *mi, rix_blob_type t, const rix_id *id);
 
 /* Plaintext size (see rix_blob_plain_size). @return 0, RIX_ENOTFOUND. */
-int rix_master_index_size(rix_master_index *mi, rix_blob_type t, const rix_id *id, uint32_t *size);
+RIX_EXPORT int rix_master_index_size(rix_master_index *mi, rix_blob_type t, const rix_id *id, uint32_t *size);
 
 /* Up to max locations; returns the total number, which may exceed max. */
-size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const rix_id *id,
+RIX_EXPORT size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const rix_id *id,
 				   rix_packed_blob *out, size_t max);
 
 /*
@@ -77,32 +83,35 @@ size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const 
  * else found[i] = 0. out may be NULL (membership only). Overlaps the memory misses of many
  * keys. Returns the number found.
  */
-size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const rix_id *ids,
+RIX_EXPORT size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const rix_id *ids,
 				    size_t n, rix_packed_blob *out, uint8_t *found);
 
 /* Number of blob entries of type t over all indexes (duplicates counted). */
-size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t);
+RIX_EXPORT size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t);
 
 /* Calls fn for every blob entry (frozen tables first, then separate indexes). Stops on nonzero. */
-int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *arg);
+RIX_EXPORT int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *arg);
 
 /*
  * The distinct pack IDs of all indexes, sorted. *out belongs to the caller (rix_free).
  * @return 0, RIX_ENOMEM.
  */
-int rix_master_index_packs(rix_master_index *mi, rix_id **out, size_t *n);
+RIX_EXPORT int rix_master_index_packs(rix_master_index *mi, rix_id **out, size_t *n);
 
 /* IDs of all index files held (rix_index_add_id of each). *out: caller's (rix_free). */
-int rix_master_index_index_ids(rix_master_index *mi, rix_id **out, size_t *n);
+RIX_EXPORT int rix_master_index_index_ids(rix_master_index *mi, rix_id **out, size_t *n);
 
+#ifdef RIX_ADVANCED /* the save path's pending set (rix/common.h) */
 /*
  * Pending blobs. add_pending returns 1 if the caller should write the blob (it was neither
  * known nor pending, and now is pending), 0 if it is known or pending already, or a negative
  * error (RIX_ENOMEM). remove_pending drops it (after it was stored, or the write failed).
  */
-int rix_master_index_add_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
-void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
+RIX_EXPORT int rix_master_index_add_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
+RIX_EXPORT void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
+#endif /* RIX_ADVANCED */
 
+#ifdef RIX_ADVANCED /* bulk loading (rix/common.h) */
 /*
  * Bulk loading, for many index files at the lowest memory cost (a repository opening): each
  * loader thread has a batch, decodes a file into it through its sink (rix_index_decode_to),
@@ -118,23 +127,24 @@ void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_type t, cons
  * since the last bulk_finish is dropped (load those files again).
  */
 typedef struct rix_master_batch rix_master_batch;
-int rix_master_index_batch_new(rix_master_index *mi, rix_master_batch **out);
-const rix_index_sink *rix_master_batch_sink(rix_master_batch *b);
-int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id);
-void rix_master_batch_discard(rix_master_batch *b);
+RIX_EXPORT int rix_master_index_batch_new(rix_master_index *mi, rix_master_batch **out);
+RIX_EXPORT const rix_index_sink *rix_master_batch_sink(rix_master_batch *b);
+RIX_EXPORT int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id);
+RIX_EXPORT void rix_master_batch_discard(rix_master_batch *b);
 /* NULL-safe. */
-void rix_master_batch_free(rix_master_batch *b);
-int rix_master_index_bulk_finish(rix_master_index *mi);
+RIX_EXPORT void rix_master_batch_free(rix_master_batch *b);
+RIX_EXPORT int rix_master_index_bulk_finish(rix_master_index *mi);
+#endif /* RIX_ADVANCED */
 
 /*
  * Pack table entries of all indexes: the number of packs, counting a pack once per time an index
  * file names it (restic names each pack once, in one index file; rix_master_index_packs gives
  * the distinct IDs, at the cost of a sort).
  */
-size_t rix_master_index_pack_count(rix_master_index *mi);
+RIX_EXPORT size_t rix_master_index_pack_count(rix_master_index *mi);
 
 /* Bytes held by everything in the master index, pack table included. */
-size_t rix_master_index_memory(rix_master_index *mi);
+RIX_EXPORT size_t rix_master_index_memory(rix_master_index *mi);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,8 @@
 #ifndef RIX_PACK_H
 #define RIX_PACK_H
 
+#include "rix/common.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include "rix/crypto.h"
@@ -50,7 +52,7 @@ extern "C" {
  * byte, 0x02 in version 1, bad or oversized zstd frame); RIX_EINVAL (repo_version not 1 or 2);
  * RIX_ENOMEM.
  */
-int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size_t n, int repo_version,
+RIX_EXPORT int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size_t n, int repo_version,
 			uint8_t **out, size_t *out_len);
 
 /*
@@ -60,9 +62,9 @@ int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size_t n, int r
  * call or until file changes. One thread at a time per decoder.
  */
 typedef struct rix_unpacked_decoder rix_unpacked_decoder;
-int rix_unpacked_decoder_new(rix_unpacked_decoder **out);
-void rix_unpacked_decoder_free(rix_unpacked_decoder *d);
-int rix_unpacked_decoder_decode(rix_unpacked_decoder *d, const rix_key *key, uint8_t *file, size_t n,
+RIX_EXPORT int rix_unpacked_decoder_new(rix_unpacked_decoder **out);
+RIX_EXPORT void rix_unpacked_decoder_free(rix_unpacked_decoder *d);
+RIX_EXPORT int rix_unpacked_decoder_decode(rix_unpacked_decoder *d, const rix_key *key, uint8_t *file, size_t n,
 				int repo_version, const uint8_t **out, size_t *out_len);
 
 /*
@@ -72,7 +74,7 @@ int rix_unpacked_decoder_decode(rix_unpacked_decoder *d, const rix_key *key, uin
  * is the file's bytes.
  * @return 0; RIX_EINVAL (repo_version not 1 or 2, json too large); RIX_ENOMEM.
  */
-int rix_unpacked_encode(const rix_key *key, const void *json, size_t n, int repo_version,
+RIX_EXPORT int rix_unpacked_encode(const rix_key *key, const void *json, size_t n, int repo_version,
 			uint8_t **out, size_t *out_len);
 
 /*
@@ -85,7 +87,7 @@ int rix_unpacked_encode(const rix_key *key, const void *json, size_t n, int repo
  * entry; a stored length under 32; a compressed entry with uncompressed length 0; blobs running
  * into the header); RIX_EINVAL (repo_version); RIX_ENOMEM.
  */
-int rix_pack_read_header(const rix_key *key, const uint8_t *pack, size_t n, int repo_version,
+RIX_EXPORT int rix_pack_read_header(const rix_key *key, const uint8_t *pack, size_t n, int repo_version,
 			 rix_blob **out, size_t *count);
 
 /*
@@ -94,7 +96,7 @@ int rix_pack_read_header(const rix_key *key, const uint8_t *pack, size_t n, int 
  * on). Reads the 4-byte trailer, then the sealed header only. size is the pack's size.
  */
 typedef int (*rix_pack_read_fn)(void *arg, uint64_t offset, void *buf, size_t len);
-int rix_pack_read_header_at(const rix_key *key, uint64_t size, rix_pack_read_fn read, void *arg,
+RIX_EXPORT int rix_pack_read_header_at(const rix_key *key, uint64_t size, rix_pack_read_fn read, void *arg,
 			    int repo_version, rix_blob **out, size_t *count);
 
 /*
@@ -106,14 +108,14 @@ int rix_pack_read_header_at(const rix_key *key, uint64_t size, rix_pack_read_fn 
  * decompressed size, compressed blob in version 1, "blob ID mismatch"); RIX_EINVAL
  * (repo_version); RIX_ENOMEM.
  */
-int rix_pack_read_blob(const rix_key *key, const uint8_t *pack, size_t n, const rix_blob *b,
+RIX_EXPORT int rix_pack_read_blob(const rix_key *key, const uint8_t *pack, size_t n, const rix_blob *b,
 		       int repo_version, uint8_t **out, size_t *out_len);
 
 /*
  * The same for a blob's sealed bytes alone, stored[0..n) (normally n == b->length; b->offset is
  * not used): what a caller that read (offset, length) from a backend has in hand.
  */
-int rix_blob_decode(const rix_key *key, const uint8_t *stored, size_t n, const rix_blob *b,
+RIX_EXPORT int rix_blob_decode(const rix_key *key, const uint8_t *stored, size_t n, const rix_blob *b,
 		    int repo_version, uint8_t **out, size_t *out_len);
 
 /* ---- Blob codec: compression mode + encryption ------------------------------------------- */
@@ -153,19 +155,21 @@ typedef enum rix_compression {
  * @return 0; RIX_EINVAL (repo_version not 1 or 2, unknown mode); RIX_ENOMEM.
  */
 typedef struct rix_blob_codec rix_blob_codec;
-int rix_blob_codec_new(rix_blob_codec **out, const rix_key *key, int repo_version, rix_compression mode);
+RIX_EXPORT int rix_blob_codec_new(rix_blob_codec **out, const rix_key *key, int repo_version, rix_compression mode);
 /* NULL-safe. */
-void rix_blob_codec_free(rix_blob_codec *c);
+RIX_EXPORT void rix_blob_codec_free(rix_blob_codec *c);
+#ifdef RIX_ADVANCED /* measurement knobs (rix/common.h) */
 /* Changes auto's minimum saving, in thousandths (0..999) (for the measurements). */
-void rix_blob_codec_set_min_saving(rix_blob_codec *c, unsigned permille);
+RIX_EXPORT void rix_blob_codec_set_min_saving(rix_blob_codec *c, unsigned permille);
 /*
  * Changes the zstd level the mode compresses with (1..ZSTD_maxCLevel(), clamped; 0 restores
  * the mode's own), for data and tree blobs alike.
  */
-void rix_blob_codec_set_level(rix_blob_codec *c, int level);
+RIX_EXPORT void rix_blob_codec_set_level(rix_blob_codec *c, int level);
+#endif /* RIX_ADVANCED */
 
 /* Bytes rix_blob_codec_encode may write for an n-byte plaintext (>= n + RIX_CRYPTO_OVERHEAD). */
-size_t rix_blob_stored_bound(size_t n);
+RIX_EXPORT size_t rix_blob_stored_bound(size_t n);
 
 /*
  * Encodes blob plaintext plain[0..n) of type t as it is stored in a pack: seal(plain) or
@@ -173,7 +177,7 @@ size_t rix_blob_stored_bound(size_t n);
  * written (the header's length), *uncompressed_len n when compressed, else 0.
  * @return 0; RIX_EINVAL (n > RIX_BLOB_MAX, cap too small); RIX_ENOMEM; RIX_EIO.
  */
-int rix_blob_codec_encode(rix_blob_codec *c, rix_blob_type t, const void *plain, size_t n, uint8_t *out,
+RIX_EXPORT int rix_blob_codec_encode(rix_blob_codec *c, rix_blob_type t, const void *plain, size_t n, uint8_t *out,
 			  size_t cap, uint32_t *stored_len, uint32_t *uncompressed_len);
 
 /*
@@ -183,7 +187,7 @@ int rix_blob_codec_encode(rix_blob_codec *c, rix_blob_type t, const void *plain,
  * SHA-256 == b->id. *out_len is the plaintext's size.
  * @return as rix_blob_decode, and RIX_EINVAL when cap is too small.
  */
-int rix_blob_codec_decode(rix_blob_codec *c, const uint8_t *stored, size_t n, const rix_blob *b,
+RIX_EXPORT int rix_blob_codec_decode(rix_blob_codec *c, const uint8_t *stored, size_t n, const rix_blob *b,
 			  uint8_t *out, size_t cap, size_t *out_len);
 
 /* ---- Pack writer ---------------------------------------------------------------------------- */
@@ -204,9 +208,9 @@ int rix_blob_codec_decode(rix_blob_codec *c, const uint8_t *stored, size_t n, co
  * @return 0; RIX_EINVAL (version); RIX_EIO / RIX_ENOSPC (the file cannot be made); RIX_ENOMEM.
  */
 typedef struct rix_pack_writer rix_pack_writer;
-int rix_pack_writer_new(rix_pack_writer **out, const rix_key *key, int repo_version, const char *dir);
+RIX_EXPORT int rix_pack_writer_new(rix_pack_writer **out, const rix_key *key, int repo_version, const char *dir);
 /* Removes the temporary file unless it was renamed. NULL-safe. */
-void rix_pack_writer_free(rix_pack_writer *w);
+RIX_EXPORT void rix_pack_writer_free(rix_pack_writer *w);
 
 /*
  * Encodes blob plain[0..n) with codec c (which must be of the same key and version) and appends
@@ -217,43 +221,46 @@ void rix_pack_writer_free(rix_pack_writer *w);
  * RIX_PACK_MAX_BLOBS: finish it and start another); RIX_EIO, RIX_ENOSPC (write failed);
  * RIX_ENOMEM.
  */
-int rix_pack_writer_add(rix_pack_writer *w, rix_blob_codec *c, rix_blob_type t, const rix_id *id,
+RIX_EXPORT int rix_pack_writer_add(rix_pack_writer *w, rix_blob_codec *c, rix_blob_type t, const rix_id *id,
 			const void *plain, size_t n);
 /*
  * Appends a blob already in stored form (from another pack, when repacking): b gives type, ID,
  * length and uncompressed length; b->offset is ignored. The bytes are not checked here.
  * @return as rix_pack_writer_add, and RIX_EINVAL for a length under 32.
  */
-int rix_pack_writer_add_stored(rix_pack_writer *w, const rix_blob *b, const uint8_t *stored);
+RIX_EXPORT int rix_pack_writer_add_stored(rix_pack_writer *w, const rix_blob *b, const uint8_t *stored);
 
 /* Nonzero once a write to the file failed: the pack cannot be completed, only freed. */
-int rix_pack_writer_failed(const rix_pack_writer *w);
+RIX_EXPORT int rix_pack_writer_failed(const rix_pack_writer *w);
 
 /* Bytes of blobs appended so far (the offset the next blob gets). */
-uint64_t rix_pack_writer_size(const rix_pack_writer *w);
+RIX_EXPORT uint64_t rix_pack_writer_size(const rix_pack_writer *w);
 /* Blobs appended so far. */
-size_t rix_pack_writer_count(const rix_pack_writer *w);
+RIX_EXPORT size_t rix_pack_writer_count(const rix_pack_writer *w);
 /* The blobs appended so far with their offsets, in pack order. Borrowed, valid until the next add. */
-const rix_blob *rix_pack_writer_blobs(const rix_pack_writer *w);
+RIX_EXPORT const rix_blob *rix_pack_writer_blobs(const rix_pack_writer *w);
 
 /*
  * Writes the sealed header and its length and gives the pack's ID. The file is complete but
  * not synced. @return 0; RIX_EINVAL (already finished or empty); RIX_EIO, RIX_ENOSPC; RIX_ENOMEM.
  */
-int rix_pack_writer_finish(rix_pack_writer *w, rix_id *pack_id);
+RIX_EXPORT int rix_pack_writer_finish(rix_pack_writer *w, rix_id *pack_id);
+#ifdef RIX_ADVANCED /* the pack writer's file (rix/common.h) */
 /* After finish: the file's size, its descriptor (open for reading, offset unspecified) and path. */
-uint64_t rix_pack_writer_file_size(const rix_pack_writer *w);
-int rix_pack_writer_fd(const rix_pack_writer *w);
-const char *rix_pack_writer_path(const rix_pack_writer *w);
+RIX_EXPORT uint64_t rix_pack_writer_file_size(const rix_pack_writer *w);
+RIX_EXPORT int rix_pack_writer_fd(const rix_pack_writer *w);
+RIX_EXPORT const char *rix_pack_writer_path(const rix_pack_writer *w);
 /*
  * After finish: moves the file to path (same file system), atomically: fsync the file, rename,
  * fsync path's directory (the syncs only when sync is true). The writer no longer removes it.
  * @return 0; RIX_EINVAL (not finished); RIX_EIO, RIX_ENOSPC.
  */
-int rix_pack_writer_rename(rix_pack_writer *w, const char *path, int sync);
+RIX_EXPORT int rix_pack_writer_rename(rix_pack_writer *w, const char *path, int sync);
 /* The file was moved away by someone else (a backend took it): free will not remove its path. */
-void rix_pack_writer_disown(rix_pack_writer *w);
+RIX_EXPORT void rix_pack_writer_disown(rix_pack_writer *w);
+#endif /* RIX_ADVANCED */
 
+#ifdef RIX_ADVANCED /* the packer manager (rix/common.h) */
 /* ---- Packer manager -------------------------------------------------------------------------- */
 
 #define RIX_PACK_TARGET_DEFAULT ((uint64_t)16 << 20)
@@ -279,13 +286,13 @@ typedef int (*rix_packer_done_fn)(void *arg, rix_pack_writer *w, const rix_id *p
  * @return 0; RIX_EINVAL (version, target size); RIX_ENOMEM.
  */
 typedef struct rix_packer rix_packer;
-int rix_packer_new(rix_packer **out, const rix_key *key, int repo_version, const char *tmpdir,
+RIX_EXPORT int rix_packer_new(rix_packer **out, const rix_key *key, int repo_version, const char *tmpdir,
 		   uint64_t target_size, rix_packer_done_fn done, void *arg);
 /*
  * Discards every open pack (their temporary files are removed; their blobs were never handed
  * on). NULL-safe. Not while another thread adds.
  */
-void rix_packer_free(rix_packer *p);
+RIX_EXPORT void rix_packer_free(rix_packer *p);
 
 /*
  * Encodes blob plain[0..n) with the caller's codec c (one per thread) and appends it to an open
@@ -295,24 +302,25 @@ void rix_packer_free(rix_packer *p);
  * on; the discard callback hears of them); after any other error it stays open with its blobs.
  * @return 0; the codec's and writer's errors; done's.
  */
-int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_id *id, const void *plain,
+RIX_EXPORT int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_id *id, const void *plain,
 		   size_t n);
 /*
  * Finishes every open pack that holds a blob and hands it to done. Call it when no add is in
  * progress (at the end of a backup, before the index is written). @return 0 or the first error;
  * the other packs are still finished and handed on.
  */
-int rix_packer_flush(rix_packer *p);
+RIX_EXPORT int rix_packer_flush(rix_packer *p);
 /*
  * Called with the blobs of an open pack that is thrown away after a failed write (they were
  * never handed on), before it is freed: a repository forgets them as pending there.
  */
 typedef void (*rix_packer_discard_fn)(void *arg, const rix_blob *blobs, size_t n);
-void rix_packer_set_discard(rix_packer *p, rix_packer_discard_fn fn);
+RIX_EXPORT void rix_packer_set_discard(rix_packer *p, rix_packer_discard_fn fn);
 
 /* Packs handed to done so far, and open packs now (both for progress reports and tests). */
-uint64_t rix_packer_packs_done(rix_packer *p);
-size_t rix_packer_open_count(rix_packer *p);
+RIX_EXPORT uint64_t rix_packer_packs_done(rix_packer *p);
+RIX_EXPORT size_t rix_packer_open_count(rix_packer *p);
+#endif /* RIX_ADVANCED */
 
 #ifdef __cplusplus
 }

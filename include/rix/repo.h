@@ -18,6 +18,8 @@
 #ifndef RIX_REPO_H
 #define RIX_REPO_H
 
+#include "rix/common.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,7 +68,7 @@ typedef struct rix_repo rix_repo;
  * owns b on success (freed by rix_repo_close); on failure the caller keeps it. opt may be NULL.
  * @return 0; RIX_EEXISTS (a config is there); RIX_EINVAL; the backend's errors; RIX_ENOMEM.
  */
-int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
+RIX_EXPORT int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
 		  const rix_repo_options *opt);
 
 /*
@@ -75,19 +77,18 @@ int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t p
  * @return 0; RIX_EAUTH (no key file opens with this password); RIX_ENOTFOUND (no key file);
  * RIX_ECORRUPT (config); RIX_EINVAL (unknown config version); backend errors; RIX_ENOMEM.
  */
-int rix_repo_open(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
+RIX_EXPORT int rix_repo_open(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
 		  const rix_repo_options *opt);
 
 /* Frees everything (blobs saved since the last flush are not stored). NULL-safe. */
-void rix_repo_close(rix_repo *r);
+RIX_EXPORT void rix_repo_close(rix_repo *r);
 
 /* Borrowed, valid while r is. */
-const rix_config *rix_repo_config(const rix_repo *r);
-rix_backend *rix_repo_backend(rix_repo *r);
-rix_master_index *rix_repo_master_index(rix_repo *r);
-const rix_key *rix_repo_key(const rix_repo *r);
+RIX_EXPORT const rix_config *rix_repo_config(const rix_repo *r);
+RIX_EXPORT rix_backend *rix_repo_backend(rix_repo *r);
+RIX_EXPORT rix_master_index *rix_repo_master_index(rix_repo *r);
 /* Name (64 hex) of the key file the repository was opened or made with. */
-const char *rix_repo_key_name(const rix_repo *r);
+RIX_EXPORT const char *rix_repo_key_name(const rix_repo *r);
 
 /*
  * Called for an index file that could not be loaded: its name and the error (code and
@@ -109,7 +110,7 @@ typedef struct rix_repo_load_stats {
  * stats may be NULL.
  * @return 0; the first error when strict; backend errors from listing; RIX_ENOMEM.
  */
-int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg, rix_repo_load_stats *stats);
+RIX_EXPORT int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg, rix_repo_load_stats *stats);
 
 /*
  * Saves blob data[0..n) of type t: its ID (SHA-256) into *id, and *stored = 1 if it was
@@ -120,7 +121,7 @@ int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg
  * are not pending any more, so saving them again stores them).
  * @return 0; RIX_EINVAL (n over RIX_BLOB_MAX); the codec's, packer's, backend's errors.
  */
-int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n, rix_id *id, int *stored);
+RIX_EXPORT int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n, rix_id *id, int *stored);
 
 /*
  * Finishes open packs, stores them, and writes index files for every pack stored since the
@@ -131,7 +132,7 @@ int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n,
  * again once there is room stores the refused packs; blobs of a temporary pack that could not be
  * written must be saved again, see rix_repo_save_blob); RIX_ENOMEM.
  */
-int rix_repo_flush(rix_repo *r);
+RIX_EXPORT int rix_repo_flush(rix_repo *r);
 #define RIX_REPO_INDEX_BLOBS_V2 150000u
 #define RIX_REPO_INDEX_BLOBS_V1 50000u
 
@@ -141,16 +142,52 @@ int rix_repo_flush(rix_repo *r);
  * @return 0; RIX_ENOTFOUND (not in the index); RIX_ECORRUPT / RIX_EAUTH (a damaged pack: the
  * message names it); backend errors; RIX_ENOMEM.
  */
-int rix_repo_load_blob(rix_repo *r, rix_blob_type t, const rix_id *id, uint8_t **out, size_t *n);
+RIX_EXPORT int rix_repo_load_blob(rix_repo *r, rix_blob_type t, const rix_id *id, uint8_t **out, size_t *n);
+
+/* ---- files ------------------------------------------------------------------------------------ */
+
+/* Largest unpacked file rix_repo_read_file reads. */
+#define RIX_REPO_FILE_MAX ((size_t)1 << 31)
+
+/*
+ * Reads the unpacked file (RIX_FILE_INDEX, _SNAPSHOT or _LOCK) named id: its bytes, their
+ * SHA-256 checked against id, then MAC, decrypt, decompress. *out (the caller's, rix_free) holds
+ * its JSON, *n bytes (not NUL-terminated). On failure *out is NULL.
+ * @return 0; RIX_EINVAL (another file type); RIX_ENOTFOUND (no such file); RIX_ECORRUPT (over
+ * RIX_REPO_FILE_MAX, SHA-256 is not the name, bad content); RIX_EAUTH (MAC: damaged, or another
+ * repository's); backend errors; RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_repo_read_file(rix_repo *r, rix_file_type t, const rix_id *id, uint8_t **out,
+						size_t *n);
+
+/*
+ * Stores json[0..n) as an unpacked file of type t (RIX_FILE_INDEX, _SNAPSHOT or _LOCK): encoded
+ * for the repository's version (compressed in version 2), sealed, written atomically under its
+ * SHA-256, which *id (may be NULL) receives. json is borrowed.
+ * @return 0; RIX_EINVAL (another file type; json too large); backend errors (RIX_ENOSPC, RIX_EIO);
+ * RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_repo_write_file(rix_repo *r, rix_file_type t, const void *json, size_t n,
+						 rix_id *id);
+
+/*
+ * Reads pack pack_id's header (its size, then the trailer and the sealed header only: not the
+ * blobs). *out (the caller's, rix_free) is an array of *count blobs in pack order; NULL when
+ * *count is 0 or on failure.
+ * @return 0; RIX_ENOTFOUND ("pack ... is missing"); rix_pack_read_header's errors (RIX_EAUTH,
+ * RIX_ECORRUPT); backend errors; RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_repo_read_pack_header(rix_repo *r, const rix_id *pack_id, rix_blob **out,
+						       size_t *count);
 
 /*
  * Keys. add: a new key file for the same master key, opened by password; *name (65 bytes, may
  * be NULL) gets its name. remove: deletes key file name, refusing the one r was opened with
  * (RIX_EINVAL) so a repository always keeps a key that works. list: fn per key file name.
  */
-int rix_repo_key_add(rix_repo *r, const char *password, size_t password_len, char name[65]);
-int rix_repo_key_remove(rix_repo *r, const char *name);
-int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *arg);
+RIX_EXPORT int rix_repo_key_add(rix_repo *r, const char *password, size_t password_len, char name[65]);
+RIX_EXPORT int rix_repo_key_remove(rix_repo *r, const char *name);
+RIX_EXPORT int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *arg);
 
 /* ---- usage -------------------------------------------------------------------------------------- */
 
@@ -171,7 +208,7 @@ typedef struct rix_repo_usage {
  * @return 0; RIX_ECORRUPT (a snapshot or tree that is not what restic writes); the load errors
  * of a tree blob; backend errors; RIX_ENOMEM.
  */
-int rix_repo_usage_compute(rix_repo *r, rix_repo_usage *u);
+RIX_EXPORT int rix_repo_usage_compute(rix_repo *r, rix_repo_usage *u);
 
 /* ---- check ------------------------------------------------------------------------------------ */
 
@@ -207,7 +244,7 @@ typedef void (*rix_check_progress_fn)(void *arg, size_t done, size_t total, uint
  * @return 0 when no error was found; RIX_ECORRUPT when some were (rep says which);
  * backend errors that stop the check; RIX_ENOMEM.
  */
-int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_progress_fn progress, void *arg,
+RIX_EXPORT int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_progress_fn progress, void *arg,
 		   rix_check_report *rep);
 
 /* ---- locks ------------------------------------------------------------------------------------ */
@@ -231,13 +268,13 @@ typedef struct rix_lock rix_lock;
  * @return 0; RIX_ELOCKED ("locked exclusively by PID 123 on host by user since ..."); backend
  * errors; RIX_ENOMEM.
  */
-int rix_repo_lock(rix_repo *r, int exclusive, rix_lock **out);
+RIX_EXPORT int rix_repo_lock(rix_repo *r, int exclusive, rix_lock **out);
 /* Writes a fresh lock file now and removes the previous one (the thread does it on its own). */
-int rix_lock_refresh(rix_lock *l);
+RIX_EXPORT int rix_lock_refresh(rix_lock *l);
 /* Stops the refresh thread, removes the lock file, frees. NULL-safe. */
-int rix_lock_release(rix_lock *l);
+RIX_EXPORT int rix_lock_release(rix_lock *l);
 /* Removes stale locks, or every lock when all; *removed (may be NULL) counts them. */
-int rix_repo_unlock(rix_repo *r, int all, size_t *removed);
+RIX_EXPORT int rix_repo_unlock(rix_repo *r, int all, size_t *removed);
 
 #ifdef __cplusplus
 }

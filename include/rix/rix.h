@@ -8,6 +8,8 @@
  */
 #ifndef RIX_RIX_H
 #define RIX_RIX_H
+
+#include "rix/common.h"
 #include "rix/error.h"
 #include "rix/alloc.h"
 #include "rix/types.h"

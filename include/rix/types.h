@@ -4,6 +4,8 @@
 #ifndef RIX_TYPES_H
 #define RIX_TYPES_H
 
+#include "rix/common.h"
+
 #include <stdint.h>
 #include <stddef.h>
 
@@ -64,9 +66,9 @@ static inline uint32_t rix_blob_plain_size(uint32_t length, uint32_t uncompresse
 }
 
 /* Hex: writes 64 lowercase hex digits and a NUL into out[65]. */
-void rix_id_to_hex(const rix_id *id, char out[65]);
+RIX_EXPORT void rix_id_to_hex(const rix_id *id, char out[65]);
 /* Parses exactly 64 hex digits (either case). 0 or RIX_EINVAL. */
-int rix_id_from_hex(rix_id *id, const char *hex, size_t len);
+RIX_EXPORT int rix_id_from_hex(rix_id *id, const char *hex, size_t len);
 
 #ifdef __cplusplus
 }
