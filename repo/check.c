@@ -103,6 +103,7 @@ struct checker {
 	size_t npacks;
 	size_t next;
 	int fatal;
+	char fatal_msg[512]; /* its message: it may have been set on another thread */
 	pthread_mutex_t mu;
 };
 
@@ -243,13 +244,17 @@ static void *check_worker(void *arg)
 	int rc = rix_blob_codec_new(&codec, rix__repo_key(c->r), rix_repo_config(c->r)->version, RIX_COMPRESSION_OFF);
 	for (;;) {
 		pthread_mutex_lock(&c->mu);
-		if (rc != 0 && c->fatal == 0)
+		if (rc != 0 && c->fatal == 0) {
 			c->fatal = rc;
+			snprintf(c->fatal_msg, sizeof(c->fatal_msg), "%s", rix_error_last());
+		}
 		size_t k = c->fatal == 0 && c->next < c->npacks ? c->next++ : SIZE_MAX;
 		pthread_mutex_unlock(&c->mu);
 		if (k == SIZE_MAX)
 			break;
-		rc = check_pack(c, k, codec);
+		rc = rix__repo_lock_ok(c->r); /* a lost lock stops the check */
+		if (rc == 0)
+			rc = check_pack(c, k, codec);
 		pthread_mutex_lock(&c->mu);
 		c->done++;
 		if (c->progress != NULL)
@@ -350,7 +355,9 @@ int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_p
 	for (size_t i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	rc = c.fatal;
-	if (rc == 0 && rep.errors > 0)
+	if (rc != 0)
+		rix_error_set(rc, "%s", c.fatal_msg);
+	else if (rep.errors > 0)
 		rc = rix_error_set(RIX_ECORRUPT, "check: %zu errors found", rep.errors);
 out:
 	rix_free(e.v);

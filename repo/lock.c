@@ -7,7 +7,10 @@
  *
  *   take:     write ours ──> list locks/ ──> each other one: load; stale? skip; conflict? ──>
  *             remove ours, RIX_ELOCKED
- *   refresh:  (thread, every RIX_LOCK_REFRESH_SECONDS) write a new file, then remove the old
+ *   refresh:  (thread, every RIX_LOCK_REFRESH_SECONDS) write a new file, then remove the old;
+ *             failing, it is retried every RIX_LOCK_RETRY_SECONDS, and once it has failed for
+ *             RIX_LOCK_LOST_SECONDS (restic's "refreshability" timeout) the lock is lost:
+ *             rix_lock_check and every long operation of the repository fail with RIX_ELOCKED
  *   release:  stop the thread, remove the file
  *
  * A lock file that cannot be read or decoded is taken as held (restic does the same): plain
@@ -17,6 +20,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +45,17 @@ struct rix_lock {
 	pthread_cond_t cv;
 	pthread_t thread;
 	int running, stop;
+	uint64_t refresh_ms, retry_ms, lost_ms; /* mu */
+	atomic_int lost;                        /* set once, after lost_msg is written */
+	char lost_msg[512];
 };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 typedef struct lock_info {
 	int64_t time; /* seconds since the epoch */
@@ -185,25 +199,77 @@ static int find_conflict(rix_repo *r, int exclusive, const char *ours)
 	return rc;
 }
 
+/* Waits on l->cv (mu held) until ms from now or stop. */
+static void wait_ms(rix_lock *l, uint64_t ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(ms / 1000);
+	until.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	int w = 0;
+	while (!l->stop && w != ETIMEDOUT)
+		w = pthread_cond_timedwait(&l->cv, &l->mu, &until);
+}
+
 static void *refresher(void *arg)
 {
 	rix_lock *l = arg;
+	uint64_t last_ok = now_ms();
+	int failing = 0;
 	pthread_mutex_lock(&l->mu);
-	while (!l->stop) {
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += RIX_LOCK_REFRESH_SECONDS;
-		int w = 0;
-		while (!l->stop && w != ETIMEDOUT)
-			w = pthread_cond_timedwait(&l->cv, &l->mu, &until);
+	while (!l->stop && !atomic_load(&l->lost)) {
+		wait_ms(l, failing ? l->retry_ms : l->refresh_ms);
 		if (l->stop)
 			break;
+		uint64_t lost_ms = l->lost_ms;
 		pthread_mutex_unlock(&l->mu);
-		(void)rix_lock_refresh(l); /* a failed refresh is retried next time; the old file stays */
+		int rc = rix_lock_refresh(l);
+		uint64_t now = now_ms();
+		failing = rc != 0;
+		if (!failing) {
+			last_ok = now;
+		} else if (now - last_ok >= lost_ms) {
+			/* Others may take it as stale from now on: whoever holds it must stop. */
+			char name[65];
+			pthread_mutex_lock(&l->mu);
+			memcpy(name, l->name, sizeof(name));
+			pthread_mutex_unlock(&l->mu);
+			snprintf(l->lost_msg, sizeof(l->lost_msg),
+				 "lock %.16s lost: it could not be refreshed for %llu s (%s), so other processes "
+				 "may take it as stale",
+				 name, (unsigned long long)((now - last_ok) / 1000), rix_error_last());
+			atomic_store(&l->lost, 1);
+		}
 		pthread_mutex_lock(&l->mu);
 	}
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
+}
+
+int rix_lock_check(const rix_lock *l)
+{
+	if (l == NULL || !atomic_load(&((rix_lock *)l)->lost))
+		return 0;
+	return rix_error_set(RIX_ELOCKED, "%s", l->lost_msg);
+}
+
+void rix_lock_set_intervals(rix_lock *l, unsigned refresh_ms, unsigned retry_ms, unsigned lost_ms)
+{
+	pthread_mutex_lock(&l->mu);
+	l->refresh_ms = refresh_ms;
+	l->retry_ms = retry_ms;
+	l->lost_ms = lost_ms;
+	pthread_cond_signal(&l->cv); /* the next wait starts from now, with the new interval */
+	pthread_mutex_unlock(&l->mu);
+}
+
+int rix__repo_lock_ok(struct rix_repo *r)
+{
+	return rix_lock_check(rix__repo_held_lock(r));
 }
 
 int rix_repo_lock(rix_repo *r, int exclusive, rix_lock **out)
@@ -227,7 +293,13 @@ int rix_repo_lock(rix_repo *r, int exclusive, rix_lock **out)
 	}
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->cv, NULL);
+	l->refresh_ms = (uint64_t)RIX_LOCK_REFRESH_SECONDS * 1000;
+	l->retry_ms = (uint64_t)RIX_LOCK_RETRY_SECONDS * 1000;
+	l->lost_ms = (uint64_t)RIX_LOCK_LOST_SECONDS * 1000;
+	atomic_init(&l->lost, 0);
 	l->running = pthread_create(&l->thread, NULL, refresher, l) == 0;
+	if (rix__repo_held_lock(r) == NULL)
+		rix__repo_set_held_lock(r, l);
 	*out = l;
 	return 0;
 }
@@ -258,6 +330,8 @@ int rix_lock_release(rix_lock *l)
 		pthread_mutex_unlock(&l->mu);
 		pthread_join(l->thread, NULL);
 	}
+	if (rix__repo_held_lock(l->r) == l)
+		rix__repo_set_held_lock(l->r, NULL);
 	int rc = rix_backend_remove(rix_repo_backend(l->r), RIX_FILE_LOCK, l->name);
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->mu);

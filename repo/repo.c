@@ -58,6 +58,7 @@ struct rix_repo {
 	rix_id retry_id[256];
 	size_t nretry;
 	int retry_err; /* why the packs in retry were refused */
+	struct rix_lock *held_lock; /* rix__repo_held_lock */
 };
 
 /* ---- opening ------------------------------------------------------------------------------- */
@@ -140,6 +141,16 @@ rix_backend *rix_repo_backend(rix_repo *r)
 rix_master_index *rix_repo_master_index(rix_repo *r)
 {
 	return r->mi;
+}
+
+struct rix_lock *rix__repo_held_lock(const rix_repo *r)
+{
+	return r->held_lock;
+}
+
+void rix__repo_set_held_lock(rix_repo *r, struct rix_lock *l)
+{
+	r->held_lock = l;
 }
 
 const rix_key *rix__repo_key(const rix_repo *r)
@@ -666,12 +677,15 @@ int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n,
 		return rix_error_set(RIX_EINVAL, "repo: blob type %d", (int)t);
 	if (n > RIX_BLOB_MAX)
 		return rix_error_set(RIX_EINVAL, "repo: blob of %zu bytes is over the %zu-byte limit", n, RIX_BLOB_MAX);
+	int rc = rix__repo_lock_ok(r);
+	if (rc != 0)
+		return rc;
 	rix_sha256(data, n, &id);
 	if (id_out != NULL)
 		*id_out = id;
 	if (rix_master_index_has(r->mi, t, &id))
 		return 0;
-	int rc = rix_master_index_add_pending(r->mi, t, &id);
+	rc = rix_master_index_add_pending(r->mi, t, &id);
 	if (rc <= 0)
 		return rc;
 	rix_packer *p;
@@ -694,7 +708,9 @@ int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n,
 
 int rix_repo_flush(rix_repo *r)
 {
-	int first = 0;
+	int first = rix__repo_lock_ok(r); /* under a lost lock nothing more is written */
+	if (first != 0)
+		return first;
 	/* Packs the backend refused before: once more, in order. */
 	pthread_mutex_lock(&r->mu);
 	size_t nretry = r->nretry;

@@ -47,6 +47,15 @@ const struct rix_key *rix__repo_key(const struct rix_repo *r);
 int rix__read_pack_header(struct rix_repo *r, const char *name, uint64_t size, struct rix_blob **out,
 			  size_t *count);
 
+/*
+ * The lock r's long operations depend on: the first one rix_repo_lock took on r and that is not
+ * released (NULL when none). Set and read from the thread that takes and releases locks.
+ */
+struct rix_lock *rix__repo_held_lock(const struct rix_repo *r);
+void rix__repo_set_held_lock(struct rix_repo *r, struct rix_lock *l);
+/* 0, or RIX_ELOCKED with the message set once that lock is lost (rix_lock_check). */
+int rix__repo_lock_ok(struct rix_repo *r);
+
 /* The user name the repository writes into key files and locks (options, else the account). */
 const char *rix__repo_username(const struct rix_repo *r);
 

@@ -1016,6 +1016,72 @@ static void test_files(void **state)
 	rix_test_free_dir(dir);
 }
 
+static int first_lock(void *arg, const char *name, uint64_t size)
+{
+	(void)size;
+	snprintf(arg, 65, "%s", name);
+	return 0;
+}
+
+/* A lock whose refresh keeps failing is lost: the holder learns it, and long operations stop. */
+static void test_lock_lost(void **state)
+{
+	(void)state;
+	char *dir = rix_test_new_dir("rix-repo");
+	rix_repo *r = init_repo(dir, 2);
+	const char data[] = "a blob, so that check has a pack to look at";
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, data, sizeof(data), NULL, NULL));
+	MUST(rix_repo_flush(r));
+	rix_lock *l;
+	MUST(rix_repo_lock(r, 0, &l));
+	char before[65] = "", after[65] = "";
+	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, first_lock, before));
+	rix_lock_set_intervals(l, 20, 20, 300);
+	usleep(200 * 1000);
+	/* Refreshed: a new file replaced the old one. */
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1);
+	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, first_lock, after));
+	assert_string_not_equal(before, after);
+	MUST(rix_lock_check(l));
+
+	/* A file where the locks folder was: every refresh fails from now on. */
+	char locks[4096], saved[4200];
+	snprintf(locks, sizeof(locks), "%s/locks", dir);
+	snprintf(saved, sizeof(saved), "%s/locks.saved", dir);
+	assert_int_equal(rename(locks, saved), 0);
+	rix_test_put_file(dir, "locks", "x", 1);
+	int rc = 0;
+	for (int i = 0; i < 300 && rc == 0; i++) {
+		usleep(10 * 1000);
+		rc = rix_lock_check(l);
+	}
+	assert_int_equal(rc, RIX_ELOCKED);
+	assert_non_null(strstr(rix_error_last(), "lost"));
+	assert_non_null(strstr(rix_error_last(), "refreshed"));
+	const char other[] = "another blob";
+	assert_int_equal(rix_repo_save_blob(r, RIX_BLOB_DATA, other, sizeof(other), NULL, NULL), RIX_ELOCKED);
+	assert_int_equal(rix_repo_flush(r), RIX_ELOCKED);
+	assert_int_equal(rix_repo_check(r, 0, NULL, NULL, NULL, NULL), RIX_ELOCKED);
+	assert_non_null(strstr(rix_error_last(), "lost"));
+
+	/* The folder back: the lock stays lost (its holder must start again), a new one works. */
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/locks", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rename(saved, locks), 0);
+	usleep(100 * 1000);
+	assert_int_equal(rix_lock_check(l), RIX_ELOCKED);
+	rix_lock_release(l);
+	MUST(rix_repo_lock(r, 0, &l));
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, other, sizeof(other), NULL, NULL));
+	MUST(rix_repo_flush(r));
+	MUST(rix_repo_check(r, 0, NULL, NULL, NULL, NULL));
+	MUST(rix_lock_release(l));
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 0);
+	rix_repo_close(r);
+	rix_test_free_dir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1031,6 +1097,7 @@ int main(void)
 		cmocka_unit_test(test_turns_with_restic),
 		cmocka_unit_test(test_unknown_config_version),
 		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_lock_lost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,7 +119,8 @@ RIX_EXPORT int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error
  * writing the temporary pack fails (RIX_EIO, RIX_ENOSPC), that open pack is dropped with every
  * blob saved into it since the last pack was finished: those saves must be made again (they
  * are not pending any more, so saving them again stores them).
- * @return 0; RIX_EINVAL (n over RIX_BLOB_MAX); the codec's, packer's, backend's errors.
+ * @return 0; RIX_EINVAL (n over RIX_BLOB_MAX); RIX_ELOCKED (the repository's lock is lost: see
+ * rix_lock_check); the codec's, packer's, backend's errors.
  */
 RIX_EXPORT int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n, rix_id *id, int *stored);
 
@@ -129,7 +130,8 @@ RIX_EXPORT int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data
  * After it returns 0 every blob saved before is durable. Packs the backend refused are retried
  * first; if they are refused again they stay for the next flush and their error is returned.
  * @return 0; backend errors (RIX_ENOSPC, ...: nothing flushed before is lost; calling flush
- * again once there is room stores the refused packs; blobs of a temporary pack that could not be
+ * again once there is room stores the refused packs; RIX_ELOCKED (the repository's lock is lost:
+ * nothing is written); blobs of a temporary pack that could not be
  * written must be saved again, see rix_repo_save_blob); RIX_ENOMEM.
  */
 RIX_EXPORT int rix_repo_flush(rix_repo *r);
@@ -241,7 +243,8 @@ typedef void (*rix_check_progress_fn)(void *arg, size_t done, size_t total, uint
  * SHA-256 must be its name and every blob must verify. Packs are checked by one thread per
  * CPU (at most 64). Loads the index itself (on a repository whose index is not loaded). msg and
  * progress may be NULL; both get arg.
- * @return 0 when no error was found; RIX_ECORRUPT when some were (rep says which);
+ * @return 0 when no error was found; RIX_ECORRUPT when some were (rep says which); RIX_ELOCKED
+ * (the repository's lock was lost: the check stopped);
  * backend errors that stop the check; RIX_ENOMEM.
  */
 RIX_EXPORT int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_progress_fn progress, void *arg,
@@ -259,16 +262,35 @@ RIX_EXPORT int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, 
  */
 #define RIX_LOCK_STALE_SECONDS (30 * 60)
 #define RIX_LOCK_REFRESH_SECONDS (5 * 60)
+/* A refresh that failed is tried again this often. */
+#define RIX_LOCK_RETRY_SECONDS 30
+/*
+ * After failing refreshes for this long a lock is lost (others may soon take it as stale):
+ * restic's stale time less one and a half refresh intervals.
+ */
+#define RIX_LOCK_LOST_SECONDS (RIX_LOCK_STALE_SECONDS - 3 * RIX_LOCK_REFRESH_SECONDS / 2)
 
 typedef struct rix_lock rix_lock;
 
 /*
  * Takes a lock: writes its file, then looks at every other lock; on a conflict removes its own
- * again and fails naming the holder.
+ * again and fails naming the holder. The first lock taken on r (until released) is the one r's
+ * long operations depend on: once it is lost (see rix_lock_check) rix_repo_save_blob,
+ * rix_repo_flush and rix_repo_check fail with its RIX_ELOCKED instead of running on.
  * @return 0; RIX_ELOCKED ("locked exclusively by PID 123 on host by user since ..."); backend
  * errors; RIX_ENOMEM.
  */
 RIX_EXPORT int rix_repo_lock(rix_repo *r, int exclusive, rix_lock **out);
+/*
+ * 0 while the lock is held; RIX_ELOCKED, with a message naming the lock and the refresh error,
+ * once its refresh failed for RIX_LOCK_LOST_SECONDS. A lost lock stays lost (its holder must
+ * stop, release it and start again). Cheap: an atomic load. NULL-safe (0).
+ */
+RIX_EXPORT RIX_NODISCARD int rix_lock_check(const rix_lock *l);
+#ifdef RIX_ADVANCED /* timing for tests (rix/common.h) */
+/* The refresh thread's intervals in milliseconds (refresh, retry after a failure, lost after). */
+RIX_EXPORT void rix_lock_set_intervals(rix_lock *l, unsigned refresh_ms, unsigned retry_ms, unsigned lost_ms);
+#endif /* RIX_ADVANCED */
 /* Writes a fresh lock file now and removes the previous one (the thread does it on its own). */
 RIX_EXPORT int rix_lock_refresh(rix_lock *l);
 /* Stops the refresh thread, removes the lock file, frees. NULL-safe. */
