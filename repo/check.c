@@ -18,6 +18,7 @@
 #include "rix/error.h"
 #include "rix/repo.h"
 #include "repo_internal.h"
+#include "../common/pool.h"
 
 struct entries {
 	rix_packed_blob *v;
@@ -339,21 +340,8 @@ int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_p
 		report(&c, 0, &rep.orphaned_packs, "pack %s: not referenced in any index (not an error)", hex);
 	}
 	/* The packs, by a pool of workers (the calling thread is one). */
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t workers = cpus > 0 ? (size_t)cpus : 1;
-	if (workers > np)
-		workers = np;
-	if (workers > 64)
-		workers = 64;
-	pthread_t th[64];
-	size_t started = 0;
-	for (size_t i = 1; i < workers; i++)
-		if (pthread_create(&th[started], NULL, check_worker, &c) == 0)
-			started++;
 	if (np > 0)
-		check_worker(&c);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+		rix__pool_run(rix__pool_size(rix__repo_workers(r), np < 64 ? (unsigned)np : 64), check_worker, &c);
 	rc = c.fatal;
 	if (rc != 0)
 		rix_error_set(rc, "%s", c.fatal_msg);

@@ -45,6 +45,7 @@ struct rix_lock {
 	pthread_cond_t cv;
 	pthread_t thread;
 	int running, stop;
+	int retime;                             /* mu: the intervals changed, wait anew */
 	uint64_t refresh_ms, retry_ms, lost_ms; /* mu */
 	atomic_int lost;                        /* set once, after lost_msg is written */
 	char lost_msg[512];
@@ -199,20 +200,25 @@ static int find_conflict(rix_repo *r, int exclusive, const char *ours)
 	return rc;
 }
 
-/* Waits on l->cv (mu held) until ms from now or stop. */
-static void wait_ms(rix_lock *l, uint64_t ms)
+/* Waits on l->cv (mu held) until ms from now, stop, or new intervals (then it waits anew). */
+static void wait_ms(rix_lock *l, uint64_t *ms)
 {
+again:;
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)(ms / 1000);
-	until.tv_nsec += (long)(ms % 1000) * 1000000;
+	until.tv_sec += (time_t)(*ms / 1000);
+	until.tv_nsec += (long)(*ms % 1000) * 1000000;
 	if (until.tv_nsec >= 1000000000) {
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000;
 	}
 	int w = 0;
-	while (!l->stop && w != ETIMEDOUT)
+	while (!l->stop && !l->retime && w != ETIMEDOUT)
 		w = pthread_cond_timedwait(&l->cv, &l->mu, &until);
+	if (l->retime && !l->stop) {
+		l->retime = 0;
+		goto again;
+	}
 }
 
 static void *refresher(void *arg)
@@ -222,7 +228,7 @@ static void *refresher(void *arg)
 	int failing = 0;
 	pthread_mutex_lock(&l->mu);
 	while (!l->stop && !atomic_load(&l->lost)) {
-		wait_ms(l, failing ? l->retry_ms : l->refresh_ms);
+		wait_ms(l, failing ? &l->retry_ms : &l->refresh_ms);
 		if (l->stop)
 			break;
 		uint64_t lost_ms = l->lost_ms;
@@ -263,7 +269,8 @@ void rix_lock_set_intervals(rix_lock *l, unsigned refresh_ms, unsigned retry_ms,
 	l->refresh_ms = refresh_ms;
 	l->retry_ms = retry_ms;
 	l->lost_ms = lost_ms;
-	pthread_cond_signal(&l->cv); /* the next wait starts from now, with the new interval */
+	l->retime = 1; /* the wait under way starts again from now, with the new interval */
+	pthread_cond_signal(&l->cv);
 	pthread_mutex_unlock(&l->mu);
 }
 

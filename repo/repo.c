@@ -143,6 +143,11 @@ rix_master_index *rix_repo_master_index(rix_repo *r)
 	return r->mi;
 }
 
+unsigned rix__repo_workers(const rix_repo *r)
+{
+	return r->opt.workers;
+}
+
 struct rix_lock *rix__repo_held_lock(const rix_repo *r)
 {
 	return r->held_lock;

@@ -1038,6 +1038,8 @@ static void test_lock_lost(void **state)
 	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, first_lock, before));
 	rix_lock_set_intervals(l, 20, 20, 300);
 	usleep(200 * 1000);
+	rix_lock_set_intervals(l, 3600 * 1000, 3600 * 1000, 3600 * 1000); /* quiet, to count */
+	usleep(100 * 1000); /* a refresh under way finishes */
 	/* Refreshed: a new file replaced the old one. */
 	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1);
 	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, first_lock, after));
@@ -1050,6 +1052,7 @@ static void test_lock_lost(void **state)
 	snprintf(saved, sizeof(saved), "%s/locks.saved", dir);
 	assert_int_equal(rename(locks, saved), 0);
 	rix_test_put_file(dir, "locks", "x", 1);
+	rix_lock_set_intervals(l, 20, 20, 300);
 	int rc = 0;
 	for (int i = 0; i < 300 && rc == 0; i++) {
 		usleep(10 * 1000);
