@@ -1,0 +1,271 @@
+/*
+ * index/frozen.c — the frozen table: the read-only table that holds every merged entry of the
+ * master index (one per blob type), and its two builders: rix__frozen_build, used by a merge,
+ * builds a new table from older tables and index maps; rix__frozen_in_place, used by bulk
+ * loading, sorts an array of loaded entries into a table where they lie. The lookup,
+ * frozen_find, stays in master_index.c beside the lookups that call it, so that they compile
+ * as they did.
+ *
+ * The frozen table is a chaining table whose chains are stored contiguously, in bucket order:
+ *
+ *   buckets[nb + 1] (u64)                    entries[count] (48 bytes: id[32] | rix_loc)
+ *   +-------------------------+              +----+----+----+----+----+----+----+----
+ *   | filter:32 | start:32    | b ---------> | e0 | e1 | e2 | e3 | e4 | e5 | e6 | ...
+ *   | filter:32 | start:32    | b+1 -------------------------> ^
+ *   ...                                       chain of b = entries[start(b) .. start(b+1))
+ *   | 0         | count       | nb (sentinel)
+ *   +-------------------------+
+ *
+ * No `next` field is needed (48 bytes an entry instead of 52), and a chain is one run of
+ * adjacent memory, so walking it costs one or two cache misses whatever its length. The bucket
+ * count is count / FROZEN_LOAD, so buckets cost 8 / FROZEN_LOAD bytes an entry; the same
+ * 32-bit filter as the mutable table (hash.h) rejects most absent IDs at the bucket word.
+ * A lookup returns one entry of a chain with that ID; the order of duplicates in a chain is
+ * unspecified.
+ *
+ * Both builders are a counting sort on bucket numbers: count, prefix sums, place.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "master_index_internal.h"
+
+void rix__frozen_free(struct frozen *f)
+{
+	if (f == NULL)
+		return;
+	rix_free(f->buckets);
+	rix_free(f->entries);
+	rix_free(f);
+}
+
+size_t rix__frozen_memory(const struct frozen *f)
+{
+	if (f == NULL)
+		return 0;
+	return sizeof(*f) + ((size_t)f->nb + 1) * sizeof(uint64_t) + (size_t)f->count * sizeof(struct fentry);
+}
+
+static inline void src_entry(const struct merge_src *s, uint32_t i, const rix_id **id, rix_loc *loc)
+{
+	if (s->f != NULL) {
+		*id = &s->f->entries[i].id;
+		*loc = s->f->entries[i].loc;
+	} else {
+		rix_indexmap_entry(s->m, i, id, loc);
+		loc->pack += s->pack_base;
+	}
+}
+
+static inline uint32_t src_count(const struct merge_src *s)
+{
+	return s->f != NULL ? s->f->count : (uint32_t)rix_indexmap_count(s->m);
+}
+
+int rix__frozen_build(struct frozen **out, const struct merge_src *srcs, size_t n, uint64_t seed)
+{
+	*out = NULL;
+	uint64_t total = 0;
+	for (size_t s = 0; s < n; s++)
+		total += src_count(&srcs[s]);
+	if (total == 0)
+		return 0;
+	if (total > 0xFFFFFFFEu)
+		return rix_error_set(RIX_ELIMIT, "master index: %llu entries of one type is over the limit",
+				     (unsigned long long)total);
+	uint32_t nb = (uint32_t)((total + FROZEN_LOAD - 1) / FROZEN_LOAD);
+	struct frozen *f = rix_calloc(1, sizeof(*f));
+	if (f == NULL)
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
+	f->nb = nb;
+	f->count = (uint32_t)total;
+	f->buckets = rix_calloc((size_t)nb + 1, sizeof(uint64_t));
+	f->entries = rix_malloc((size_t)total * sizeof(struct fentry));
+	if (f->buckets == NULL || f->entries == NULL) {
+		rix__frozen_free(f);
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %llu entries",
+				     (unsigned long long)total);
+	}
+	rix__advise_huge(f->buckets, ((size_t)nb + 1) * sizeof(uint64_t));
+	rix__advise_huge(f->entries, (size_t)total * sizeof(struct fentry));
+	/* Pass 1: chain lengths (low half) and filter bits (high half) per bucket. */
+	for (size_t s = 0; s < n; s++) {
+		uint32_t c = src_count(&srcs[s]);
+		for (uint32_t i = 0; i < c; i++) {
+			const rix_id *id;
+			rix_loc loc;
+			src_entry(&srcs[s], i, &id, &loc);
+			uint64_t h = rix__hash_id(id, seed);
+			uint64_t *w = &f->buckets[rix__hash_bucket(h, nb)];
+			*w = (*w | rix__hash_filter(h)) + 1; /* total < 2^32: no carry */
+		}
+	}
+	/* Turn lengths into chain ends: end(b) = sum of lengths of buckets 0..b. */
+	uint32_t run = 0;
+	for (uint32_t b = 0; b < nb; b++) {
+		run += (uint32_t)f->buckets[b];
+		f->buckets[b] = (f->buckets[b] & 0xFFFFFFFF00000000ull) | run;
+	}
+	f->buckets[nb] = run;
+	/* Pass 2: place each entry at --end(b); afterwards the low half is start(b). */
+	for (size_t s = 0; s < n; s++) {
+		uint32_t c = src_count(&srcs[s]);
+		for (uint32_t i = 0; i < c; i++) {
+			const rix_id *id;
+			rix_loc loc;
+			src_entry(&srcs[s], i, &id, &loc);
+			uint64_t h = rix__hash_id(id, seed);
+			uint64_t *w = &f->buckets[rix__hash_bucket(h, nb)];
+			*w -= 1;
+			struct fentry *e = &f->entries[(uint32_t)*w];
+			e->id = *id;
+			e->loc = loc;
+		}
+	}
+	*out = f;
+	return 0;
+}
+
+/* Super-buckets of the in-place sort (see rix__frozen_in_place): 16, then 16 x 16. */
+#define SUPER_BITS 8
+#define NSUPER (1u << SUPER_BITS)
+
+static inline uint32_t super_of(uint32_t bucket, uint32_t nb)
+{
+	return (uint32_t)(((uint64_t)bucket << SUPER_BITS) / nb);
+}
+
+/*
+ * Permutes entries so that every one lands in its key's range: key k owns
+ * [next[k - k0] .. its end), ends given by end(k). Each entry moves once (cycle leader).
+ */
+#define PERMUTE(e, k0, nk, next, END, KEY)                                               \
+	do {                                                                                     \
+		for (uint32_t k_ = 0; k_ < (nk); k_++) {                                         \
+			uint32_t end_ = END(k_);                                                 \
+			while ((next)[k_] < end_) {                                              \
+				struct fentry cur_ = (e)[(next)[k_]];                            \
+				uint32_t d_ = KEY(cur_) - (k0);                                  \
+				while (d_ != k_) {                                               \
+					struct fentry o_ = (e)[(next)[d_]];                      \
+					(e)[(next)[d_]++] = cur_;                                \
+					cur_ = o_;                                               \
+					d_ = KEY(cur_) - (k0);                                   \
+				}                                                                \
+				(e)[(next)[k_]++] = cur_;                                        \
+			}                                                                        \
+		}                                                                                \
+	} while (0)
+
+struct sort_job {
+	struct fentry *entries;
+	struct frozen *f;
+	uint32_t *next, *sstart, *snext;
+	uint32_t nb;
+	uint64_t seed;
+	atomic_uint group; /* the next group to take */
+};
+
+/* Levels 2 and 3 for the groups this thread takes. */
+static void *sort_groups(void *arg)
+{
+	struct sort_job *j = arg;
+	struct fentry *entries = j->entries;
+	uint32_t nb = j->nb, *sstart = j->sstart;
+	uint64_t seed = j->seed;
+	for (;;) {
+		uint32_t g = atomic_fetch_add(&j->group, 1);
+		if (g >= 16)
+			return NULL;
+		uint32_t *sn = j->snext + 16 * g;
+#define SUPER_END(k) (sstart[16 * g + (k) + 1])
+#define SUPER_KEY(x) super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), nb)
+		PERMUTE(entries, 16 * g, 16, sn, SUPER_END, SUPER_KEY);
+		/* Each super-bucket's buckets are one contiguous range [b0, b1). */
+		for (uint32_t k = 16 * g; k < 16 * g + 16; k++) {
+			uint32_t b0 = (uint32_t)(((uint64_t)k * nb + NSUPER - 1) >> SUPER_BITS);
+			uint32_t b1 = (uint32_t)(((uint64_t)(k + 1) * nb + NSUPER - 1) >> SUPER_BITS);
+			uint32_t *nx = j->next + b0;
+#define BUCKET_END(i) ((uint32_t)j->f->buckets[b0 + (i) + 1])
+#define BUCKET_KEY(x) rix__hash_bucket(rix__hash_id(&(x).id, seed), nb)
+			PERMUTE(entries, b0, b1 - b0, nx, BUCKET_END, BUCKET_KEY);
+		}
+#undef SUPER_END
+#undef SUPER_KEY
+#undef BUCKET_END
+#undef BUCKET_KEY
+	}
+}
+
+/*
+ * The frozen table over entries[0..count) themselves, permuted into bucket order: a counting
+ * sort done in place in three levels, so that the moves stay cache-friendly: 16 groups of
+ * super-buckets (16 write streams, which the prefetchers follow), then each group into its 16
+ * super-buckets (1/16 of the data), then each super-bucket (1/256 of the entries: L2-sized at
+ * millions) into its buckets.
+ */
+int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed)
+{
+	*out = NULL;
+	uint32_t nb = (uint32_t)(((uint64_t)count + FROZEN_LOAD - 1) / FROZEN_LOAD);
+	struct frozen *f = rix_calloc(1, sizeof(*f));
+	uint32_t *next = rix_malloc((size_t)nb * sizeof(uint32_t));
+	if (f != NULL)
+		f->buckets = rix_calloc((size_t)nb + 1, sizeof(uint64_t));
+	if (f == NULL || f->buckets == NULL || next == NULL) {
+		if (f != NULL)
+			rix_free(f->buckets);
+		rix_free(f);
+		rix_free(next);
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %u buckets", nb);
+	}
+	rix__advise_huge(f->buckets, ((size_t)nb + 1) * sizeof(uint64_t));
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t h = rix__hash_id(&entries[i].id, seed);
+		uint64_t *w = &f->buckets[rix__hash_bucket(h, nb)];
+		*w = (*w | rix__hash_filter(h)) + 1;
+	}
+	uint32_t run = 0, sstart[NSUPER + 1], snext[NSUPER];
+	memset(sstart, 0, sizeof(sstart));
+	for (uint32_t b = 0; b < nb; b++) {
+		uint32_t len = (uint32_t)f->buckets[b];
+		f->buckets[b] = (f->buckets[b] & 0xFFFFFFFF00000000ull) | run;
+		next[b] = run;
+		sstart[super_of(b, nb) + 1] += len;
+		run += len;
+	}
+	f->buckets[nb] = run;
+	for (uint32_t k = 0; k < NSUPER; k++) {
+		sstart[k + 1] += sstart[k];
+		snext[k] = sstart[k];
+	}
+	uint32_t gnext[16];
+	for (uint32_t g = 0; g < 16; g++)
+		gnext[g] = sstart[16 * g];
+#define GROUP_END(k) (sstart[16 * ((k) + 1)])
+#define GROUP_KEY(x) (super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), nb) >> 4)
+	PERMUTE(entries, 0, 16, gnext, GROUP_END, GROUP_KEY);
+	/* Levels 2 and 3 of the 16 groups are independent: one thread per CPU takes groups. */
+	struct sort_job job = { .entries = entries, .f = f, .next = next, .sstart = sstart, .snext = snext,
+				.nb = nb, .seed = seed };
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int nth = cpus > 1 ? (int)(cpus < 16 ? cpus : 16) : 1;
+	pthread_t th[16];
+	int started = 0;
+	for (int i = 1; i < nth; i++)
+		if (pthread_create(&th[started], NULL, sort_groups, &job) == 0)
+			started++;
+	sort_groups(&job);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	rix_free(next);
+	f->entries = entries;
+	f->nb = nb;
+	f->count = count;
+	*out = f;
+	return 0;
+}

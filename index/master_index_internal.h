@@ -1,0 +1,127 @@
+/*
+ * index/master_index_internal.h — private to the files of the master index: master_index.c (the
+ * index itself: create, add, merge, lookups), frozen.c (the frozen table and its builders),
+ * pending.c (the pending set) and bulk_load.c (bulk loading). Holds the structs they share
+ * and the functions one file lends another.
+ */
+#ifndef RIX_MASTER_INDEX_INTERNAL_H
+#define RIX_MASTER_INDEX_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rix/indexmap.h"
+#include "rix/master_index.h"
+#include "hash.h"
+
+/* Entries per bucket in a frozen table. See bench/RESULTS.md for the sweep behind it. */
+#ifndef RIX_FROZEN_LOAD
+#define RIX_FROZEN_LOAD 4u
+#endif
+#define FROZEN_LOAD RIX_FROZEN_LOAD
+
+struct fentry {
+	rix_id id;
+	rix_loc loc; /* loc.pack: global pack number */
+};
+_Static_assert(sizeof(struct fentry) == 48, "frozen entry must stay 48 bytes");
+
+struct frozen {
+	uint64_t *buckets; /* nb + 1 words: filter << 32 | start; word nb holds count */
+	struct fentry *entries;
+	uint32_t nb;
+	uint32_t count;
+};
+
+/* What a merge publishes: immutable until freed after an RCU grace period. */
+struct mstate {
+	struct frozen *frozen[RIX_BLOB_TYPES]; /* NULL: nothing merged of that type yet */
+	rix_id *packs;                          /* global pack table */
+	uint32_t npacks;
+};
+
+struct pending_slot {
+	rix_id id;
+	uint8_t type;
+	uint8_t used;
+};
+
+struct rix_master_index {
+	pthread_rwlock_t lock;
+	pthread_mutex_t wmu;
+	pthread_mutex_t pmu;
+	uint64_t seed;
+	_Atomic(struct mstate *) state; /* never NULL */
+	atomic_size_t nsep;             /* = nseparate, for lock-free readers */
+	rix_index **separate;
+	size_t nseparate, separate_cap;
+	rix_index *own; /* the master's own unfinished index, also in separate[]; may be NULL */
+	rix_id *index_ids; /* IDs of the index files merged so far */
+	size_t nindex_ids;
+	struct pending_slot *pending;
+	uint32_t pending_cap, npending; /* cap: power of two or 0 */
+	struct bulk {                   /* committed batches, waiting for bulk_finish (bmu) */
+		pthread_mutex_t bmu;
+		struct fentry *e[RIX_BLOB_TYPES];
+		size_t n[RIX_BLOB_TYPES], cap[RIX_BLOB_TYPES];
+		rix_id *packs;
+		size_t npacks, packs_cap;
+		rix_id *ids;
+		size_t nids, ids_cap;
+	} bulk;
+};
+
+/* ---- Frozen tables (frozen.c) ------------------------------------------------------------- */
+
+/* One source of entries for a merge: a frozen table or an index's map. */
+struct merge_src {
+	const struct frozen *f;
+	const rix_indexmap *m;
+	uint32_t pack_base; /* added to an index map's local pack numbers */
+};
+
+/* Frees f (NULL is fine). */
+void rix__frozen_free(struct frozen *f);
+
+/* Bytes f takes (0 for NULL). */
+size_t rix__frozen_memory(const struct frozen *f);
+
+/*
+ * Builds a frozen table of all entries of srcs[0..n) (a counting sort by bucket). Sources are
+ * placed oldest first; placement fills each chain from its end, so the newest entry of a chain
+ * comes first. *out NULL when there are no entries.
+ */
+int rix__frozen_build(struct frozen **out, const struct merge_src *srcs, size_t n, uint64_t seed);
+
+/*
+ * The frozen table over entries[0..count) themselves, permuted into bucket order (a counting
+ * sort in place); the table owns entries afterwards. @return 0, RIX_ENOMEM.
+ */
+int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed);
+
+/* ---- The master index's state (master_index.c) -------------------------------------------- */
+
+/* Frees st and its frozen tables (NULL is fine); forget shared tables first. */
+void rix__mstate_free(struct mstate *st);
+
+/* Forgets in `from` the frozen tables it shares with `keep` (so freeing `from` leaves them). */
+void rix__mstate_forget_shared(struct mstate *from, const struct mstate *keep);
+
+/*
+ * Publishes next (and the index-file IDs nids, nids_total of them): the state first, then, when
+ * drop_final, the smaller separate list without the final indexes just merged (see the comment
+ * atop master_index.c); after a grace period frees cur and the old IDs. Takes ownership of next
+ * and nids.
+ */
+void rix__master_index_publish(rix_master_index *mi, struct mstate *cur, struct mstate *next, rix_id *nids,
+			       size_t nids_total, bool drop_final);
+
+/* ---- Bulk loading (bulk_load.c) ----------------------------------------------------------- */
+
+/* Drops the committed batches (frees their arrays); the bulk struct stays usable. */
+void rix__bulk_clear(struct bulk *k);
+
+#endif
