@@ -1,13 +1,16 @@
 /*
- * repo/repo_internal.h — helpers shared by the files of repo/ (private to the module).
+ * repo/repo_internal.h — helpers shared by the files of repo/ (private to the module), and the
+ * repository struct that repo.c, open.c, load_index.c and blobs.c share.
  */
 #ifndef RIX_REPO_INTERNAL_H
 #define RIX_REPO_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "rix/backend.h"
+#include "rix/repo.h"
 #include "rix/types.h"
 
 /* The names (and sizes) of a file type's files, sorted by name: v[0..n). Free v with rix_free. */
@@ -31,7 +34,39 @@ extern const char *const rix__folder[RIX_FILE_TYPES];
 /* Nonzero if name is a file name: 64 lowercase hex digits and nothing more. */
 int rix__is_file_name(const char *name);
 
-struct rix_repo;
+/* The codecs a repository keeps for reuse, at most. */
+#define REPO_POOL_MAX 64
+
+/* The repository. mu and imu: see the comment atop blobs.c. */
+struct rix_repo {
+	rix_backend *b;
+	rix_key *key;
+	char key_name[65];
+	rix_config cfg;
+	rix_repo_options opt;
+	char username[256], hostname[256];
+	rix_master_index *mi;
+	rix_compression compression;
+
+	pthread_mutex_t mu;
+	rix_packer *packer;
+	rix_blob_codec *pool[REPO_POOL_MAX];
+	size_t npool;
+	pthread_mutex_t imu;
+	rix_index *cur; /* the index file being filled (imu) */
+	rix_pack_writer *retry[256];
+	rix_id retry_id[256];
+	size_t nretry;
+	int retry_err; /* why the packs in retry were refused */
+	struct rix_lock *held_lock; /* rix__repo_held_lock */
+};
+
+/* A repository over b with opt (NULL: defaults), with no key or config yet. @return 0, RIX_ENOMEM. */
+int rix__repo_new(struct rix_repo **out, rix_backend *b, const rix_repo_options *opt);
+
+/* Frees r but not its backend (the caller keeps it when open or init fails). */
+void rix__repo_free(struct rix_repo *r);
+
 /*
  * Reads an unpacked file (lock, snapshot, ...) named by its SHA-256: at most max bytes, the hash
  * checked against the name, then MAC, decrypt, decompress. *json (rix_free) holds *len bytes.

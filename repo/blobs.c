@@ -1,0 +1,289 @@
+/*
+ * repo/blobs.c — saving blobs (with dedup) into packs and index files, flush, and loading
+ * blobs.
+ *
+ *   save_blob(t, data):  id = SHA-256(data)
+ *       master index has it? ── yes ──> done (dedup)
+ *       add_pending(t, id)   ── already pending (another thread) ──> done
+ *       codec (a pool, one per thread at a time) ──> packer: open pack of type t
+ *   packer's done(pack):  backend write_file (local: rename of the temp file into data/)
+ *       ──> master index store_pack ──> current index file (written when it is full)
+ *       ──> remove_pending of its blobs
+ *       a pack the backend refused waits in `retry` (its blobs stay pending) for the next flush
+ *   flush:  retry waiting packs ──> packer flush ──> write the current index file
+ *
+ * Invariants:
+ * - A pack is written before any index file names it; an index file names only stored packs.
+ * - A blob is pending from add_pending until its pack is in the master index, or until the pack
+ *   is thrown away (discard) or its save failed: never longer, so a blob is never lost to a
+ *   stale pending entry.
+ * - mu guards the codec pool, the retry list (and its first error) and the packer's creation;
+ *   imu guards the current index file, and is held while a full one is encoded and written, so
+ *   that an index upload never blocks the threads that take codecs.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/repo.h"
+#include "repo_internal.h"
+
+/* ---- saving -------------------------------------------------------------------------------- */
+
+/* Writes the current index file (imu held). On failure it stays for the next try. */
+static int write_index_locked(rix_repo *r)
+{
+	if (r->cur == NULL)
+		return 0;
+	char *json;
+	size_t len;
+	int rc = rix_index_encode(r->cur, &json, &len);
+	if (rc != 0)
+		return rc;
+	rc = rix_repo_write_file(r, RIX_FILE_INDEX, json, len, NULL);
+	rix_free(json);
+	if (rc != 0)
+		return rc;
+	rix_index_free(r->cur);
+	r->cur = NULL;
+	return 0;
+}
+
+static void forget_pending(rix_repo *r, const rix_blob *blobs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		rix_master_index_remove_pending(r->mi, blobs[i].type, &blobs[i].id);
+}
+
+static void pack_discarded(void *arg, const rix_blob *blobs, size_t n)
+{
+	forget_pending(arg, blobs, n);
+}
+
+/*
+ * A pack stored by the backend: into the current index file first, then the master index (if
+ * that fails, later saves store its blobs again: a duplicate, never a blob deduplicated against
+ * a pack no index file names).
+ */
+static int pack_stored(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
+{
+	const rix_blob *blobs = rix_pack_writer_blobs(w);
+	size_t n = rix_pack_writer_count(w);
+	uint32_t limit = r->cfg.version >= 2 ? RIX_REPO_INDEX_BLOBS_V2 : RIX_REPO_INDEX_BLOBS_V1;
+	pthread_mutex_lock(&r->imu);
+	int rc = r->cur == NULL ? rix_index_new(&r->cur, 0) : 0;
+	if (rc == 0)
+		rc = rix_index_store_pack(r->cur, pack_id, blobs, n);
+	if (rc == 0 && rix_index_count(r->cur, RIX_BLOB_DATA) + rix_index_count(r->cur, RIX_BLOB_TREE) >= limit)
+		rc = write_index_locked(r); /* on failure the next flush writes it */
+	pthread_mutex_unlock(&r->imu);
+	int mrc = rix_master_index_store_pack(r->mi, pack_id, blobs, n);
+	forget_pending(r, blobs, n);
+	rix_pack_writer_free(w);
+	return rc != 0 ? rc : mrc;
+}
+
+/*
+ * Hands a finished pack to the backend. One the backend refused waits in the retry list with
+ * its blobs pending (the save that finished it succeeded: flush retries it and reports the
+ * error if it fails again); only when the list is full is it dropped, with the error.
+ */
+static int store_pack(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
+{
+	char name[65];
+	rix_id_to_hex(pack_id, name);
+	int taken = 0;
+	int rc = rix_backend_write_file(r->b, RIX_FILE_PACK, name, rix_pack_writer_fd(w), rix_pack_writer_path(w),
+					rix_pack_writer_file_size(w), &taken);
+	if (taken) { /* the file is in place (a later sync may have failed): it is stored */
+		rix_pack_writer_disown(w);
+		int src = pack_stored(r, w, pack_id);
+		return rc != 0 ? rc : src;
+	}
+	if (rc == 0)
+		return pack_stored(r, w, pack_id);
+	pthread_mutex_lock(&r->mu);
+	int kept = r->nretry < sizeof(r->retry) / sizeof(r->retry[0]);
+	if (kept) {
+		r->retry[r->nretry] = w;
+		r->retry_id[r->nretry++] = *pack_id;
+		r->retry_err = rc;
+	}
+	pthread_mutex_unlock(&r->mu);
+	if (kept)
+		return 0;
+	forget_pending(r, rix_pack_writer_blobs(w), rix_pack_writer_count(w));
+	rix_pack_writer_free(w);
+	return rc;
+}
+
+static int pack_done(void *arg, rix_pack_writer *w, const rix_id *pack_id)
+{
+	return store_pack(arg, w, pack_id);
+}
+
+static int get_packer(rix_repo *r, rix_packer **out)
+{
+	pthread_mutex_lock(&r->mu);
+	int rc = 0;
+	if (r->packer == NULL) {
+		const char *dir = rix_backend_temp_dir(r->b);
+		if (dir == NULL)
+			dir = getenv("TMPDIR");
+		if (dir == NULL || *dir == '\0')
+			dir = "/tmp";
+		rc = rix_packer_new(&r->packer, r->key, r->cfg.version, dir, r->opt.pack_size, pack_done, r);
+		if (rc == 0)
+			rix_packer_set_discard(r->packer, pack_discarded);
+	}
+	*out = r->packer;
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+static int take_codec(rix_repo *r, rix_blob_codec **c)
+{
+	pthread_mutex_lock(&r->mu);
+	*c = r->npool > 0 ? r->pool[--r->npool] : NULL;
+	pthread_mutex_unlock(&r->mu);
+	return *c != NULL ? 0 : rix_blob_codec_new(c, r->key, r->cfg.version, r->compression);
+}
+
+static void give_codec(rix_repo *r, rix_blob_codec *c)
+{
+	pthread_mutex_lock(&r->mu);
+	if (r->npool < REPO_POOL_MAX) {
+		r->pool[r->npool++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&r->mu);
+	rix_blob_codec_free(c);
+}
+
+int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n, rix_id *id_out, int *stored)
+{
+	rix_id id;
+	if (stored != NULL)
+		*stored = 0;
+	if ((unsigned)t >= RIX_BLOB_TYPES)
+		return rix_error_set(RIX_EINVAL, "repo: blob type %d", (int)t);
+	if (n > RIX_BLOB_MAX)
+		return rix_error_set(RIX_EINVAL, "repo: blob of %zu bytes is over the %zu-byte limit", n, RIX_BLOB_MAX);
+	int rc = rix__repo_lock_ok(r);
+	if (rc != 0)
+		return rc;
+	rix_sha256(data, n, &id);
+	if (id_out != NULL)
+		*id_out = id;
+	if (rix_master_index_has(r->mi, t, &id))
+		return 0;
+	rc = rix_master_index_add_pending(r->mi, t, &id);
+	if (rc <= 0)
+		return rc;
+	rix_packer *p;
+	rix_blob_codec *c = NULL;
+	rc = get_packer(r, &p);
+	if (rc == 0)
+		rc = take_codec(r, &c);
+	if (rc == 0) {
+		rc = rix_packer_add(p, c, t, &id, data, n);
+		give_codec(r, c);
+	}
+	if (rc != 0) {
+		rix_master_index_remove_pending(r->mi, t, &id);
+		return rc;
+	}
+	if (stored != NULL)
+		*stored = 1;
+	return 0;
+}
+
+int rix_repo_flush(rix_repo *r)
+{
+	int first = rix__repo_lock_ok(r); /* under a lost lock nothing more is written */
+	if (first != 0)
+		return first;
+	/* Packs the backend refused before: once more, in order. */
+	pthread_mutex_lock(&r->mu);
+	size_t nretry = r->nretry;
+	rix_pack_writer *retry[256];
+	rix_id ids[256];
+	memcpy(retry, r->retry, nretry * sizeof(retry[0]));
+	memcpy(ids, r->retry_id, nretry * sizeof(ids[0]));
+	r->nretry = 0;
+	pthread_mutex_unlock(&r->mu);
+	for (size_t i = 0; i < nretry; i++) {
+		int rc = store_pack(r, retry[i], &ids[i]);
+		if (rc != 0 && first == 0)
+			first = rc;
+	}
+	if (r->packer != NULL) {
+		int rc = rix_packer_flush(r->packer);
+		if (rc != 0 && first == 0)
+			first = rc;
+	}
+	/* The index file names only stored packs (a refused one is not in it yet). */
+	pthread_mutex_lock(&r->imu);
+	int rc = write_index_locked(r);
+	pthread_mutex_unlock(&r->imu);
+	if (rc != 0 && first == 0)
+		first = rc;
+	pthread_mutex_lock(&r->mu);
+	if (r->nretry > 0 && first == 0) /* refused again: still waiting, not durable */
+		first = rix_error_set(r->retry_err, "repo: %zu packs could not be stored yet: %s", r->nretry,
+				      rix_strerror(r->retry_err));
+	pthread_mutex_unlock(&r->mu);
+	return first;
+}
+
+/* ---- loading ------------------------------------------------------------------------------- */
+
+int rix_repo_load_blob(rix_repo *r, rix_blob_type t, const rix_id *id, uint8_t **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	rix_packed_blob pb;
+	int rc = rix_master_index_lookup(r->mi, t, id, &pb);
+	if (rc != 0) {
+		char hex[65];
+		rix_id_to_hex(id, hex);
+		return rix_error_set(RIX_ENOTFOUND, "repo: %s blob %s is not in the index", t == RIX_BLOB_TREE ? "tree" : "data",
+				     hex);
+	}
+	char pack[65];
+	rix_id_to_hex(&pb.pack_id, pack);
+	size_t plain = rix_blob_plain_size(pb.length, pb.uncompressed_length);
+	uint8_t *stored = rix_malloc(pb.length ? pb.length : 1);
+	uint8_t *buf = rix_malloc(plain ? plain : 1);
+	if (stored == NULL || buf == NULL) {
+		rix_free(stored);
+		rix_free(buf);
+		return rix_error_set(RIX_ENOMEM, "repo: out of memory for a %zu-byte blob", plain);
+	}
+	rc = rix_backend_read(r->b, RIX_FILE_PACK, pack, pb.offset, stored, pb.length);
+	rix_blob_codec *c = NULL;
+	if (rc == 0)
+		rc = take_codec(r, &c);
+	if (rc == 0) {
+		rix_blob b = { .id = *id, .type = t, .offset = pb.offset, .length = pb.length,
+			       .uncompressed_length = pb.uncompressed_length };
+		rc = rix_blob_codec_decode(c, stored, pb.length, &b, buf, plain, n);
+		give_codec(r, c);
+		if (rc == RIX_ECORRUPT || rc == RIX_EAUTH) {
+			char msg[300];
+			snprintf(msg, sizeof(msg), "%s", rix_error_last());
+			rc = rix_error_set(rc, "repo: pack %s, blob at %u: %s", pack, pb.offset, msg);
+		}
+	}
+	rix_free(stored);
+	if (rc != 0) {
+		rix_free(buf);
+		*n = 0;
+		return rc;
+	}
+	*out = buf;
+	return 0;
+}

@@ -1,0 +1,171 @@
+/*
+ * repo/load_index.c — loading a repository's index: every index file, read, checked and decoded
+ * by a pool of threads (sized to the machine and the memory budget) straight into batches of
+ * the master index, which bulk_finish then turns into its frozen table.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/repo.h"
+#include "repo_internal.h"
+
+#define INDEX_FILE_MAX ((size_t)1 << 31)
+
+struct loader {
+	rix_repo *r;
+	struct rix__names names;
+	size_t next; /* guarded by mu */
+	size_t done;
+	pthread_mutex_t mu;
+	rix_repo_index_error_fn on_error;
+	void *arg;
+	int first_error;
+	rix_repo_load_stats stats;
+};
+
+/* What a loader thread reuses from file to file: no allocation per file once warm. */
+struct load_bufs {
+	uint8_t *file;
+	size_t cap;
+	rix_unpacked_decoder *dec;
+	rix_master_batch *batch;
+};
+
+/* Loads one index file into the batch (committed by the caller). */
+static int load_one(rix_repo *r, const struct rix__name *nm, struct load_bufs *lb, uint64_t *bytes)
+{
+	const char *name = nm->s;
+	rix_id want, got;
+	uint64_t size = nm->size; /* from the listing: no stat (a round trip on REST) */
+	*bytes = 0;
+	int rc = rix_id_from_hex(&want, name, 64);
+	if (rc == 0 && size == 0) /* a backend that lists no sizes (restic's REST v1) */
+		rc = rix_backend_stat(r->b, RIX_FILE_INDEX, name, &size);
+	if (rc == 0 && size > INDEX_FILE_MAX)
+		rc = rix_error_set(RIX_ECORRUPT, "index %.16s: %llu bytes is over the limit", name, (unsigned long long)size);
+	if (rc == 0 && size > lb->cap) {
+		rix_free(lb->file);
+		lb->cap = 0;
+		if ((lb->file = rix_malloc((size_t)size)) == NULL)
+			return rix_error_set(RIX_ENOMEM, "repo: out of memory for a %llu-byte index file",
+					     (unsigned long long)size);
+		lb->cap = (size_t)size;
+	}
+	if (rc == 0)
+		rc = rix_backend_read(r->b, RIX_FILE_INDEX, name, 0, lb->file, (size_t)size);
+	if (rc != 0)
+		return rc;
+	*bytes = size;
+	rix_sha256(lb->file, (size_t)size, &got);
+	if (memcmp(got.b, want.b, RIX_ID_SIZE) != 0)
+		return rix_error_set(RIX_ECORRUPT, "index %.16s: the file's SHA-256 is not its name", name);
+	const uint8_t *json;
+	size_t jn;
+	rc = rix_unpacked_decoder_decode(lb->dec, r->key, lb->file, (size_t)size, r->cfg.version, &json, &jn);
+	if (rc == 0)
+		rc = rix_index_decode_to((const char *)json, jn, rix_master_batch_sink(lb->batch), NULL);
+	return rc;
+}
+
+static void *load_worker(void *arg)
+{
+	struct loader *l = arg;
+	struct load_bufs lb = { 0 };
+	int brc = rix_master_index_batch_new(l->r->mi, &lb.batch);
+	if (brc == 0)
+		brc = rix_unpacked_decoder_new(&lb.dec);
+	rix_master_batch *b = lb.batch;
+	for (;;) {
+		pthread_mutex_lock(&l->mu);
+		if (brc != 0 && l->first_error == 0)
+			l->first_error = brc;
+		size_t i = brc == 0 && l->next < l->names.n && (l->first_error == 0 || !l->r->opt.strict) ? l->next++
+													   : SIZE_MAX;
+		pthread_mutex_unlock(&l->mu);
+		if (i == SIZE_MAX)
+			break;
+		uint64_t bytes;
+		int rc = load_one(l->r, &l->names.v[i], &lb, &bytes);
+		if (rc == 0) {
+			rix_id id;
+			rix_id_from_hex(&id, l->names.v[i].s, 64);
+			rc = rix_master_batch_commit(b, &id);
+		} else {
+			rix_master_batch_discard(b);
+		}
+		pthread_mutex_lock(&l->mu);
+		l->stats.bytes += bytes;
+		l->done++;
+		if (l->r->opt.load_progress != NULL)
+			l->r->opt.load_progress(l->r->opt.progress_arg, l->done, l->names.n);
+		if (rc == 0)
+			l->stats.loaded++;
+		if (rc != 0) {
+			if (l->on_error != NULL)
+				l->on_error(l->arg, l->names.v[i].s, rc, rix_error_last());
+			if (l->first_error == 0 || rc == RIX_ENOMEM)
+				l->first_error = rc;
+		}
+		pthread_mutex_unlock(&l->mu);
+	}
+	rix_master_batch_free(lb.batch);
+	rix_unpacked_decoder_free(lb.dec);
+	rix_free(lb.file);
+	return NULL;
+}
+
+int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg, rix_repo_load_stats *stats)
+{
+	struct loader l = { .r = r, .on_error = on_error, .arg = arg };
+	int rc = rix__list_names(r->b, RIX_FILE_INDEX, &l.names);
+	if (rc != 0)
+		return rc;
+	l.stats.files = l.names.n;
+	pthread_mutex_init(&l.mu, NULL);
+	unsigned workers = r->opt.workers;
+	if (workers == 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		workers = c > 0 ? (unsigned)c : 1;
+		/*
+		 * Each loader holds one file, its JSON (~3x the file) and its batch while it works: as
+		 * many as fit the memory budget, so that a many-core machine does not multiply the peak.
+		 */
+		uint64_t budget = r->opt.load_memory ? r->opt.load_memory : RIX_REPO_LOAD_MEMORY_DEFAULT;
+		uint64_t per = l.names.max_size * RIX_REPO_LOAD_BYTES_PER_FILE_BYTE;
+		uint64_t fit = per > 0 ? budget / per : workers;
+		if (fit < workers)
+			workers = fit > 0 ? (unsigned)fit : 1;
+	}
+	if (workers > l.names.n)
+		workers = (unsigned)l.names.n;
+	if (workers > 256)
+		workers = 256;
+	pthread_t th[256];
+	unsigned started = 0;
+	for (unsigned i = 1; i < workers; i++) /* the calling thread is worker 0 */
+		if (pthread_create(&th[started], NULL, load_worker, &l) == 0)
+			started++;
+	load_worker(&l);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&l.mu);
+	rix_free(l.names.v);
+	size_t before = rix_master_index_count(r->mi, RIX_BLOB_DATA) + rix_master_index_count(r->mi, RIX_BLOB_TREE);
+	rc = rix_master_index_bulk_finish(r->mi);
+	l.stats.blobs = rix_master_index_count(r->mi, RIX_BLOB_DATA) + rix_master_index_count(r->mi, RIX_BLOB_TREE) -
+			before;
+	if (stats != NULL)
+		*stats = l.stats;
+	if (rc != 0)
+		return rc;
+	if (l.first_error == RIX_ENOMEM)
+		return rix_error_set(RIX_ENOMEM, "repo: out of memory loading the index");
+	if (l.first_error != 0 && r->opt.strict)
+		return l.first_error;
+	return 0;
+}
+
