@@ -9,7 +9,9 @@
  * (strict: an error); a pack shorter than its index says; a disk that fills during saving and
  * flushing (RLIMIT_FSIZE): errors surface, what was flushed before stays, and saving again once
  * there is room stores everything; the real restic binary checks a repository rix made
- * (`restic check --read-data`, `restic cat blob`) and rix reads one restic made.
+ * (`restic check --read-data`, `restic cat blob`) and rix reads one restic made; a config of an
+ * unknown version is refused; files by ID and pack headers through the repository. Check:
+ * test_check.c; locks: test_lock.c.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -23,58 +25,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "rix/rix.h"
+#include "repo_fixture.h"
 #include "testutil.h"
 #include "repo/repo_internal.h" /* rix__repo_key: a config sealed by hand */
-
-
-#define PW "correct horse"
-
-static const rix_repo_options fast = { .pack_size = 4 << 20, .scrypt_n = 128, .scrypt_r = 1, .scrypt_p = 1, .username = "tester",
-				       .hostname = "testhost" };
-
-static rix_repo *init_repo(const char *dir, int version)
-{
-	rix_backend *b;
-	MUST(rix_backend_local_open(&b, dir, 1));
-	rix_repo_options o = fast;
-	o.version = version;
-	rix_repo *r;
-	MUST(rix_repo_init(&r, b, PW, strlen(PW), &o));
-	return r;
-}
-
-static rix_repo *open_repo(const char *dir, const rix_repo_options *o)
-{
-	rix_backend *b;
-	MUST(rix_backend_local_open(&b, dir, 0));
-	rix_repo *r;
-	int rc = rix_repo_open(&r, b, PW, strlen(PW), o != NULL ? o : &fast);
-	if (rc != 0) {
-		rix_backend_free(b);
-		fail_msg("open %s: %s", dir, rix_error_last());
-	}
-	return r;
-}
-
-static int count_cb(void *arg, const char *name, uint64_t size)
-{
-	(void)name;
-	(void)size;
-	++*(size_t *)arg;
-	return 0;
-}
-
-static size_t count_files(rix_repo *r, rix_file_type t)
-{
-	size_t n = 0;
-	MUST(rix_backend_list(rix_repo_backend(r), t, count_cb, &n));
-	return n;
-}
 
 static void test_init_open_keys(void **state)
 {
@@ -122,42 +79,6 @@ static void test_init_open_keys(void **state)
 	assert_int_equal(rix_repo_open(&r, b, PW, strlen(PW), &fast), RIX_ENOTFOUND);
 	rix_backend_free(b);
 	rix_test_free_dir(dir);
-}
-
-struct blobs {
-	size_t n;
-	uint8_t *data[400];
-	size_t len[400];
-	rix_id id[400];
-	rix_blob_type type[400];
-};
-
-static void make_blobs(struct blobs *s, size_t n, uint64_t seed)
-{
-	s->n = n;
-	uint64_t st = seed;
-	for (size_t i = 0; i < n; i++) {
-		s->len[i] = i == 0 ? 0 : (size_t)(rix_test_next(&st) % (i % 7 == 0 ? 600000 : 20000));
-		s->data[i] = malloc(s->len[i] + 1);
-		rix_test_fill_random(s->data[i], s->len[i], &st);
-		if (i % 3 == 0) /* compressible */
-			memset(s->data[i], 'a', s->len[i] / 2);
-		s->type[i] = i % 5 == 0 ? RIX_BLOB_TREE : RIX_BLOB_DATA;
-		rix_sha256(s->data[i], s->len[i], &s->id[i]);
-	}
-}
-
-static void free_blobs(struct blobs *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->data[i]);
-}
-
-/* Saves every blob of s (each stored or deduplicated). */
-static void save_all(rix_repo *r, const struct blobs *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		MUST(rix_repo_save_blob(r, s->type[i], s->data[i], s->len[i], NULL, NULL));
 }
 
 static void check_all_load(rix_repo *r, const struct blobs *s)
@@ -343,22 +264,6 @@ static void on_index_error(void *arg, const char *name, int code, const char *ms
 	snprintf(e->name, sizeof(e->name), "%s", name);
 	e->code = code;
 	e->empty_msg |= msg[0] == '\0'; /* checked by the test: this runs on a loader thread */
-}
-
-static void flip_byte(const char *path, long at)
-{
-	chmod(path, 0600);
-	FILE *f = fopen(path, "r+b");
-	assert_non_null(f);
-	if (at < 0) {
-		fseek(f, 0, SEEK_END);
-		at += ftell(f);
-	}
-	fseek(f, at, SEEK_SET);
-	int c = fgetc(f);
-	fseek(f, at, SEEK_SET);
-	fputc(c ^ 0x40, f);
-	fclose(f);
 }
 
 static int first_name(void *arg, const char *name, uint64_t size)
@@ -571,354 +476,6 @@ static void test_restic_both_ways(void **state)
 	rix_test_free_dir(dir);
 }
 
-/* ---- check ------------------------------------------------------------------------------- */
-
-struct lines {
-	int errors, infos;
-	char last_error[512];
-	int progress_calls;
-	size_t total;
-	uint64_t last_bytes;
-};
-
-static void on_check_msg(void *arg, int is_error, const char *msg)
-{
-	struct lines *l = arg;
-	if (is_error) {
-		l->errors++;
-		snprintf(l->last_error, sizeof(l->last_error), "%s", msg);
-	} else {
-		l->infos++;
-	}
-}
-
-static void on_progress(void *arg, size_t done, size_t total, uint64_t bytes)
-{
-	struct lines *l = arg;
-	assert_true(done >= 1 && done <= total);
-	assert_true(bytes >= l->last_bytes);
-	l->last_bytes = bytes;
-	l->progress_calls++;
-	l->total = total;
-}
-
-static rix_check_report run_check(const char *dir, int read_data, int want_rc, struct lines *l)
-{
-	rix_repo *r = open_repo(dir, NULL);
-	rix_check_report rep;
-	memset(l, 0, sizeof(*l));
-	int rc = rix_repo_check(r, read_data, on_check_msg, on_progress, l, &rep);
-	assert_int_equal((size_t)l->progress_calls, rep.packs);
-	if (rc != want_rc)
-		fail_msg("check: %d (%s), want %d", rc, rix_error_last(), want_rc);
-	rix_repo_close(r);
-	assert_int_equal((size_t)l->errors, rep.errors);
-	return rep;
-}
-
-/* The name of the index file not in names_before (the one a flush just wrote). */
-struct newest {
-	char before[8][65];
-	size_t nbefore;
-	char found[65];
-};
-
-static int collect_index(void *arg, const char *name, uint64_t size)
-{
-	(void)size;
-	struct newest *nw = arg;
-	for (size_t i = 0; i < nw->nbefore; i++)
-		if (strcmp(nw->before[i], name) == 0)
-			return 0;
-	memcpy(nw->found, name, 65);
-	return 0;
-}
-
-static int remember_index(void *arg, const char *name, uint64_t size)
-{
-	(void)size;
-	struct newest *nw = arg;
-	if (nw->nbefore < 8)
-		memcpy(nw->before[nw->nbefore++], name, 65);
-	return 0;
-}
-
-static void test_check(void **state)
-{
-	(void)state;
-	char *dir = rix_test_new_dir("rix-repo");
-	rix_repo *r = init_repo(dir, 2);
-	static struct blobs s;
-	make_blobs(&s, 80, 9);
-	save_all(r, &s);
-	MUST(rix_repo_flush(r));
-	size_t packs = count_files(r, RIX_FILE_PACK);
-	rix_repo_close(r);
-	struct lines l;
-	for (int rd = 0; rd <= 1; rd++) {
-		rix_check_report rep = run_check(dir, rd, 0, &l);
-		assert_int_equal(rep.errors, 0);
-		assert_int_equal(rep.packs, packs);
-		assert_int_equal(rep.blobs, s.n);
-		assert_int_equal(rep.index_files, 1);
-		assert_int_equal(rep.duplicate_blobs, 0);
-		assert_true(rd == 0 || rep.bytes_read > 0);
-	}
-
-	/* An index file that disagrees with a pack's header (a wrong length): an error. */
-	r = open_repo(dir, NULL);
-	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
-	rix_packed_blob pb;
-	MUST(rix_master_index_lookup(rix_repo_master_index(r), s.type[1], &s.id[1], &pb));
-	rix_blob wrong = { .id = pb.id, .type = pb.type, .offset = pb.offset, .length = pb.length + 1,
-			   .uncompressed_length = pb.uncompressed_length };
-	rix_index *bad;
-	MUST(rix_index_new(&bad, 0));
-	MUST(rix_index_store_pack(bad, &pb.pack_id, &wrong, 1));
-	char *json;
-	size_t jl;
-	MUST(rix_index_encode(bad, &json, &jl));
-	rix_id bad_id;
-	char bad_name[65];
-	MUST(rix_repo_write_file(r, RIX_FILE_INDEX, json, jl, &bad_id));
-	rix_id_to_hex(&bad_id, bad_name);
-	rix_free(json);
-	rix_index_free(bad);
-	rix_repo_close(r);
-	rix_check_report mis = run_check(dir, 0, RIX_ECORRUPT, &l);
-	assert_int_equal(mis.header_mismatches, 1);
-	assert_int_equal(mis.errors, 1);
-	assert_int_equal(mis.duplicate_blobs, 1); /* the same blob named twice */
-	assert_non_null(strstr(l.last_error, "do not match its header"));
-	r = open_repo(dir, NULL);
-	MUST(rix_backend_remove(rix_repo_backend(r), RIX_FILE_INDEX, bad_name));
-	rix_repo_close(r);
-
-	/* A pack no index names (its index file removed): reported, not an error. */
-	r = open_repo(dir, NULL);
-	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
-	struct newest nw = { .nbefore = 0 };
-	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_INDEX, remember_index, &nw));
-	uint8_t extra[5000];
-	uint64_t seed = 10;
-	rix_test_fill_random(extra, sizeof(extra), &seed);
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, extra, sizeof(extra), NULL, NULL));
-	MUST(rix_repo_flush(r));
-	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_INDEX, collect_index, &nw));
-	assert_int_equal(strlen(nw.found), 64);
-	MUST(rix_backend_remove(rix_repo_backend(r), RIX_FILE_INDEX, nw.found));
-	rix_repo_close(r);
-	rix_check_report rep = run_check(dir, 0, 0, &l);
-	assert_int_equal(rep.orphaned_packs, 1);
-	assert_int_equal(rep.errors, 0);
-	assert_int_equal(l.infos, 1);
-
-	/* A pack the index names, damaged in three ways. */
-	r = open_repo(dir, NULL);
-	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
-	rix_id *ids;
-	size_t nids;
-	MUST(rix_master_index_packs(rix_repo_master_index(r), &ids, &nids));
-	assert_int_equal(nids, packs);
-	char pack[65];
-	rix_id_to_hex(&ids[0], pack);
-	rix_free(ids);
-	rix_repo_close(r);
-	char path[800];
-	snprintf(path, sizeof(path), "%s/data/%.2s/%s", dir, pack, pack);
-	/* A flipped byte in the first blob: the header still reads, read-data finds it. */
-	flip_byte(path, 10);
-	rep = run_check(dir, 0, 0, &l);
-	rep = run_check(dir, 1, RIX_ECORRUPT, &l);
-	assert_int_equal(rep.damaged_packs, 1);
-	assert_int_equal(rep.damaged_blobs, 1);
-	assert_int_equal(rep.errors, 2);
-	assert_non_null(strstr(l.last_error, pack));
-	/* Cut short: the header cannot be read. */
-	assert_int_equal(truncate(path, 50), 0);
-	rep = run_check(dir, 0, RIX_ECORRUPT, &l);
-	assert_int_equal(rep.damaged_packs, 1);
-	/* Gone. */
-	assert_int_equal(unlink(path), 0);
-	rep = run_check(dir, 0, RIX_ECORRUPT, &l);
-	assert_int_equal(rep.missing_packs, 1);
-	assert_int_equal(rep.errors, 1);
-	assert_non_null(strstr(l.last_error, "missing"));
-	free_blobs(&s);
-	rix_test_free_dir(dir);
-}
-
-/* ---- locks ------------------------------------------------------------------------------- */
-
-/* A lock file as restic writes it, with a time of our choosing. */
-static void put_lock(rix_repo *r, const char *time, int exclusive, long pid, const char *host)
-{
-	char json[512];
-	snprintf(json, sizeof(json),
-		 "{\"time\":\"%s\",\"exclusive\":%s,\"hostname\":\"%s\",\"username\":\"other\",\"pid\":%ld,"
-		 "\"uid\":1000,\"gid\":1000}",
-		 time, exclusive ? "true" : "false", host, pid);
-	MUST(rix_repo_write_file(r, RIX_FILE_LOCK, json, strlen(json), NULL));
-}
-
-static void now_rfc3339(char *buf, size_t cap, long delta)
-{
-	time_t t = time(NULL) + delta;
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, cap, "%Y-%m-%dT%H:%M:%S.123456789Z", &tm);
-}
-
-static void test_locks(void **state)
-{
-	(void)state;
-	rix_test_need_restic();
-	char *dir = rix_test_new_dir("rix-repo");
-	rix_repo *r = init_repo(dir, 2), *r2 = open_repo(dir, NULL);
-	rix_lock *a, *b, *x;
-	/* Shared locks coexist; an exclusive one excludes them, and they exclude it. */
-	MUST(rix_repo_lock(r, 0, &a));
-	MUST(rix_repo_lock(r2, 0, &b));
-	assert_int_equal(count_files(r, RIX_FILE_LOCK), 2);
-	assert_int_equal(rix_repo_lock(r2, 1, &x), RIX_ELOCKED);
-	assert_null(x);
-	assert_non_null(strstr(rix_error_last(), "already locked"));
-	assert_int_equal(count_files(r, RIX_FILE_LOCK), 2); /* the failed one left nothing */
-	MUST(rix_lock_release(b));
-	MUST(rix_lock_release(a));
-	assert_int_equal(count_files(r, RIX_FILE_LOCK), 0);
-	MUST(rix_repo_lock(r, 1, &x));
-	assert_int_equal(rix_repo_lock(r2, 0, &a), RIX_ELOCKED);
-	assert_non_null(strstr(rix_error_last(), "exclusively"));
-	/* restic sees rix's exclusive lock and reads its file. */
-	char *out = NULL;
-	assert_true(rix_test_restic(dir, PW, "check", &out) != 0);
-	assert_non_null(strstr(out, "locked"));
-	free(out);
-	out = NULL;
-	assert_int_equal(rix_test_restic(dir, PW, "list locks --no-lock", &out), 0);
-	char id[65] = "";
-	assert_int_equal(sscanf(out, "%64s", id), 1);
-	free(out);
-	char args[100];
-	snprintf(args, sizeof(args), "cat lock %s --no-lock", id);
-	out = NULL;
-	assert_int_equal(rix_test_restic(dir, PW, args, &out), 0);
-	assert_non_null(strstr(out, "\"exclusive\": true"));
-	assert_non_null(strstr(out, "\"username\": \"tester\"")); /* the repository's user */
-	free(out);
-	/* Refresh: a new file, the old one gone. */
-	MUST(rix_lock_refresh(x));
-	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1);
-	out = NULL;
-	assert_int_equal(rix_test_restic(dir, PW, "list locks --no-lock", &out), 0);
-	assert_null(strstr(out, id));
-	free(out);
-	MUST(rix_lock_release(x));
-	out = NULL;
-	if (rix_test_restic(dir, PW, "check", &out) != 0)
-		fail_msg("restic check after release: %s", out);
-	free(out);
-	/* Stale: older than 30 minutes, or this host and a PID that is gone; neither blocks. */
-	char when[64];
-	now_rfc3339(when, sizeof(when), -31 * 60);
-	put_lock(r, when, 1, 1, "elsewhere");
-	char host[256];
-	gethostname(host, sizeof(host));
-	now_rfc3339(when, sizeof(when), -10);
-	put_lock(r, when, 1, 999999999, host);
-	MUST(rix_repo_lock(r, 1, &x));
-	MUST(rix_lock_release(x));
-	/* A live lock of another host blocks, with its holder in the message. */
-	put_lock(r, when, 0, 4242, "otherhost");
-	assert_int_equal(rix_repo_lock(r, 1, &x), RIX_ELOCKED);
-	assert_non_null(strstr(rix_error_last(), "PID 4242 on otherhost by other"));
-	MUST(rix_repo_lock(r, 0, &a)); /* shared with shared */
-	MUST(rix_lock_release(a));
-	/* unlock removes the two stale ones; --remove-all the live one too. */
-	size_t removed;
-	MUST(rix_repo_unlock(r, 0, &removed));
-	assert_int_equal(removed, 2);
-	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1);
-	MUST(rix_repo_unlock(r, 1, &removed));
-	assert_int_equal(removed, 1);
-	assert_int_equal(count_files(r, RIX_FILE_LOCK), 0);
-	/* A lock file rix cannot read blocks (as with restic) until removed. */
-	char junk[65];
-	memset(junk, 'a', 64);
-	junk[64] = '\0';
-	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_LOCK, junk, "junk", 4));
-	assert_int_equal(rix_repo_lock(r, 0, &a), RIX_ELOCKED);
-	assert_non_null(strstr(rix_error_last(), "cannot be read"));
-	MUST(rix_repo_unlock(r, 1, &removed));
-	rix_repo_close(r2);
-	rix_repo_close(r);
-	rix_test_free_dir(dir);
-}
-
-/*
- * rix and restic take turns on one repository: rix stores blobs, restic backs up files (some of
- * whose content rix stored already), rix stores more and deduplicates against restic's index;
- * a lock held by one makes the other wait (fail); both check clean at the end.
- */
-static void test_turns_with_restic(void **state)
-{
-	(void)state;
-	rix_test_need_restic();
-	char *dir = rix_test_new_dir("rix-repo");
-	rix_repo *r = init_repo(dir, 2);
-	uint8_t a[40000], bb[50000];
-	uint64_t seed = 21;
-	rix_test_fill_random(a, sizeof(a), &seed);
-	rix_test_fill_random(bb, sizeof(bb), &seed);
-	rix_id ida;
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, a, sizeof(a), &ida, NULL));
-	MUST(rix_repo_flush(r));
-	/* While rix holds an exclusive lock, restic cannot back up. */
-	rix_lock *x;
-	MUST(rix_repo_lock(r, 1, &x));
-	char src[700];
-	snprintf(src, sizeof(src), "%s.src", dir);
-	assert_int_equal(mkdir(src, 0700), 0);
-	rix_test_put_file(src, "small.bin", bb, sizeof(bb)); /* under restic's 512 KiB minimum: one blob */
-	char args[800];
-	snprintf(args, sizeof(args), "backup '%s'", src);
-	char *out = NULL;
-	assert_true(rix_test_restic(dir, PW, args, &out) != 0);
-	assert_non_null(strstr(out, "locked"));
-	free(out);
-	MUST(rix_lock_release(x));
-	out = NULL;
-	if (rix_test_restic(dir, PW, args, &out) != 0)
-		fail_msg("restic backup: %s", out);
-	free(out);
-	rix_repo_close(r);
-	/* rix again: restic's blob is known (dedup), a new one is stored. */
-	r = open_repo(dir, NULL);
-	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
-	int stored = -1;
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, bb, sizeof(bb), NULL, &stored));
-	assert_int_equal(stored, 0);
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, a, sizeof(a), NULL, &stored));
-	assert_int_equal(stored, 0);
-	uint8_t c[30000];
-	rix_test_fill_random(c, sizeof(c), &seed);
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, c, sizeof(c), NULL, &stored));
-	assert_int_equal(stored, 1);
-	MUST(rix_repo_flush(r));
-	rix_repo_close(r);
-	out = NULL;
-	if (rix_test_restic(dir, PW, "check --read-data", &out) != 0)
-		fail_msg("restic check: %s", out);
-	free(out);
-	struct lines l;
-	rix_check_report rep = run_check(dir, 1, 0, &l);
-	assert_int_equal(rep.errors, 0);
-	assert_int_equal(rep.index_files, 3);
-	rix_test_remove_tree(src);
-	rix_test_free_dir(dir);
-}
-
 /* A config of a version rix does not know: a clear error, not a guess. */
 static void test_unknown_config_version(void **state)
 {
@@ -1016,75 +573,6 @@ static void test_files(void **state)
 	rix_test_free_dir(dir);
 }
 
-static int first_lock(void *arg, const char *name, uint64_t size)
-{
-	(void)size;
-	snprintf(arg, 65, "%s", name);
-	return 0;
-}
-
-/* A lock whose refresh keeps failing is lost: the holder learns it, and long operations stop. */
-static void test_lock_lost(void **state)
-{
-	(void)state;
-	char *dir = rix_test_new_dir("rix-repo");
-	rix_repo *r = init_repo(dir, 2);
-	const char data[] = "a blob, so that check has a pack to look at";
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, data, sizeof(data), NULL, NULL));
-	MUST(rix_repo_flush(r));
-	rix_lock *l;
-	MUST(rix_repo_lock(r, 0, &l));
-	char before[65] = "", after[65] = "";
-	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, first_lock, before));
-	rix_lock_set_intervals(l, 20, 20, 300);
-	usleep(200 * 1000);
-	rix_lock_set_intervals(l, 3600 * 1000, 3600 * 1000, 3600 * 1000); /* quiet, to count */
-	usleep(100 * 1000); /* a refresh under way finishes */
-	/* Refreshed: a new file replaced the old one. */
-	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1);
-	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, first_lock, after));
-	assert_string_not_equal(before, after);
-	MUST(rix_lock_check(l));
-
-	/* A file where the locks folder was: every refresh fails from now on. */
-	char locks[4096], saved[4200];
-	snprintf(locks, sizeof(locks), "%s/locks", dir);
-	snprintf(saved, sizeof(saved), "%s/locks.saved", dir);
-	assert_int_equal(rename(locks, saved), 0);
-	rix_test_put_file(dir, "locks", "x", 1);
-	rix_lock_set_intervals(l, 20, 20, 300);
-	int rc = 0;
-	for (int i = 0; i < 300 && rc == 0; i++) {
-		usleep(10 * 1000);
-		rc = rix_lock_check(l);
-	}
-	assert_int_equal(rc, RIX_ELOCKED);
-	assert_non_null(strstr(rix_error_last(), "lost"));
-	assert_non_null(strstr(rix_error_last(), "refreshed"));
-	const char other[] = "another blob";
-	assert_int_equal(rix_repo_save_blob(r, RIX_BLOB_DATA, other, sizeof(other), NULL, NULL), RIX_ELOCKED);
-	assert_int_equal(rix_repo_flush(r), RIX_ELOCKED);
-	assert_int_equal(rix_repo_check(r, 0, NULL, NULL, NULL, NULL), RIX_ELOCKED);
-	assert_non_null(strstr(rix_error_last(), "lost"));
-
-	/* The folder back: the lock stays lost (its holder must start again), a new one works. */
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/locks", dir);
-	assert_int_equal(unlink(path), 0);
-	assert_int_equal(rename(saved, locks), 0);
-	usleep(100 * 1000);
-	assert_int_equal(rix_lock_check(l), RIX_ELOCKED);
-	rix_lock_release(l);
-	MUST(rix_repo_lock(r, 0, &l));
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, other, sizeof(other), NULL, NULL));
-	MUST(rix_repo_flush(r));
-	MUST(rix_repo_check(r, 0, NULL, NULL, NULL, NULL));
-	MUST(rix_lock_release(l));
-	assert_int_equal(count_files(r, RIX_FILE_LOCK), 0);
-	rix_repo_close(r);
-	rix_test_free_dir(dir);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1095,12 +583,8 @@ int main(void)
 		cmocka_unit_test(test_damage),
 		cmocka_unit_test(test_disk_full),
 		cmocka_unit_test(test_restic_both_ways),
-		cmocka_unit_test(test_check),
-		cmocka_unit_test(test_locks),
-		cmocka_unit_test(test_turns_with_restic),
 		cmocka_unit_test(test_unknown_config_version),
 		cmocka_unit_test(test_files),
-		cmocka_unit_test(test_lock_lost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

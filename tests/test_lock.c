@@ -1,0 +1,274 @@
+/*
+ * tests/test_lock.c — repo/lock.c: restic-compatible locks, with the real restic as the oracle.
+ *
+ * Cases: shared locks coexist and an exclusive one excludes them (both ways); restic sees and
+ * reads rix's exclusive lock; a refresh replaces the file; stale locks (older than 30 minutes,
+ * or a gone PID on this host) do not block, a live one of another host does, naming its holder;
+ * unlock removes the stale ones, --remove-all every one; an unreadable lock file blocks. rix and
+ * restic take turns on one repository, each waiting for the other's lock. A lock whose refresh
+ * keeps failing is lost: its holder learns it, and save, flush and check stop.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "rix/rix.h"
+#include "repo_fixture.h"
+#include "testutil.h"
+
+/* A lock file as restic writes it, with a time of our choosing. */
+static void put_lock(rix_repo *r, const char *time, int exclusive, long pid, const char *host)
+{
+	char json[512];
+	snprintf(json, sizeof(json),
+		 "{\"time\":\"%s\",\"exclusive\":%s,\"hostname\":\"%s\",\"username\":\"other\",\"pid\":%ld,"
+		 "\"uid\":1000,\"gid\":1000}",
+		 time, exclusive ? "true" : "false", host, pid);
+	MUST(rix_repo_write_file(r, RIX_FILE_LOCK, json, strlen(json), NULL));
+}
+
+static void now_rfc3339(char *buf, size_t cap, long delta)
+{
+	time_t t = time(NULL) + delta;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, cap, "%Y-%m-%dT%H:%M:%S.123456789Z", &tm);
+}
+
+static void test_locks(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char *dir = rix_test_new_dir("rix-repo");
+	rix_repo *r = init_repo(dir, 2), *r2 = open_repo(dir, NULL);
+	rix_lock *a, *b, *x;
+	/* Shared locks coexist; an exclusive one excludes them, and they exclude it. */
+	MUST(rix_repo_lock(r, 0, &a));
+	MUST(rix_repo_lock(r2, 0, &b));
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 2);
+	assert_int_equal(rix_repo_lock(r2, 1, &x), RIX_ELOCKED);
+	assert_null(x);
+	assert_non_null(strstr(rix_error_last(), "already locked"));
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 2); /* the failed one left nothing */
+	MUST(rix_lock_release(b));
+	MUST(rix_lock_release(a));
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 0);
+	MUST(rix_repo_lock(r, 1, &x));
+	assert_int_equal(rix_repo_lock(r2, 0, &a), RIX_ELOCKED);
+	assert_non_null(strstr(rix_error_last(), "exclusively"));
+	/* restic sees rix's exclusive lock and reads its file. */
+	char *out = NULL;
+	assert_true(rix_test_restic(dir, PW, "check", &out) != 0);
+	assert_non_null(strstr(out, "locked"));
+	free(out);
+	out = NULL;
+	assert_int_equal(rix_test_restic(dir, PW, "list locks --no-lock", &out), 0);
+	char id[65] = "";
+	assert_int_equal(sscanf(out, "%64s", id), 1);
+	free(out);
+	char args[100];
+	snprintf(args, sizeof(args), "cat lock %s --no-lock", id);
+	out = NULL;
+	assert_int_equal(rix_test_restic(dir, PW, args, &out), 0);
+	assert_non_null(strstr(out, "\"exclusive\": true"));
+	assert_non_null(strstr(out, "\"username\": \"tester\"")); /* the repository's user */
+	free(out);
+	/* Refresh: a new file, the old one gone. */
+	MUST(rix_lock_refresh(x));
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1);
+	out = NULL;
+	assert_int_equal(rix_test_restic(dir, PW, "list locks --no-lock", &out), 0);
+	assert_null(strstr(out, id));
+	free(out);
+	MUST(rix_lock_release(x));
+	out = NULL;
+	if (rix_test_restic(dir, PW, "check", &out) != 0)
+		fail_msg("restic check after release: %s", out);
+	free(out);
+	/* Stale: older than 30 minutes, or this host and a PID that is gone; neither blocks. */
+	char when[64];
+	now_rfc3339(when, sizeof(when), -31 * 60);
+	put_lock(r, when, 1, 1, "elsewhere");
+	char host[256];
+	gethostname(host, sizeof(host));
+	now_rfc3339(when, sizeof(when), -10);
+	put_lock(r, when, 1, 999999999, host);
+	MUST(rix_repo_lock(r, 1, &x));
+	MUST(rix_lock_release(x));
+	/* A live lock of another host blocks, with its holder in the message. */
+	put_lock(r, when, 0, 4242, "otherhost");
+	assert_int_equal(rix_repo_lock(r, 1, &x), RIX_ELOCKED);
+	assert_non_null(strstr(rix_error_last(), "PID 4242 on otherhost by other"));
+	MUST(rix_repo_lock(r, 0, &a)); /* shared with shared */
+	MUST(rix_lock_release(a));
+	/* unlock removes the two stale ones; --remove-all the live one too. */
+	size_t removed;
+	MUST(rix_repo_unlock(r, 0, &removed));
+	assert_int_equal(removed, 2);
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1);
+	MUST(rix_repo_unlock(r, 1, &removed));
+	assert_int_equal(removed, 1);
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 0);
+	/* A lock file rix cannot read blocks (as with restic) until removed. */
+	char junk[65];
+	memset(junk, 'a', 64);
+	junk[64] = '\0';
+	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_LOCK, junk, "junk", 4));
+	assert_int_equal(rix_repo_lock(r, 0, &a), RIX_ELOCKED);
+	assert_non_null(strstr(rix_error_last(), "cannot be read"));
+	MUST(rix_repo_unlock(r, 1, &removed));
+	rix_repo_close(r2);
+	rix_repo_close(r);
+	rix_test_free_dir(dir);
+}
+
+/*
+ * rix and restic take turns on one repository: rix stores blobs, restic backs up files (some of
+ * whose content rix stored already), rix stores more and deduplicates against restic's index;
+ * a lock held by one makes the other wait (fail); both check clean at the end.
+ */
+static void test_turns_with_restic(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char *dir = rix_test_new_dir("rix-repo");
+	rix_repo *r = init_repo(dir, 2);
+	uint8_t a[40000], bb[50000];
+	uint64_t seed = 21;
+	rix_test_fill_random(a, sizeof(a), &seed);
+	rix_test_fill_random(bb, sizeof(bb), &seed);
+	rix_id ida;
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, a, sizeof(a), &ida, NULL));
+	MUST(rix_repo_flush(r));
+	/* While rix holds an exclusive lock, restic cannot back up. */
+	rix_lock *x;
+	MUST(rix_repo_lock(r, 1, &x));
+	char src[700];
+	snprintf(src, sizeof(src), "%s.src", dir);
+	assert_int_equal(mkdir(src, 0700), 0);
+	rix_test_put_file(src, "small.bin", bb, sizeof(bb)); /* under restic's 512 KiB minimum: one blob */
+	char args[800];
+	snprintf(args, sizeof(args), "backup '%s'", src);
+	char *out = NULL;
+	assert_true(rix_test_restic(dir, PW, args, &out) != 0);
+	assert_non_null(strstr(out, "locked"));
+	free(out);
+	MUST(rix_lock_release(x));
+	out = NULL;
+	if (rix_test_restic(dir, PW, args, &out) != 0)
+		fail_msg("restic backup: %s", out);
+	free(out);
+	rix_repo_close(r);
+	/* rix again: restic's blob is known (dedup), a new one is stored. */
+	r = open_repo(dir, NULL);
+	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	int stored = -1;
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, bb, sizeof(bb), NULL, &stored));
+	assert_int_equal(stored, 0);
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, a, sizeof(a), NULL, &stored));
+	assert_int_equal(stored, 0);
+	uint8_t c[30000];
+	rix_test_fill_random(c, sizeof(c), &seed);
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, c, sizeof(c), NULL, &stored));
+	assert_int_equal(stored, 1);
+	MUST(rix_repo_flush(r));
+	rix_repo_close(r);
+	out = NULL;
+	if (rix_test_restic(dir, PW, "check --read-data", &out) != 0)
+		fail_msg("restic check: %s", out);
+	free(out);
+	struct lines l;
+	rix_check_report rep = run_check(dir, 1, 0, &l);
+	assert_int_equal(rep.errors, 0);
+	assert_int_equal(rep.index_files, 3);
+	rix_test_remove_tree(src);
+	rix_test_free_dir(dir);
+}
+
+static int first_lock(void *arg, const char *name, uint64_t size)
+{
+	(void)size;
+	snprintf(arg, 65, "%s", name);
+	return 0;
+}
+
+/* A lock whose refresh keeps failing is lost: the holder learns it, and long operations stop. */
+static void test_lock_lost(void **state)
+{
+	(void)state;
+	char *dir = rix_test_new_dir("rix-repo");
+	rix_repo *r = init_repo(dir, 2);
+	const char data[] = "a blob, so that check has a pack to look at";
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, data, sizeof(data), NULL, NULL));
+	MUST(rix_repo_flush(r));
+	rix_lock *l;
+	MUST(rix_repo_lock(r, 0, &l));
+	char before[65] = "", after[65] = "";
+	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, first_lock, before));
+	rix_lock_set_intervals(l, 20, 20, 300);
+	usleep(200 * 1000);
+	rix_lock_set_intervals(l, 3600 * 1000, 3600 * 1000, 3600 * 1000); /* quiet, to count */
+	usleep(100 * 1000); /* a refresh under way finishes */
+	/* Refreshed: a new file replaced the old one. */
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1);
+	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, first_lock, after));
+	assert_string_not_equal(before, after);
+	MUST(rix_lock_check(l));
+
+	/* A file where the locks folder was: every refresh fails from now on. */
+	char locks[4096], saved[4200];
+	snprintf(locks, sizeof(locks), "%s/locks", dir);
+	snprintf(saved, sizeof(saved), "%s/locks.saved", dir);
+	assert_int_equal(rename(locks, saved), 0);
+	rix_test_put_file(dir, "locks", "x", 1);
+	rix_lock_set_intervals(l, 20, 20, 300);
+	int rc = 0;
+	for (int i = 0; i < 300 && rc == 0; i++) {
+		usleep(10 * 1000);
+		rc = rix_lock_check(l);
+	}
+	assert_int_equal(rc, RIX_ELOCKED);
+	assert_non_null(strstr(rix_error_last(), "lost"));
+	assert_non_null(strstr(rix_error_last(), "refreshed"));
+	const char other[] = "another blob";
+	assert_int_equal(rix_repo_save_blob(r, RIX_BLOB_DATA, other, sizeof(other), NULL, NULL), RIX_ELOCKED);
+	assert_int_equal(rix_repo_flush(r), RIX_ELOCKED);
+	assert_int_equal(rix_repo_check(r, 0, NULL, NULL, NULL, NULL), RIX_ELOCKED);
+	assert_non_null(strstr(rix_error_last(), "lost"));
+
+	/* The folder back: the lock stays lost (its holder must start again), a new one works. */
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/locks", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rename(saved, locks), 0);
+	usleep(100 * 1000);
+	assert_int_equal(rix_lock_check(l), RIX_ELOCKED);
+	rix_lock_release(l);
+	MUST(rix_repo_lock(r, 0, &l));
+	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, other, sizeof(other), NULL, NULL));
+	MUST(rix_repo_flush(r));
+	MUST(rix_repo_check(r, 0, NULL, NULL, NULL, NULL));
+	MUST(rix_lock_release(l));
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 0);
+	rix_repo_close(r);
+	rix_test_free_dir(dir);
+}
+
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_locks),
+		cmocka_unit_test(test_turns_with_restic),
+		cmocka_unit_test(test_lock_lost),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
