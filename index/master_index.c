@@ -1,16 +1,19 @@
 /*
  * index/master_index.c — all indexes of a repository, merged: create/free, adding indexes, the
  * merge, and the lookups and listings. The frozen table and its builders are in frozen.c, the
- * pending set in pending.c, bulk loading in bulk_load.c; the struct they share is in
- * master_index_internal.h.
+ * blobs stored since opening in recent.c, bulk loading in bulk_load.c; the struct they share is
+ * in master_index_internal.h.
  *
  * State
  * -----
  *   frozen[type]   one read-only chaining table per blob type holding every merged entry
  *   packs[]        global pack table; frozen entries' rix_loc.pack numbers point here
- *   separate[]     indexes not merged: unfinished ones (the master's own "current" index among
- *                  them) and final ones added since the last merge; each keeps its own pack table
- *   pending        blobs being written now (open addressing, backward-shift deletion)
+ *   separate[]     indexes added and not merged: unfinished ones, and final ones added since the
+ *                  last merge; each keeps its own pack table (a repository loads its index in
+ *                  bulk, so there are none in a backup)
+ *   recent         the blobs this process is storing or has stored (recent.c): pending ones,
+ *                  stored ones with their locations and packs, and which packs no index file
+ *                  names yet. One entry per blob, read without a lock
  *
  * The frozen tables (frozen.c: layout, builders) hold every merged entry once, each chain in
  * one run of memory. A table a merge does not change is carried over to the new state as it is
@@ -25,8 +28,9 @@
  * -------------------
  * The frozen tables and the global pack table form one immutable `struct mstate`, published
  * through an atomic pointer. A lookup reads it inside an RCU read section (rcu.h: two plain
- * stores, no lock), which answers every ID found in the frozen tables. Only a miss while
- * separate indexes exist takes the rwlock `lock` and asks them (and the frozen tables again,
+ * stores, no lock), which answers every ID found in the frozen tables; a miss asks the recent
+ * table in the same read section, also without a lock. Only a miss while separate indexes
+ * exist takes the rwlock `lock` and asks them (and the frozen tables again,
  * if a merge published new ones meanwhile). A merge publishes the new state and shrinks the
  * separate list under the write lock, then waits for RCU readers (rix__rcu_synchronize)
  * before freeing the old state.
@@ -36,8 +40,9 @@
  * nsep = 0 therefore also sees the state that contains whatever was merged.
  *
  * `lock` (rwlock) guards the separate indexes and every field a writer changes; `wmu`
- * serializes writers (add, merge, store_pack) so a merge may read `separate` without the
- * rwlock; `pmu` guards the pending set and makes "known or pending? else mark pending" atomic.
+ * serializes writers (add, merge) so a merge may read `separate` without the rwlock. The
+ * recent table has its own mutex for its writers (reserve, store_pack), which makes "known or
+ * pending? else mark pending" one step.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -83,8 +88,13 @@ int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed)
 		rix_free(st);
 		return rix_error_set(RIX_ENOMEM, "master index: cannot create lock");
 	}
+	if (rix__recent_new(&mi->recent, seed ^ 0x9e3779b97f4a7c15u) != 0) {
+		pthread_rwlock_destroy(&mi->lock);
+		rix_free(mi);
+		rix_free(st);
+		return RIX_ENOMEM;
+	}
 	pthread_mutex_init(&mi->wmu, NULL);
-	pthread_mutex_init(&mi->pmu, NULL);
 	pthread_mutex_init(&mi->bulk.bmu, NULL);
 	mi->seed = seed;
 	atomic_init(&mi->state, st);
@@ -108,10 +118,9 @@ void rix_master_index_free(rix_master_index *mi)
 		rix_index_free(mi->separate[i]);
 	rix_free(mi->separate);
 	rix_free(mi->index_ids);
-	rix_free(mi->pending);
+	rix__recent_free(mi->recent);
 	pthread_rwlock_destroy(&mi->lock);
 	pthread_mutex_destroy(&mi->wmu);
-	pthread_mutex_destroy(&mi->pmu);
 	pthread_mutex_destroy(&mi->bulk.bmu);
 	rix__bulk_clear(&mi->bulk);
 	rix_free(mi);
@@ -155,26 +164,22 @@ int rix_master_index_add(rix_master_index *mi, rix_index *idx)
 int rix_master_index_store_pack(rix_master_index *mi, const rix_id *pack_id, const rix_blob *blobs,
 				size_t n)
 {
-	pthread_mutex_lock(&mi->wmu);
-	int rc = 0;
-	if (mi->own == NULL) {
-		rix_index *idx;
-		rc = rix_index_new(&idx, 0);
-		if (rc == 0) {
-			rc = push_separate(mi, idx);
-			if (rc != 0)
-				rix_index_free(idx);
-			else
-				mi->own = idx;
-		}
-	}
-	if (rc == 0) {
-		pthread_rwlock_wrlock(&mi->lock);
-		rc = rix_index_store_pack(mi->own, pack_id, blobs, n);
-		pthread_rwlock_unlock(&mi->lock);
-	}
-	pthread_mutex_unlock(&mi->wmu);
-	return rc;
+	return rix__recent_store_pack(mi->recent, pack_id, blobs, n);
+}
+
+size_t rix_master_index_unindexed(rix_master_index *mi)
+{
+	return rix__recent_unindexed(mi->recent);
+}
+
+int rix_master_index_take_unindexed(rix_master_index *mi, rix_index **out, uint32_t *upto)
+{
+	return rix__recent_take_unindexed(mi->recent, out, upto);
+}
+
+void rix_master_index_mark_indexed(rix_master_index *mi, uint32_t upto)
+{
+	rix__recent_mark_indexed(mi->recent, upto);
 }
 
 void rix__mstate_forget_shared(struct mstate *from, const struct mstate *keep)
@@ -196,7 +201,7 @@ void rix__master_index_publish(rix_master_index *mi, struct mstate *cur, struct 
 		size_t keep = 0;
 		for (size_t i = 0; i < mi->nseparate; i++) {
 			rix_index *idx = mi->separate[i];
-			if (!idx->final || idx == mi->own)
+			if (!idx->final)
 				mi->separate[keep++] = idx;
 		}
 		mi->nseparate = keep;
@@ -227,7 +232,7 @@ int rix_master_index_merge(rix_master_index *mi)
 	size_t ids_total = mi->nindex_ids;
 	for (size_t i = 0; i < mi->nseparate; i++) {
 		rix_index *idx = mi->separate[i];
-		if (!idx->final || idx == mi->own)
+		if (!idx->final)
 			continue;
 		merged[nmerge++] = idx;
 		packs_total += idx->npacks;
@@ -379,7 +384,10 @@ int rix_master_index_lookup(rix_master_index *mi, rix_blob_type t, const rix_id 
 		rix__rcu_read_unlock();
 		return 0;
 	}
+	int recent = rix__recent_find(mi->recent, t, id, out);
 	rix__rcu_read_unlock();
+	if (recent)
+		return 0;
 	if (nsep == 0)
 		return RIX_ENOTFOUND;
 	pthread_rwlock_rdlock(&mi->lock);
@@ -424,6 +432,9 @@ size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const 
 			n++;
 		}
 	}
+	rix__rcu_read_lock();
+	n += rix__recent_find_all(mi->recent, t, id, out ? out + (n < max ? n : 0) : NULL, n < max ? max - n : 0);
+	rix__rcu_read_unlock();
 	for (size_t i = mi->nseparate; i-- > 0;) {
 		size_t room = n < max ? max - n : 0;
 		n += rix_index_lookup_all(mi->separate[i], t, id, out ? out + (n < max ? n : 0) : NULL, room);
@@ -435,7 +446,8 @@ size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const 
 /*
  * Batched frozen lookup in groups: hash all keys and prefetch their bucket words; read words,
  * filter, prefetch whole chains; scan the chains; prefetch the pack IDs of the hits, then copy
- * them out. Keys the frozen table lacks are asked of the separate indexes under the read lock
+ * them out. Keys the frozen table lacks are asked of the recent table (lock-free), then of the
+ * separate indexes under the read lock
  * (taken once, at the first such miss), one by one: there are few separate indexes, and they
  * are small.
  */
@@ -490,6 +502,8 @@ size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const
 			int ok = hit[i] != NULL;
 			if (ok && out != NULL)
 				fill_from_frozen(st, t, hit[i], &out[base + i]);
+			if (!ok)
+				ok = rix__recent_find(mi->recent, t, &ids[base + i], out ? &out[base + i] : NULL);
 			if (!ok && nsep > 0) {
 				/* Read lock inside the read section is safe: writers never hold
 				 * the write lock while they wait for RCU readers. */
@@ -513,7 +527,7 @@ size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const
 size_t rix_master_index_pack_count(rix_master_index *mi)
 {
 	pthread_rwlock_rdlock(&mi->lock);
-	size_t n = state_of(mi)->npacks;
+	size_t n = state_of(mi)->npacks + rix__recent_pack_count(mi->recent);
 	for (size_t i = 0; i < mi->nseparate; i++)
 		n += rix_index_pack_count(mi->separate[i]);
 	pthread_rwlock_unlock(&mi->lock);
@@ -526,7 +540,7 @@ size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t)
 		return 0;
 	pthread_rwlock_rdlock(&mi->lock);
 	const struct mstate *st = state_of(mi);
-	size_t n = st->frozen[t] ? st->frozen[t]->count : 0;
+	size_t n = (st->frozen[t] ? st->frozen[t]->count : 0) + rix__recent_count(mi->recent, t);
 	for (size_t i = 0; i < mi->nseparate; i++)
 		n += rix_index_count(mi->separate[i], t);
 	pthread_rwlock_unlock(&mi->lock);
@@ -546,6 +560,8 @@ int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *a
 			rc = fn(&pb, arg);
 		}
 	}
+	if (rc == 0)
+		rc = rix__recent_foreach(mi->recent, fn, arg);
 	for (size_t i = 0; i < mi->nseparate && rc == 0; i++)
 		rc = rix_index_foreach(mi->separate[i], fn, arg);
 	pthread_rwlock_unlock(&mi->lock);
@@ -608,8 +624,18 @@ int rix_master_index_packs(rix_master_index *mi, rix_id **out, size_t *n)
 	*n = 0;
 	pthread_rwlock_rdlock(&mi->lock);
 	const struct mstate *st = state_of(mi);
-	int rc = collect_ids(mi, st->packs, st->npacks, packs_of, out, n);
+	/* The merged packs, then the recent ones, as the base of the list. */
+	size_t nb = st->npacks, cap = st->npacks;
+	rix_id *base = rix_malloc((nb ? nb : 1) * sizeof(rix_id));
+	int rc = base == NULL ? rix_error_set(RIX_ENOMEM, "master index: out of memory listing packs") : 0;
+	if (rc == 0 && nb)
+		memcpy(base, st->packs, nb * sizeof(rix_id));
+	if (rc == 0)
+		rc = rix__recent_packs(mi->recent, &base, &nb, &cap);
+	if (rc == 0)
+		rc = collect_ids(mi, base, nb, packs_of, out, n);
 	pthread_rwlock_unlock(&mi->lock);
+	rix_free(base);
 	return rc;
 }
 
@@ -634,8 +660,40 @@ size_t rix_master_index_memory(rix_master_index *mi)
 	for (size_t i = 0; i < mi->nseparate; i++)
 		m += rix_index_memory(mi->separate[i]);
 	pthread_rwlock_unlock(&mi->lock);
-	pthread_mutex_lock(&mi->pmu);
-	m += (size_t)mi->pending_cap * sizeof(struct pending_slot);
-	pthread_mutex_unlock(&mi->pmu);
-	return m;
+	return m + rix__recent_memory(mi->recent);
+}
+
+/* ---- Pending blobs -------------------------------------------------------------------------- */
+
+/*
+ * The save path's one lookup: the frozen table and the recent table without a lock (the
+ * separate indexes, under the read lock, only when there are any), then the reservation in
+ * the recent table, which looks again under its mutex (two threads saving the same blob).
+ */
+int rix_master_index_add_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id)
+{
+	if ((unsigned)t >= RIX_BLOB_TYPES)
+		return rix_error_set(RIX_EINVAL, "master index: blob type %d", (int)t);
+	rix__rcu_read_lock();
+	size_t nsep = atomic_load(&mi->nsep);
+	const struct mstate *st = state_of(mi);
+	const struct frozen *f = st->frozen[t];
+	int known = (f != NULL && frozen_find(f, id, mi->seed) != NULL) || rix__recent_find(mi->recent, t, id, NULL);
+	rix__rcu_read_unlock();
+	if (known)
+		return 0;
+	if (nsep > 0) {
+		pthread_rwlock_rdlock(&mi->lock);
+		known = lookup_locked(mi, st, t, id, NULL) == 0;
+		pthread_rwlock_unlock(&mi->lock);
+		if (known)
+			return 0;
+	}
+	return rix__recent_reserve(mi->recent, t, id);
+}
+
+void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id)
+{
+	if ((unsigned)t < RIX_BLOB_TYPES)
+		rix__recent_unreserve(mi->recent, t, id);
 }

@@ -1,7 +1,7 @@
 /*
  * index/master_index_internal.h — private to the files of the master index: master_index.c (the
  * index itself: create, add, merge, lookups), frozen.c (the frozen table and its builders),
- * pending.c (the pending set) and bulk_load.c (bulk loading). Holds the structs they share
+ * recent.c (the blobs stored since opening, behind recent.h) and bulk_load.c (bulk loading). Holds the structs they share
  * and the functions one file lends another.
  */
 #ifndef RIX_MASTER_INDEX_INTERNAL_H
@@ -16,6 +16,7 @@
 #include "rix/indexmap.h"
 #include "rix/master_index.h"
 #include "hash.h"
+#include "recent.h"
 
 /* Entries per bucket in a frozen table. See bench/RESULTS.md for the sweep behind it. */
 #ifndef RIX_FROZEN_LOAD
@@ -43,26 +44,17 @@ struct mstate {
 	uint32_t npacks;
 };
 
-struct pending_slot {
-	rix_id id;
-	uint8_t type;
-	uint8_t used;
-};
-
 struct rix_master_index {
 	pthread_rwlock_t lock;
 	pthread_mutex_t wmu;
-	pthread_mutex_t pmu;
 	uint64_t seed;
 	_Atomic(struct mstate *) state; /* never NULL */
 	atomic_size_t nsep;             /* = nseparate, for lock-free readers */
 	rix_index **separate;
 	size_t nseparate, separate_cap;
-	rix_index *own; /* the master's own unfinished index, also in separate[]; may be NULL */
+	struct rix__recent *recent; /* blobs pending and stored since the index was made (recent.c) */
 	rix_id *index_ids; /* IDs of the index files merged so far */
 	size_t nindex_ids;
-	struct pending_slot *pending;
-	uint32_t pending_cap, npending; /* cap: power of two or 0 */
 	struct bulk {                   /* committed batches, waiting for bulk_finish (bmu) */
 		pthread_mutex_t bmu;
 		struct fentry *e[RIX_BLOB_TYPES];

@@ -92,15 +92,11 @@ int rix__recent_new(struct rix__recent **out, uint64_t seed)
 {
 	*out = NULL;
 	struct rix__recent *re = rix_calloc(1, sizeof(*re));
-	struct rtable *t = table_new(MIN_CAP);
-	if (re == NULL || t == NULL) {
-		rix_free(re);
-		rix_free(t);
+	if (re == NULL)
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
-	}
 	pthread_mutex_init(&re->mu, NULL);
 	re->seed = seed;
-	atomic_init(&re->tab, t);
+	atomic_init(&re->tab, NULL); /* made by the first reserve or store */
 	atomic_init(&re->npacks, 0);
 	*out = re;
 	return 0;
@@ -160,9 +156,9 @@ static uint32_t probe(const struct rix__recent *re, const struct rtable *tab, ri
 
 int rix__recent_find(const struct rix__recent *re, rix_blob_type t, const rix_id *id, rix_packed_blob *out)
 {
-	const struct rtable *tab = atomic_load_explicit(&re->tab, memory_order_acquire);
-	if (atomic_load_explicit(&re->npacks, memory_order_relaxed) == 0)
+	if (atomic_load_explicit(&re->npacks, memory_order_acquire) == 0)
 		return 0; /* nothing stored yet: the common case before the first pack */
+	const struct rtable *tab = atomic_load_explicit(&re->tab, memory_order_acquire);
 	uint32_t s = probe(re, tab, t, id, STORED);
 	if (s == UINT32_MAX)
 		return 0;
@@ -174,6 +170,8 @@ int rix__recent_find(const struct rix__recent *re, rix_blob_type t, const rix_id
 size_t rix__recent_find_all(const struct rix__recent *re, rix_blob_type t, const rix_id *id,
 			    rix_packed_blob *out, size_t max)
 {
+	if (atomic_load_explicit(&re->npacks, memory_order_acquire) == 0)
+		return 0;
 	const struct rtable *tab = atomic_load_explicit(&re->tab, memory_order_acquire);
 	uint32_t mask = tab->cap - 1;
 	unsigned want = (unsigned)t << 2 | STORED;
@@ -209,14 +207,15 @@ static struct rentry *free_slot(const struct rix__recent *re, struct rtable *tab
 static int make_room(struct rix__recent *re, size_t extra)
 {
 	struct rtable *old = atomic_load_explicit(&re->tab, memory_order_relaxed);
-	if ((uint64_t)re->used + extra <= MAX_USED(old->cap))
+	uint32_t oldcap = old != NULL ? old->cap : 0;
+	if (old != NULL && (uint64_t)re->used + extra <= MAX_USED(oldcap))
 		return 0;
 	uint64_t live = extra;
-	for (uint32_t i = 0; i < old->cap; i++) {
+	for (uint32_t i = 0; i < oldcap; i++) {
 		unsigned k = st_of(atomic_load_explicit(&old->e[i].state, memory_order_relaxed));
 		live += k == PENDING || k == STORED;
 	}
-	uint64_t cap = old->cap;
+	uint64_t cap = oldcap ? oldcap : MIN_CAP;
 	while (live * 2 > cap)
 		cap *= 2;
 	if (cap > ((uint64_t)1 << 31))
@@ -226,7 +225,7 @@ static int make_room(struct rix__recent *re, size_t extra)
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %llu recent blobs",
 				     (unsigned long long)live);
 	uint32_t used = 0;
-	for (uint32_t i = 0; i < old->cap; i++) {
+	for (uint32_t i = 0; i < oldcap; i++) {
 		const struct rentry *e = &old->e[i];
 		unsigned st = atomic_load_explicit(&e->state, memory_order_relaxed);
 		if (st_of(st) != PENDING && st_of(st) != STORED)
@@ -242,8 +241,10 @@ static int make_room(struct rix__recent *re, size_t extra)
 	}
 	atomic_store_explicit(&re->tab, tab, memory_order_release);
 	re->used = used;
-	rix__rcu_synchronize(); /* no reader is left on the old table */
-	rix_free(old);
+	if (old != NULL) {
+		rix__rcu_synchronize(); /* no reader is left on the old table */
+		rix_free(old);
+	}
 	return 0;
 }
 
@@ -252,7 +253,7 @@ int rix__recent_reserve(struct rix__recent *re, rix_blob_type t, const rix_id *i
 	pthread_mutex_lock(&re->mu);
 	struct rtable *tab = atomic_load_explicit(&re->tab, memory_order_relaxed);
 	int rc = 0;
-	if (probe(re, tab, t, id, 0) == UINT32_MAX) {
+	if (tab == NULL || probe(re, tab, t, id, 0) == UINT32_MAX) {
 		rc = make_room(re, 1);
 		if (rc == 0) {
 			tab = atomic_load_explicit(&re->tab, memory_order_relaxed);
@@ -271,7 +272,7 @@ void rix__recent_unreserve(struct rix__recent *re, rix_blob_type t, const rix_id
 {
 	pthread_mutex_lock(&re->mu);
 	struct rtable *tab = atomic_load_explicit(&re->tab, memory_order_relaxed);
-	uint32_t s = probe(re, tab, t, id, PENDING);
+	uint32_t s = tab != NULL ? probe(re, tab, t, id, PENDING) : UINT32_MAX;
 	if (s != UINT32_MAX)
 		atomic_store_explicit(&tab->e[s].state, (unsigned)t << 2 | DEAD, memory_order_release);
 	pthread_mutex_unlock(&re->mu);
@@ -451,7 +452,7 @@ size_t rix__recent_memory(struct rix__recent *re)
 {
 	pthread_mutex_lock(&re->mu);
 	const struct rtable *tab = atomic_load_explicit(&re->tab, memory_order_relaxed);
-	size_t m = sizeof(*re) + sizeof(*tab) + (size_t)tab->cap * sizeof(struct rentry) +
+	size_t m = sizeof(*re) + (tab != NULL ? sizeof(*tab) + (size_t)tab->cap * sizeof(struct rentry) : 0) +
 		   (size_t)re->pack_blobs_cap * sizeof(uint32_t);
 	if (re->chunks != NULL) {
 		m += RIX__RECENT_PACK_CHUNKS * sizeof(*re->chunks);
@@ -467,7 +468,7 @@ int rix__recent_foreach(struct rix__recent *re, rix_index_blob_fn fn, void *arg)
 	pthread_mutex_lock(&re->mu);
 	const struct rtable *tab = atomic_load_explicit(&re->tab, memory_order_relaxed);
 	int r = 0;
-	for (uint32_t s = 0; r == 0 && s < tab->cap; s++) {
+	for (uint32_t s = 0; r == 0 && tab != NULL && s < tab->cap; s++) {
 		unsigned st = atomic_load_explicit(&tab->e[s].state, memory_order_relaxed);
 		if (st_of(st) != STORED)
 			continue;

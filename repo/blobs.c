@@ -3,14 +3,17 @@
  * blobs.
  *
  *   save_blob(t, data):  id = SHA-256(data)
- *       master index has it? ── yes ──> done (dedup)
- *       add_pending(t, id)   ── already pending (another thread) ──> done
+ *       add_pending(t, id): known or pending? ── yes ──> done (dedup; one lookup, no lock)
  *       codec (a pool, one per thread at a time) ──> packer: open pack of type t
  *   packer's done(pack):  backend write_file (local: rename of the temp file into data/)
- *       ──> master index store_pack ──> current index file (written when it is full)
- *       ──> remove_pending of its blobs
+ *       ──> master index store_pack: its blobs are known there, no longer pending, and the pack
+ *           waits for an index file ──> an index file when RIX_REPO_INDEX_BLOBS_V2/_V1 wait
  *       a pack the backend refused waits in `retry` (its blobs stay pending) for the next flush
- *   flush:  retry waiting packs ──> packer flush ──> write the current index file
+ *   flush:  retry waiting packs ──> packer flush ──> an index file for every pack that waits
+ *
+ * The master index holds each saved blob once: its pending entry becomes its stored entry, and
+ * the next index file is made from those entries (rix_master_index_take_unindexed), so there
+ * is no index file being filled beside it.
  *
  * Invariants:
  * - A pack is written before any index file names it; an index file names only stored packs.
@@ -18,8 +21,8 @@
  *   is thrown away (discard) or its save failed: never longer, so a blob is never lost to a
  *   stale pending entry.
  * - mu guards the codec pool, the retry list (and its first error) and the packer's creation;
- *   imu guards the current index file, and is held while a full one is encoded and written, so
- *   that an index upload never blocks the threads that take codecs.
+ *   imu is held while an index file is made and written (one at a time), so that an index
+ *   upload never blocks the threads that take codecs.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -33,23 +36,26 @@
 
 /* ---- saving -------------------------------------------------------------------------------- */
 
-/* Writes the current index file (imu held). On failure it stays for the next try. */
+/* Writes an index file for every stored pack no index file names yet (imu held). On failure
+ * they wait for the next try. */
 static int write_index_locked(rix_repo *r)
 {
-	if (r->cur == NULL)
-		return 0;
+	rix_index *idx;
+	uint32_t upto;
+	int rc = rix_master_index_take_unindexed(r->mi, &idx, &upto);
+	if (rc != 0 || idx == NULL)
+		return rc;
 	char *json;
 	size_t len;
-	int rc = rix_index_encode(r->cur, &json, &len);
+	rc = rix_index_encode(idx, &json, &len);
+	rix_index_free(idx);
 	if (rc != 0)
 		return rc;
 	rc = rix_repo_write_file(r, RIX_FILE_INDEX, json, len, NULL);
 	rix_free(json);
-	if (rc != 0)
-		return rc;
-	rix_index_free(r->cur);
-	r->cur = NULL;
-	return 0;
+	if (rc == 0)
+		rix_master_index_mark_indexed(r->mi, upto);
+	return rc;
 }
 
 static void forget_pending(rix_repo *r, const rix_blob *blobs, size_t n)
@@ -64,26 +70,28 @@ static void pack_discarded(void *arg, const rix_blob *blobs, size_t n)
 }
 
 /*
- * A pack stored by the backend: into the current index file first, then the master index (if
- * that fails, later saves store its blobs again: a duplicate, never a blob deduplicated against
- * a pack no index file names).
+ * A pack stored by the backend: into the master index, where its blobs stop being pending and
+ * become known, and it waits for an index file (written here once enough blobs wait). If the
+ * master index cannot take it, its blobs are forgotten as pending, so later saves store them
+ * again (a duplicate in another pack, never a blob deduplicated against a pack that no index
+ * file will name).
  */
 static int pack_stored(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
 {
 	const rix_blob *blobs = rix_pack_writer_blobs(w);
 	size_t n = rix_pack_writer_count(w);
 	uint32_t limit = r->cfg.version >= 2 ? RIX_REPO_INDEX_BLOBS_V2 : RIX_REPO_INDEX_BLOBS_V1;
-	pthread_mutex_lock(&r->imu);
-	int rc = r->cur == NULL ? rix_index_new(&r->cur, 0) : 0;
-	if (rc == 0)
-		rc = rix_index_store_pack(r->cur, pack_id, blobs, n);
-	if (rc == 0 && rix_index_count(r->cur, RIX_BLOB_DATA) + rix_index_count(r->cur, RIX_BLOB_TREE) >= limit)
-		rc = write_index_locked(r); /* on failure the next flush writes it */
-	pthread_mutex_unlock(&r->imu);
-	int mrc = rix_master_index_store_pack(r->mi, pack_id, blobs, n);
-	forget_pending(r, blobs, n);
+	int rc = rix_master_index_store_pack(r->mi, pack_id, blobs, n);
+	if (rc != 0)
+		forget_pending(r, blobs, n);
 	rix_pack_writer_free(w);
-	return rc != 0 ? rc : mrc;
+	if (rc == 0 && rix_master_index_unindexed(r->mi) >= limit) {
+		pthread_mutex_lock(&r->imu);
+		if (rix_master_index_unindexed(r->mi) >= limit) /* another thread may have written it */
+			rc = write_index_locked(r); /* on failure the next flush writes it */
+		pthread_mutex_unlock(&r->imu);
+	}
+	return rc;
 }
 
 /*
@@ -178,9 +186,7 @@ int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n,
 	rix_sha256(data, n, &id);
 	if (id_out != NULL)
 		*id_out = id;
-	if (rix_master_index_has(r->mi, t, &id))
-		return 0;
-	rc = rix_master_index_add_pending(r->mi, t, &id);
+	rc = rix_master_index_add_pending(r->mi, t, &id); /* the one lookup */
 	if (rc <= 0)
 		return rc;
 	rix_packer *p;

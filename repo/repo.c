@@ -65,7 +65,6 @@ void rix__repo_free(rix_repo *r)
 		rix_blob_codec_free(r->pool[i]);
 	for (size_t i = 0; i < r->nretry; i++)
 		rix_pack_writer_free(r->retry[i]);
-	rix_index_free(r->cur);
 	rix_master_index_free(r->mi);
 	rix_key_free(r->key);
 	pthread_mutex_destroy(&r->mu);

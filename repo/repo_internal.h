@@ -53,7 +53,6 @@ struct rix_repo {
 	rix_blob_codec *pool[REPO_POOL_MAX];
 	size_t npool;
 	pthread_mutex_t imu;
-	rix_index *cur; /* the index file being filled (imu) */
 	rix_pack_writer *retry[256];
 	rix_id retry_id[256];
 	size_t nretry;

@@ -7,12 +7,14 @@
  * ones added after the last merge) stay separate and are searched after the frozen table.
  * Packs get global numbers in one pack table.
  *
- * The pending set holds blobs being written right now, so that two threads saving the same
- * blob store it once: rix_master_index_add_pending returns 1 to exactly one caller.
+ * The blobs a process saves are kept in one more table: pending while being written (so that
+ * two threads saving the same blob store it once: rix_master_index_add_pending returns 1 to
+ * exactly one caller), then stored with their location, until an index file names their pack.
  *
- * Thread-safety: every function may be called from many threads at once. Readers share a
- * rwlock; adding and merging build their new state first and hold the write lock only to
- * publish it, so lookups continue during a merge.
+ * Thread-safety: every function may be called from many threads at once. Lookups take no
+ * lock (RCU read sections over the frozen tables and the table of saved blobs); only a miss
+ * while separate indexes exist takes a read lock. Adding and merging build their new state
+ * first and hold the write lock only to publish it, so lookups continue during a merge.
  */
 #ifndef RIX_MASTER_INDEX_H
 #define RIX_MASTER_INDEX_H
@@ -57,11 +59,25 @@ RIX_EXPORT int rix_master_index_merge(rix_master_index *mi);
 
 #ifdef RIX_ADVANCED /* how a repository records what it stores (rix/common.h) */
 /*
- * Records that pack pack_id holds blobs, in the master's own unfinished index (created on
- * demand). @return 0, RIX_ENOMEM, RIX_EINVAL.
+ * Records that pack pack_id, now stored, holds blobs[0..n): each becomes known at that place
+ * (a pending blob stops being pending), and the pack waits for an index file to name it
+ * (rix_master_index_take_unindexed). The pack goes in whole or not at all. Thread-safe.
+ * @return 0, RIX_ENOMEM, RIX_EINVAL (a blob type), RIX_ELIMIT.
  */
 RIX_EXPORT int rix_master_index_store_pack(rix_master_index *mi, const rix_id *pack_id,
 				const rix_blob *blobs, size_t n);
+
+/* Blobs stored through rix_master_index_store_pack whose packs no index file names yet. */
+RIX_EXPORT size_t rix_master_index_unindexed(rix_master_index *mi);
+/*
+ * The content of the next index file: every pack stored and not yet named by one, with its
+ * blobs. *out is an unfinished index (the caller's, rix_index_free; NULL when no pack waits);
+ * pass *upto to rix_master_index_mark_indexed once that file is written. One caller at a time
+ * (packs stored meanwhile wait for the next one). @return 0, RIX_ENOMEM.
+ */
+RIX_EXPORT int rix_master_index_take_unindexed(rix_master_index *mi, rix_index **out, uint32_t *upto);
+/* The packs take_unindexed gave with upto are named by a written index file now. */
+RIX_EXPORT void rix_master_index_mark_indexed(rix_master_index *mi, uint32_t upto);
 #endif /* RIX_ADVANCED */
 
 /* One location of a blob. out may be NULL. @return 0, RIX_ENOTFOUND. */
@@ -103,9 +119,12 @@ RIX_EXPORT int rix_master_index_index_ids(rix_master_index *mi, rix_id **out, si
 
 #ifdef RIX_ADVANCED /* the save path's pending set (rix/common.h) */
 /*
- * Pending blobs. add_pending returns 1 if the caller should write the blob (it was neither
- * known nor pending, and now is pending), 0 if it is known or pending already, or a negative
- * error (RIX_ENOMEM). remove_pending drops it (after it was stored, or the write failed).
+ * Pending blobs: the save path's dedup. add_pending returns 1 if the caller should write the
+ * blob (it was neither known nor pending, and now is pending), 0 if it is known or pending
+ * already, or a negative error (RIX_ENOMEM, RIX_EINVAL). It looks the blob up once, without a
+ * lock unless separate indexes were added (rix_master_index_add): no rix_master_index_has
+ * before it is needed. rix_master_index_store_pack ends a blob's pending state;
+ * remove_pending drops it when its write failed. Thread-safe.
  */
 RIX_EXPORT int rix_master_index_add_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
 RIX_EXPORT void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
