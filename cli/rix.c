@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "rix/rix.h"
 
 #define RIX_CLI_VERSION "0.1.0"
@@ -196,7 +198,7 @@ static int open_repo(rix_repo **r)
 	if (o.key_hint == NULL)
 		o.key_hint = getenv("RESTIC_KEY_HINT");
 	rc = rix_repo_open(r, b, pw, strlen(pw), &o);
-	memset(pw, 0, sizeof(pw));
+	sodium_memzero(pw, sizeof(pw));
 	if (rc != 0) {
 		rix_backend_free(b);
 		return fail(rc);
@@ -281,7 +283,7 @@ static int cmd_init(int argc, char **argv)
 	rix_repo_options o = { .version = g.version };
 	rix_repo *r;
 	rc = rix_repo_init(&r, b, pw, strlen(pw), &o);
-	memset(pw, 0, sizeof(pw));
+	sodium_memzero(pw, sizeof(pw));
 	if (rc != 0) {
 		rix_backend_free(b);
 		return fail(rc);
@@ -664,7 +666,7 @@ static int cmd_key(int argc, char **argv)
 			return die("an empty password is not a password");
 		}
 		rc = rix_repo_key_add(r, pw, strlen(pw), name);
-		memset(pw, 0, sizeof(pw));
+		sodium_memzero(pw, sizeof(pw));
 		if (rc == 0 && strcmp(sub, "passwd") == 0) {
 			char old[65];
 			memcpy(old, rix_repo_key_name(r), 65);

@@ -11,7 +11,10 @@
  * The scrypt parameters come from the file, so they are bounded before use (N a power of two,
  * memory 128 * N * r * p at most RIX_SCRYPT_MAX_MEMORY): a hostile file must not make us
  * allocate or compute without limit. Every secret (the derived key, the decrypted master-key
- * JSON, the decoded parts) lives in guarded memory and is wiped on every path.
+ * JSON, the decoded parts) lives in guarded memory and is wiped on every path; jansson's copies
+ * of the master key's JSON (its tokens, the base64 strings) are wiped by the free that
+ * common/jansson_alloc.c gives it. jansson allocates through rix's hook, and a failed
+ * allocation there is RIX_ENOMEM, not "not JSON".
  */
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +28,7 @@
 #include "rix/crypto.h"
 #include "rix/error.h"
 #include "crypto_internal.h"
+#include "../common/jansson_alloc.h"
 
 /* Decodes standard base64 (with padding) of exactly `want` bytes into out. */
 static int b64_exact(const char *what, const char *b64, uint8_t *out, size_t want)
@@ -50,11 +54,17 @@ static int get_param(json_t *root, const char *name, uint64_t *v)
 static int master_from_json(rix_key **out, const uint8_t *plain, size_t n)
 {
 	json_error_t jerr;
-	json_t *root = json_loadb((const char *)plain, n, 0, &jerr);
-	if (root == NULL)
-		return rix_error_set(RIX_ECORRUPT, "key file: master key is not JSON: %s", jerr.text);
+	json_t *root;
+	int rc = rix__jansson_load(&root, (const char *)plain, n, &jerr);
+	/* jansson's message quotes the text near the error: a piece of the key; say where only. */
+	int at = jerr.position;
+	sodium_memzero(&jerr, sizeof(jerr));
+	if (rc == RIX_ENOMEM)
+		return rix_error_set(RIX_ENOMEM, "key file: out of memory reading the master key's JSON");
+	if (rc != 0)
+		return rix_error_set(RIX_ECORRUPT, "key file: master key is not JSON (error at byte %d)", at);
 	uint8_t *parts = sodium_malloc(64); /* encrypt 32 | k 16 | r 16 */
-	int rc = parts == NULL ? rix_error_set(RIX_ENOMEM, "key file: out of guarded memory") : 0;
+	rc = parts == NULL ? rix_error_set(RIX_ENOMEM, "key file: out of guarded memory") : 0;
 	json_t *mac = json_object_get(root, "mac");
 	if (rc == 0)
 		rc = b64_exact("master key \"encrypt\"", json_string_value(json_object_get(root, "encrypt")), parts, 32);
@@ -64,15 +74,7 @@ static int master_from_json(rix_key **out, const uint8_t *plain, size_t n)
 		rc = b64_exact("master key \"mac.r\"", json_string_value(json_object_get(mac, "r")), parts + 48, 16);
 	if (rc == 0)
 		rc = rix_key_from_bytes(out, parts, parts + 32, parts + 48);
-	/* jansson copied the base64 strings; they are encodings of the key, wipe them too. */
-	const char *kname;
-	json_t *v;
-	json_object_foreach(mac, kname, v)
-		if (json_is_string(v))
-			sodium_memzero((void *)json_string_value(v), json_string_length(v));
-	v = json_object_get(root, "encrypt");
-	if (json_is_string(v))
-		sodium_memzero((void *)json_string_value(v), json_string_length(v));
+	/* jansson's copies of the base64 key parts are wiped by its free (common/jansson_alloc.c). */
 	json_decref(root);
 	sodium_free(parts);
 	return rc;
@@ -86,8 +88,11 @@ int rix_key_open_file(rix_key **out, const char *text, size_t len, const char *p
 	if (rc != 0)
 		return rc;
 	json_error_t jerr;
-	json_t *root = json_loadb(text, len, 0, &jerr);
-	if (root == NULL)
+	json_t *root;
+	rc = rix__jansson_load(&root, text, len, &jerr);
+	if (rc == RIX_ENOMEM)
+		return rix_error_set(RIX_ENOMEM, "key file: out of memory reading its JSON");
+	if (rc != 0)
 		return rix_error_set(RIX_ECORRUPT, "key file: not JSON: %s (line %d)", jerr.text, jerr.line);
 	uint8_t salt[64];
 	uint8_t *derived = NULL, *plain = NULL, *sealed = NULL;
@@ -237,25 +242,30 @@ int rix_key_create_file(const rix_key *master, const char *password, size_t pass
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(secs, sizeof(secs), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(created, sizeof(created), "%s.%09ldZ", secs, ts.tv_nsec);
+	rix__jansson_begin();
 	root = json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:i, s:s, s:s}", "created", created,
 			 "username", username ? username : "", "hostname", hostname ? hostname : "",
 			 "kdf", "scrypt", "N", (json_int_t)N, "r", (int)r, "p", (int)p, "salt", salt_b64,
 			 "data", data_b64);
 	char *text = root != NULL ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-	if (text == NULL) {
-		rc = rix_error_set(RIX_ENOMEM, "key file: out of memory building JSON");
+	if (text == NULL || rix__jansson_out_of_memory()) {
+		rix__jansson_free(text);
+		/* jansson also fails on a username or hostname that is not UTF-8. */
+		rc = rix__jansson_out_of_memory()
+			     ? rix_error_set(RIX_ENOMEM, "key file: out of memory building JSON")
+			     : rix_error_set(RIX_EINVAL, "key file: username or hostname is not valid UTF-8");
 		goto done;
 	}
 	size_t n = strlen(text);
 	*json = rix_malloc(n + 1);
 	if (*json == NULL) {
-		free(text);
+		rix__jansson_free(text);
 		rc = rix_error_set(RIX_ENOMEM, "key file: out of memory");
 		goto done;
 	}
 	memcpy(*json, text, n + 1);
 	*len = n;
-	free(text); /* jansson's allocation */
+	rix__jansson_free(text); /* jansson's allocation */
 done:
 	rix_key_free(user);
 	sodium_free(inner);

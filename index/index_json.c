@@ -16,15 +16,21 @@
  * Keys may come in any order. A missing "packs" or "supersedes" (or null) is an empty list, as
  * with Go's encoding/json. Missing "offset"/"length" are 0 and a missing or zero
  * "uncompressed_length" means "not compressed" (Go's zero values). A pack without "blobs" is
- * still entered in the pack table. Keys are matched byte for byte: a key spelt with escapes or
- * in another case (which Go would match) is an unknown key.
+ * still entered in the pack table.
  *
- * Unknown keys, at every object level, are skipped, but their values must be valid JSON: strings
- * with correct escapes (\uXXXX included) and no raw control characters, numbers per the JSON
- * grammar, the literals true/false/null, and arrays/objects nested at most RIX_JSON_MAX_DEPTH
- * levels deep counting from the top value. The skipper is iterative (a bit stack), so hostile
- * nesting cannot exhaust the C stack. Strings are not checked for valid UTF-8 (Go accepts
- * invalid UTF-8 too).
+ * The JSON itself is read with the scanner shared with the config (common/json_scan.h), which
+ * also fixes how keys are matched. Each object knows its own keys (the top object "packs" and
+ * "supersedes"; a pack "id" and "blobs"; a blob "id", "type", "offset", "length" and
+ * "uncompressed_length"). A key spelt so (escapes allowed: Go undoes them, "\u006fffset" is
+ * "offset") is that key. A key that restic (Go's encoding/json) reads as one of them only by
+ * ignoring case, with K and long s folded to k and s ("Offset", "offSet", "o\u0046fset",
+ * "off\u017fet"), is rejected as RIX_ECORRUPT, so that rix never reads a value restic would read
+ * differently. Any other key is unknown and skipped, at every object level, but its value must
+ * be valid JSON: strings with correct escapes (\uXXXX included) and no raw control characters,
+ * numbers per the JSON grammar, the literals true/false/null, and arrays/objects nested at most
+ * RIX_JSON_MAX_DEPTH (64) levels deep counting from the top value. The skipper is iterative (a
+ * bit stack), so hostile nesting cannot exhaust the C stack. Strings are not checked for valid
+ * UTF-8 (Go accepts invalid UTF-8 too).
  *
  * Rejected with RIX_ECORRUPT ("index JSON: <what> at byte <offset>"): bad hex or an ID of the
  * wrong length or with escapes; a type other than the raw strings "data"/"tree"; in the schema's
@@ -33,10 +39,10 @@
  * text; anything but whitespace after the top value; nesting over the limit; a pack without
  * "id"; a blob without "id" or "type".
  *
- * Duplicate keys: a known key ("packs", "supersedes", "id", "blobs", "type", "offset", "length",
- * "uncompressed_length") given twice in one object is rejected as RIX_ECORRUPT. Go would take
- * the last value silently; for an index file that can only mean corruption or a crafted file,
- * and two readers might disagree on which value wins. Duplicated unknown keys are skipped.
+ * Duplicate keys: a key its object knows, given twice in that object, is rejected as
+ * RIX_ECORRUPT. Go would take the last value silently; for an index file that can only mean
+ * corruption or a crafted file, and two readers might disagree on which value wins. Duplicated
+ * unknown keys are skipped.
  *
  * One pass: the text is read once, front to back, and blobs go straight into the index (no DOM,
  * no per-blob allocation). The one exception is a pack whose "blobs" precede its "id": its blob
@@ -62,9 +68,7 @@
 #include "rix/error.h"
 #include "rix/index.h"
 #include "index_internal.h"
-
-/* Nesting limit for the whole document (the schema itself uses 5 levels). */
-#define RIX_JSON_MAX_DEPTH 64
+#include "../common/json_scan.h"
 
 /*
  * After this many bytes, extrapolate the blob counts and reserve (inputs smaller: never). The
@@ -77,8 +81,7 @@
 /* ==== Decoder state and error reporting ==================================================== */
 
 struct dec {
-	const char *base; /* start of the text: error offsets count from here */
-	const char *end;
+	rix__json j; /* the text; error offsets count from j.base */
 	rix_index *idx;              /* the index built, or NULL when a sink receives the content */
 	const rix_index_sink *sink;
 	size_t nblobs[RIX_BLOB_TYPES];
@@ -102,60 +105,17 @@ static inline int sink_supersedes(struct dec *d, const rix_id *id)
 	return d->sink->supersedes != NULL ? d->sink->supersedes(d->sink->arg, id) : 0;
 }
 
-static int corrupt(const struct dec *d, const char *p, const char *what)
+static inline int corrupt(const struct dec *d, const char *p, const char *what)
 {
-	return rix_error_set(RIX_ECORRUPT, "index JSON: %s at byte %zu", what,
-			     (size_t)(p - d->base));
+	return rix__json_corrupt(&d->j, p, what);
 }
 
-static int truncated(const struct dec *d)
+static inline int truncated(const struct dec *d)
 {
-	return corrupt(d, d->end, "unexpected end of text");
-}
-
-static inline bool is_ws(unsigned char c)
-{
-	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
-static inline const char *skip_ws(const char *p, const char *end)
-{
-	while (p < end && is_ws((unsigned char)*p))
-		p++;
-	return p;
-}
-
-/*
- * Skips whitespace and checks that the next byte is c; on success *pp points past it.
- * what names the expectation for the message.
- */
-static inline int expect(const struct dec *d, const char **pp, char c, const char *what)
-{
-	const char *p = skip_ws(*pp, d->end);
-	if (p >= d->end)
-		return truncated(d);
-	if (*p != c)
-		return corrupt(d, p, what);
-	*pp = p + 1;
-	return 0;
+	return rix__json_truncated(&d->j);
 }
 
 /* ==== Hex ================================================================================== */
-
-/* Hex digit value, or 0x80 for anything that is not a hex digit. */
-static const uint8_t hexval[256] = {
-#define X8 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80
-#define X16 X8, X8
-	X16, X16, X16,
-	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,	/* 0x30 */
-	0x80, 10, 11, 12, 13, 14, 15, 0x80, X8,					/* 0x40 */
-	X16,									/* 0x50 */
-	0x80, 10, 11, 12, 13, 14, 15, 0x80, X8,					/* 0x60 */
-	X16,									/* 0x70 */
-	X16, X16, X16, X16, X16, X16, X16, X16					/* 0x80.. */
-#undef X16
-#undef X8
-};
 
 /*
  * Decodes 64 hex digits at h into id. Returns false if any byte is not a hex digit (id is then
@@ -197,7 +157,7 @@ static inline bool hex64_decode(const char *h, rix_id *id)
 	const unsigned char *u = (const unsigned char *)h;
 	unsigned bad = 0;
 	for (int i = 0; i < RIX_ID_SIZE; i++) {
-		unsigned hi = hexval[u[2 * i]], lo = hexval[u[2 * i + 1]];
+		unsigned hi = rix__json_hexval[u[2 * i]], lo = rix__json_hexval[u[2 * i + 1]];
 		bad |= hi | lo;
 		id->b[i] = (uint8_t)(hi << 4 | lo);
 	}
@@ -210,14 +170,14 @@ static inline bool hex64_decode(const char *h, rix_id *id)
  */
 static int parse_id(const struct dec *d, const char **pp, rix_id *id)
 {
-	const char *p = skip_ws(*pp, d->end);
-	if (p >= d->end)
+	const char *p = rix__json_skip_ws(*pp, d->j.end);
+	if (p >= d->j.end)
 		return truncated(d);
 	if (*p != '"')
 		return corrupt(d, p, "expected an ID string");
-	if (d->end - p < 66) {
+	if (d->j.end - p < 66) {
 		/* Too short to hold an ID: say truncated only if no quote closes it. */
-		if (memchr(p + 1, '"', (size_t)(d->end - p - 1)) == NULL)
+		if (memchr(p + 1, '"', (size_t)(d->j.end - p - 1)) == NULL)
 			return truncated(d);
 		return corrupt(d, p, "ID is not 64 hex digits");
 	}
@@ -225,7 +185,7 @@ static int parse_id(const struct dec *d, const char **pp, rix_id *id)
 		/* Find the first offending byte for the message. */
 		const unsigned char *h = (const unsigned char *)p + 1;
 		for (int i = 0; i < 64; i++) {
-			if (hexval[h[i]] & 0x80) {
+			if (rix__json_hexval[h[i]] & 0x80) {
 				if (h[i] == '"')
 					return corrupt(d, p + 1 + i, "ID is shorter than 64 hex digits");
 				if (h[i] == '\\')
@@ -241,15 +201,10 @@ static int parse_id(const struct dec *d, const char **pp, rix_id *id)
 
 /* ==== Numbers ============================================================================== */
 
-static inline bool is_digit(const char *p, const char *end)
-{
-	return p < end && (unsigned)((unsigned char)*p - '0') <= 9;
-}
-
 /* Parses a U32 value (see the grammar). *pp points past the last digit. */
 static int parse_u32(const struct dec *d, const char **pp, uint32_t *out)
 {
-	const char *p = skip_ws(*pp, d->end), *end = d->end;
+	const char *p = rix__json_skip_ws(*pp, d->j.end), *end = d->j.end;
 	if (p >= end)
 		return truncated(d);
 	unsigned c = (unsigned char)*p - '0';
@@ -269,7 +224,7 @@ static int parse_u32(const struct dec *d, const char **pp, uint32_t *out)
 	}
 	if (*start == '0' && p - start > 1)
 		return corrupt(d, start, "number with a leading zero");
-	if (v > UINT32_MAX || is_digit(p, end))
+	if (v > UINT32_MAX || rix__json_is_digit(p, end))
 		return corrupt(d, start, "number over 4294967295");
 	if (p < end && (*p == '.' || *p == 'e' || *p == 'E'))
 		return corrupt(d, start, "number is not an integer");
@@ -278,205 +233,19 @@ static int parse_u32(const struct dec *d, const char **pp, uint32_t *out)
 	return 0;
 }
 
-/* ==== Validating skipper for unknown values ================================================ */
-
-/* Skips the rest of a string whose opening quote is at p[-1]. */
-static int skip_string_body(const struct dec *d, const char **pp)
-{
-	const char *p = *pp, *end = d->end;
-	for (;;) {
-		if (p >= end)
-			return truncated(d);
-		unsigned char c = (unsigned char)*p;
-		if (c == '"') {
-			*pp = p + 1;
-			return 0;
-		}
-		if (c < 0x20)
-			return corrupt(d, p, "control character in string");
-		if (c != '\\') {
-			p++;
-			continue;
-		}
-		if (end - p < 2)
-			return truncated(d);
-		switch (p[1]) {
-		case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-			p += 2;
-			break;
-		case 'u':
-			if (end - p < 6)
-				return truncated(d);
-			for (int i = 2; i < 6; i++)
-				if (hexval[(unsigned char)p[i]] & 0x80)
-					return corrupt(d, p + i, "bad \\u escape in string");
-			p += 6;
-			break;
-		default:
-			return corrupt(d, p, "bad escape in string");
-		}
-	}
-}
-
-/* Skips any JSON number starting at p. */
-static int skip_number(const struct dec *d, const char **pp)
-{
-	const char *p = *pp, *end = d->end;
-	if (p < end && *p == '-')
-		p++;
-	if (p >= end)
-		return truncated(d);
-	if (*p == '0')
-		p++;
-	else if (is_digit(p, end))
-		while (is_digit(p, end))
-			p++;
-	else
-		return corrupt(d, p, "bad number");
-	if (p < end && *p == '.') {
-		p++;
-		if (p >= end)
-			return truncated(d);
-		if (!is_digit(p, end))
-			return corrupt(d, p, "bad number fraction");
-		while (is_digit(p, end))
-			p++;
-	}
-	if (p < end && (*p == 'e' || *p == 'E')) {
-		p++;
-		if (p < end && (*p == '+' || *p == '-'))
-			p++;
-		if (p >= end)
-			return truncated(d);
-		if (!is_digit(p, end))
-			return corrupt(d, p, "bad number exponent");
-		while (is_digit(p, end))
-			p++;
-	}
-	*pp = p;
-	return 0;
-}
-
-static int skip_literal(const struct dec *d, const char **pp, const char *lit, size_t n)
-{
-	const char *p = *pp;
-	size_t have = (size_t)(d->end - p);
-	if (memcmp(p, lit, have < n ? have : n) != 0)
-		return corrupt(d, p, "bad literal");
-	if (have < n)
-		return truncated(d);
-	*pp = p + n;
-	return 0;
-}
-
-/*
- * Skips one JSON value, validating it. depth = number of arrays/objects enclosing it. Iterative:
- * bit i of `objs` says whether open container i (from the start of this value) is an object.
- */
-static int skip_value(const struct dec *d, const char **pp, int depth)
-{
-	const char *p = *pp, *end = d->end;
-	uint64_t objs = 0;
-	int open = 0, rc;
-
-value:
-	p = skip_ws(p, end);
-	if (p >= end)
-		return truncated(d);
-	switch (*p) {
-	case '{':
-	case '[':
-		if (depth + open + 1 > RIX_JSON_MAX_DEPTH)
-			return corrupt(d, p, "nesting too deep");
-		objs = (objs & ~(1ull << open)) | ((uint64_t)(*p == '{') << open);
-		open++;
-		p = skip_ws(p + 1, end);
-		if (p >= end)
-			return truncated(d);
-		if (*p == (objs >> (open - 1) & 1 ? '}' : ']')) {
-			p++;
-			open--;
-			goto after;
-		}
-		if (objs >> (open - 1) & 1)
-			goto key;
-		goto value;
-	case '"':
-		p++;
-		rc = skip_string_body(d, &p);
-		break;
-	case 't':
-		rc = skip_literal(d, &p, "true", 4);
-		break;
-	case 'f':
-		rc = skip_literal(d, &p, "false", 5);
-		break;
-	case 'n':
-		rc = skip_literal(d, &p, "null", 4);
-		break;
-	default:
-		if (*p == '-' || is_digit(p, end)) {
-			rc = skip_number(d, &p);
-			break;
-		}
-		return corrupt(d, p, "expected a value");
-	}
-	if (rc != 0)
-		return rc;
-after:
-	if (open == 0) {
-		*pp = p;
-		return 0;
-	}
-	p = skip_ws(p, end);
-	if (p >= end)
-		return truncated(d);
-	if (objs >> (open - 1) & 1) {
-		if (*p == ',') {
-			p++;
-			goto key;
-		}
-		if (*p != '}')
-			return corrupt(d, p, "expected ',' or '}'");
-	} else {
-		if (*p == ',') {
-			p++;
-			goto value;
-		}
-		if (*p != ']')
-			return corrupt(d, p, "expected ',' or ']'");
-	}
-	p++;
-	open--;
-	goto after;
-key:
-	p = skip_ws(p, end);
-	if (p >= end)
-		return truncated(d);
-	if (*p != '"')
-		return corrupt(d, p, "expected a key string");
-	p++;
-	rc = skip_string_body(d, &p);
-	if (rc != 0)
-		return rc;
-	rc = expect(d, &p, ':', "expected ':'");
-	if (rc != 0)
-		return rc;
-	goto value;
-}
-
 /* ==== Keys ================================================================================= */
 
-enum key {
-	K_UNKNOWN,
-	K_ID,
-	K_TYPE,
-	K_OFFSET,
-	K_LENGTH,
-	K_ULEN,
-	K_BLOBS,
-	K_PACKS,
-	K_SUPERSEDES,
+/* The keys each object knows (json_scan.h: other spellings restic would read as these are refused). */
+enum { T_PACKS, T_SUPERSEDES, T_NKEYS };
+static const rix__json_key top_keys[T_NKEYS] = { RIX_JSON_KEY("packs"), RIX_JSON_KEY("supersedes") };
+
+enum { P_ID, P_BLOBS, P_NKEYS };
+static const rix__json_key pack_keys[P_NKEYS] = { RIX_JSON_KEY("id"), RIX_JSON_KEY("blobs") };
+
+enum { B_ID, B_TYPE, B_OFFSET, B_LENGTH, B_ULEN, B_NKEYS };
+static const rix__json_key blob_keys[B_NKEYS] = {
+	RIX_JSON_KEY("id"), RIX_JSON_KEY("type"), RIX_JSON_KEY("offset"), RIX_JSON_KEY("length"),
+	RIX_JSON_KEY("uncompressed_length"),
 };
 
 static inline bool match(const char *p, const char *end, const char *s, size_t n)
@@ -484,154 +253,12 @@ static inline bool match(const char *p, const char *end, const char *s, size_t n
 	return (size_t)(end - p) >= n && memcmp(p, s, n) == 0;
 }
 
-/*
- * Reads a key string and the ':' after it. p is at the opening quote (already checked). Known
- * keys are recognised by their bytes including the closing quote; anything else (escapes
- * included) is validated as a string and reported as K_UNKNOWN.
- */
-static int parse_key(const struct dec *d, const char **pp, enum key *k)
-{
-	const char *p = *pp + 1, *end = d->end;
-	enum key r = K_UNKNOWN;
-	size_t n = 0;
-
-#define KEY(s, v) \
-	do { if (match(p, end, s "\"", sizeof(s))) { r = v; n = sizeof(s); } } while (0)
-	if (p < end) {
-		switch (*p) {
-		case 'i': KEY("id", K_ID); break;
-		case 't': KEY("type", K_TYPE); break;
-		case 'o': KEY("offset", K_OFFSET); break;
-		case 'l': KEY("length", K_LENGTH); break;
-		case 'u': KEY("uncompressed_length", K_ULEN); break;
-		case 'b': KEY("blobs", K_BLOBS); break;
-		case 'p': KEY("packs", K_PACKS); break;
-		case 's': KEY("supersedes", K_SUPERSEDES); break;
-		}
-	}
-#undef KEY
-	if (r != K_UNKNOWN) {
-		p += n;
-	} else {
-		int rc = skip_string_body(d, &p);
-		if (rc != 0)
-			return rc;
-	}
-	/* The ':' nearly always follows directly. */
-	if (p < end && *p == ':') {
-		p++;
-	} else {
-		int rc = expect(d, &p, ':', "expected ':' after key");
-		if (rc != 0)
-			return rc;
-	}
-	*pp = p;
-	*k = r;
-	return 0;
-}
-
-/*
- * After a member: skips whitespace and reads ',' (returns 1, more members) or the closer
- * (returns 0). Negative: error.
- */
-static inline int next_member(const struct dec *d, const char **pp, char closer)
-{
-	const char *p = *pp;
-	if (p < d->end && *p == ',') {
-		*pp = p + 1;
-		return 1;
-	}
-	p = skip_ws(p, d->end);
-	if (p >= d->end)
-		return truncated(d);
-	if (*p == ',') {
-		*pp = p + 1;
-		return 1;
-	}
-	if (*p == closer) {
-		*pp = p + 1;
-		return 0;
-	}
-	return corrupt(d, p, closer == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
-}
-
-/* Skips whitespace; returns 1 if the value at *pp is null (and consumes it), 0 if not. */
-static int take_null(const struct dec *d, const char **pp)
-{
-	const char *p = skip_ws(*pp, d->end);
-	if (p < d->end && *p == 'n') {
-		int rc = skip_literal(d, &p, "null", 4);
-		if (rc != 0)
-			return rc;
-		*pp = p;
-		return 1;
-	}
-	*pp = p;
-	return 0;
-}
-
-/*
- * Opens an object or array: skips whitespace, checks for `open` and returns 1 if it has members,
- * 0 if it is empty (and consumed whole).
- */
-static int open_container(const struct dec *d, const char **pp, char open, const char *what)
-{
-	int rc = expect(d, pp, open, what);
-	if (rc != 0)
-		return rc;
-	const char *p = skip_ws(*pp, d->end);
-	if (p >= d->end)
-		return truncated(d);
-	if (*p == (open == '{' ? '}' : ']')) {
-		*pp = p + 1;
-		return 0;
-	}
-	*pp = p;
-	return 1;
-}
-
-static int duplicate(const struct dec *d, const char *p)
-{
-	return corrupt(d, p, "duplicate key");
-}
-
-/* Keys checked for repeats inside pack and blob objects: every known key. */
-#define KEYS_KNOWN (~(1u << K_UNKNOWN))
-
-/*
- * Reads the next member's key: p at its opening quote or at whitespace before it. A key whose
- * bit is in `checked` may appear once per object (`seen` tracks them); a repeat is
- * RIX_ECORRUPT. On success p is just past the key's closing quote.
- */
-static int member_key(const struct dec *d, const char **pp, unsigned checked, unsigned *seen,
-		      enum key *k)
-{
-	const char *p = *pp;
-	if (p < d->end && *p != '"')
-		p = skip_ws(p, d->end);
-	if (p >= d->end)
-		return truncated(d);
-	if (*p != '"')
-		return corrupt(d, p, "expected a key string");
-	const char *kp = p;
-	int rc = parse_key(d, &p, k);
-	if (rc != 0)
-		return rc;
-	if (checked & (1u << *k)) {
-		if (*seen & (1u << *k))
-			return duplicate(d, kp);
-		*seen |= 1u << *k;
-	}
-	*pp = p;
-	return 0;
-}
-
 /* ==== Schema =============================================================================== */
 
 /* Once enough text is read, reserves room for the blobs the rest probably holds. */
 static int maybe_reserve(struct dec *d, const char *p)
 {
-	size_t done = (size_t)(p - d->base), total = (size_t)(d->end - d->base);
+	size_t done = (size_t)(p - d->j.base), total = (size_t)(d->j.end - d->j.base);
 	d->reserved = true;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
 		if (d->nblobs[t] == 0)
@@ -710,77 +337,77 @@ static int parse_blob(struct dec *d, const char **pp, uint32_t pack, int depth)
 	rix_id id;
 	rix_loc loc = { pack, 0, 0, 0 };
 	rix_blob_type type = RIX_BLOB_DATA;
-	unsigned seen = 0;
+	uint32_t seen = 0;
 	int rc;
 
-	p = skip_ws(p, d->end);
+	p = rix__json_skip_ws(p, d->j.end);
 	obj = p;
-	const char *q = fast_blob(p, d->end, &id, &type, &loc);
+	const char *q = fast_blob(p, d->j.end, &id, &type, &loc);
 	if (q != NULL) {
 		p = q;
 		goto add;
 	}
 	loc = (rix_loc){ pack, 0, 0, 0 };
 	type = RIX_BLOB_DATA;
-	rc = open_container(d, &p, '{', "expected a blob object");
+	rc = rix__json_open(&d->j, &p, '{', "expected a blob object");
 	if (rc <= 0) {
 		if (rc == 0)
 			return corrupt(d, obj, "blob without \"id\"");
 		return rc;
 	}
 	for (;;) {
-		enum key k;
-		rc = member_key(d, &p, KEYS_KNOWN, &seen, &k);
+		int k;
+		rc = rix__json_member(&d->j, &p, blob_keys, B_NKEYS, &seen, &k);
 		if (rc != 0)
 			return rc;
 		switch (k) {
-		case K_ID:
+		case B_ID:
 			rc = parse_id(d, &p, &id);
 			break;
-		case K_TYPE:
-			p = skip_ws(p, d->end);
-			if (match(p, d->end, "\"data\"", 6)) {
+		case B_TYPE:
+			p = rix__json_skip_ws(p, d->j.end);
+			if (match(p, d->j.end, "\"data\"", 6)) {
 				type = RIX_BLOB_DATA;
 				p += 6;
-			} else if (match(p, d->end, "\"tree\"", 6)) {
+			} else if (match(p, d->j.end, "\"tree\"", 6)) {
 				type = RIX_BLOB_TREE;
 				p += 6;
-			} else if (p >= d->end) {
+			} else if (p >= d->j.end) {
 				rc = truncated(d);
 			} else if (*p == '"') {
 				/* Validate first, so that a cut-off string reads as truncation. */
 				const char *s = p + 1;
-				rc = skip_string_body(d, &s);
+				rc = rix__json_skip_string(&d->j, &s);
 				if (rc == 0)
 					rc = corrupt(d, p, "blob type is not \"data\" or \"tree\"");
 			} else {
 				rc = corrupt(d, p, "expected a blob type string");
 			}
 			break;
-		case K_OFFSET:
+		case B_OFFSET:
 			rc = parse_u32(d, &p, &loc.offset);
 			break;
-		case K_LENGTH:
+		case B_LENGTH:
 			rc = parse_u32(d, &p, &loc.length);
 			break;
-		case K_ULEN:
+		case B_ULEN:
 			rc = parse_u32(d, &p, &loc.uncompressed_length);
 			break;
 		default:
-			rc = skip_value(d, &p, depth);
+			rc = rix__json_skip_value(&d->j, &p, depth);
 			break;
 		}
 		if (rc != 0)
 			return rc;
-		rc = next_member(d, &p, '}');
+		rc = rix__json_next(&d->j, &p, '}');
 		if (rc < 0)
 			return rc;
 		if (rc == 0)
 			break;
 	}
-	if (!(seen & (1u << K_ID)))
+	if (!(seen & (1u << B_ID)))
 		return corrupt(d, obj, "blob without \"id\"");
-	if (!(seen & (1u << K_TYPE)))
+	if (!(seen & (1u << B_TYPE)))
 		return corrupt(d, obj, "blob without \"type\"");
 add:
 	rc = sink_blob(d, type, &id, &loc);
@@ -794,17 +421,17 @@ add:
 /* A "blobs" value: an array of blob objects or null. depth = depth of the value itself. */
 static int parse_blobs(struct dec *d, const char **pp, uint32_t pack, int depth)
 {
-	int rc = take_null(d, pp);
+	int rc = rix__json_take_null(&d->j, pp);
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
-	rc = open_container(d, pp, '[', "expected an array of blobs");
+	rc = rix__json_open(&d->j, pp, '[', "expected an array of blobs");
 	if (rc <= 0)
 		return rc;
 	for (;;) {
 		rc = parse_blob(d, pp, pack, depth + 1);
 		if (rc != 0)
 			return rc;
-		rc = next_member(d, pp, ']');
+		rc = rix__json_next(&d->j, pp, ']');
 		if (rc <= 0)
 			return rc;
 	}
@@ -816,57 +443,57 @@ static int parse_pack(struct dec *d, const char **pp, int depth)
 	const char *p = *pp, *obj, *blobs = NULL;
 	rix_id id;
 	uint32_t num = 0;
-	unsigned seen = 0;
+	uint32_t seen = 0;
 	int rc;
 
-	p = skip_ws(p, d->end);
+	p = rix__json_skip_ws(p, d->j.end);
 	obj = p;
-	rc = open_container(d, &p, '{', "expected a pack object");
+	rc = rix__json_open(&d->j, &p, '{', "expected a pack object");
 	if (rc <= 0) {
 		if (rc == 0)
 			return corrupt(d, obj, "pack without \"id\"");
 		return rc;
 	}
 	for (;;) {
-		enum key k;
-		rc = member_key(d, &p, KEYS_KNOWN, &seen, &k);
+		int k;
+		rc = rix__json_member(&d->j, &p, pack_keys, P_NKEYS, &seen, &k);
 		if (rc != 0)
 			return rc;
 		switch (k) {
-		case K_ID:
+		case P_ID:
 			rc = parse_id(d, &p, &id);
 			if (rc == 0)
 				rc = sink_pack(d, &id, &num);
 			break;
-		case K_BLOBS:
-			if (seen & (1u << K_ID)) {
+		case P_BLOBS:
+			if (seen & (1u << P_ID)) {
 				rc = parse_blobs(d, &p, num, depth + 1);
 			} else {
 				/* ID not known yet: check the JSON now, parse it after the ID. */
 				blobs = p;
-				rc = skip_value(d, &p, depth);
+				rc = rix__json_skip_value(&d->j, &p, depth);
 			}
 			break;
 		default:
-			rc = skip_value(d, &p, depth);
+			rc = rix__json_skip_value(&d->j, &p, depth);
 			break;
 		}
 		if (rc != 0)
 			return rc;
-		rc = next_member(d, &p, '}');
+		rc = rix__json_next(&d->j, &p, '}');
 		if (rc < 0)
 			return rc;
 		if (rc == 0)
 			break;
 	}
-	if (!(seen & (1u << K_ID)))
+	if (!(seen & (1u << P_ID)))
 		return corrupt(d, obj, "pack without \"id\"");
 	if (blobs != NULL) {
 		rc = parse_blobs(d, &blobs, num, depth + 1);
 		if (rc != 0)
 			return rc;
 	}
-	if (!d->reserved && d->idx != NULL && (size_t)(p - d->base) >= RIX_JSON_RESERVE_SAMPLE) {
+	if (!d->reserved && d->idx != NULL && (size_t)(p - d->j.base) >= RIX_JSON_RESERVE_SAMPLE) {
 		rc = maybe_reserve(d, p);
 		if (rc != 0)
 			return rc;
@@ -880,18 +507,18 @@ static int parse_packs(struct dec *d, const char **pp, int depth, bool allow_nul
 {
 	int rc;
 	if (allow_null) {
-		rc = take_null(d, pp);
+		rc = rix__json_take_null(&d->j, pp);
 		if (rc != 0)
 			return rc < 0 ? rc : 0;
 	}
-	rc = open_container(d, pp, '[', "expected an array of packs");
+	rc = rix__json_open(&d->j, pp, '[', "expected an array of packs");
 	if (rc <= 0)
 		return rc;
 	for (;;) {
 		rc = parse_pack(d, pp, depth + 1);
 		if (rc != 0)
 			return rc;
-		rc = next_member(d, pp, ']');
+		rc = rix__json_next(&d->j, pp, ']');
 		if (rc <= 0)
 			return rc;
 	}
@@ -899,10 +526,10 @@ static int parse_packs(struct dec *d, const char **pp, int depth, bool allow_nul
 
 static int parse_supersedes(struct dec *d, const char **pp)
 {
-	int rc = take_null(d, pp);
+	int rc = rix__json_take_null(&d->j, pp);
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
-	rc = open_container(d, pp, '[', "expected an array of IDs for \"supersedes\"");
+	rc = rix__json_open(&d->j, pp, '[', "expected an array of IDs for \"supersedes\"");
 	if (rc <= 0)
 		return rc;
 	for (;;) {
@@ -913,7 +540,7 @@ static int parse_supersedes(struct dec *d, const char **pp)
 		rc = sink_supersedes(d, &id);
 		if (rc != 0)
 			return rc;
-		rc = next_member(d, pp, ']');
+		rc = rix__json_next(&d->j, pp, ']');
 		if (rc <= 0)
 			return rc;
 	}
@@ -922,25 +549,25 @@ static int parse_supersedes(struct dec *d, const char **pp)
 /* The top object; p at its '{'. */
 static int parse_top(struct dec *d, const char **pp)
 {
-	unsigned seen = 0;
-	int rc = open_container(d, pp, '{', "expected an object");
+	uint32_t seen = 0;
+	int rc = rix__json_open(&d->j, pp, '{', "expected an object");
 	if (rc <= 0)
 		return rc;
 	for (;;) {
-		enum key k;
+		int k;
 		const char *p = *pp;
-		rc = member_key(d, &p, (1u << K_PACKS) | (1u << K_SUPERSEDES), &seen, &k);
+		rc = rix__json_member(&d->j, &p, top_keys, T_NKEYS, &seen, &k);
 		if (rc != 0)
 			return rc;
-		if (k == K_PACKS)
+		if (k == T_PACKS)
 			rc = parse_packs(d, &p, 2, true);
-		else if (k == K_SUPERSEDES)
+		else if (k == T_SUPERSEDES)
 			rc = parse_supersedes(d, &p);
 		else
-			rc = skip_value(d, &p, 1);
+			rc = rix__json_skip_value(&d->j, &p, 1);
 		if (rc != 0)
 			return rc;
-		rc = next_member(d, &p, '}');
+		rc = rix__json_next(&d->j, &p, '}');
 		*pp = p;
 		if (rc <= 0)
 			return rc;
@@ -950,10 +577,10 @@ static int parse_top(struct dec *d, const char **pp)
 /* The whole text through d; *legacy = the array form. */
 static int decode_text(struct dec *d, bool *legacy)
 {
-	const char *p = skip_ws(d->base, d->end);
+	const char *p = rix__json_skip_ws(d->j.base, d->j.end);
 	int rc;
 	*legacy = false;
-	if (p >= d->end) {
+	if (p >= d->j.end) {
 		rc = corrupt(d, p, "empty text");
 	} else if (*p == '{') {
 		rc = parse_top(d, &p);
@@ -964,8 +591,8 @@ static int decode_text(struct dec *d, bool *legacy)
 		rc = corrupt(d, p, "expected an object or an array");
 	}
 	if (rc == 0) {
-		p = skip_ws(p, d->end);
-		if (p != d->end)
+		p = rix__json_skip_ws(p, d->j.end);
+		if (p != d->j.end)
 			rc = corrupt(d, p, "data after the top value");
 	}
 	return rc;
@@ -974,7 +601,7 @@ static int decode_text(struct dec *d, bool *legacy)
 int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy)
 {
 	rix_index *idx = NULL;
-	struct dec d = { .base = json, .end = json + len };
+	struct dec d = { .j = { json, json + len, "index JSON" } };
 	bool is_legacy = false;
 
 	*out = NULL;
@@ -998,7 +625,7 @@ int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy
 
 int rix_index_decode_to(const char *json, size_t len, const rix_index_sink *sink, bool *legacy)
 {
-	struct dec d = { .base = json, .end = json + len, .sink = sink };
+	struct dec d = { .j = { json, json + len, "index JSON" }, .sink = sink };
 	bool is_legacy = false;
 	int rc = decode_text(&d, &is_legacy);
 	if (legacy != NULL)

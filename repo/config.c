@@ -12,13 +12,15 @@
  * compressed unpacked files start with 0x02), and restic refuses to load a compressed one
  * ("invalid character '\x02'"). rix reads and writes the same.
  *
- * The parser accepts a subset of what restic accepts and reads it the same way:
+ * The parser (on the JSON scanner shared with the index decoder, common/json_scan.h) accepts a
+ * subset of what restic accepts and reads it the same way:
  *   - restic (Go's encoding/json) ignores unknown members: so do we, after checking they are
- *     well-formed JSON nested at most MAX_DEPTH deep (Go allows 10000);
+ *     well-formed JSON nested at most RIX_JSON_MAX_DEPTH (64) levels deep (Go allows 10000);
  *   - restic matches member names ignoring case, and 'K' (U+212A KELVIN SIGN) and 'ſ' (U+017F
  *     LONG S) fold to 'k' and 's'; a later duplicate silently wins. We refuse any member that
- *     restic would read as one of ours unless it is spelled exactly, and any duplicate of ours,
- *     so that no file means one thing to restic and another to rix;
+ *     restic would read as one of ours unless it is spelled exactly (escapes, which restic
+ *     undoes, allowed), and any duplicate of ours, so that no file means one thing to restic
+ *     and another to rix;
  *   - version: restic's type is uint: 1.0, 1e0, -0, "2" fail there too; we want exactly 1 or 2;
  *   - id: restic takes any string; we want 64 hex digits (what restic writes), no escapes;
  *   - chunker_polynomial: restic parses the raw bytes between the quotes with ParseUint(s, 16,
@@ -43,6 +45,7 @@
 #include "rix/crypto.h"
 #include "rix/error.h"
 #include "config_internal.h"
+#include "../common/json_scan.h"
 
 /* ---- Polynomials over GF(2) ----------------------------------------------------------------- */
 
@@ -139,302 +142,81 @@ int rix_chunker_polynomial_check(uint64_t p)
 
 /* ---- JSON ----------------------------------------------------------------------------------- */
 
-#define MAX_DEPTH 32
-
 enum { M_VERSION, M_ID, M_POL, M_COUNT };
-static const char *const member_names[M_COUNT] = { "version", "id", "chunker_polynomial" };
+static const rix__json_key members[M_COUNT] = {
+	RIX_JSON_KEY("version"), RIX_JSON_KEY("id"), RIX_JSON_KEY("chunker_polynomial"),
+};
 
-typedef struct parser {
-	const char *s;
-	size_t n, i;
-} parser;
-
-static int bad(const parser *ps, const char *what)
+/* The "version" value at *pp (not whitespace). */
+static int parse_version(const rix__json *j, const char **pp, int *version)
 {
-	return rix_error_set(RIX_ECORRUPT, "config: %s at byte %zu", what, ps->i);
-}
-
-static void skip_ws(parser *ps)
-{
-	while (ps->i < ps->n && (ps->s[ps->i] == ' ' || ps->s[ps->i] == '\t' || ps->s[ps->i] == '\n' ||
-				 ps->s[ps->i] == '\r'))
-		ps->i++;
-}
-
-static int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/*
- * A string token at ps->i (which is '"'): checks escapes and control characters, leaves ps->i
- * past the closing quote, and returns the raw bytes between the quotes in [*start, *end) and
- * whether any escape occurred.
- */
-static int string_token(parser *ps, size_t *start, size_t *end, bool *escaped)
-{
-	*escaped = false;
-	*start = ++ps->i;
-	while (ps->i < ps->n) {
-		unsigned char c = (unsigned char)ps->s[ps->i];
-		if (c == '"') {
-			*end = ps->i++;
-			return 0;
-		}
-		if (c < 0x20)
-			return bad(ps, "control character in a string");
-		if (c != '\\') {
-			ps->i++;
-			continue;
-		}
-		*escaped = true;
-		if (ps->i + 1 >= ps->n)
-			break;
-		c = (unsigned char)ps->s[ps->i + 1];
-		if (c == 'u') {
-			if (ps->i + 6 > ps->n)
-				break;
-			for (int k = 2; k < 6; k++)
-				if (hexval((unsigned char)ps->s[ps->i + k]) < 0)
-					return bad(ps, "bad \\u escape");
-			ps->i += 6;
-		} else if (c != '\0' && strchr("\"\\/bfnrt", c) != NULL) {
-			ps->i += 2;
-		} else {
-			return bad(ps, "bad escape");
-		}
-	}
-	ps->i = ps->n;
-	return bad(ps, "unterminated string");
-}
-
-/* A JSON number token at ps->i; [*start, ps->i) on return. */
-static int number_token(parser *ps, size_t *start)
-{
-	*start = ps->i;
-	const char *s = ps->s;
-	size_t n = ps->n;
-	if (ps->i < n && s[ps->i] == '-')
-		ps->i++;
-	if (ps->i < n && s[ps->i] == '0')
-		ps->i++;
-	else if (ps->i < n && s[ps->i] >= '1' && s[ps->i] <= '9')
-		while (ps->i < n && s[ps->i] >= '0' && s[ps->i] <= '9')
-			ps->i++;
-	else
-		return bad(ps, "bad number");
-	if (ps->i < n && s[ps->i] == '.') {
-		ps->i++;
-		if (ps->i >= n || s[ps->i] < '0' || s[ps->i] > '9')
-			return bad(ps, "bad number");
-		while (ps->i < n && s[ps->i] >= '0' && s[ps->i] <= '9')
-			ps->i++;
-	}
-	if (ps->i < n && (s[ps->i] == 'e' || s[ps->i] == 'E')) {
-		ps->i++;
-		if (ps->i < n && (s[ps->i] == '+' || s[ps->i] == '-'))
-			ps->i++;
-		if (ps->i >= n || s[ps->i] < '0' || s[ps->i] > '9')
-			return bad(ps, "bad number");
-		while (ps->i < n && s[ps->i] >= '0' && s[ps->i] <= '9')
-			ps->i++;
-	}
-	return 0;
-}
-
-/* Checks and skips any JSON value at ps->i (after whitespace); depth counts enclosing levels. */
-static int skip_value(parser *ps, int depth)
-{
-	size_t a, b;
-	bool esc;
-	skip_ws(ps);
-	if (ps->i >= ps->n)
-		return bad(ps, "truncated: a value is missing");
-	char c = ps->s[ps->i];
-	if (c == '"')
-		return string_token(ps, &a, &b, &esc);
-	if (c == '-' || (c >= '0' && c <= '9'))
-		return number_token(ps, &a);
-	static const char *const lits[] = { "true", "false", "null" };
-	for (int k = 0; k < 3; k++) {
-		size_t ln = strlen(lits[k]);
-		if (c == lits[k][0]) {
-			if (ps->n - ps->i < ln || memcmp(ps->s + ps->i, lits[k], ln) != 0)
-				return bad(ps, "bad literal");
-			ps->i += ln;
-			return 0;
-		}
-	}
-	if (c != '{' && c != '[')
-		return bad(ps, "not a JSON value");
-	if (depth >= MAX_DEPTH)
-		return bad(ps, "nested deeper than 32 levels");
-	char close = c == '{' ? '}' : ']';
-	ps->i++;
-	skip_ws(ps);
-	if (ps->i < ps->n && ps->s[ps->i] == close) {
-		ps->i++;
-		return 0;
-	}
-	for (;;) {
-		int rc;
-		if (close == '}') {
-			skip_ws(ps);
-			if (ps->i >= ps->n || ps->s[ps->i] != '"')
-				return bad(ps, "expected a member name");
-			if ((rc = string_token(ps, &a, &b, &esc)) != 0)
-				return rc;
-			skip_ws(ps);
-			if (ps->i >= ps->n || ps->s[ps->i] != ':')
-				return bad(ps, "expected ':'");
-			ps->i++;
-		}
-		if ((rc = skip_value(ps, depth + 1)) != 0)
-			return rc;
-		skip_ws(ps);
-		if (ps->i >= ps->n)
-			return bad(ps, "truncated");
-		if (ps->s[ps->i] == close) {
-			ps->i++;
-			return 0;
-		}
-		if (ps->s[ps->i] != ',')
-			return bad(ps, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
-		ps->i++;
-	}
-}
-
-/*
- * Which of our members the (already checked) member name s[a, b) names as restic's decoder
- * matches names: after unescaping, equal ignoring ASCII case, with U+212A matching 'k' and
- * U+017F matching 's'. Returns the member or -1; *exact says whether it is spelled exactly.
- */
-static int member_of(const char *s, size_t a, size_t b, bool *exact)
-{
-	enum { MAXC = 18 }; /* the longest name, "chunker_polynomial" */
-	uint32_t cp[MAXC];
-	size_t nc = 0;
-	*exact = false;
-	for (size_t i = a; i < b;) {
-		unsigned char c = (unsigned char)s[i];
-		uint32_t u;
-		if (nc == MAXC)
-			return -1;
-		if (c == '\\') {
-			char e = s[i + 1];
-			if (e == 'u') {
-				u = 0;
-				for (int k = 2; k < 6; k++)
-					u = u << 4 | (uint32_t)hexval((unsigned char)s[i + k]);
-				i += 6;
-			} else {
-				static const char from[] = "bfnrt", to[] = "\b\f\n\r\t";
-				const char *f = strchr(from, e);
-				u = f != NULL ? (unsigned char)to[f - from] : (unsigned char)e;
-				i += 2;
-			}
-		} else if (c < 0x80) {
-			u = c;
-			i++;
-		} else if (c == 0xC5 && i + 1 < b && (unsigned char)s[i + 1] == 0xBF) {
-			u = 0x17F;
-			i += 2;
-		} else if (c == 0xE2 && i + 2 < b && (unsigned char)s[i + 1] == 0x84 &&
-			   (unsigned char)s[i + 2] == 0xAA) {
-			u = 0x212A;
-			i += 3;
-		} else {
-			return -1; /* no other non-ASCII character folds to ASCII */
-		}
-		cp[nc++] = u;
-	}
-	for (int m = 0; m < M_COUNT; m++) {
-		const char *name = member_names[m];
-		if (strlen(name) != nc)
-			continue;
-		bool same = true, folded = true;
-		for (size_t k = 0; k < nc; k++) {
-			uint32_t u = cp[k], want = (unsigned char)name[k];
-			if (u == want)
-				continue;
-			same = false;
-			bool letter = want >= 'a' && want <= 'z';
-			if (!(letter && u == want - 32) && !(want == 'k' && u == 0x212A) && !(want == 's' && u == 0x17F))
-				folded = false;
-		}
-		if (same || folded) {
-			*exact = same;
-			return m;
-		}
-	}
-	return -1;
-}
-
-static int parse_version(parser *ps, int *version)
-{
-	size_t a;
-	char c = ps->s[ps->i];
-	if (c != '-' && (c < '0' || c > '9'))
-		return bad(ps, "\"version\" is not a number (want 1 or 2)");
-	int rc = number_token(ps, &a);
+	const char *p = *pp, *a = p;
+	if (*p != '-' && !rix__json_is_digit(p, j->end))
+		return rix__json_corrupt(j, p, "\"version\" is not a number (want 1 or 2)");
+	int rc = rix__json_skip_number(j, &p);
 	if (rc != 0)
 		return rc;
-	size_t len = ps->i - a;
-	if (len == 1 && (ps->s[a] == '1' || ps->s[a] == '2')) {
-		*version = ps->s[a] - '0';
+	size_t len = (size_t)(p - a);
+	if (len == 1 && (*a == '1' || *a == '2')) {
+		*version = *a - '0';
+		*pp = p;
 		return 0;
 	}
 	return rix_error_set(RIX_ECORRUPT, "config: \"version\" is %.*s, want 1 or 2, at byte %zu",
-			     len > 24 ? 24 : (int)len, ps->s + a, a);
+			     len > 24 ? 24 : (int)len, a, (size_t)(a - j->base));
 }
 
-static int parse_id(parser *ps, rix_id *id)
+/* A string value at *pp (not whitespace): its raw bytes between the quotes in [*a, *b). */
+static int string_value(const rix__json *j, const char **pp, const char *what, const char **a, const char **b)
 {
-	size_t a, b;
-	bool esc;
-	if (ps->s[ps->i] != '"')
-		return bad(ps, "\"id\" is not a string");
-	size_t at = ps->i;
-	int rc = string_token(ps, &a, &b, &esc);
+	const char *p = *pp;
+	if (*p != '"')
+		return rix__json_corrupt(j, p, what);
+	*a = ++p;
+	int rc = rix__json_skip_string(j, &p);
 	if (rc != 0)
 		return rc;
-	/* An escape fails the hex test: restic never writes one here. */
-	if (b - a != 2 * RIX_ID_SIZE || rix_id_from_hex(id, ps->s + a, b - a) != 0)
-		return rix_error_set(RIX_ECORRUPT, "config: \"id\" is not 64 hex digits (%zu bytes) at byte %zu",
-				     b - a, at);
+	*b = p - 1;
+	*pp = p;
 	return 0;
 }
 
-static int parse_polynomial(parser *ps, uint64_t *pol)
+static int parse_id(const rix__json *j, const char **pp, rix_id *id)
 {
-	size_t a, b;
-	bool esc;
-	if (ps->s[ps->i] != '"')
-		return bad(ps, "\"chunker_polynomial\" is not a string");
-	size_t at = ps->i;
-	int rc = string_token(ps, &a, &b, &esc);
+	const char *at = *pp, *a = NULL, *b = NULL;
+	int rc = string_value(j, pp, "\"id\" is not a string", &a, &b);
 	if (rc != 0)
 		return rc;
+	/* An escape fails the hex test: restic never writes one here. */
+	size_t n = (size_t)(b - a);
+	if (n != 2 * RIX_ID_SIZE || rix_id_from_hex(id, a, n) != 0)
+		return rix_error_set(RIX_ECORRUPT, "config: \"id\" is not 64 hex digits (%zu bytes) at byte %zu",
+				     n, (size_t)(at - j->base));
+	return 0;
+}
+
+static int parse_polynomial(const rix__json *j, const char **pp, uint64_t *pol)
+{
+	const char *at = *pp, *a = NULL, *b = NULL;
+	int rc = string_value(j, pp, "\"chunker_polynomial\" is not a string", &a, &b);
+	if (rc != 0)
+		return rc;
+	size_t off = (size_t)(at - j->base);
 	if (a == b)
-		return rix_error_set(RIX_ECORRUPT, "config: \"chunker_polynomial\" is empty at byte %zu", at);
+		return rix_error_set(RIX_ECORRUPT, "config: \"chunker_polynomial\" is empty at byte %zu", off);
 	uint64_t v = 0;
-	for (size_t i = a; i < b; i++) {
-		int h = hexval((unsigned char)ps->s[i]);
-		if (h < 0)
-			return rix_error_set(RIX_ECORRUPT, "config: \"chunker_polynomial\" is not hex (byte %zu)", i);
+	for (const char *c = a; c < b; c++) {
+		unsigned h = rix__json_hexval[(unsigned char)*c];
+		if (h & 0x80)
+			return rix_error_set(RIX_ECORRUPT, "config: \"chunker_polynomial\" is not hex (byte %zu)",
+					     (size_t)(c - j->base));
 		if (v >> 60 != 0)
 			return rix_error_set(RIX_ECORRUPT,
-					     "config: \"chunker_polynomial\" does not fit in 64 bits at byte %zu", at);
-		v = v << 4 | (uint64_t)h;
+					     "config: \"chunker_polynomial\" does not fit in 64 bits at byte %zu", off);
+		v = v << 4 | h;
 	}
 	if (v == 0)
-		return rix_error_set(RIX_ECORRUPT, "config: \"chunker_polynomial\" is zero at byte %zu", at);
+		return rix_error_set(RIX_ECORRUPT, "config: \"chunker_polynomial\" is zero at byte %zu", off);
 	if ((rc = polynomial_verdict(v, RIX_ECORRUPT, "config: ")) != 0)
 		return rc;
 	*pol = v;
@@ -445,72 +227,49 @@ int rix_config_parse(const char *json, size_t len, rix_config *out)
 {
 	if (len > RIX_CONFIG_MAX_SIZE)
 		return rix_error_set(RIX_ECORRUPT, "config: %zu bytes of JSON, more than %u", len, RIX_CONFIG_MAX_SIZE);
-	parser p = { json, len, 0 }, *ps = &p;
+	const rix__json j = { json, json + len, "config" };
+	const char *p = rix__json_skip_ws(json, j.end);
 	rix_config cfg;
 	memset(&cfg, 0, sizeof(cfg));
-	bool seen[M_COUNT] = { false };
-	int rc;
-	skip_ws(ps);
-	if (ps->i >= ps->n)
-		return bad(ps, "empty: want a JSON object");
-	if (ps->s[ps->i] != '{')
-		return bad(ps, "not a JSON object");
-	ps->i++;
-	skip_ws(ps);
-	if (ps->i < ps->n && ps->s[ps->i] == '}') {
-		ps->i++;
-	} else {
-		for (;;) {
-			size_t a, b, at;
-			bool esc, exact;
-			skip_ws(ps);
-			if (ps->i >= ps->n || ps->s[ps->i] != '"')
-				return bad(ps, ps->i >= ps->n ? "truncated" : "expected a member name");
-			at = ps->i;
-			if ((rc = string_token(ps, &a, &b, &esc)) != 0)
-				return rc;
-			int m = member_of(ps->s, a, b, &exact);
-			skip_ws(ps);
-			if (ps->i >= ps->n || ps->s[ps->i] != ':')
-				return bad(ps, ps->i >= ps->n ? "truncated" : "expected ':'");
-			ps->i++;
-			if (m >= 0 && !exact)
-				return rix_error_set(RIX_ECORRUPT,
-						     "config: member at byte %zu is \"%s\" to restic (whose names ignore case) "
-						     "but not spelled so", at, member_names[m]);
-			if (m >= 0 && seen[m])
-				return rix_error_set(RIX_ECORRUPT, "config: duplicate \"%s\" at byte %zu", member_names[m], at);
-			if (m < 0) {
-				rc = skip_value(ps, 1);
-			} else {
-				seen[m] = true;
-				skip_ws(ps);
-				if (ps->i >= ps->n)
-					return bad(ps, "truncated");
-				rc = m == M_VERSION ? parse_version(ps, &cfg.version)
-				     : m == M_ID    ? parse_id(ps, &cfg.id)
-						    : parse_polynomial(ps, &cfg.chunker_polynomial);
-			}
-			if (rc != 0)
-				return rc;
-			skip_ws(ps);
-			if (ps->i >= ps->n)
-				return bad(ps, "truncated");
-			if (ps->s[ps->i] == '}') {
-				ps->i++;
-				break;
-			}
-			if (ps->s[ps->i] != ',')
-				return bad(ps, "expected ',' or '}'");
-			ps->i++;
+	uint32_t seen = 0;
+	if (p >= j.end)
+		return rix__json_corrupt(&j, p, "empty: want a JSON object");
+	if (*p != '{')
+		return rix__json_corrupt(&j, p, "not a JSON object");
+	int more = rix__json_open(&j, &p, '{', "not a JSON object");
+	while (more > 0) {
+		int m, rc = rix__json_member(&j, &p, members, M_COUNT, &seen, &m);
+		if (rc != 0)
+			return rc;
+		p = rix__json_skip_ws(p, j.end);
+		if (p >= j.end)
+			return rix__json_truncated(&j);
+		switch (m) {
+		case M_VERSION:
+			rc = parse_version(&j, &p, &cfg.version);
+			break;
+		case M_ID:
+			rc = parse_id(&j, &p, &cfg.id);
+			break;
+		case M_POL:
+			rc = parse_polynomial(&j, &p, &cfg.chunker_polynomial);
+			break;
+		default:
+			rc = rix__json_skip_value(&j, &p, 1);
+			break;
 		}
+		if (rc != 0)
+			return rc;
+		more = rix__json_next(&j, &p, '}');
 	}
-	skip_ws(ps);
-	if (ps->i != ps->n)
-		return bad(ps, "trailing bytes after the object");
+	if (more < 0)
+		return more;
+	p = rix__json_skip_ws(p, j.end);
+	if (p != j.end)
+		return rix__json_corrupt(&j, p, "trailing bytes after the object");
 	for (int m = 0; m < M_COUNT; m++)
-		if (!seen[m])
-			return rix_error_set(RIX_ECORRUPT, "config: member \"%s\" is missing", member_names[m]);
+		if (!(seen & (UINT32_C(1) << m)))
+			return rix_error_set(RIX_ECORRUPT, "config: member \"%s\" is missing", members[m].name);
 	*out = cfg;
 	return 0;
 }

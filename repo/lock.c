@@ -34,6 +34,7 @@
 #include "rix/error.h"
 #include "rix/repo.h"
 #include "repo_internal.h"
+#include "../common/jansson_alloc.h"
 
 #define LOCK_FILE_MAX 65536
 
@@ -98,9 +99,12 @@ static int load_lock(rix_repo *r, const char *name, lock_info *out)
 	if (rc != 0)
 		return rc;
 	json_error_t err;
-	json_t *root = json_loadb((const char *)json, jn, 0, &err);
+	json_t *root;
+	rc = rix__jansson_load(&root, (const char *)json, jn, &err);
 	rix_free(json);
-	if (root == NULL || !json_is_object(root)) {
+	if (rc == RIX_ENOMEM)
+		return rix_error_set(RIX_ENOMEM, "lock %.16s: out of memory reading its JSON", name);
+	if (rc != 0 || !json_is_object(root)) {
 		json_decref(root);
 		return rix_error_set(RIX_ECORRUPT, "lock %.16s: not a JSON object", name);
 	}
@@ -149,16 +153,21 @@ static int write_lock(rix_repo *r, int exclusive, char name[65])
 	snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
 		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec);
 	const char *user = rix__repo_username(r);
+	rix__jansson_begin();
 	json_t *o = json_pack("{s:s, s:b, s:s, s:s, s:I, s:I, s:I}", "time", when, "exclusive", exclusive,
 			      "hostname", my_hostname(host, sizeof(host)), "username", user,
 			      "pid", (json_int_t)getpid(), "uid", (json_int_t)getuid(), "gid", (json_int_t)getgid());
 	char *json = o != NULL ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(o);
-	if (json == NULL)
-		return rix_error_set(RIX_ENOMEM, "lock: out of memory");
+	if (json == NULL || rix__jansson_out_of_memory()) {
+		rix__jansson_free(json);
+		return rix__jansson_out_of_memory()
+			       ? rix_error_set(RIX_ENOMEM, "lock: out of memory")
+			       : rix_error_set(RIX_EINVAL, "lock: hostname or username is not valid UTF-8");
+	}
 	rix_id id;
 	int rc = rix_repo_write_file(r, RIX_FILE_LOCK, json, strlen(json), &id);
-	free(json);
+	rix__jansson_free(json);
 	if (rc == 0)
 		rix_id_to_hex(&id, name);
 	return rc;

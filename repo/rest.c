@@ -29,6 +29,7 @@
 #include "rix/backend.h"
 #include "rix/error.h"
 #include "repo_internal.h"
+#include "../common/jansson_alloc.h"
 
 #define POOL 16
 
@@ -177,10 +178,14 @@ static int rest_list(void *self, rix_file_type t, rix_backend_list_fn fn, void *
 		rix_free(s.buf);
 		return 0;
 	}
-	json_t *root = rc == 0 ? json_loadb((const char *)s.buf, s.len, 0, NULL) : NULL;
+	json_t *root = NULL;
+	json_error_t jerr;
+	int jrc = rc == 0 ? rix__jansson_load(&root, (const char *)s.buf, s.len, &jerr) : 0;
 	rix_free(s.buf);
 	if (rc != 0)
 		return rc;
+	if (jrc == RIX_ENOMEM)
+		return rix_error_set(RIX_ENOMEM, "rest: list %s: out of memory reading the answer", url);
 	if (!json_is_array(root)) {
 		json_decref(root);
 		return rix_error_set(RIX_EIO, "rest: list %s: the server's answer is not a JSON array", url);

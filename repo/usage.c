@@ -21,6 +21,7 @@
 #include "rix/indexmap.h"
 #include "rix/repo.h"
 #include "repo_internal.h"
+#include "../common/jansson_alloc.h"
 
 struct walk {
 	rix_repo *r;
@@ -97,8 +98,12 @@ static int walk_tree(struct walk *w, const rix_id *id, uint64_t *files, uint64_t
 	int rc = rix_repo_load_blob(w->r, RIX_BLOB_TREE, id, &data, &n);
 	if (rc != 0)
 		return rc;
-	json_t *root = json_loadb((const char *)data, n, 0, NULL);
+	json_t *root;
+	json_error_t jerr;
+	rc = rix__jansson_load(&root, (const char *)data, n, &jerr);
 	rix_free(data);
+	if (rc == RIX_ENOMEM)
+		return rix_error_set(RIX_ENOMEM, "usage: out of memory reading a tree");
 	if (!json_is_object(root)) {
 		json_decref(root);
 		return rix_error_set(RIX_ECORRUPT, "usage: a tree blob is not a JSON object");
@@ -132,7 +137,15 @@ int rix_repo_usage_compute(rix_repo *r, rix_repo_usage *u)
 		uint8_t *json = NULL;
 		size_t jn = 0;
 		rc = rix__read_unpacked(r, RIX_FILE_SNAPSHOT, s.v[i].s, (size_t)16 << 20, &json, &jn);
-		json_t *root = rc == 0 ? json_loadb((const char *)json, jn, 0, NULL) : NULL;
+		json_t *root = NULL;
+		json_error_t jerr;
+		if (rc == 0) {
+			rc = rix__jansson_load(&root, (const char *)json, jn, &jerr);
+			if (rc == RIX_ENOMEM)
+				rc = rix_error_set(RIX_ENOMEM, "usage: out of memory reading snapshot %.16s", s.v[i].s);
+			else
+				rc = 0; /* not JSON: no tree, said below */
+		}
 		rix_free(json);
 		const char *hex = json_string_value(json_object_get(root, "tree"));
 		rix_id tree;

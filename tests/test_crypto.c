@@ -5,6 +5,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -300,6 +301,75 @@ static void test_create_key_file_round_trip(void **state)
 	rix_key_free(back);
 }
 
+/*
+ * jansson allocates through rix's hook: failing allocation N, for every N, makes opening a key
+ * file fail with RIX_ENOMEM (never "not JSON"), leak nothing, and the loop reaches jansson's
+ * allocations for both the key file's JSON and the decrypted master key's. Creating one, too.
+ */
+static void test_key_file_allocation_failure(void **state)
+{
+	(void)state;
+	rix_key *master;
+	MUST(rix_key_random(&master));
+	char *json;
+	size_t len;
+	MUST(rix_key_create_file(master, "pw", 2, 128, 1, 1, "user", "host", &json, &len));
+	bool outer = false, inner = false;
+	for (long at = 1;; at++) {
+		rix_key *key = (rix_key *)1;
+		rix_test_failalloc_install(at);
+		int rc = rix_key_open_file(&key, json, len, "pw", 2);
+		long live = rix_test_failalloc_live(), calls = rix_test_failalloc_count();
+		rix_test_failalloc_remove();
+		if (live != 0)
+			fail_msg("allocation %ld failing: %ld allocations leaked", at, live);
+		if (rc == 0) {
+			assert_true(calls < at); /* every allocation was failed once: done */
+			uint8_t msg[16] = "the same key", sealed[16 + RIX_CRYPTO_OVERHEAD], out[16];
+			MUST(rix_crypto_seal(master, msg, sizeof(msg), sealed));
+			MUST(rix_crypto_open(key, sealed, sizeof(sealed), out));
+			assert_memory_equal(out, msg, sizeof(msg));
+			rix_key_free(key);
+			break;
+		}
+		if (rc != RIX_ENOMEM)
+			fail_msg("allocation %ld failing: %d (%s)", at, rc, rix_error_last());
+		assert_null(key);
+		outer |= strstr(rix_error_last(), "out of memory reading its JSON") != NULL;
+		inner |= strstr(rix_error_last(), "out of memory reading the master key's JSON") != NULL;
+		assert_true(at < 100000);
+	}
+	assert_true(outer);
+	assert_true(inner);
+	rix_free(json);
+	for (long at = 1;; at++) {
+		rix_test_failalloc_install(at);
+		json = (char *)1;
+		int rc = rix_key_create_file(master, "pw", 2, 128, 1, 1, "user", "host", &json, &len);
+		long live = rix_test_failalloc_live(), calls = rix_test_failalloc_count();
+		if (rc == 0) {
+			rix_free(json);
+			live = rix_test_failalloc_live();
+		}
+		rix_test_failalloc_remove();
+		if (live != 0)
+			fail_msg("create, allocation %ld failing: %ld allocations leaked", at, live);
+		if (rc == 0) {
+			assert_true(calls < at);
+			assert_true(at > 3); /* jansson's objects, its text, the copy */
+			break;
+		}
+		if (rc != RIX_ENOMEM)
+			fail_msg("create, allocation %ld failing: %d (%s)", at, rc, rix_error_last());
+		assert_null(json);
+		assert_true(at < 100000);
+	}
+	/* A hostname that is not UTF-8 is refused by jansson: not "out of memory". */
+	assert_int_equal(rix_key_create_file(master, "pw", 2, 128, 1, 1, "user", "h\xff", &json, &len), RIX_EINVAL);
+	assert_null(json);
+	rix_key_free(master);
+}
+
 /* restic opens a repository whose only key file rix wrote (same master key, new password). */
 static void test_restic_opens_rix_key_file(void **state)
 {
@@ -335,6 +405,7 @@ int main(void)
 		cmocka_unit_test(test_bad_key_files),
 		cmocka_unit_test(test_restic_reads_rix_sealed_config),
 		cmocka_unit_test(test_create_key_file_round_trip),
+		cmocka_unit_test(test_key_file_allocation_failure),
 		cmocka_unit_test(test_restic_opens_rix_key_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

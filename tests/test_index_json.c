@@ -452,7 +452,7 @@ static void test_unknown_fields_skipped(void **state)
 		"\"blobs\":[{\"comment\":\"\\ud83d\\ude00\",\"id\":\"" H2 "\",\"type\":\"data\","
 		"\"offset\":5,\"length\":6,\"size\":[1,{\"a\":null}],\"uncompressed_length\":7}],"
 		"\"packs\":\"ignored here\"}],"
-		"\"P\\u0061cks\":{\"packs\":null},\"Packs\":[1],\"supersedes\":[\"" H2 "\"],\"tail\":{}}";
+		"\"P\\u0061ck\":{\"packs\":null},\"Packs_\":[1],\"supersedes\":[\"" H2 "\"],\"tail\":{}}";
 	rix_index *idx = decode_ok(t);
 	rix_packed_blob pb;
 	get_blob(idx, RIX_BLOB_DATA, H2, &pb);
@@ -732,6 +732,99 @@ static void test_reject_duplicate_keys(void **state)
 	}
 }
 
+/*
+ * Keys restic reads as one of an object's keys but spelt otherwise. Go's encoding/json undoes
+ * escapes and then matches names ignoring case, with U+212A KELVIN SIGN as 'k' and U+017F LONG S
+ * as 's': "Offset" sets the offset for restic. rix refuses such a file (no reading of it can
+ * then differ), whether or not the exact key is present too.
+ */
+static void test_reject_key_spellings(void **state)
+{
+	(void)state;
+	/* The Offset case: restic reads 5 as the offset; rix used to read 0. */
+	expect_corrupt(PACK(BLOB("\"Offset\":5,\"length\":6")));
+	assert_non_null(strstr(rix_error_last(), "\"offset\""));
+	assert_non_null(strstr(rix_error_last(), "ignore case"));
+	assert_non_null(strstr(rix_error_last(), "at byte 179"));
+	static const char *const bad[] = {
+		/* blob keys */
+		PACK(BLOB("\"offSet\":5")), PACK(BLOB("\"OFFSET\":5")), PACK(BLOB("\"offset\":1,\"Offset\":2")),
+		PACK(BLOB("\"Offset\":2,\"offset\":1")), PACK(BLOB("\"of\\u0046set\":5")),
+		PACK(BLOB("\"\\u004f\\u0066\\u0066\\u0073\\u0065\\u0074\":5")),
+		PACK(BLOB("\"off\xc5\xbf" "et\":5")),  /* U+017F LONG S, raw UTF-8 */
+		PACK(BLOB("\"off\\u017fet\":5")), PACK(BLOB("\"off\\u017Fet\":5")),
+		PACK(BLOB("\"Length\":5")), PACK(BLOB("\"LENGTH\":5")),
+		PACK(BLOB("\"Uncompressed_Length\":5")), PACK(BLOB("\"uncompre\xc5\xbf\xc5\xbf" "ed_length\":5")),
+		PACK(BLOB("\"UNCOMPRESSED_LENGTH\":5")), PACK(BLOB("\"Type\":\"tree\"")),
+		PACK("{\"ID\":\"" H2 "\",\"type\":\"data\"}"), PACK("{\"Id\":\"" H2 "\",\"id\":\"" H2 "\",\"type\":\"data\"}"),
+		PACK("{\"id\":\"" H2 "\",\"iD\":\"" H1 "\",\"type\":\"data\"}"),
+		PACK("{\"\\u0049d\":\"" H2 "\",\"type\":\"data\"}"),
+		/* pack keys */
+		"{\"packs\":[{\"Id\":\"" H1 "\"}]}", "{\"packs\":[{\"id\":\"" H1 "\",\"ID\":\"" H2 "\"}]}",
+		"{\"packs\":[{\"id\":\"" H1 "\",\"Blobs\":[]}]}", "{\"packs\":[{\"id\":\"" H1 "\",\"blob\xc5\xbf\":[]}]}",
+		"{\"packs\":[{\"id\":\"" H1 "\",\"blob\\u017f\":null}]}", "[{\"iD\":\"" H1 "\"}]",
+		/* top keys */
+		"{\"Packs\":[]}", "{\"packs\":[],\"PACKS\":[]}", "{\"pac\xe2\x84\xaas\":[]}", /* U+212A KELVIN SIGN */
+		"{\"pac\\u212as\":null}", "{\"pac\\u212As\":null}", "{\"\\u0050acks\":[]}", "{\"packs\":[],\"pack\\u0053\":[]}",
+		"{\"Supersedes\":[]}", "{\"super\xc5\xbf" "edes\":[]}", "{\"SUPER\\u017fEDES\":null}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		expect_corrupt(bad[i]);
+		if (strstr(rix_error_last(), "ignore case") == NULL)
+			fail_msg("%s: %s", bad[i], rix_error_last());
+	}
+}
+
+/*
+ * Keys that fold to none of the object's keys stay unknown and are skipped, as restic skips
+ * them: longer or shorter names, other punctuation, non-ASCII letters that only look alike
+ * (U+0131 dotless i and U+0130 dotted I fold only to themselves in Go's simple folding), and
+ * keys another object knows.
+ */
+static void test_unknown_key_spellings(void **state)
+{
+	(void)state;
+	static const char *const ok[] = {
+		PACK(BLOB("\"offsets\":5,\"offse\":5,\"off-set\":5,\"off set\":5,\"\\u0000offset\":5")),
+		PACK(BLOB("\"offset\\u0000\":5,\"\xc4\xb1" "d\":1,\"\xc4\xb0" "d\":1,\"\\u0131d\":1,\"\\u0130D\":1")),
+		PACK(BLOB("\"of\xef\xac\x80" "set\":5,\"\xe2\x84\xab" "\":1,\"offset\xc5\":1,\"\xc5\xbf\":1")),
+		PACK(BLOB("\"\\ud835\\udc28ffset\":1,\"\\udc00ffset\":1,\"\xff\":1,\"Packs\":[],\"BLOBS\":1,\"blobs\":2")),
+		PACK(BLOB("\"lengthh\":1,\"uncompressed-length\":1,\"UncompressedLength\":1,\"typ\":1")),
+		"{\"packs\":[{\"id\":\"" H1 "\",\"Offset\":5,\"TYPE\":1,\"packs\":[],\"blobz\":[]}]}",
+		"{\"ID\":1,\"Blobs\":2,\"Offset\":3,\"packs\":[],\"pack\":1,\"supersede\":1}",
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		rix_index *idx = decode_ok(ok[i]);
+		rix_index_free(idx);
+	}
+	/* The values are still read from the exact keys only. */
+	rix_index *idx = decode_ok(PACK(BLOB("\"offsets\":9,\"offset\":5,\"offse\":9,\"length\":6")));
+	rix_packed_blob pb;
+	get_blob(idx, RIX_BLOB_DATA, H2, &pb);
+	assert_int_equal(pb.offset, 5);
+	assert_int_equal(pb.length, 6);
+	rix_index_free(idx);
+}
+
+/* Escapes in keys are undone, as restic undoes them: "\u006fffset" is "offset", and a repeat. */
+static void test_escaped_keys(void **state)
+{
+	(void)state;
+	rix_index *idx = decode_ok("{\"p\\u0061cks\":[{\"\\u0069\\u0064\":\"" H1 "\",\"blob\\u0073\":[{\"id\":\"" H2
+				   "\",\"typ\\u0065\":\"tree\",\"\\u006fffset\":5,\"length\":6,"
+				   "\"uncompressed\\u005flength\":7}]}],\"supersedes\\u0020\":1}");
+	rix_packed_blob pb;
+	get_blob(idx, RIX_BLOB_TREE, H2, &pb);
+	assert_int_equal(pb.offset, 5);
+	assert_int_equal(pb.length, 6);
+	assert_int_equal(pb.uncompressed_length, 7);
+	rix_index_free(idx);
+	expect_corrupt(PACK(BLOB("\"offset\":1,\"\\u006fffset\":2")));
+	assert_non_null(strstr(rix_error_last(), "duplicate key \"offset\""));
+	expect_corrupt("{\"\\u0070acks\":[],\"packs\":[]}");
+	assert_non_null(strstr(rix_error_last(), "duplicate key \"packs\" at byte 17"));
+}
+
 /* The message names the byte where the problem is. */
 static void test_error_offsets(void **state)
 {
@@ -852,6 +945,9 @@ int main(void)
 		cmocka_unit_test(test_reject_numbers),
 		cmocka_unit_test(test_reject_structure),
 		cmocka_unit_test(test_reject_duplicate_keys),
+		cmocka_unit_test(test_reject_key_spellings),
+		cmocka_unit_test(test_unknown_key_spellings),
+		cmocka_unit_test(test_escaped_keys),
 		cmocka_unit_test(test_error_offsets),
 		cmocka_unit_test(test_oom_decode),
 		cmocka_unit_test(test_oom_encode),

@@ -737,6 +737,14 @@ static json_t *file_node(const char *name, const struct wblob *bl, const int *pa
 			 "size", (json_int_t)size, "links", 1, "content", content);
 }
 
+/* Frees json_dumps's text with jansson's free: librix gives jansson its own allocator. */
+static void jansson_free(void *p)
+{
+	json_free_t free_fn;
+	json_get_alloc_funcs(NULL, &free_fn);
+	free_fn(p);
+}
+
 static void tree_blob(struct wblob *b, json_t *nodes)
 {
 	json_t *tree = json_pack("{s:o}", "nodes", nodes);
@@ -746,7 +754,7 @@ static void tree_blob(struct wblob *b, json_t *nodes)
 	b->p = malloc(b->n + 1);
 	memcpy(b->p, s, b->n - 1);
 	b->p[b->n - 1] = '\n';
-	free(s);
+	jansson_free(s);
 	json_decref(tree);
 	b->t = RIX_BLOB_TREE;
 	rix_sha256(b->p, b->n, &b->id);
@@ -943,7 +951,7 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 	char *sjson = json_dumps(snap, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(snap);
 	write_unpacked(repo, "snapshots", key, v, sjson, strlen(sjson), snap_hex);
-	free(sjson);
+	jansson_free(sjson);
 
 	/* restic agrees: blob set, every blob's plaintext, a full check, a restore. */
 	struct lines want = { 0 };

@@ -5,6 +5,11 @@
  * number N and benchmarks can count allocations and bytes. The hook is process-wide: set it
  * before creating any rix object and don't change it while objects made under another hook
  * are alive.
+ *
+ * jansson: librix gives jansson (process-wide, json_set_alloc_funcs) an allocator built on this
+ * hook the first time it uses jansson. A program that uses jansson too must free what jansson
+ * returns (json_dumps) with the free function json_get_alloc_funcs gives, not free(), and must
+ * not keep jansson values made before that first use past it.
  */
 #ifndef RIX_ALLOC_H
 #define RIX_ALLOC_H
