@@ -206,6 +206,8 @@ static int fb_write_file(void *self, rix_file_type t, const char *name, int fd, 
 {
 	fault_backend *fb = self;
 	rix_test_fault_plan plan;
+	if (fb->f->copy)
+		path = NULL;
 	int fault = count_call(fb->f, RIX_TEST_FAULT_WRITE, path != NULL, &plan);
 	if (fault == NO_FAULT)
 		return rix_backend_write_file(fb->inner, t, name, fd, path, size, taken);

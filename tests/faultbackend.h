@@ -28,6 +28,9 @@
  * reports only the first half of its entries and returns RIX_EIO, as a listing cut off; other
  * operations return RIX_EIO. Every fault sets a message (rix_error_last) that says "injected".
  *
+ * Copying: with f->copy set, write_file hands the inner backend the descriptor only, never the
+ * path, so the file is copied and never taken, as the REST backend does (and no write renames).
+ *
  * Modes: once (only the n-th operation of the kind fails) and keep-failing (the n-th and every
  * later one). The wrapper is safe to use from several threads (a mutex guards the counters): with
  * several threads, which operation is the n-th depends on scheduling.
@@ -75,6 +78,7 @@ typedef struct rix_test_fault {
 	rix_test_fault_plan plan;
 	long count[RIX_TEST_FAULT_OPS]; /* operations since the last arm, by kind */
 	long injected;                   /* faults made since the last arm */
+	int copy;                        /* write_file: never give the inner backend the path */
 } rix_test_fault;
 
 /* The wrapper over inner (owned: freed with the wrapper). f stays the caller's. 0 or RIX_ENOMEM

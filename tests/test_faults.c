@@ -13,10 +13,11 @@
  *   - no temporary pack file is left behind;
  *   - rix_repo_check (read_data) passes on a fresh open, every blob of the base loads back, and
  *     after a save + flush that reported success (or was resumed) every blob saved loads too;
- *   - `restic check --read-data` passes, on a sample: after the last N of every save loop, and
- *     after every RESTIC_EVERY-th run of those loops taken together (so that the samples fall on
- *     every N and plan in turn); the read-only scenarios must leave every file as it was, which
- *     is checked for every N, and restic checks the base once after each of their tests;
+ *   - `restic check --read-data` passes, on a sample: every RESTIC_EVERY-th run of the save
+ *     loops taken together (so that the samples fall on every N and plan in turn), and the first
+ *     run past the last operation (the runs without a fault all leave the same repository); the
+ *     read-only scenarios must leave every file as it was, which is checked for every N, and
+ *     restic checks the base once after each of their tests;
  *   - a retry (a fresh open over the plain backend, the same blobs saved again, flush) stores
  *     everything, and every blob loads back.
  * Leaks: the ASan build.
@@ -38,7 +39,7 @@
 #include "testutil.h"
 
 #define PW "fault pw"
-#define RESTIC_EVERY 5
+#define RESTIC_EVERY 6
 #define MAX_N 200
 
 static const rix_repo_options fast = { .pack_size = 4 << 20, .scrypt_n = 128, .scrypt_r = 1, .scrypt_p = 1,
@@ -59,6 +60,7 @@ static struct blob base_blobs[NBASE]; /* in the base repository */
 static struct blob new_blobs[NNEW];   /* saved by the save loop: one of them is in the base too */
 static char *base_dir;
 static uint64_t restic_runs, save_runs;
+static int clean_run_checked;
 static double restic_seconds;
 
 static double now(void)
@@ -342,6 +344,7 @@ struct loop {
 	int strict;    /* LOAD: opt.strict */
 	int read_data; /* CHECK */
 	int resume;    /* SAVE: after a failure, the same session saves everything again and flushes */
+	int copy;      /* the backend copies packs and never takes them (as REST does) */
 };
 
 /* What one run did. */
@@ -452,10 +455,11 @@ static void run(const struct loop *l, const char *dir, rix_test_fault *f, struct
 
 static void describe(char *buf, size_t cap, const struct loop *l, long n)
 {
-	snprintf(buf, cap, "%s%s%s%s, %s fault at %s #%ld (%s)", scenario_names[l->sc],
+	snprintf(buf, cap, "%s%s%s%s%s, %s fault at %s #%ld (%s)", scenario_names[l->sc],
 		 l->sc == LOAD ? (l->strict ? " (strict)" : " (lenient)") : "",
 		 l->sc == CHECK ? (l->read_data ? " (read data)" : " (headers)") : "",
-		 l->sc == SAVE && l->resume ? " (resumed)" : "", rix_test_fault_effect_name(l->plan.effect),
+		 l->sc == SAVE && l->resume ? " (resumed)" : "", l->copy ? " (copying backend)" : "",
+		 rix_test_fault_effect_name(l->plan.effect),
 		 rix_test_fault_op_name(l->plan.op), n, rix_test_fault_mode_name(l->plan.mode));
 }
 
@@ -478,6 +482,7 @@ static long fault_loop(struct loop l)
 	char *before = writes ? NULL : repo_listing(base_dir);
 	rix_test_fault f;
 	rix_test_fault_init(&f);
+	f.copy = l.copy;
 	long n;
 	for (n = 1;; n++) {
 		char what[256];
@@ -522,7 +527,7 @@ static long fault_loop(struct loop l)
 			if (o.durable)
 				must_load_all(r, new_blobs, NNEW, what);
 			rix_repo_close(r);
-			if (++save_runs % RESTIC_EVERY == 0 || last)
+			if (++save_runs % RESTIC_EVERY == 0 || (last && !clean_run_checked++))
 				restic_check_passes(dir, what);
 			retry_save(dir);
 			check_index_names_complete_packs(dir);
@@ -604,6 +609,19 @@ static void test_save_flush_resumed(void **state)
 {
 	(void)state;
 	loops_for((struct loop){ .sc = SAVE, .resume = 1 }, write_plans, 4);
+}
+
+/* A backend that copies: a pack it refused is still the packer's, and one it stored while
+ * reporting failure (sync) is stored again by the retry. */
+static void test_save_flush_copying(void **state)
+{
+	(void)state;
+	static const rix_test_fault_plan plans[] = {
+		{ RIX_TEST_FAULT_ANY, 0, 0, RIX_TEST_FAULT_EIO },
+		{ RIX_TEST_FAULT_SYNC, 0, 0, RIX_TEST_FAULT_ENOSPC },
+	};
+	loops_for((struct loop){ .sc = SAVE, .copy = 1 }, plans, 2);
+	loops_for((struct loop){ .sc = SAVE, .copy = 1, .resume = 1 }, plans, 2);
 }
 
 /* ---- the wrapper itself ------------------------------------------------------------------------ */
@@ -762,6 +780,7 @@ int main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_save_flush),
 		cmocka_unit_test(test_save_flush_resumed),
+		cmocka_unit_test(test_save_flush_copying),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
