@@ -23,6 +23,7 @@
  * Leaks: the ASan build.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -345,6 +346,7 @@ struct loop {
 	int read_data; /* CHECK */
 	int resume;    /* SAVE: after a failure, the same session saves everything again and flushes */
 	int copy;      /* the backend copies packs and never takes them (as REST does) */
+	int threads;   /* SAVE: this many threads save at once (0: the calling thread alone) */
 };
 
 /* What one run did. */
@@ -390,6 +392,48 @@ static void index_error(void *arg, const char *name, int code, const char *msg)
 	o->reported++;
 }
 
+struct saver {
+	rix_repo *r;
+	int k, threads;
+	int rc;
+	char msg[512];
+};
+
+/* Thread k saves its share of the new blobs, and every thread the trees and the one the base
+ * has (so that they race for the same blobs); it stops at its first error (no cmocka here). */
+static void *saver_main(void *arg)
+{
+	struct saver *s = arg;
+	rix_error_clear();
+	for (size_t i = 0; s->rc == 0 && i < NNEW; i++) {
+		const struct blob *b = &new_blobs[i];
+		if ((int)(i % (size_t)s->threads) != s->k && b->type != RIX_BLOB_TREE && i != NNEW - 1)
+			continue;
+		s->rc = rix_repo_save_blob(s->r, b->type, b->data, b->n, NULL, NULL);
+		if (s->rc != 0)
+			snprintf(s->msg, sizeof(s->msg), "%s", rix_error_last());
+	}
+	return NULL;
+}
+
+static void save_threaded(rix_repo *r, int threads, struct outcome *o)
+{
+	struct saver sv[8];
+	pthread_t th[8];
+	assert_true(threads <= 8);
+	for (int k = 0; k < threads; k++) {
+		sv[k] = (struct saver){ .r = r, .k = k, .threads = threads };
+		assert_int_equal(pthread_create(&th[k], NULL, saver_main, &sv[k]), 0);
+	}
+	for (int k = 0; k < threads; k++)
+		assert_int_equal(pthread_join(th[k], NULL), 0);
+	for (int k = 0; k < threads; k++)
+		if (sv[k].rc != 0 && o->rc == 0) {
+			o->rc = sv[k].rc;
+			snprintf(o->msg, sizeof(o->msg), "%s", sv[k].msg);
+		}
+}
+
 static void run(const struct loop *l, const char *dir, rix_test_fault *f, struct outcome *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -422,6 +466,11 @@ static void run(const struct loop *l, const char *dir, rix_test_fault *f, struct
 		note(o, rc);
 		if (rc == RIX_ECORRUPT)
 			assert_true(rep.errors > 0);
+	} else if (l->threads > 1) {
+		save_threaded(r, l->threads, o);
+		if (o->rc == 0)
+			note(o, rix_repo_flush(r));
+		o->durable = o->rc == 0;
 	} else {
 		int rc = 0;
 		for (size_t i = 0; rc == 0 && i < NNEW; i++) {
@@ -455,10 +504,11 @@ static void run(const struct loop *l, const char *dir, rix_test_fault *f, struct
 
 static void describe(char *buf, size_t cap, const struct loop *l, long n)
 {
-	snprintf(buf, cap, "%s%s%s%s%s, %s fault at %s #%ld (%s)", scenario_names[l->sc],
+	snprintf(buf, cap, "%s%s%s%s%s%s, %s fault at %s #%ld (%s)", scenario_names[l->sc],
 		 l->sc == LOAD ? (l->strict ? " (strict)" : " (lenient)") : "",
 		 l->sc == CHECK ? (l->read_data ? " (read data)" : " (headers)") : "",
 		 l->sc == SAVE && l->resume ? " (resumed)" : "", l->copy ? " (copying backend)" : "",
+		 l->threads > 1 ? " (threads)" : "",
 		 rix_test_fault_effect_name(l->plan.effect),
 		 rix_test_fault_op_name(l->plan.op), n, rix_test_fault_mode_name(l->plan.mode));
 }
@@ -624,6 +674,18 @@ static void test_save_flush_copying(void **state)
 	loops_for((struct loop){ .sc = SAVE, .copy = 1, .resume = 1 }, plans, 2);
 }
 
+/* Four threads saving at once, racing for the same blobs, while the backend fails. */
+static void test_save_flush_threads(void **state)
+{
+	(void)state;
+	static const rix_test_fault_plan plans[] = {
+		{ RIX_TEST_FAULT_ANY, 0, 0, RIX_TEST_FAULT_EIO },
+		{ RIX_TEST_FAULT_SYNC, 0, 0, RIX_TEST_FAULT_EIO },
+	};
+	loops_for((struct loop){ .sc = SAVE, .threads = 4 }, plans, 2);
+	loops_for((struct loop){ .sc = SAVE, .threads = 4, .resume = 1 }, plans, 2);
+}
+
 /* ---- the wrapper itself ------------------------------------------------------------------------ */
 
 static int count_entry(void *arg, const char *name, uint64_t size)
@@ -781,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_save_flush),
 		cmocka_unit_test(test_save_flush_resumed),
 		cmocka_unit_test(test_save_flush_copying),
+		cmocka_unit_test(test_save_flush_threads),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
