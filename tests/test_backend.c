@@ -321,8 +321,9 @@ static void test_disk_full(void **state)
 	rix_test_free_dir(dir);
 }
 
-static int oom_backend(const char *dir)
+static int oom_backend(void *arg)
 {
+	const char *dir = arg;
 	rix_backend *b;
 	int rc = rix_backend_local_open(&b, dir, 0);
 	if (rc != 0)
@@ -347,19 +348,7 @@ static void test_allocation_failure(void **state)
 	MUST(rix_backend_local_open(&b, dir, 1));
 	MUST(rix_backend_write(b, RIX_FILE_CONFIG, NULL, "c", 1));
 	rix_backend_free(b);
-	for (long at = 1;; at++) {
-		rix_test_failalloc_install(at);
-		int rc = oom_backend(dir);
-		long live = rix_test_failalloc_live();
-		rix_test_failalloc_remove();
-		if (live != 0)
-			fail_msg("allocation %ld failing: %ld leaked", at, live);
-		if (rc == 0)
-			break;
-		if (rc != RIX_ENOMEM)
-			fail_msg("allocation %ld failing: %d (%s)", at, rc, rix_error_last());
-		assert_true(at < 100);
-	}
+	rix_test_oom_loop("local backend", oom_backend, dir, 100);
 	rix_test_free_dir(dir);
 }
 

@@ -671,8 +671,16 @@ static void test_open_tampered(void **state)
 
 /* ---- allocation failure ---------------------------------------------------------------------- */
 
-static int oom_round(const rix_key *key, const rix_config *cfg)
+struct oom_arg {
+	const rix_key *key;
+	rix_config cfg;
+};
+
+static int oom_round(void *arg)
 {
+	const struct oom_arg *a = arg;
+	const rix_key *key = a->key;
+	const rix_config *cfg = &a->cfg;
 	uint8_t *file = NULL;
 	size_t n;
 	char *json = NULL;
@@ -703,24 +711,12 @@ static void test_allocation_failure(void **state)
 	(void)state;
 	rix_key *key;
 	assert_int_equal(rix_key_random(&key), 0);
-	rix_config cfg;
-	assert_int_equal(rix_config_new(1, &cfg), 0);
-	for (long at = 1;; at++) {
-		rix_test_failalloc_install(at);
-		int rc = oom_round(key, &cfg);
-		long live = rix_test_failalloc_live(), calls = rix_test_failalloc_count();
-		rix_test_failalloc_remove();
-		if (rc != 0 && rc != RIX_ENOMEM)
-			fail_msg("allocation %ld failing: %d (%s)", at, rc, rix_error_last());
-		if (live != 0)
-			fail_msg("allocation %ld failing: %ld allocations leaked", at, live);
-		if (rc == 0) {
-			assert_true(calls < at); /* every allocation was failed once: done */
-			assert_true(at > 3);     /* seal: JSON + file; open: plaintext; encode: JSON */
-			break;
-		}
-		assert_true(at < 100);
-	}
+	struct oom_arg a = { .key = key };
+	assert_int_equal(rix_config_new(1, &a.cfg), 0);
+	/* Every failed allocation fails the round (must_fail); seal: JSON + file; open: plaintext;
+	 * encode: JSON, so more than 3 rounds. */
+	rix_test_oom o = { .what = "config", .run = oom_round, .arg = &a, .max = 100, .must_fail = 1 };
+	assert_true(rix_test_oom_run(&o) > 3);
 	rix_key_free(key);
 }
 

@@ -844,26 +844,29 @@ static void test_error_offsets(void **state)
 
 /* ---- allocation failures ------------------------------------------------------------------ */
 
+struct text {
+	const char *p;
+	size_t len;
+};
+
+static int oom_decode_round(void *arg)
+{
+	const struct text *t = arg;
+	rix_index *idx = (rix_index *)&idx;
+	int rc = rix_index_decode(&idx, t->p, t->len, NULL);
+	if (rc == 0)
+		rix_index_free(idx);
+	else
+		assert_null(idx);
+	return rc;
+}
+
+/* Each failure is RIX_ENOMEM with nothing kept; a success only when nothing failed. */
 static void oom_decode(const char *text, size_t len)
 {
-	for (long n = 1;; n++) {
-		rix_index *idx = (rix_index *)&idx;
-		rix_test_failalloc_install(n);
-		int rc = rix_index_decode(&idx, text, len, NULL);
-		long count = rix_test_failalloc_count();
-		if (rc == 0) {
-			rix_index_free(idx);
-			assert_int_equal(rix_test_failalloc_live(), 0);
-			rix_test_failalloc_remove();
-			assert_true(count < n); /* it succeeded because nothing failed */
-			break;
-		}
-		assert_int_equal(rc, RIX_ENOMEM);
-		assert_null(idx);
-		assert_int_equal(rix_test_failalloc_live(), 0);
-		rix_test_failalloc_remove();
-		assert_true(n < 100000);
-	}
+	struct text t = { text, len };
+	rix_test_oom o = { .what = "index decode", .run = oom_decode_round, .arg = &t, .max = 100000, .must_fail = 1 };
+	rix_test_oom_run(&o);
 }
 
 static void test_oom_decode(void **state)
@@ -884,6 +887,29 @@ static void test_oom_decode(void **state)
 	rix_index_free(a);
 }
 
+struct encode_arg {
+	const rix_index *idx;
+	const char *ref;
+	size_t ref_len;
+};
+
+static int oom_encode_round(void *arg)
+{
+	const struct encode_arg *e = arg;
+	char *out = (char *)&out;
+	size_t len = 1;
+	int rc = rix_index_encode(e->idx, &out, &len);
+	if (rc == 0) {
+		/* A failed shrink is not an error: the output is still right. */
+		assert_int_equal(len, e->ref_len);
+		assert_memory_equal(out, e->ref, len);
+		rix_free(out);
+	} else {
+		assert_null(out);
+	}
+	return rc;
+}
+
 static void test_oom_encode(void **state)
 {
 	(void)state;
@@ -891,32 +917,8 @@ static void test_oom_encode(void **state)
 	rix_index *a = random_index(&st, 200, 1);
 	size_t ref_len;
 	char *ref = encode(a, &ref_len);
-	for (long n = 1;; n++) {
-		char *out = (char *)&out;
-		size_t len = 1;
-		rix_test_failalloc_install(n);
-		int rc = rix_index_encode(a, &out, &len);
-		long count = rix_test_failalloc_count();
-		if (rc == 0 && count < n) {
-			assert_int_equal(len, ref_len);
-			assert_memory_equal(out, ref, len);
-			rix_free(out);
-			assert_int_equal(rix_test_failalloc_live(), 0);
-			rix_test_failalloc_remove();
-			break;
-		}
-		if (rc == 0) {
-			/* A failed shrink is not an error: the output is still right. */
-			assert_memory_equal(out, ref, ref_len);
-			rix_free(out);
-		} else {
-			assert_int_equal(rc, RIX_ENOMEM);
-			assert_null(out);
-		}
-		assert_int_equal(rix_test_failalloc_live(), 0);
-		rix_test_failalloc_remove();
-		assert_true(n < 1000);
-	}
+	struct encode_arg e = { a, ref, ref_len };
+	rix_test_oom_loop("index encode", oom_encode_round, &e, 1000);
 	rix_free(ref);
 	rix_index_free(a);
 }

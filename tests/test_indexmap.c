@@ -191,45 +191,48 @@ static void test_reserve_then_no_allocation(void **state)
  * points: the failing add returns RIX_ENOMEM, every earlier entry is still found, adding can
  * continue afterwards, and freeing leaves nothing allocated.
  */
+struct oom_map {
+	struct ref *e;
+	size_t n;
+	uint64_t st;
+};
+
+/* One round: a failing add is retried (the next allocation succeeds), so the round succeeds
+ * unless the table itself could not be made. */
+static int oom_map_round(void *arg)
+{
+	struct oom_map *a = arg;
+	rix_indexmap *m = NULL;
+	int rc = rix_indexmap_new_seeded(&m, 64, 1);
+	if (rc != 0) {
+		assert_null(m);
+		return rc;
+	}
+	size_t added = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		rc = rix_indexmap_add(m, &a->e[added].id, &a->e[added].loc);
+		if (rc != 0) {
+			assert_int_equal(rc, RIX_ENOMEM);
+			assert_true(rix_error_last()[0] != '\0');
+			assert_int_equal(rix_indexmap_count(m), added);
+			i--; /* retry the same entry: the next allocation succeeds */
+			continue;
+		}
+		added++;
+	}
+	check_against_reference(m, a->e, a->n, &a->st);
+	rix_indexmap_free(m);
+	return 0;
+}
+
 static void test_allocation_failure_n(void **state)
 {
 	(void)state;
-	uint64_t st = 99;
-	size_t n = 3000;
-	struct ref *e = malloc(n * sizeof(*e));
-	make_entries(e, n, 5, &st);
-	int finished = 0;
-	for (long fail = 1; !finished; fail++) {
-		rix_test_failalloc_install(fail);
-		rix_indexmap *m = NULL;
-		int rc = rix_indexmap_new_seeded(&m, 64, 1);
-		if (rc != 0) {
-			assert_int_equal(rc, RIX_ENOMEM);
-			assert_null(m);
-			assert_int_equal(rix_test_failalloc_live(), 0);
-			continue;
-		}
-		size_t added = 0, failures = 0;
-		for (size_t i = 0; i < n; i++) {
-			rc = rix_indexmap_add(m, &e[added].id, &e[added].loc);
-			if (rc != 0) {
-				assert_int_equal(rc, RIX_ENOMEM);
-				assert_true(rix_error_last()[0] != '\0');
-				assert_int_equal(rix_indexmap_count(m), added);
-				failures++;
-				i--; /* retry the same entry: the next allocation succeeds */
-				continue;
-			}
-			added++;
-		}
-		check_against_reference(m, e, n, &st);
-		rix_indexmap_free(m);
-		assert_int_equal(rix_test_failalloc_live(), 0);
-		if (failures == 0 && rix_test_failalloc_count() < fail)
-			finished = 1;
-	}
-	rix_test_failalloc_remove();
-	free(e);
+	struct oom_map a = { .n = 3000, .st = 99 };
+	a.e = malloc(a.n * sizeof(*a.e));
+	make_entries(a.e, a.n, 5, &a.st);
+	rix_test_oom_loop("indexmap", oom_map_round, &a, 100000);
+	free(a.e);
 }
 
 static void test_memory_and_limits(void **state)

@@ -860,24 +860,33 @@ static int oom_packer(const rix_key *key, const char *dir)
 
 typedef int (*oom_fn)(const rix_key *key, const char *dir);
 
+struct oom_call {
+	oom_fn fn;
+	const rix_key *key;
+	const char *dir;
+};
+
+static int oom_call_run(void *arg)
+{
+	const struct oom_call *c = arg;
+	return c->fn(c->key, c->dir);
+}
+
+/* No temporary file is left behind, failure or not. */
+static void oom_call_check(void *arg, const rix_test_oom_round *round)
+{
+	const struct oom_call *c = arg;
+	(void)round;
+	assert_int_equal(count_files(c->dir), 0);
+}
+
+/* Fails allocation 1, 2, ... until fn succeeds with nothing failed: RIX_ENOMEM, no leak, no
+ * file left; fn allocates at least once. */
 static void oom_loop(const char *what, oom_fn fn, const rix_key *key, const char *dir)
 {
-	for (long at = 1;; at++) {
-		rix_test_failalloc_install(at);
-		int rc = fn(key, dir);
-		long live = rix_test_failalloc_live();
-		rix_test_failalloc_remove();
-		if (live != 0)
-			fail_msg("%s, allocation %ld failing: %ld allocations leaked", what, at, live);
-		assert_int_equal(count_files(dir), 0);
-		if (rc == 0) {
-			assert_true(at > 1);
-			return;
-		}
-		if (rc != RIX_ENOMEM)
-			fail_msg("%s, allocation %ld failing: %d (%s)", what, at, rc, rix_error_last());
-		assert_true(at < 1000);
-	}
+	struct oom_call c = { fn, key, dir };
+	rix_test_oom o = { .what = what, .run = oom_call_run, .arg = &c, .max = 1000, .check = oom_call_check };
+	assert_true(rix_test_oom_run(&o) > 1);
 }
 
 static void test_allocation_failure(void **state)

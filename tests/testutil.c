@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "rix/alloc.h"
+#include "rix/error.h"
 #include "testutil.h"
 
 uint64_t rix_test_next(uint64_t *state)
@@ -108,6 +109,45 @@ long rix_test_failalloc_live(void)
 void rix_test_failalloc_remove(void)
 {
 	rix_allocator_set(NULL);
+}
+
+long rix_test_oom_run(const rix_test_oom *o)
+{
+	for (long at = 1;; at++) {
+		if (at > o->max)
+			fail_msg("%s: still failing with allocation %ld (at most %ld)", o->what, at, o->max);
+		if (o->setup != NULL)
+			o->setup(o->arg);
+		rix_error_clear();
+		rix_test_failalloc_install(at);
+		rix_test_oom_round r = { .at = at };
+		r.rc = o->run(o->arg);
+		r.calls = rix_test_failalloc_count();
+		r.live = rix_test_failalloc_live();
+		rix_test_failalloc_remove();
+		if (r.rc != 0 && r.rc != RIX_ENOMEM)
+			fail_msg("%s, allocation %ld failing: %d (%s)", o->what, at, r.rc, rix_error_last());
+		if (r.rc != 0 && rix_error_last()[0] == '\0')
+			fail_msg("%s, allocation %ld failing: RIX_ENOMEM without a message", o->what, at);
+		int check_live = o->live == RIX_TEST_OOM_LIVE_ZERO || (o->live == RIX_TEST_OOM_LIVE_ON_FAILURE && r.rc != 0);
+		if (check_live && r.live != 0)
+			fail_msg("%s, allocation %ld failing: %ld allocations leaked", o->what, at, r.live);
+		if (o->must_fail && r.rc == 0 && r.calls >= at)
+			fail_msg("%s: allocation %ld failed, and it succeeded", o->what, at);
+		if (o->check != NULL)
+			o->check(o->arg, &r);
+		if (r.rc == 0 && r.calls < at) {
+			if (getenv("RIX_TEST_OOM_VERBOSE") != NULL)
+				fprintf(stderr, "%s: %ld rounds\n", o->what, at);
+			return at;
+		}
+	}
+}
+
+long rix_test_oom_loop(const char *what, int (*run)(void *arg), void *arg, long max)
+{
+	rix_test_oom o = { .what = what, .run = run, .arg = arg, .max = max };
+	return rix_test_oom_run(&o);
 }
 
 void *rix_test_read_file(const char *path, size_t *len)

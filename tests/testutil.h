@@ -24,6 +24,50 @@ long rix_test_failalloc_live(void);
 void rix_test_failalloc_remove(void);
 
 /*
+ * The allocation-failure loop. For at = 1, 2, ...: setup(arg) if given, with libc's allocator;
+ * run(arg) with allocation number `at` failing (rix_test_failalloc_install(at); the thread's
+ * error cleared first); then check(arg, &round) if given, with libc's allocator again. Every
+ * round must (else the test fails, naming `what`, at, the code and rix's message):
+ *   - return 0 or RIX_ENOMEM, and with RIX_ENOMEM leave a message (rix_error_last non-empty);
+ *   - leave no allocation of its own alive when run returns (rix_test_failalloc_live() == 0),
+ *     unless .live says otherwise;
+ *   - with .must_fail, fail whenever an allocation failed (a run that returns 0 although one of
+ *     its allocations failed fails the test); without, that is allowed (a failed shrink, a
+ *     retry inside run) and the loop goes on.
+ * The loop ends after the first round that returns 0 having made fewer than `at` allocations:
+ * nothing failed in it, so every allocation of the run has been failed once. A round past max
+ * fails the test. Returns the number of rounds (the last, fault-free one included); with
+ * RIX_TEST_OOM_VERBOSE set in the environment, prints it.
+ */
+typedef struct rix_test_oom_round {
+	long at;    /* the allocation that failed (1-based) */
+	int rc;     /* run's return */
+	long calls; /* allocations run made, the failed one included */
+	long live;  /* allocations run made and did not free (minus frees of older ones) */
+} rix_test_oom_round;
+
+enum {
+	RIX_TEST_OOM_LIVE_ZERO = 0,    /* live must be 0 after every round */
+	RIX_TEST_OOM_LIVE_ON_FAILURE,  /* after a failed round only (a success keeps what it made) */
+	RIX_TEST_OOM_LIVE_UNCHECKED,   /* run works on objects made outside it (ASan finds leaks) */
+};
+
+typedef struct rix_test_oom {
+	const char *what;
+	int (*run)(void *arg);
+	void *arg;
+	long max;
+	void (*setup)(void *arg);                                   /* may be NULL */
+	void (*check)(void *arg, const rix_test_oom_round *round); /* may be NULL */
+	int live;                                                   /* RIX_TEST_OOM_LIVE_* */
+	int must_fail;
+} rix_test_oom;
+
+long rix_test_oom_run(const rix_test_oom *o);
+/* The common case: run(arg) alone, live always 0, a success with a failed allocation allowed. */
+long rix_test_oom_loop(const char *what, int (*run)(void *arg), void *arg, long max);
+
+/*
  * Files. rix_test_read_file: the whole file, NUL-terminated (*len excludes the NUL), malloc'd;
  * NULL if unreadable. rix_test_must_read: the same, failing the cmocka test if unreadable.
  * rix_test_data_dir: the fixture directory ($RIX_TEST_DATA, set by CTest, or tests/data).

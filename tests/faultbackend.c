@@ -1,0 +1,267 @@
+/*
+ * tests/faultbackend.c — see faultbackend.h.
+ *
+ * Each call: under the mutex, count it under every kind it is (any, its own, and for writes
+ * sync and maybe rename), and decide whether the plan's kind has reached n; then, outside the
+ * mutex, either call the inner backend or fail (before it, or after it for a sync fault).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "faultbackend.h"
+
+typedef struct fault_backend {
+	rix_backend *inner;
+	rix_test_fault *f;
+} fault_backend;
+
+static const char *const op_names[RIX_TEST_FAULT_OPS] = { "any",   "list", "stat",   "read",
+							  "write", "sync", "rename", "remove" };
+
+const char *rix_test_fault_op_name(rix_test_fault_op op)
+{
+	return (unsigned)op < RIX_TEST_FAULT_OPS ? op_names[op] : "?";
+}
+
+const char *rix_test_fault_effect_name(rix_test_fault_effect e)
+{
+	return e == RIX_TEST_FAULT_EIO ? "eio" : e == RIX_TEST_FAULT_ENOSPC ? "enospc" : "short";
+}
+
+const char *rix_test_fault_mode_name(rix_test_fault_mode m)
+{
+	return m == RIX_TEST_FAULT_ONCE ? "once" : "from";
+}
+
+void rix_test_fault_init(rix_test_fault *f)
+{
+	memset(f, 0, sizeof(*f));
+	pthread_mutex_init(&f->mu, NULL);
+}
+
+void rix_test_fault_destroy(rix_test_fault *f)
+{
+	pthread_mutex_destroy(&f->mu);
+}
+
+void rix_test_fault_arm(rix_test_fault *f, const rix_test_fault_plan *plan)
+{
+	pthread_mutex_lock(&f->mu);
+	if (plan != NULL)
+		f->plan = *plan;
+	else
+		memset(&f->plan, 0, sizeof(f->plan));
+	memset(f->count, 0, sizeof(f->count));
+	f->injected = 0;
+	pthread_mutex_unlock(&f->mu);
+}
+
+long rix_test_fault_count(rix_test_fault *f, rix_test_fault_op op)
+{
+	pthread_mutex_lock(&f->mu);
+	long n = (unsigned)op < RIX_TEST_FAULT_OPS ? f->count[op] : 0;
+	pthread_mutex_unlock(&f->mu);
+	return n;
+}
+
+long rix_test_fault_injected(rix_test_fault *f)
+{
+	pthread_mutex_lock(&f->mu);
+	long n = f->injected;
+	pthread_mutex_unlock(&f->mu);
+	return n;
+}
+
+#define NO_FAULT (-1)
+
+/* Counts one call of kind op (writes: also sync, and rename when renames) and says whether it
+ * fails: NO_FAULT, or the plan's kind (sync: fail after doing it). */
+static int count_call(rix_test_fault *f, rix_test_fault_op op, int renames,
+				    rix_test_fault_plan *plan)
+{
+	pthread_mutex_lock(&f->mu);
+	int is[RIX_TEST_FAULT_OPS] = { 0 };
+	is[RIX_TEST_FAULT_ANY] = 1;
+	is[op] = 1;
+	if (op == RIX_TEST_FAULT_WRITE) {
+		is[RIX_TEST_FAULT_SYNC] = 1;
+		is[RIX_TEST_FAULT_RENAME] = renames;
+	}
+	for (int k = 0; k < RIX_TEST_FAULT_OPS; k++)
+		f->count[k] += is[k];
+	*plan = f->plan;
+	int fails = 0;
+	if (plan->n > 0 && is[plan->op]) {
+		long c = f->count[plan->op];
+		fails = plan->mode == RIX_TEST_FAULT_ONCE ? c == plan->n : c >= plan->n;
+	}
+	if (fails)
+		f->injected++;
+	pthread_mutex_unlock(&f->mu);
+	return fails ? (int)plan->op : NO_FAULT;
+}
+
+/* The error of a fault on an operation of kind op (the call's own kind). */
+static int fault_error(const rix_test_fault_plan *plan, rix_test_fault_op op, rix_file_type t, const char *name)
+{
+	int spc = plan->effect == RIX_TEST_FAULT_ENOSPC && op == RIX_TEST_FAULT_WRITE;
+	return rix_error_set(spc ? RIX_ENOSPC : RIX_EIO, "fault: injected %s (%s %s, %s) on %s %.16s",
+			     spc ? "no space left" : "I/O error", rix_test_fault_op_name(plan->op),
+			     rix_test_fault_mode_name(plan->mode), rix_test_fault_effect_name(plan->effect),
+			     rix_file_type_name(t), t == RIX_FILE_CONFIG || name == NULL ? "" : name);
+}
+
+struct entry {
+	char name[65];
+	uint64_t size;
+};
+
+struct collected {
+	struct entry *v;
+	size_t n, cap;
+};
+
+static int collect(void *arg, const char *name, uint64_t size)
+{
+	struct collected *c = arg;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 64;
+		struct entry *v = realloc(c->v, cap * sizeof(*v));
+		if (v == NULL)
+			return rix_error_set(RIX_ENOMEM, "fault: out of memory listing");
+		c->v = v;
+		c->cap = cap;
+	}
+	snprintf(c->v[c->n].name, sizeof(c->v[c->n].name), "%s", name);
+	c->v[c->n++].size = size;
+	return 0;
+}
+
+static int fb_list(void *self, rix_file_type t, rix_backend_list_fn fn, void *arg)
+{
+	fault_backend *fb = self;
+	rix_test_fault_plan plan;
+	int fault = count_call(fb->f, RIX_TEST_FAULT_LIST, 0, &plan);
+	if (fault == NO_FAULT)
+		return rix_backend_list(fb->inner, t, fn, arg);
+	if (plan.effect != RIX_TEST_FAULT_SHORT)
+		return fault_error(&plan, RIX_TEST_FAULT_LIST, t, NULL);
+	/* A listing cut off: the first half of the entries, then the error. */
+	struct collected c = { 0 };
+	int rc = rix_backend_list(fb->inner, t, collect, &c);
+	for (size_t i = 0; rc == 0 && i < c.n / 2; i++)
+		rc = fn(arg, c.v[i].name, c.v[i].size);
+	free(c.v);
+	return rc != 0 ? rc : fault_error(&plan, RIX_TEST_FAULT_LIST, t, NULL);
+}
+
+static int fb_stat(void *self, rix_file_type t, const char *name, uint64_t *size)
+{
+	fault_backend *fb = self;
+	rix_test_fault_plan plan;
+	if (count_call(fb->f, RIX_TEST_FAULT_STAT, 0, &plan) != NO_FAULT)
+		return fault_error(&plan, RIX_TEST_FAULT_STAT, t, name);
+	return rix_backend_stat(fb->inner, t, name, size);
+}
+
+static int fb_read(void *self, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len)
+{
+	fault_backend *fb = self;
+	rix_test_fault_plan plan;
+	if (count_call(fb->f, RIX_TEST_FAULT_READ, 0, &plan) == NO_FAULT)
+		return rix_backend_read(fb->inner, t, name, off, buf, len);
+	if (plan.effect != RIX_TEST_FAULT_SHORT)
+		return fault_error(&plan, RIX_TEST_FAULT_READ, t, name);
+	/* A file that ends early: half the bytes, the rest zero, and the error a backend gives. */
+	size_t half = len / 2;
+	memset((uint8_t *)buf + half, 0, len - half);
+	int rc = half > 0 ? rix_backend_read(fb->inner, t, name, off, buf, half) : 0;
+	if (rc != 0)
+		return rc;
+	return rix_error_set(RIX_ECORRUPT, "fault: injected short read (%s %s): %s %.16s ends after %zu of %zu bytes",
+			     rix_test_fault_op_name(plan.op), rix_test_fault_mode_name(plan.mode), rix_file_type_name(t),
+			     t == RIX_FILE_CONFIG ? "" : name, half, len);
+}
+
+static int fb_write(void *self, rix_file_type t, const char *name, const void *data, size_t n)
+{
+	fault_backend *fb = self;
+	rix_test_fault_plan plan;
+	int fault = count_call(fb->f, RIX_TEST_FAULT_WRITE, 0, &plan);
+	if (fault == NO_FAULT)
+		return rix_backend_write(fb->inner, t, name, data, n);
+	if (fault == (int)RIX_TEST_FAULT_SYNC) {
+		int rc = rix_backend_write(fb->inner, t, name, data, n);
+		if (rc != 0)
+			return rc;
+	}
+	return fault_error(&plan, RIX_TEST_FAULT_WRITE, t, name);
+}
+
+static int fb_write_file(void *self, rix_file_type t, const char *name, int fd, const char *path, uint64_t size,
+			 int *taken)
+{
+	fault_backend *fb = self;
+	rix_test_fault_plan plan;
+	if (fb->f->copy)
+		path = NULL;
+	int fault = count_call(fb->f, RIX_TEST_FAULT_WRITE, path != NULL, &plan);
+	if (fault == NO_FAULT)
+		return rix_backend_write_file(fb->inner, t, name, fd, path, size, taken);
+	if (fault == (int)RIX_TEST_FAULT_SYNC) {
+		int rc = rix_backend_write_file(fb->inner, t, name, fd, path, size, taken);
+		if (rc != 0)
+			return rc;
+	}
+	return fault_error(&plan, RIX_TEST_FAULT_WRITE, t, name);
+}
+
+static int fb_remove(void *self, rix_file_type t, const char *name)
+{
+	fault_backend *fb = self;
+	rix_test_fault_plan plan;
+	if (count_call(fb->f, RIX_TEST_FAULT_REMOVE, 0, &plan) != NO_FAULT)
+		return fault_error(&plan, RIX_TEST_FAULT_REMOVE, t, name);
+	return rix_backend_remove(fb->inner, t, name);
+}
+
+static const char *fb_temp_dir(void *self)
+{
+	return rix_backend_temp_dir(((fault_backend *)self)->inner);
+}
+
+static void fb_close(void *self)
+{
+	fault_backend *fb = self;
+	rix_backend_free(fb->inner);
+	rix_free(fb);
+}
+
+static const rix_backend_ops fault_ops = {
+	.kind = "fault",
+	.list = fb_list,
+	.stat = fb_stat,
+	.read = fb_read,
+	.write = fb_write,
+	.write_file = fb_write_file,
+	.remove = fb_remove,
+	.temp_dir = fb_temp_dir,
+	.close = fb_close,
+};
+
+int rix_test_fault_backend(rix_backend **out, rix_backend *inner, rix_test_fault *f)
+{
+	*out = NULL;
+	fault_backend *fb = rix_malloc(sizeof(*fb));
+	if (fb == NULL)
+		return rix_error_set(RIX_ENOMEM, "fault: out of memory");
+	fb->inner = inner;
+	fb->f = f;
+	int rc = rix_backend_new(out, &fault_ops, fb);
+	if (rc != 0)
+		rix_free(fb);
+	return rc;
+}
