@@ -558,6 +558,7 @@ int main(int argc, char **argv)
 	register_pack_benchmarks();
 	register_compress_benchmarks();
 	register_repo_benchmarks();
+	register_savepath_benchmarks();
 
 	regex_t re;
 	bool have_re = false;
