@@ -161,8 +161,8 @@ static int z_setup(bench_b *b)
 		rix_blob *bl = &s->blobs[k];
 		bl->type = RIX_BLOB_DATA;
 		bl->offset = 0;
-		if (rix_blob_codec_encode(s->codec, RIX_BLOB_DATA, c->data + c->start[k], n, s->store + off, cap - off,
-					  &bl->length, &bl->uncompressed_length) != 0)
+		if (rix_blob_codec_encode(&bl->length, &bl->uncompressed_length, s->codec, RIX_BLOB_DATA, c->data + c->start[k], n,
+					  s->store + off, cap - off) != 0)
 			return bench_fail(b, "encode: %s", rix_error_last());
 		off += bl->length;
 		nz += bl->uncompressed_length != 0;
@@ -171,7 +171,7 @@ static int z_setup(bench_b *b)
 	/* Offsets (a store of several GiB would not fit u32: keep them as running sums here). */
 	size_t run = 0;
 	for (size_t k = 0; k < c->nblobs; k++) {
-		rix_sha256(c->data + c->start[k], c->start[k + 1] - c->start[k], &s->blobs[k].id);
+		rix_sha256(&s->blobs[k].id, c->data + c->start[k], c->start[k + 1] - c->start[k]);
 		s->blobs[k].offset = (uint32_t)(run >> 0);
 		run += s->blobs[k].length;
 	}
@@ -204,7 +204,7 @@ static void z_run(bench_b *b)
 	for (uint64_t i = 0; i < b->n; i++) {
 		const rix_blob *bl = &s->blobs[splitmix64_next(&s->rnd) % s->c->nblobs];
 		size_t got;
-		if (rix_blob_codec_decode(s->codec, s->store + bl->offset, bl->length, bl, s->out, PIECE, &got) != 0) {
+		if (rix_blob_codec_decode(&got, s->codec, s->store + bl->offset, bl->length, bl, s->out, PIECE) != 0) {
 			bench_fail(b, "decode: %s", rix_error_last());
 			return;
 		}

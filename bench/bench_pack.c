@@ -93,16 +93,16 @@ static int write_pack(bench_b *b, struct pstate *s, uint64_t size, rix_compressi
 	do {
 		randombytes_buf(p, LOAD_N);
 		rix_id id;
-		rix_sha256(p, LOAD_N, &id);
+		rix_sha256(&id, p, LOAD_N);
 		if (rix_pack_writer_add(w, c, RIX_BLOB_DATA, &id, p, LOAD_N) != 0)
 			return bench_fail(b, "pack writer: %s", rix_error_last());
 	} while (rix_pack_writer_size(w) < size);
 	free(p);
 	rix_id pid;
 	char hex[65];
-	if (rix_pack_writer_finish(w, &pid) != 0)
+	if (rix_pack_writer_finish(&pid, w) != 0)
 		return bench_fail(b, "finish: %s", rix_error_last());
-	rix_id_to_hex(&pid, hex);
+	rix_id_to_hex(hex, &pid);
 	snprintf(s->path, sizeof(s->path), "%s/%s", s->dir, hex);
 	if (rix_pack_writer_rename(w, s->path, 0) != 0)
 		return bench_fail(b, "rename: %s", rix_error_last());
@@ -140,7 +140,7 @@ static int pack_setup(bench_b *b)
 		s->data = calloc(1, s->data_n);
 		if (which == SAVE_V2_RANDOM)
 			randombytes_buf(s->data, s->data_n);
-		rix_sha256(s->data, s->data_n, &s->id);
+		rix_sha256(&s->id, s->data, s->data_n);
 		if (rix_blob_codec_new(&s->codec, s->key, v, RIX_COMPRESSION_AUTO) != 0 ||
 		    rix_packer_new(&s->packer, s->key, v, s->dir, 0, drop_pack, NULL) != 0)
 			return bench_fail(b, "packer: %s", rix_error_last());
@@ -162,11 +162,11 @@ static int pack_setup(bench_b *b)
 		randombytes_buf(s->data, LOAD_N);
 		uint8_t *f;
 		size_t fn;
-		if (rix_unpacked_encode(s->key, s->data, LOAD_N, 2, &f, &fn) != 0)
+		if (rix_unpacked_encode(&f, &fn, s->key, s->data, LOAD_N, 2) != 0)
 			return bench_fail(b, "unpacked: %s", rix_error_last());
-		rix_sha256(f, fn, &s->id);
+		rix_sha256(&s->id, f, fn);
 		char hex[65];
-		rix_id_to_hex(&s->id, hex);
+		rix_id_to_hex(hex, &s->id);
 		snprintf(s->path, sizeof(s->path), "%s/%s", s->dir, hex);
 		FILE *fp = fopen(s->path, "wb");
 		if (fp == NULL || fwrite(f, 1, fn, fp) != fn || fclose(fp) != 0)
@@ -182,7 +182,7 @@ static int pack_setup(bench_b *b)
 		s->data_n = 1u << 20;
 		s->data = malloc(s->data_n);
 		randombytes_buf(s->data, s->data_n);
-		rix_sha256(s->data, s->data_n, &s->id);
+		rix_sha256(&s->id, s->data, s->data_n);
 		if (rix_blob_codec_new(&s->codec, s->key, 2, RIX_COMPRESSION_OFF) != 0)
 			return bench_fail(b, "codec: %s", rix_error_last());
 		uint64_t total = 16u << 20;
@@ -262,12 +262,12 @@ static int read_blob(struct pstate *s, int m)
 	case M_PREAD:
 		if (pread_all(s->fd, s->buf, bl->length, bl->offset) != 0)
 			return rix_error_set(RIX_EIO, "pread");
-		return rix_blob_codec_decode(s->codec, s->buf, bl->length, bl, s->out, s->out_cap, &got);
+		return rix_blob_codec_decode(&got, s->codec, s->buf, bl->length, bl, s->out, s->out_cap);
 	case M_MMAP:
-		return rix_blob_codec_decode(s->codec, s->map + bl->offset, bl->length, bl, s->out, s->out_cap, &got);
+		return rix_blob_codec_decode(&got, s->codec, s->map + bl->offset, bl->length, bl, s->out, s->out_cap);
 	case M_MMAP_COPY:
 		memcpy(s->buf, s->map + bl->offset, bl->length);
-		return rix_blob_codec_decode(s->codec, s->buf, bl->length, bl, s->out, s->out_cap, &got);
+		return rix_blob_codec_decode(&got, s->codec, s->buf, bl->length, bl, s->out, s->out_cap);
 	case M_MMAP_EACH: {
 		long pg = sysconf(_SC_PAGESIZE);
 		uint64_t start = bl->offset & ~(uint64_t)(pg - 1);
@@ -275,8 +275,8 @@ static int read_blob(struct pstate *s, int m)
 		uint8_t *p = mmap(NULL, len, PROT_READ, MAP_SHARED, s->fd, (off_t)start);
 		if (p == MAP_FAILED)
 			return rix_error_set(RIX_EIO, "mmap");
-		int rc = rix_blob_codec_decode(s->codec, p + (bl->offset - start), bl->length, bl, s->out, s->out_cap,
-					       &got);
+		int rc = rix_blob_codec_decode(&got, s->codec, p + (bl->offset - start), bl->length, bl, s->out,
+					       s->out_cap);
 		munmap(p, len);
 		return rc;
 	}
@@ -295,12 +295,12 @@ static int read_pack(struct pstate *s, int m)
 	if (m == M_PREAD_BLOBS) { /* the header's two reads, then one pread per blob into one buffer */
 		rix_blob *blobs;
 		size_t cnt, got;
-		int rc = rix_pack_read_header_at(s->key, s->file_size, fd_read, &s->fd, 2, &blobs, &cnt);
+		int rc = rix_pack_read_header_at(&blobs, &cnt, s->key, s->file_size, fd_read, &s->fd, 2);
 		for (size_t i = 0; rc == 0 && i < cnt; i++) {
 			rc = fd_read(&s->fd, blobs[i].offset, s->buf, blobs[i].length);
 			if (rc == 0)
-				rc = rix_blob_codec_decode(s->codec, s->buf, blobs[i].length, &blobs[i], s->out,
-							   s->out_cap, &got);
+				rc = rix_blob_codec_decode(&got, s->codec, s->buf, blobs[i].length, &blobs[i],
+							   s->out, s->out_cap);
 		}
 		if (rc == 0)
 			rix_free(blobs);
@@ -320,10 +320,10 @@ static int read_pack(struct pstate *s, int m)
 	}
 	rix_blob *blobs;
 	size_t cnt, got;
-	int rc = rix_pack_read_header(s->key, p, s->file_size, 2, &blobs, &cnt);
+	int rc = rix_pack_read_header(&blobs, &cnt, s->key, p, s->file_size, 2);
 	for (size_t i = 0; rc == 0 && i < cnt; i++)
-		rc = rix_blob_codec_decode(s->codec, p + blobs[i].offset, blobs[i].length, &blobs[i], s->out,
-					   s->out_cap, &got);
+		rc = rix_blob_codec_decode(&got, s->codec, p + blobs[i].offset, blobs[i].length, &blobs[i],
+					   s->out, s->out_cap);
 	if (rc == 0)
 		rix_free(blobs);
 	if (map != NULL)
@@ -348,7 +348,7 @@ static void pack_run(bench_b *b)
 			const rix_blob *bl = &s->blobs[0];
 			rc = pread_all(s->fd, s->buf, bl->length, bl->offset) != 0
 				     ? rix_error_set(RIX_EIO, "pread")
-				     : rix_blob_codec_decode(s->codec, s->buf, bl->length, bl, s->out, s->out_cap, &got);
+				     : rix_blob_codec_decode(&got, s->codec, s->buf, bl->length, bl, s->out, s->out_cap);
 			break;
 		}
 		case LOAD_UNPACKED: {
@@ -359,12 +359,12 @@ static void pack_run(bench_b *b)
 				rc = rix_error_set(RIX_EIO, "read %s", s->path);
 			} else {
 				rix_id id;
-				rix_sha256(s->buf, s->file_size, &id);
+				rix_sha256(&id, s->buf, s->file_size);
 				uint8_t *plain;
 				size_t pn;
 				rc = memcmp(id.b, s->id.b, RIX_ID_SIZE) != 0
 					     ? rix_error_set(RIX_ECORRUPT, "file ID")
-					     : rix_unpacked_decode(s->key, s->buf, s->file_size, 2, &plain, &pn);
+					     : rix_unpacked_decode(&plain, &pn, s->key, s->buf, s->file_size, 2);
 				if (rc == 0)
 					rix_free(plain);
 			}
@@ -389,7 +389,7 @@ static void pack_run(bench_b *b)
 			for (int k = 0; rc == 0 && k < 16; k++)
 				rc = rix_pack_writer_add(w, s->codec, RIX_BLOB_DATA, &s->id, s->data, s->data_n);
 			if (rc == 0)
-				rc = rix_pack_writer_finish(w, &pid);
+				rc = rix_pack_writer_finish(&pid, w);
 			/* Removing the file is not writing it (a repository renames it into place). */
 			bench_stop(b);
 			rix_pack_writer_free(w);

@@ -74,25 +74,25 @@ static int repo_setup(bench_b *b)
 		}
 		char *json;
 		size_t len;
-		if (rix_index_encode(idx, &json, &len) != 0)
+		if (rix_index_encode(&json, &len, idx) != 0)
 			return bench_fail(b, "encode: %s", rix_error_last());
 		rix_id id;
 		char name[65];
 		uint64_t n;
 		int rc = rix_repo_write_file(s->r, RIX_FILE_INDEX, json, len, &id);
 		rix_free(json);
-		rix_id_to_hex(&id, name);
-		if (rc != 0 || rix_backend_stat(rix_repo_backend(s->r), RIX_FILE_INDEX, name, &n) != 0)
+		rix_id_to_hex(name, &id);
+		if (rc != 0 || rix_backend_stat(&n, rix_repo_backend(s->r), RIX_FILE_INDEX, name) != 0)
 			return bench_fail(b, "write: %s", rix_error_last());
 		b->set_bytes = n;
 		rix_index_free(idx);
-		rix_repo_close(s->r);
+		rix_repo_free(s->r);
 		s->r = NULL;
 	} else {
 		s->data = malloc(BLOB);
 		randombytes_buf(s->data, BLOB);
 		b->set_bytes = BLOB;
-		if (which != SAVE_MISS && rix_repo_save_blob(s->r, RIX_BLOB_DATA, s->data, BLOB, NULL, NULL) != 0)
+		if (which != SAVE_MISS && rix_repo_save_blob(NULL, NULL, s->r, RIX_BLOB_DATA, s->data, BLOB) != 0)
 			return bench_fail(b, "save: %s", rix_error_last());
 		if (which != SAVE_MISS && rix_repo_flush(s->r) != 0)
 			return bench_fail(b, "flush: %s", rix_error_last());
@@ -107,7 +107,7 @@ static void repo_teardown(bench_b *b)
 		return;
 	if (s->r != NULL)
 		rix_repo_flush(s->r);
-	rix_repo_close(s->r);
+	rix_repo_free(s->r);
 	if (s->dir[0]) {
 		char cmd[600];
 		snprintf(cmd, sizeof(cmd), "chmod -R u+w '%s' && rm -rf '%s'", s->dir, s->dir);
@@ -131,7 +131,7 @@ static void *hit_run(void *arg)
 	struct hitter *h = arg;
 	for (uint64_t i = 0; i < h->n && h->rc == 0; i++) {
 		int stored;
-		h->rc = rix_repo_save_blob(h->r, RIX_BLOB_DATA, h->data, BLOB, NULL, &stored);
+		h->rc = rix_repo_save_blob(NULL, &stored, h->r, RIX_BLOB_DATA, h->data, BLOB);
 		if (h->rc == 0 && stored)
 			h->rc = -1;
 	}
@@ -164,13 +164,13 @@ static void repo_run(bench_b *b)
 		case LOAD_V1:
 		case LOAD_V2: {
 			bench_stop(b);
-			rix_repo_close(s->r);
+			rix_repo_free(s->r);
 			s->r = NULL;
 			if (open_repo(b, s) != 0)
 				return;
 			bench_start(b);
 			rix_repo_load_stats st;
-			rc = rix_repo_load_index(s->r, NULL, NULL, &st);
+			rc = rix_repo_load_index(&st, s->r, NULL, NULL);
 			if (rc == 0 && st.blobs != 5000)
 				rc = rix_error_set(RIX_ECORRUPT, "loaded %zu blobs", st.blobs);
 			break;
@@ -178,12 +178,12 @@ static void repo_run(bench_b *b)
 		case SAVE_MISS:
 			s->counter++;
 			memcpy(s->data, &s->counter, sizeof(s->counter));
-			rc = rix_repo_save_blob(s->r, RIX_BLOB_DATA, s->data, BLOB, NULL, &stored);
+			rc = rix_repo_save_blob(NULL, &stored, s->r, RIX_BLOB_DATA, s->data, BLOB);
 			if (rc == 0 && !stored)
 				rc = rix_error_set(RIX_EINVAL, "a new blob was not stored");
 			break;
 		case SAVE_HIT:
-			rc = rix_repo_save_blob(s->r, RIX_BLOB_DATA, s->data, BLOB, NULL, &stored);
+			rc = rix_repo_save_blob(NULL, &stored, s->r, RIX_BLOB_DATA, s->data, BLOB);
 			if (rc == 0 && stored)
 				rc = rix_error_set(RIX_EINVAL, "a known blob was stored");
 			break;

@@ -84,7 +84,7 @@ static int big_json(bench_b *b, const char **json, size_t *len)
 		return 1;
 	if (big.json == NULL) {
 		bench_log("encoding the index as JSON");
-		int rc = rix_index_encode(idx, &big.json, &big.json_len);
+		int rc = rix_index_encode(&big.json, &big.json_len, idx);
 		if (rc != 0)
 			return bench_fail(b, "rix_index_encode: %s", rix_strerror(rc));
 	}
@@ -458,7 +458,7 @@ static uint64_t master_lookups(const rstate *s, uint64_t n, uint64_t *sum)
 	uint64_t found = 0, acc = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		rix_packed_blob pb;
-		if (rix_master_index_lookup(s->mi, RIX_BLOB_DATA, &s->id, &pb) == 0) {
+		if (rix_master_index_lookup(&pb, s->mi, RIX_BLOB_DATA, &s->id) == 0) {
 			found++;
 			acc += pb.offset;
 		}
@@ -521,7 +521,7 @@ static void master_size_run(bench_b *b)
 	uint64_t found = 0, sum = 0;
 	for (uint64_t i = 0; i < b->n; i++) {
 		uint32_t size;
-		if (rix_master_index_size(s->mi, RIX_BLOB_DATA, &s->id, &size) == 0) {
+		if (rix_master_index_size(&size, s->mi, RIX_BLOB_DATA, &s->id) == 0) {
 			found++;
 			sum += size;
 		}
@@ -571,7 +571,7 @@ static void encode_run(bench_b *b)
 	for (uint64_t i = 0; i < b->n; i++) {
 		char *out;
 		size_t len;
-		int rc = rix_index_encode(s->idx, &out, &len);
+		int rc = rix_index_encode(&out, &len, s->idx);
 		bench_stop(b);
 		if (rc != 0) {
 			bench_fail(b, "rix_index_encode: %s", rix_strerror(rc));

@@ -136,7 +136,7 @@ static int get_map(bench_b *b, size_t n, rix_indexmap **out)
 	/* Spot-check the table before timing anything against it. */
 	for (size_t i = 0; i < n; i += n / 1000 + 1) {
 		rix_loc loc;
-		if (rix_indexmap_lookup(m, &ids[i], &loc) != 0 ||
+		if (rix_indexmap_lookup(&loc, m, &ids[i]) != 0 ||
 		    memcmp(&loc, &locs[i], sizeof(loc)) != 0) {
 			rix_indexmap_free(m);
 			return bench_fail(b, "entry %zu not found or wrong after building", i);
@@ -239,7 +239,7 @@ static int get_master(bench_b *b, size_t n, rix_master_index **out)
 	const rix_id *packs = gen_master_pack_ids((n + 7) / 8);
 	for (size_t i = 0; i < n; i += n / 1000 + 1) {
 		rix_packed_blob pb;
-		if (rix_master_index_lookup(mi, RIX_BLOB_DATA, &ids[i], &pb) != 0 ||
+		if (rix_master_index_lookup(&pb, mi, RIX_BLOB_DATA, &ids[i]) != 0 ||
 		    pb.offset != locs[i].offset || pb.length != locs[i].length ||
 		    memcmp(&pb.pack_id, &packs[i / 8], sizeof(rix_id)) != 0) {
 			rix_master_index_free(mi);
@@ -292,7 +292,7 @@ static void lookup_job_run(lookup_job *j)
 		if (!s->master) {
 			for (; left > 0; left--) {
 				rix_loc loc;
-				if (rix_indexmap_lookup(s->m, &s->keys[k], &loc) == 0) {
+				if (rix_indexmap_lookup(&loc, s->m, &s->keys[k]) == 0) {
 					found++;
 					sum += loc.offset;
 				}
@@ -302,7 +302,7 @@ static void lookup_job_run(lookup_job *j)
 		} else {
 			for (; left > 0; left--) {
 				rix_packed_blob pb;
-				if (rix_master_index_lookup(s->mi, RIX_BLOB_DATA, &s->keys[k], &pb) == 0) {
+				if (rix_master_index_lookup(&pb, s->mi, RIX_BLOB_DATA, &s->keys[k]) == 0) {
 					found++;
 					sum += pb.offset;
 				}
@@ -321,12 +321,12 @@ static void lookup_job_run(lookup_job *j)
 			if (c > n - k)
 				c = n - k;
 			if (!s->master) {
-				found += rix_indexmap_lookup_many(s->m, &s->keys[k], c, locs, fnd);
+				found += rix_indexmap_lookup_many(locs, fnd, s->m, &s->keys[k], c);
 				for (size_t i = 0; i < c; i++)
 					sum += fnd[i] ? locs[i].offset : 0;
 			} else {
-				found += rix_master_index_lookup_many(s->mi, RIX_BLOB_DATA, &s->keys[k],
-								      c, pbs, fnd);
+				found += rix_master_index_lookup_many(pbs, fnd, s->mi,
+								      RIX_BLOB_DATA, &s->keys[k], c);
 				for (size_t i = 0; i < c; i++)
 					sum += fnd[i] ? pbs[i].offset : 0;
 			}

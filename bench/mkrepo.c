@@ -43,7 +43,7 @@ static int write_index(rix_repo *r, rix_index *idx)
 {
 	char *json;
 	size_t len;
-	if (rix_index_encode(idx, &json, &len) != 0)
+	if (rix_index_encode(&json, &len, idx) != 0)
 		return die("encode");
 	int rc = rix_repo_write_file(r, RIX_FILE_INDEX, json, len, NULL);
 	rix_free(json);
@@ -103,6 +103,6 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("%s: %llu blobs in %zu index files (version %d)\n", dir, (unsigned long long)total, files, version);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	return 0;
 }

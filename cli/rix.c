@@ -224,7 +224,7 @@ static int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs)
 {
 	int progress = !g.quiet && isatty(2);
 	double t0 = now_s();
-	int rc = rix_repo_load_index(r, index_error, NULL, st);
+	int rc = rix_repo_load_index(st, r, index_error, NULL);
 	if (secs != NULL)
 		*secs = now_s() - t0;
 	if (progress)
@@ -289,7 +289,7 @@ static int cmd_init(int argc, char **argv)
 		return fail(rc);
 	}
 	char hex[65];
-	rix_id_to_hex(&rix_repo_config(r)->id, hex);
+	rix_id_to_hex(hex, &rix_repo_config(r)->id);
 	if (g.json) {
 		printf("{\"message_type\":\"initialized\",\"id\":\"%s\",\"repository\":", hex);
 		put_json_string(path);
@@ -297,7 +297,7 @@ static int cmd_init(int argc, char **argv)
 	}
 	else if (!g.quiet)
 		printf("created rix repository %.10s at %s (version %d)\n", hex, path, g.version);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	return 0;
 }
 
@@ -321,7 +321,7 @@ static int print_blob(const rix_packed_blob *pb, void *arg)
 {
 	struct lister *l = arg;
 	char hex[65];
-	rix_id_to_hex(&pb->id, hex);
+	rix_id_to_hex(hex, &pb->id);
 	const char *t = pb->type == RIX_BLOB_TREE ? "tree" : "data";
 	if (g.json)
 		printf("%s{\"type\":\"%s\",\"id\":\"%s\"}", l->n++ ? "," : "", t, hex);
@@ -357,14 +357,14 @@ static int cmd_list(int argc, char **argv)
 	} else if ((rc = load_index(r, NULL, NULL)) == 0) {
 		rc = rix_master_index_foreach(rix_repo_master_index(r), print_blob, &l);
 	} else {
-		rix_repo_close(r);
+		rix_repo_free(r);
 		return rc;
 	}
 	if (g.json)
 		puts("]");
 	if (rc != 0)
 		rc = fail(rc);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	return rc;
 }
 
@@ -438,7 +438,7 @@ static int cmd_cat(int argc, char **argv)
 	if (strcmp(what, "config") == 0) {
 		char *json;
 		size_t n;
-		rc = rix_config_encode(rix_repo_config(r), &json, &n);
+		rc = rix_config_encode(&json, &n, rix_repo_config(r));
 		if (rc == 0) {
 			print_pretty_json(json, n);
 			rix_free(json);
@@ -446,7 +446,7 @@ static int cmd_cat(int argc, char **argv)
 	} else if (strcmp(what, "index") == 0) {
 		uint8_t *json;
 		size_t jn;
-		rc = rix_repo_read_file(r, RIX_FILE_INDEX, &id, &json, &jn);
+		rc = rix_repo_read_file(&json, &jn, r, RIX_FILE_INDEX, &id);
 		if (rc == 0) {
 			fwrite(json, 1, jn, stdout);
 			rix_free(json);
@@ -454,14 +454,14 @@ static int cmd_cat(int argc, char **argv)
 	} else if (strcmp(what, "blob") == 0) {
 		rc = load_index(r, NULL, NULL);
 		if (rc != 0) {
-			rix_repo_close(r);
+			rix_repo_free(r);
 			return rc;
 		}
 		uint8_t *data;
 		size_t n;
-		rc = rix_repo_load_blob(r, RIX_BLOB_DATA, &id, &data, &n);
+		rc = rix_repo_load_blob(&data, &n, r, RIX_BLOB_DATA, &id);
 		if (rc == RIX_ENOTFOUND)
-			rc = rix_repo_load_blob(r, RIX_BLOB_TREE, &id, &data, &n);
+			rc = rix_repo_load_blob(&data, &n, r, RIX_BLOB_TREE, &id);
 		if (rc == 0) {
 			fwrite(data, 1, n, stdout);
 			rix_free(data);
@@ -470,12 +470,12 @@ static int cmd_cat(int argc, char **argv)
 		/* The trailer and the header only: two reads from the pack's end, not the whole pack. */
 		rix_blob *blobs;
 		size_t cnt;
-		rc = rix_repo_read_pack_header(r, &id, &blobs, &cnt);
+		rc = rix_repo_read_pack_header(&blobs, &cnt, r, &id);
 		if (rc == 0) {
 			printf(g.json ? "[" : "");
 			for (size_t i = 0; i < cnt; i++) {
 				char hex[65];
-				rix_id_to_hex(&blobs[i].id, hex);
+				rix_id_to_hex(hex, &blobs[i].id);
 				const char *t = blobs[i].type == RIX_BLOB_TREE ? "tree" : "data";
 				if (g.json)
 					printf("%s{\"type\":\"%s\",\"id\":\"%s\",\"offset\":%u,\"length\":%u,"
@@ -493,7 +493,7 @@ static int cmd_cat(int argc, char **argv)
 	}
 	if (rc != 0)
 		rc = fail(rc);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	return rc;
 }
 
@@ -517,10 +517,10 @@ static int cmd_find_blob(int argc, char **argv)
 		int found = 0;
 		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
 			rix_packed_blob pbs[64];
-			size_t n = rix_master_index_lookup_all(rix_repo_master_index(r), (rix_blob_type)t, &id, pbs, 64);
+			size_t n = rix_master_index_lookup_all(pbs, 64, rix_repo_master_index(r), (rix_blob_type)t, &id);
 			for (size_t k = 0; k < n && k < 64; k++) {
 				char pack[65];
-				rix_id_to_hex(&pbs[k].pack_id, pack);
+				rix_id_to_hex(pack, &pbs[k].pack_id);
 				const char *tn = t == RIX_BLOB_TREE ? "tree" : "data";
 				if (g.json)
 					printf("%s{\"id\":\"%s\",\"type\":\"%s\",\"pack\":\"%s\",\"offset\":%u,\"length\":%u,"
@@ -541,7 +541,7 @@ static int cmd_find_blob(int argc, char **argv)
 	}
 	if (g.json && rc == 0)
 		puts("]");
-	rix_repo_close(r);
+	rix_repo_free(r);
 	return rc != 0 ? rc : missing != 0;
 }
 
@@ -570,7 +570,7 @@ static int cmd_stats(int argc, char **argv)
 	double secs;
 	int rc = load_index(r, &st, &secs);
 	if (rc != 0) {
-		rix_repo_close(r);
+		rix_repo_free(r);
 		return rc;
 	}
 	rix_master_index *mi = rix_repo_master_index(r);
@@ -578,13 +578,13 @@ static int cmd_stats(int argc, char **argv)
 	rc = rix_master_index_foreach(mi, sum_blob, &s);
 	size_t npacks = rix_master_index_pack_count(mi); /* no sort: restic names each pack once */
 	if (rc != 0) {
-		rix_repo_close(r);
+		rix_repo_free(r);
 		return fail(rc);
 	}
 	rix_repo_usage u;
-	rc = rix_repo_usage_compute(r, &u);
+	rc = rix_repo_usage_compute(&u, r);
 	if (rc != 0) {
-		rix_repo_close(r);
+		rix_repo_free(r);
 		return fail(rc);
 	}
 	double dedup = u.unique_bytes ? (double)u.logical_bytes / (double)u.unique_bytes : 0.0;
@@ -623,7 +623,7 @@ static int cmd_stats(int argc, char **argv)
 		       blobs ? (double)mem / (double)blobs : 0.0);
 		printf("Peak memory (RSS):        %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
 	}
-	rix_repo_close(r);
+	rix_repo_free(r);
 	return 0;
 }
 
@@ -658,14 +658,14 @@ static int cmd_key(int argc, char **argv)
 		const char *pf = getenv("RIX_NEW_PASSWORD_FILE");
 		int bad = pf != NULL ? read_password_file(pf, pw, sizeof(pw)) : prompt("enter new password: ", pw, sizeof(pw));
 		if (bad) {
-			rix_repo_close(r);
+			rix_repo_free(r);
 			return 1;
 		}
 		if (pw[0] == '\0') {
-			rix_repo_close(r);
+			rix_repo_free(r);
 			return die("an empty password is not a password");
 		}
-		rc = rix_repo_key_add(r, pw, strlen(pw), name);
+		rc = rix_repo_key_add(name, r, pw, strlen(pw));
 		sodium_memzero(pw, sizeof(pw));
 		if (rc == 0 && strcmp(sub, "passwd") == 0) {
 			char old[65];
@@ -679,7 +679,7 @@ static int cmd_key(int argc, char **argv)
 	}
 	if (rc != 0)
 		rc = fail(rc);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	return rc;
 }
 
@@ -712,9 +712,9 @@ static int cmd_check(int argc, char **argv)
 	if (open_repo(&r))
 		return 1;
 	rix_lock *lock;
-	int rc = rix_repo_lock(r, 0, &lock);
+	int rc = rix_lock_acquire(&lock, r, 0);
 	if (rc != 0) {
-		rix_repo_close(r);
+		rix_repo_free(r);
 		return fail(rc);
 	}
 	if (!g.quiet && !g.json)
@@ -724,7 +724,7 @@ static int cmd_check(int argc, char **argv)
 	rc = rix_repo_check(r, read_data, check_msg, tty ? check_progress : NULL, NULL, &rep);
 	if (tty)
 		fputs("\r\033[K", stderr);
-	rix_lock_release(lock);
+	rix_lock_free(lock);
 	if (g.json)
 		printf("{\"errors\":%zu,\"index_files\":%zu,\"damaged_index_files\":%zu,\"packs\":%zu,"
 		       "\"missing_packs\":%zu,\"orphaned_packs\":%zu,\"header_mismatches\":%zu,\"damaged_packs\":%zu,"
@@ -733,7 +733,7 @@ static int cmd_check(int argc, char **argv)
 		       rep.orphaned_packs, rep.header_mismatches, rep.damaged_packs, rep.damaged_blobs, rep.blobs,
 		       rep.duplicate_blobs, (unsigned long long)rep.bytes_read);
 	if (rc != 0 && rc != RIX_ECORRUPT) {
-		rix_repo_close(r);
+		rix_repo_free(r);
 		return fail(rc);
 	}
 	if (!g.json && !g.quiet) {
@@ -746,7 +746,7 @@ static int cmd_check(int argc, char **argv)
 		if (rep.errors == 0)
 			printf("no errors were found\n");
 	}
-	rix_repo_close(r);
+	rix_repo_free(r);
 	if (rep.errors != 0)
 		return die("%zu errors found", rep.errors);
 	return 0;
@@ -765,8 +765,8 @@ static int cmd_unlock(int argc, char **argv)
 	if (open_repo(&r))
 		return 1;
 	size_t removed;
-	int rc = rix_repo_unlock(r, all, &removed);
-	rix_repo_close(r);
+	int rc = rix_lock_remove(&removed, r, all);
+	rix_repo_free(r);
 	if (rc != 0)
 		return fail(rc);
 	if (g.json)

@@ -4,7 +4,7 @@
 #include "rix/error.h"
 #include "rix/types.h"
 
-void rix_id_to_hex(const rix_id *id, char out[65])
+void rix_id_to_hex(char out[65], const rix_id *id)
 {
 	static const char digits[] = "0123456789abcdef";
 	for (int i = 0; i < RIX_ID_SIZE; i++) {

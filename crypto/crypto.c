@@ -204,7 +204,7 @@ int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *ou
 	return aes_ctr(key, iv, ct, clen, out);
 }
 
-void rix_sha256(const void *data, size_t n, rix_id *out)
+void rix_sha256(rix_id *out, const void *data, size_t n)
 {
 	unsigned int len = 0;
 	pthread_once(&init_once, crypto_start);
@@ -245,7 +245,7 @@ void rix_sha256_update(rix_sha256_ctx *c, const void *data, size_t n)
 	(void)ok;
 }
 
-void rix_sha256_final(rix_sha256_ctx *c, rix_id *out)
+void rix_sha256_final(rix_id *out, rix_sha256_ctx *c)
 {
 	unsigned int len = 0;
 	int ok = EVP_DigestFinal_ex(c->md, out->b, &len) == 1 && len == RIX_ID_SIZE &&

@@ -180,9 +180,9 @@ static void put_str(char **p, const char *s)
 	**p = '\0';
 }
 
-int rix_key_create_file(const rix_key *master, const char *password, size_t password_len,
-			uint64_t N, uint32_t r, uint32_t p, const char *username, const char *hostname,
-			char **json, size_t *len)
+int rix_key_create_file(char **json, size_t *len, const rix_key *master,
+			const char *password, size_t password_len, uint64_t N, uint32_t r, uint32_t p,
+			const char *username, const char *hostname)
 {
 	*json = NULL;
 	*len = 0;

@@ -63,7 +63,7 @@ static int batch_blob(void *arg, rix_blob_type t, const rix_id *id, const rix_lo
 	return 0;
 }
 
-int rix_master_index_batch_new(rix_master_index *mi, rix_master_batch **out)
+int rix_master_index_batch_new(rix_master_batch **out, rix_master_index *mi)
 {
 	*out = rix_calloc(1, sizeof(**out));
 	if (*out == NULL)

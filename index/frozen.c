@@ -56,7 +56,7 @@ static inline void src_entry(const struct merge_src *s, uint32_t i, const rix_id
 		*id = &s->f->entries[i].id;
 		*loc = s->f->entries[i].loc;
 	} else {
-		rix_indexmap_entry(s->m, i, id, loc);
+		rix_indexmap_entry(id, loc, s->m, i);
 		loc->pack += s->pack_base;
 	}
 }

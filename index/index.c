@@ -159,30 +159,30 @@ static const rix_indexmap *map_of(const rix_index *idx, rix_blob_type t)
 	return idx->maps[t];
 }
 
-int rix_index_lookup(const rix_index *idx, rix_blob_type t, const rix_id *id, rix_packed_blob *out)
+int rix_index_lookup(rix_packed_blob *out, const rix_index *idx, rix_blob_type t, const rix_id *id)
 {
 	const rix_indexmap *m = map_of(idx, t);
 	rix_loc loc;
-	if (m == NULL || rix_indexmap_lookup(m, id, &loc) != 0)
+	if (m == NULL || rix_indexmap_lookup(&loc, m, id) != 0)
 		return RIX_ENOTFOUND;
 	if (out != NULL)
 		fill_packed(idx, t, id, &loc, out);
 	return 0;
 }
 
-size_t rix_index_lookup_all(const rix_index *idx, rix_blob_type t, const rix_id *id,
-			    rix_packed_blob *out, size_t max)
+size_t rix_index_lookup_all(rix_packed_blob *out, size_t max, const rix_index *idx,
+			    rix_blob_type t, const rix_id *id)
 {
 	const rix_indexmap *m = map_of(idx, t);
 	if (m == NULL)
 		return 0;
 	enum { LOCAL = 16 };
 	rix_loc locs[LOCAL];
-	size_t total = rix_indexmap_lookup_all(m, id, locs, LOCAL);
+	size_t total = rix_indexmap_lookup_all(locs, LOCAL, m, id);
 	if (total > LOCAL && max > LOCAL) {
 		rix_loc *all = rix_malloc(total * sizeof(rix_loc));
 		if (all != NULL) {
-			rix_indexmap_lookup_all(m, id, all, total);
+			rix_indexmap_lookup_all(all, total, m, id);
 			for (size_t i = 0; i < total && i < max; i++)
 				fill_packed(idx, t, id, &all[i], &out[i]);
 			rix_free(all);
@@ -197,14 +197,14 @@ size_t rix_index_lookup_all(const rix_index *idx, rix_blob_type t, const rix_id 
 bool rix_index_has(const rix_index *idx, rix_blob_type t, const rix_id *id)
 {
 	const rix_indexmap *m = map_of(idx, t);
-	return m != NULL && rix_indexmap_lookup(m, id, NULL) == 0;
+	return m != NULL && rix_indexmap_lookup(NULL, m, id) == 0;
 }
 
 int rix_index_size(const rix_index *idx, rix_blob_type t, const rix_id *id, uint32_t *size)
 {
 	const rix_indexmap *m = map_of(idx, t);
 	rix_loc loc;
-	if (m == NULL || rix_indexmap_lookup(m, id, &loc) != 0)
+	if (m == NULL || rix_indexmap_lookup(&loc, m, id) != 0)
 		return RIX_ENOTFOUND;
 	*size = rix_blob_plain_size(loc.length, loc.uncompressed_length);
 	return 0;
@@ -237,7 +237,7 @@ int rix_index_foreach(const rix_index *idx, rix_index_blob_fn fn, void *arg)
 			const rix_id *id;
 			rix_loc loc;
 			rix_packed_blob pb;
-			rix_indexmap_entry(m, i, &id, &loc);
+			rix_indexmap_entry(&id, &loc, m, i);
 			fill_packed(idx, (rix_blob_type)t, id, &loc, &pb);
 			int rc = fn(&pb, arg);
 			if (rc != 0)
@@ -267,7 +267,7 @@ int rix_index_foreach_pack(const rix_index *idx, rix_index_pack_fn fn, void *arg
 		uint32_t n = m ? (uint32_t)rix_indexmap_count(m) : 0;
 		for (uint32_t i = 0; i < n; i++) {
 			rix_loc loc;
-			rix_indexmap_entry(m, i, NULL, &loc);
+			rix_indexmap_entry(NULL, &loc, m, i);
 			start[loc.pack + 1]++;
 		}
 	}
@@ -279,7 +279,7 @@ int rix_index_foreach_pack(const rix_index *idx, rix_index_pack_fn fn, void *arg
 		for (uint32_t i = 0; i < n; i++) {
 			const rix_id *id;
 			rix_loc loc;
-			rix_indexmap_entry(m, i, &id, &loc);
+			rix_indexmap_entry(&id, &loc, m, i);
 			fill_packed(idx, (rix_blob_type)t, id, &loc, &all[start[loc.pack]++]);
 		}
 	}

@@ -730,7 +730,7 @@ static int enc_pack(const rix_id *pack_id, const rix_packed_blob *blobs, size_t 
 	return 0;
 }
 
-int rix_index_encode(const rix_index *idx, char **out, size_t *len)
+int rix_index_encode(char **out, size_t *len, const rix_index *idx)
 {
 	size_t nsup, npacks = rix_index_pack_count(idx);
 	size_t nblobs = rix_index_count(idx, RIX_BLOB_DATA) + rix_index_count(idx, RIX_BLOB_TREE);

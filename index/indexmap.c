@@ -295,7 +295,7 @@ int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc)
 	return 0;
 }
 
-int rix_indexmap_lookup(const rix_indexmap *m, const rix_id *id, rix_loc *out)
+int rix_indexmap_lookup(rix_loc *out, const rix_indexmap *m, const rix_id *id)
 {
 	if (m->count == 0)
 		return RIX_ENOTFOUND;
@@ -316,7 +316,7 @@ int rix_indexmap_lookup(const rix_indexmap *m, const rix_id *id, rix_loc *out)
 	return RIX_ENOTFOUND;
 }
 
-size_t rix_indexmap_lookup_all(const rix_indexmap *m, const rix_id *id, rix_loc *out, size_t max)
+size_t rix_indexmap_lookup_all(rix_loc *out, size_t max, const rix_indexmap *m, const rix_id *id)
 {
 	if (m->count == 0)
 		return 0;
@@ -350,8 +350,8 @@ size_t rix_indexmap_lookup_all(const rix_indexmap *m, const rix_id *id, rix_loc 
  * the chain lengths, where processing keys in fixed groups would leave most of a group idle
  * while its longest chain is walked.
  */
-size_t rix_indexmap_lookup_many(const rix_indexmap *m, const rix_id *ids, size_t n,
-				rix_loc *out, uint8_t *found)
+size_t rix_indexmap_lookup_many(rix_loc *out, uint8_t *found, const rix_indexmap *m,
+				const rix_id *ids, size_t n)
 {
 	enum { W = 16, IDLE = 0, BUCKET = 1, ENTRY = 2 };
 	size_t nfound = 0;
@@ -434,7 +434,7 @@ size_t rix_indexmap_memory(const rix_indexmap *m)
 	       (size_t)capacity(m) * sizeof(struct entry);
 }
 
-void rix_indexmap_entry(const rix_indexmap *m, uint32_t i, const rix_id **id, rix_loc *loc)
+void rix_indexmap_entry(const rix_id **id, rix_loc *loc, const rix_indexmap *m, uint32_t i)
 {
 	const struct entry *en = entry_at(m, i);
 	if (id != NULL)

@@ -172,7 +172,7 @@ size_t rix_master_index_unindexed(rix_master_index *mi)
 	return rix__recent_unindexed(mi->recent);
 }
 
-int rix_master_index_take_unindexed(rix_master_index *mi, rix_index **out, uint32_t *upto)
+int rix_master_index_take_unindexed(rix_index **out, uint32_t *upto, rix_master_index *mi)
 {
 	return rix__recent_take_unindexed(mi->recent, out, upto);
 }
@@ -363,13 +363,13 @@ static int lookup_locked(rix_master_index *mi, const struct mstate *seen, rix_bl
 		}
 	}
 	for (size_t i = mi->nseparate; i-- > 0;)
-		if (rix_index_lookup(mi->separate[i], t, id, out) == 0)
+		if (rix_index_lookup(out, mi->separate[i], t, id) == 0)
 			return 0;
 	return RIX_ENOTFOUND;
 }
 
-int rix_master_index_lookup(rix_master_index *mi, rix_blob_type t, const rix_id *id,
-			    rix_packed_blob *out)
+int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob_type t,
+			    const rix_id *id)
 {
 	if ((unsigned)t >= RIX_BLOB_TYPES)
 		return RIX_ENOTFOUND;
@@ -399,20 +399,20 @@ int rix_master_index_lookup(rix_master_index *mi, rix_blob_type t, const rix_id 
 
 bool rix_master_index_has(rix_master_index *mi, rix_blob_type t, const rix_id *id)
 {
-	return rix_master_index_lookup(mi, t, id, NULL) == 0;
+	return rix_master_index_lookup(NULL, mi, t, id) == 0;
 }
 
-int rix_master_index_size(rix_master_index *mi, rix_blob_type t, const rix_id *id, uint32_t *size)
+int rix_master_index_size(uint32_t *size, rix_master_index *mi, rix_blob_type t, const rix_id *id)
 {
 	rix_packed_blob pb;
-	int rc = rix_master_index_lookup(mi, t, id, &pb);
+	int rc = rix_master_index_lookup(&pb, mi, t, id);
 	if (rc == 0)
 		*size = rix_blob_plain_size(pb.length, pb.uncompressed_length);
 	return rc;
 }
 
-size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const rix_id *id,
-				   rix_packed_blob *out, size_t max)
+size_t rix_master_index_lookup_all(rix_packed_blob *out, size_t max, rix_master_index *mi,
+				   rix_blob_type t, const rix_id *id)
 {
 	if ((unsigned)t >= RIX_BLOB_TYPES)
 		return 0;
@@ -437,7 +437,7 @@ size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const 
 	rix__rcu_read_unlock();
 	for (size_t i = mi->nseparate; i-- > 0;) {
 		size_t room = n < max ? max - n : 0;
-		n += rix_index_lookup_all(mi->separate[i], t, id, out ? out + (n < max ? n : 0) : NULL, room);
+		n += rix_index_lookup_all(out ? out + (n < max ? n : 0) : NULL, room, mi->separate[i], t, id);
 	}
 	pthread_rwlock_unlock(&mi->lock);
 	return n;
@@ -451,8 +451,8 @@ size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const 
  * (taken once, at the first such miss), one by one: there are few separate indexes, and they
  * are small.
  */
-size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const rix_id *ids,
-				    size_t n, rix_packed_blob *out, uint8_t *found)
+size_t rix_master_index_lookup_many(rix_packed_blob *out, uint8_t *found, rix_master_index *mi,
+				    rix_blob_type t, const rix_id *ids, size_t n)
 {
 	enum { GROUP = 32 };
 	if ((unsigned)t >= RIX_BLOB_TYPES) {
@@ -618,7 +618,7 @@ static const rix_id *packs_of(const rix_index *idx, size_t *n)
 	return idx->packs;
 }
 
-int rix_master_index_packs(rix_master_index *mi, rix_id **out, size_t *n)
+int rix_master_index_packs(rix_id **out, size_t *n, rix_master_index *mi)
 {
 	*out = NULL;
 	*n = 0;
@@ -639,7 +639,7 @@ int rix_master_index_packs(rix_master_index *mi, rix_id **out, size_t *n)
 	return rc;
 }
 
-int rix_master_index_index_ids(rix_master_index *mi, rix_id **out, size_t *n)
+int rix_master_index_index_ids(rix_id **out, size_t *n, rix_master_index *mi)
 {
 	*out = NULL;
 	*n = 0;

@@ -144,8 +144,8 @@ static int compress(rix_blob_codec *c, int level, const void *plain, size_t n, s
 	return 0;
 }
 
-int rix_blob_codec_encode(rix_blob_codec *c, rix_blob_type t, const void *plain, size_t n, uint8_t *out,
-			  size_t cap, uint32_t *stored_len, uint32_t *uncompressed_len)
+int rix_blob_codec_encode(uint32_t *stored_len, uint32_t *uncompressed_len, rix_blob_codec *c, rix_blob_type t, const void *plain,
+			  size_t n, uint8_t *out, size_t cap)
 {
 	*stored_len = 0;
 	*uncompressed_len = 0;
@@ -237,8 +237,8 @@ static int check_stored(int version, size_t n, const rix_blob *b, size_t *plain_
 	return 0;
 }
 
-int rix_blob_codec_decode(rix_blob_codec *c, const uint8_t *stored, size_t n, const rix_blob *b,
-			  uint8_t *out, size_t cap, size_t *out_len)
+int rix_blob_codec_decode(size_t *out_len, rix_blob_codec *c, const uint8_t *stored, size_t n,
+			  const rix_blob *b, uint8_t *out, size_t cap)
 {
 	*out_len = 0;
 	size_t plain_len = 0;
@@ -262,15 +262,15 @@ int rix_blob_codec_decode(rix_blob_codec *c, const uint8_t *stored, size_t n, co
 	if (ulen != 0 && (rc = decompress(c, dst, m, ulen, out)) != 0)
 		return rc;
 	rix_id id;
-	rix_sha256(out, plain_len, &id);
+	rix_sha256(&id, out, plain_len);
 	if (memcmp(id.b, b->id.b, RIX_ID_SIZE) != 0)
 		return rix_error_set(RIX_ECORRUPT, "pack: blob ID mismatch");
 	*out_len = plain_len;
 	return 0;
 }
 
-int rix_blob_decode(const rix_key *key, const uint8_t *stored, size_t n, const rix_blob *b,
-		    int repo_version, uint8_t **out, size_t *out_len)
+int rix_blob_decode(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *stored,
+		    size_t n, const rix_blob *b, int repo_version)
 {
 	*out = NULL;
 	*out_len = 0;
@@ -286,7 +286,7 @@ int rix_blob_decode(const rix_key *key, const uint8_t *stored, size_t n, const r
 	uint8_t *buf = rix_malloc(plain_len ? plain_len : 1);
 	if (buf == NULL)
 		return rix_error_set(RIX_ENOMEM, "pack: out of memory for a %zu-byte blob", plain_len);
-	rc = rix_blob_codec_decode(&c, stored, n, b, buf, plain_len, out_len);
+	rc = rix_blob_codec_decode(out_len, &c, stored, n, b, buf, plain_len);
 	ZSTD_freeDCtx(c.dctx);
 	rix_free(c.scratch);
 	if (rc != 0) {

@@ -136,8 +136,8 @@ static int open_and_parse(const rix_key *key, const uint8_t *sealed, uint32_t hl
 	return parse_entries(plain, hlen - RIX_CRYPTO_OVERHEAD, header_start, repo_version, out, count);
 }
 
-int rix_pack_read_header(const rix_key *key, const uint8_t *pack, size_t n, int repo_version,
-			 rix_blob **out, size_t *count)
+int rix_pack_read_header(rix_blob **out, size_t *count, const rix_key *key, const uint8_t *pack,
+			 size_t n, int repo_version)
 {
 	*out = NULL;
 	*count = 0;
@@ -159,8 +159,8 @@ int rix_pack_read_header(const rix_key *key, const uint8_t *pack, size_t n, int 
 	return rc;
 }
 
-int rix_pack_read_header_at(const rix_key *key, uint64_t size, rix_pack_read_fn read, void *arg,
-			    int repo_version, rix_blob **out, size_t *count)
+int rix_pack_read_header_at(rix_blob **out, size_t *count, const rix_key *key, uint64_t size,
+			    rix_pack_read_fn read, void *arg, int repo_version)
 {
 	*out = NULL;
 	*count = 0;
@@ -190,13 +190,13 @@ int rix_pack_read_header_at(const rix_key *key, uint64_t size, rix_pack_read_fn 
 	return rc;
 }
 
-int rix_pack_read_blob(const rix_key *key, const uint8_t *pack, size_t n, const rix_blob *b,
-		       int repo_version, uint8_t **out, size_t *out_len)
+int rix_pack_read_blob(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *pack,
+		       size_t n, const rix_blob *b, int repo_version)
 {
 	*out = NULL;
 	*out_len = 0;
 	if ((uint64_t)b->offset + b->length > n)
 		return rix_error_set(RIX_ECORRUPT, "pack: blob at %u+%u is outside the %zu-byte pack", b->offset,
 				     b->length, n);
-	return rix_blob_decode(key, pack + b->offset, b->length, b, repo_version, out, out_len);
+	return rix_blob_decode(out, out_len, key, pack + b->offset, b->length, b, repo_version);
 }

@@ -191,7 +191,7 @@ int rix_pack_writer_add(rix_pack_writer *w, rix_blob_codec *c, rix_blob_type t, 
 	if (rc != 0)
 		return rc;
 	uint32_t stored, ulen;
-	rc = rix_blob_codec_encode(c, t, plain, n, w->buf + w->len, w->cap - w->len, &stored, &ulen);
+	rc = rix_blob_codec_encode(&stored, &ulen, c, t, plain, n, w->buf + w->len, w->cap - w->len);
 	if (rc != 0)
 		return rc;
 	commit(w, t, id, stored, ulen);
@@ -234,7 +234,7 @@ const rix_blob *rix_pack_writer_blobs(const rix_pack_writer *w)
 	return w->blobs;
 }
 
-int rix_pack_writer_finish(rix_pack_writer *w, rix_id *pack_id)
+int rix_pack_writer_finish(rix_id *pack_id, rix_pack_writer *w)
 {
 	if (w->failed)
 		return rix_error_set(RIX_EIO, "pack: %s: an earlier write failed", w->path);
@@ -275,7 +275,7 @@ int rix_pack_writer_finish(rix_pack_writer *w, rix_id *pack_id)
 	rc = flush(w);
 	if (rc != 0)
 		return rc;
-	rix_sha256_final(w->sha, pack_id);
+	rix_sha256_final(pack_id, w->sha);
 	w->file_size = w->size + sealed + 4;
 	w->finished = 1;
 	/* The write buffer is not needed any more: a finished pack may wait long for its upload. */

@@ -139,7 +139,7 @@ static void after_error(rix_packer *p, rix_blob_type t, rix_pack_writer *w)
 static int hand_on(rix_packer *p, rix_pack_writer *w)
 {
 	rix_id id;
-	int rc = rix_pack_writer_finish(w, &id);
+	int rc = rix_pack_writer_finish(&id, w);
 	if (rc != 0) {
 		const rix_blob *b = rix_pack_writer_blobs(w);
 		after_error(p, b != NULL ? b[0].type : RIX_BLOB_DATA, w);

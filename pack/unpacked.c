@@ -211,8 +211,8 @@ static int decode_opened(ZSTD_DCtx **dctx, const uint8_t *plain, size_t m, int r
 	return rc;
 }
 
-int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size_t n, int repo_version,
-			uint8_t **out, size_t *out_len)
+int rix_unpacked_decode(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *file,
+			size_t n, int repo_version)
 {
 	*out = NULL;
 	*out_len = 0;
@@ -246,8 +246,8 @@ int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size_t n, int r
 	return 0;
 }
 
-int rix_unpacked_encode(const rix_key *key, const void *json, size_t n, int repo_version,
-			uint8_t **out, size_t *out_len)
+int rix_unpacked_encode(uint8_t **out, size_t *out_len, const rix_key *key, const void *json,
+			size_t n, int repo_version)
 {
 	*out = NULL;
 	*out_len = 0;
@@ -322,8 +322,8 @@ void rix_unpacked_decoder_free(rix_unpacked_decoder *d)
 	rix_free(d);
 }
 
-int rix_unpacked_decoder_decode(rix_unpacked_decoder *d, const rix_key *key, uint8_t *file, size_t n,
-				int repo_version, const uint8_t **out, size_t *out_len)
+int rix_unpacked_decoder_decode(const uint8_t **out, size_t *out_len, rix_unpacked_decoder *d, const rix_key *key,
+				uint8_t *file, size_t n, int repo_version)
 {
 	*out = NULL;
 	*out_len = 0;

@@ -88,7 +88,7 @@ int rix_backend_list(rix_backend *b, rix_file_type t, rix_backend_list_fn fn, vo
 	return b->ops->list(b->self, t, filter_names, &f);
 }
 
-int rix_backend_stat(rix_backend *b, rix_file_type t, const char *name, uint64_t *size)
+int rix_backend_stat(uint64_t *size, rix_backend *b, rix_file_type t, const char *name)
 {
 	int rc = check(t, name);
 	return rc != 0 ? rc : b->ops->stat(b->self, t, name, size);
@@ -100,13 +100,13 @@ int rix_backend_read(rix_backend *b, rix_file_type t, const char *name, uint64_t
 	return rc != 0 ? rc : b->ops->read(b->self, t, name, off, buf, len);
 }
 
-int rix_backend_read_all(rix_backend *b, rix_file_type t, const char *name, size_t max, uint8_t **data,
-			 size_t *n)
+int rix_backend_read_all(uint8_t **data, size_t *n, rix_backend *b, rix_file_type t, const char *name,
+			 size_t max)
 {
 	*data = NULL;
 	*n = 0;
 	uint64_t size;
-	int rc = rix_backend_stat(b, t, name, &size);
+	int rc = rix_backend_stat(&size, b, t, name);
 	if (rc != 0)
 		return rc;
 	if (size > max)
@@ -132,8 +132,8 @@ int rix_backend_write(rix_backend *b, rix_file_type t, const char *name, const v
 	return rc != 0 ? rc : b->ops->write(b->self, t, name, data, n);
 }
 
-int rix_backend_write_file(rix_backend *b, rix_file_type t, const char *name, int fd, const char *path,
-			   uint64_t size, int *taken)
+int rix_backend_write_file(int *taken, rix_backend *b, rix_file_type t, const char *name, int fd,
+			   const char *path, uint64_t size)
 {
 	*taken = 0;
 	int rc = check(t, name);

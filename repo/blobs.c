@@ -42,12 +42,12 @@ static int write_index_locked(rix_repo *r)
 {
 	rix_index *idx;
 	uint32_t upto;
-	int rc = rix_master_index_take_unindexed(r->mi, &idx, &upto);
+	int rc = rix_master_index_take_unindexed(&idx, &upto, r->mi);
 	if (rc != 0 || idx == NULL)
 		return rc;
 	char *json;
 	size_t len;
-	rc = rix_index_encode(idx, &json, &len);
+	rc = rix_index_encode(&json, &len, idx);
 	rix_index_free(idx);
 	if (rc != 0)
 		return rc;
@@ -102,10 +102,10 @@ static int pack_stored(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
 static int store_pack(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
 {
 	char name[65];
-	rix_id_to_hex(pack_id, name);
+	rix_id_to_hex(name, pack_id);
 	int taken = 0;
-	int rc = rix_backend_write_file(r->b, RIX_FILE_PACK, name, rix_pack_writer_fd(w), rix_pack_writer_path(w),
-					rix_pack_writer_file_size(w), &taken);
+	int rc = rix_backend_write_file(&taken, r->b, RIX_FILE_PACK, name, rix_pack_writer_fd(w),
+					rix_pack_writer_path(w), rix_pack_writer_file_size(w));
 	if (taken) { /* the file is in place (a later sync may have failed): it is stored */
 		rix_pack_writer_disown(w);
 		int src = pack_stored(r, w, pack_id);
@@ -171,7 +171,7 @@ static void give_codec(rix_repo *r, rix_blob_codec *c)
 	rix_blob_codec_free(c);
 }
 
-int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n, rix_id *id_out, int *stored)
+int rix_repo_save_blob(rix_id *id_out, int *stored, rix_repo *r, rix_blob_type t, const void *data, size_t n)
 {
 	rix_id id;
 	if (stored != NULL)
@@ -183,7 +183,7 @@ int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n,
 	int rc = rix__repo_lock_ok(r);
 	if (rc != 0)
 		return rc;
-	rix_sha256(data, n, &id);
+	rix_sha256(&id, data, n);
 	if (id_out != NULL)
 		*id_out = id;
 	rc = rix_master_index_add_pending(r->mi, t, &id); /* the one lookup */
@@ -247,20 +247,20 @@ int rix_repo_flush(rix_repo *r)
 
 /* ---- loading ------------------------------------------------------------------------------- */
 
-int rix_repo_load_blob(rix_repo *r, rix_blob_type t, const rix_id *id, uint8_t **out, size_t *n)
+int rix_repo_load_blob(uint8_t **out, size_t *n, rix_repo *r, rix_blob_type t, const rix_id *id)
 {
 	*out = NULL;
 	*n = 0;
 	rix_packed_blob pb;
-	int rc = rix_master_index_lookup(r->mi, t, id, &pb);
+	int rc = rix_master_index_lookup(&pb, r->mi, t, id);
 	if (rc != 0) {
 		char hex[65];
-		rix_id_to_hex(id, hex);
+		rix_id_to_hex(hex, id);
 		return rix_error_set(RIX_ENOTFOUND, "repo: %s blob %s is not in the index", t == RIX_BLOB_TREE ? "tree" : "data",
 				     hex);
 	}
 	char pack[65];
-	rix_id_to_hex(&pb.pack_id, pack);
+	rix_id_to_hex(pack, &pb.pack_id);
 	size_t plain = rix_blob_plain_size(pb.length, pb.uncompressed_length);
 	uint8_t *stored = rix_malloc(pb.length ? pb.length : 1);
 	uint8_t *buf = rix_malloc(plain ? plain : 1);
@@ -276,7 +276,7 @@ int rix_repo_load_blob(rix_repo *r, rix_blob_type t, const rix_id *id, uint8_t *
 	if (rc == 0) {
 		rix_blob b = { .id = *id, .type = t, .offset = pb.offset, .length = pb.length,
 			       .uncompressed_length = pb.uncompressed_length };
-		rc = rix_blob_codec_decode(c, stored, pb.length, &b, buf, plain, n);
+		rc = rix_blob_codec_decode(n, c, stored, pb.length, &b, buf, plain);
 		give_codec(r, c);
 		if (rc == RIX_ECORRUPT || rc == RIX_EAUTH) {
 			char msg[300];

@@ -133,7 +133,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 	const rix_packed_blob *e = c->e + c->start[k];
 	size_t n = c->start[k + 1] - c->start[k];
 	char name[65];
-	rix_id_to_hex(&e->pack_id, name);
+	rix_id_to_hex(name, &e->pack_id);
 	if (c->size[k] == UINT64_MAX) {
 		report(c, 1, &c->rep->missing_packs, "pack %s: missing (the index names %zu blobs in it)", name, n);
 		return 0;
@@ -161,11 +161,11 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 			c->rep->bytes_read += c->size[k];
 			pthread_mutex_unlock(&c->mu);
 			rix_id got;
-			rix_sha256(pack, (size_t)c->size[k], &got);
+			rix_sha256(&got, pack, (size_t)c->size[k]);
 			/* Reported, and the blobs are still checked: they say which are lost. */
 			if (memcmp(got.b, e->pack_id.b, RIX_ID_SIZE) != 0)
 				report(c, 1, &c->rep->damaged_packs, "pack %s: its SHA-256 is not its name (damaged)", name);
-			rc = rix_pack_read_header(key, pack, (size_t)c->size[k], version, &hdr, &cnt);
+			rc = rix_pack_read_header(&hdr, &cnt, key, pack, (size_t)c->size[k], version);
 		}
 	} else {
 		rc = rix__read_pack_header(c->r, name, c->size[k], &hdr, &cnt);
@@ -217,7 +217,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 				}
 			}
 			size_t got;
-			rc = rix_blob_codec_decode(codec, pack + hdr[j].offset, hdr[j].length, &hdr[j], out, cap, &got);
+			rc = rix_blob_codec_decode(&got, codec, pack + hdr[j].offset, hdr[j].length, &hdr[j], out, cap);
 			if (rc == RIX_ENOMEM) {
 				rix_free(out);
 				rix_free(hdr);
@@ -226,7 +226,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 			}
 			if (rc != 0) {
 				char hex[65];
-				rix_id_to_hex(&hdr[j].id, hex);
+				rix_id_to_hex(hex, &hdr[j].id);
 				report(c, 1, &c->rep->damaged_blobs, "pack %s: blob %s at %u: %s", name, hex, hdr[j].offset,
 				       rix_error_last());
 			}
@@ -282,7 +282,7 @@ int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_p
 	struct entries e = { 0 };
 	struct packs_seen seen = { 0 };
 	rix_repo_load_stats ls = { 0 };
-	int rc = rix_repo_load_index(r, index_error, &c, &ls);
+	int rc = rix_repo_load_index(&ls, r, index_error, &c);
 	rep.index_files = ls.files;
 	rix_master_index *mi = rix_repo_master_index(r);
 	if (rc == 0)
@@ -336,7 +336,7 @@ int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_p
 		if (seen.v[k].used)
 			continue;
 		char hex[65];
-		rix_id_to_hex(&seen.v[k].id, hex);
+		rix_id_to_hex(hex, &seen.v[k].id);
 		report(&c, 0, &rep.orphaned_packs, "pack %s: not referenced in any index (not an error)", hex);
 	}
 	/* The packs, by a pool of workers (the calling thread is one). */

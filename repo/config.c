@@ -277,7 +277,7 @@ int rix_config_parse(const char *json, size_t len, rix_config *out)
 /* {"version":N,"id":"<64>","chunker_polynomial":"<at most 16>"} */
 #define ENCODED_MAX (sizeof("{\"version\":2,\"id\":\"\",\"chunker_polynomial\":\"\"}") + 64 + 16)
 
-int rix_config_encode(const rix_config *cfg, char **json, size_t *len)
+int rix_config_encode(char **json, size_t *len, const rix_config *cfg)
 {
 	*json = NULL;
 	*len = 0;
@@ -287,7 +287,7 @@ int rix_config_encode(const rix_config *cfg, char **json, size_t *len)
 	if (rc != 0)
 		return rc;
 	char hex[2 * RIX_ID_SIZE + 1];
-	rix_id_to_hex(&cfg->id, hex);
+	rix_id_to_hex(hex, &cfg->id);
 	char *buf = rix_malloc(ENCODED_MAX);
 	if (buf == NULL)
 		return rix_error_set(RIX_ENOMEM, "config: out of memory");
@@ -322,13 +322,13 @@ int rix_config_open(const rix_key *key, const uint8_t *file, size_t n, rix_confi
 	return rc;
 }
 
-int rix_config_seal(const rix_key *key, const rix_config *cfg, uint8_t **file, size_t *n)
+int rix_config_seal(uint8_t **file, size_t *n, const rix_key *key, const rix_config *cfg)
 {
 	*file = NULL;
 	*n = 0;
 	char *json;
 	size_t len;
-	int rc = rix_config_encode(cfg, &json, &len);
+	int rc = rix_config_encode(&json, &len, cfg);
 	if (rc != 0)
 		return rc;
 	uint8_t *buf = rix_malloc(len + RIX_CRYPTO_OVERHEAD);
@@ -350,7 +350,7 @@ int rix_config_seal(const rix_key *key, const rix_config *cfg, uint8_t **file, s
 /* restic's recipe: 51 random bits, bit 53 (the degree) and bit 0 set, until irreducible. */
 #define POLYNOMIAL_TRIES 1000000
 
-int rix_config_new(int version, rix_config *out)
+int rix_config_new(rix_config *out, int version)
 {
 	if (version != 1 && version != 2)
 		return rix_error_set(RIX_EINVAL, "config: version %d, want 1 or 2", version);

@@ -16,14 +16,14 @@ static int unpacked_type(rix_file_type t)
 	return t == RIX_FILE_INDEX || t == RIX_FILE_SNAPSHOT || t == RIX_FILE_LOCK;
 }
 
-int rix_repo_read_file(rix_repo *r, rix_file_type t, const rix_id *id, uint8_t **out, size_t *n)
+int rix_repo_read_file(uint8_t **out, size_t *n, rix_repo *r, rix_file_type t, const rix_id *id)
 {
 	*out = NULL;
 	*n = 0;
 	if (!unpacked_type(t))
 		return rix_error_set(RIX_EINVAL, "read_file: a %s is not an unpacked file", rix_file_type_name(t));
 	char name[65];
-	rix_id_to_hex(id, name);
+	rix_id_to_hex(name, id);
 	return rix__read_unpacked(r, t, name, RIX_REPO_FILE_MAX, out, n);
 }
 
@@ -33,13 +33,13 @@ int rix_repo_write_file(rix_repo *r, rix_file_type t, const void *json, size_t n
 		return rix_error_set(RIX_EINVAL, "write_file: a %s is not an unpacked file", rix_file_type_name(t));
 	uint8_t *file;
 	size_t fn;
-	int rc = rix_unpacked_encode(rix__repo_key(r), json, n, rix_repo_config(r)->version, &file, &fn);
+	int rc = rix_unpacked_encode(&file, &fn, rix__repo_key(r), json, n, rix_repo_config(r)->version);
 	if (rc != 0)
 		return rc;
 	rix_id got;
 	char name[65];
-	rix_sha256(file, fn, &got);
-	rix_id_to_hex(&got, name);
+	rix_sha256(&got, file, fn);
+	rix_id_to_hex(name, &got);
 	rc = rix_backend_write(rix_repo_backend(r), t, name, file, fn);
 	rix_free(file);
 	if (rc == 0 && id != NULL)
@@ -61,18 +61,18 @@ static int read_pack(void *arg, uint64_t off, void *buf, size_t len)
 int rix__read_pack_header(rix_repo *r, const char *name, uint64_t size, rix_blob **out, size_t *count)
 {
 	struct pack_source s = { rix_repo_backend(r), name };
-	return rix_pack_read_header_at(rix__repo_key(r), size, read_pack, &s, rix_repo_config(r)->version, out,
-				       count);
+	return rix_pack_read_header_at(out, count, rix__repo_key(r), size, read_pack, &s,
+				       rix_repo_config(r)->version);
 }
 
-int rix_repo_read_pack_header(rix_repo *r, const rix_id *pack_id, rix_blob **out, size_t *count)
+int rix_repo_read_pack_header(rix_blob **out, size_t *count, rix_repo *r, const rix_id *pack_id)
 {
 	*out = NULL;
 	*count = 0;
 	char name[65];
 	uint64_t size;
-	rix_id_to_hex(pack_id, name);
-	int rc = rix_backend_stat(rix_repo_backend(r), RIX_FILE_PACK, name, &size);
+	rix_id_to_hex(name, pack_id);
+	int rc = rix_backend_stat(&size, rix_repo_backend(r), RIX_FILE_PACK, name);
 	if (rc == RIX_ENOTFOUND)
 		return rix_error_set(RIX_ENOTFOUND, "pack %s is missing", name);
 	if (rc != 0)

@@ -44,7 +44,7 @@ static int load_one(rix_repo *r, const struct rix__name *nm, struct load_bufs *l
 	*bytes = 0;
 	int rc = rix_id_from_hex(&want, name, 64);
 	if (rc == 0 && size == 0) /* a backend that lists no sizes (restic's REST v1) */
-		rc = rix_backend_stat(r->b, RIX_FILE_INDEX, name, &size);
+		rc = rix_backend_stat(&size, r->b, RIX_FILE_INDEX, name);
 	if (rc == 0 && size > INDEX_FILE_MAX)
 		rc = rix_error_set(RIX_ECORRUPT, "index %.16s: %llu bytes is over the limit", name, (unsigned long long)size);
 	if (rc == 0 && size > lb->cap) {
@@ -60,12 +60,12 @@ static int load_one(rix_repo *r, const struct rix__name *nm, struct load_bufs *l
 	if (rc != 0)
 		return rc;
 	*bytes = size;
-	rix_sha256(lb->file, (size_t)size, &got);
+	rix_sha256(&got, lb->file, (size_t)size);
 	if (memcmp(got.b, want.b, RIX_ID_SIZE) != 0)
 		return rix_error_set(RIX_ECORRUPT, "index %.16s: the file's SHA-256 is not its name", name);
 	const uint8_t *json;
 	size_t jn;
-	rc = rix_unpacked_decoder_decode(lb->dec, r->key, lb->file, (size_t)size, r->cfg.version, &json, &jn);
+	rc = rix_unpacked_decoder_decode(&json, &jn, lb->dec, r->key, lb->file, (size_t)size, r->cfg.version);
 	if (rc == 0)
 		rc = rix_index_decode_to((const char *)json, jn, rix_master_batch_sink(lb->batch), NULL);
 	return rc;
@@ -75,7 +75,7 @@ static void *load_worker(void *arg)
 {
 	struct loader *l = arg;
 	struct load_bufs lb = { 0 };
-	int brc = rix_master_index_batch_new(l->r->mi, &lb.batch);
+	int brc = rix_master_index_batch_new(&lb.batch, l->r->mi);
 	if (brc == 0)
 		brc = rix_unpacked_decoder_new(&lb.dec);
 	rix_master_batch *b = lb.batch;
@@ -118,7 +118,7 @@ static void *load_worker(void *arg)
 	return NULL;
 }
 
-int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg, rix_repo_load_stats *stats)
+int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg)
 {
 	struct loader l = { .r = r, .on_error = on_error, .arg = arg };
 	int rc = rix__list_names(r->b, RIX_FILE_INDEX, &l.names);

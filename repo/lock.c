@@ -169,7 +169,7 @@ static int write_lock(rix_repo *r, int exclusive, char name[65])
 	int rc = rix_repo_write_file(r, RIX_FILE_LOCK, json, strlen(json), &id);
 	rix__jansson_free(json);
 	if (rc == 0)
-		rix_id_to_hex(&id, name);
+		rix_id_to_hex(name, &id);
 	return rc;
 }
 
@@ -288,7 +288,7 @@ int rix__repo_lock_ok(struct rix_repo *r)
 	return rix_lock_check(rix__repo_held_lock(r));
 }
 
-int rix_repo_lock(rix_repo *r, int exclusive, rix_lock **out)
+int rix_lock_acquire(rix_lock **out, rix_repo *r, int exclusive)
 {
 	*out = NULL;
 	rix_lock *l = rix_calloc(1, sizeof(*l));
@@ -335,7 +335,7 @@ int rix_lock_refresh(rix_lock *l)
 	return rc == RIX_ENOTFOUND ? 0 : rc;
 }
 
-int rix_lock_release(rix_lock *l)
+int rix_lock_free(rix_lock *l)
 {
 	if (l == NULL)
 		return 0;
@@ -355,7 +355,7 @@ int rix_lock_release(rix_lock *l)
 	return rc == RIX_ENOTFOUND ? 0 : rc;
 }
 
-int rix_repo_unlock(rix_repo *r, int all, size_t *removed)
+int rix_lock_remove(size_t *removed, rix_repo *r, int all)
 {
 	if (removed != NULL)
 		*removed = 0;

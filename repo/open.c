@@ -23,12 +23,12 @@ static int write_key_file(rix_repo *r, const char *password, size_t password_len
 	uint32_t p = r->opt.scrypt_p ? r->opt.scrypt_p : RIX_SCRYPT_DEFAULT_P;
 	char *json;
 	size_t len;
-	int rc = rix_key_create_file(r->key, password, password_len, n, rr, p, r->username, r->hostname, &json, &len);
+	int rc = rix_key_create_file(&json, &len, r->key, password, password_len, n, rr, p, r->username, r->hostname);
 	if (rc != 0)
 		return rc;
 	rix_id id;
-	rix_sha256(json, len, &id);
-	rix_id_to_hex(&id, name);
+	rix_sha256(&id, json, len);
+	rix_id_to_hex(name, &id);
 	rc = rix_backend_write(r->b, RIX_FILE_KEY, name, json, len);
 	rix_free(json);
 	return rc;
@@ -40,7 +40,7 @@ int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t p
 	*out = NULL;
 	int version = opt != NULL && opt->version ? opt->version : 2;
 	uint64_t size;
-	int rc = rix_backend_stat(b, RIX_FILE_CONFIG, NULL, &size);
+	int rc = rix_backend_stat(&size, b, RIX_FILE_CONFIG, NULL);
 	if (rc == 0)
 		return rix_error_set(RIX_EEXISTS, "repo: there is a repository already (a config file)");
 	if (rc != RIX_ENOTFOUND)
@@ -48,7 +48,7 @@ int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t p
 	rix_repo *r;
 	if ((rc = rix__repo_new(&r, b, opt)) != 0)
 		return rc;
-	rc = rix_config_new(version, &r->cfg);
+	rc = rix_config_new(&r->cfg, version);
 	if (rc == 0)
 		rc = rix_key_random(&r->key);
 	if (rc == 0)
@@ -56,7 +56,7 @@ int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t p
 	uint8_t *file = NULL;
 	size_t fn = 0;
 	if (rc == 0)
-		rc = rix_config_seal(r->key, &r->cfg, &file, &fn);
+		rc = rix_config_seal(&file, &fn, r->key, &r->cfg);
 	/* The config last: a repository exists once it is there. */
 	if (rc == 0)
 		rc = rix_backend_write(b, RIX_FILE_CONFIG, NULL, file, fn);
@@ -93,7 +93,7 @@ static int open_key(rix_repo *r, const char *password, size_t password_len)
 	for (size_t i = 0; i < keys.n && r->key == NULL; i++) {
 		uint8_t *kf;
 		size_t len;
-		rc = rix_backend_read_all(r->b, RIX_FILE_KEY, keys.v[i].s, KEY_FILE_MAX, &kf, &len);
+		rc = rix_backend_read_all(&kf, &len, r->b, RIX_FILE_KEY, keys.v[i].s, KEY_FILE_MAX);
 		if (rc == RIX_ENOMEM)
 			break;
 		if (rc == 0) {
@@ -135,7 +135,7 @@ int rix_repo_open(rix_repo **out, rix_backend *b, const char *password, size_t p
 	uint8_t *file = NULL;
 	size_t n = 0;
 	if (rc == 0)
-		rc = rix_backend_read_all(b, RIX_FILE_CONFIG, NULL, RIX_CONFIG_MAX_SIZE + RIX_CRYPTO_OVERHEAD, &file, &n);
+		rc = rix_backend_read_all(&file, &n, b, RIX_FILE_CONFIG, NULL, RIX_CONFIG_MAX_SIZE + RIX_CRYPTO_OVERHEAD);
 	if (rc == 0 && (rc = rix_config_open(r->key, file, n, &r->cfg)) == RIX_EAUTH)
 		rc = rix_error_set(RIX_ECORRUPT, "repo: the config does not authenticate with the repository key");
 	rix_free(file);
@@ -149,7 +149,7 @@ int rix_repo_open(rix_repo **out, rix_backend *b, const char *password, size_t p
 
 /* ---- keys ---------------------------------------------------------------------------------- */
 
-int rix_repo_key_add(rix_repo *r, const char *password, size_t password_len, char name[65])
+int rix_repo_key_add(char name[65], rix_repo *r, const char *password, size_t password_len)
 {
 	char tmp[65];
 	return write_key_file(r, password, password_len, name != NULL ? name : tmp);

@@ -72,7 +72,7 @@ void rix__repo_free(rix_repo *r)
 	rix_free(r);
 }
 
-void rix_repo_close(rix_repo *r)
+void rix_repo_free(rix_repo *r)
 {
 	if (r == NULL)
 		return;
@@ -175,14 +175,14 @@ int rix__read_unpacked(struct rix_repo *r, rix_file_type t, const char *name, si
 	rix_id want, got;
 	int rc = rix_id_from_hex(&want, name, 64);
 	if (rc == 0)
-		rc = rix_backend_read_all(r->b, t, name, max, &file, &n);
+		rc = rix_backend_read_all(&file, &n, r->b, t, name, max);
 	if (rc != 0)
 		return rc;
-	rix_sha256(file, n, &got);
+	rix_sha256(&got, file, n);
 	if (memcmp(got.b, want.b, RIX_ID_SIZE) != 0)
 		rc = rix_error_set(RIX_ECORRUPT, "%s %.16s: the file's SHA-256 is not its name", rix_file_type_name(t), name);
 	else
-		rc = rix_unpacked_decode(r->key, file, n, r->cfg.version, json, len);
+		rc = rix_unpacked_decode(json, len, r->key, file, n, r->cfg.version);
 	rix_free(file);
 	return rc;
 }

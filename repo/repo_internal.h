@@ -82,7 +82,7 @@ int rix__read_pack_header(struct rix_repo *r, const char *name, uint64_t size, s
 			  size_t *count);
 
 /*
- * The lock r's long operations depend on: the first one rix_repo_lock took on r and that is not
+ * The lock r's long operations depend on: the first one rix_lock_acquire took on r and that is not
  * released (NULL when none). Set and read from the thread that takes and releases locks.
  */
 struct rix_lock *rix__repo_held_lock(const struct rix_repo *r);

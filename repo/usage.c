@@ -55,10 +55,10 @@ static int walk_nodes(struct walk *w, json_t *nodes, uint64_t *files, uint64_t *
 				if (hex == NULL || rix_id_from_hex(&bid, hex, strlen(hex)) != 0)
 					return rix_error_set(RIX_ECORRUPT, "usage: a file's content is not a list of IDs");
 				rix_loc seen;
-				if (rix_indexmap_lookup(w->blobs, &bid, &seen) == 0)
+				if (rix_indexmap_lookup(&seen, w->blobs, &bid) == 0)
 					continue;
 				rix_packed_blob pb;
-				if (rix_master_index_lookup(rix_repo_master_index(w->r), RIX_BLOB_DATA, &bid, &pb) != 0) {
+				if (rix_master_index_lookup(&pb, rix_repo_master_index(w->r), RIX_BLOB_DATA, &bid) != 0) {
 					w->u->missing_blobs++;
 					continue;
 				}
@@ -86,7 +86,7 @@ static int walk_nodes(struct walk *w, json_t *nodes, uint64_t *files, uint64_t *
 static int walk_tree(struct walk *w, const rix_id *id, uint64_t *files, uint64_t *bytes)
 {
 	rix_loc memo;
-	if (rix_indexmap_lookup(w->trees, id, &memo) == 0) {
+	if (rix_indexmap_lookup(&memo, w->trees, id) == 0) {
 		*files += memo.pack;
 		*bytes += (uint64_t)memo.offset << 32 | memo.length;
 		return 0;
@@ -95,7 +95,7 @@ static int walk_tree(struct walk *w, const rix_id *id, uint64_t *files, uint64_t
 		return rix_error_set(RIX_ECORRUPT, "usage: trees nested over 1000 deep");
 	uint8_t *data;
 	size_t n;
-	int rc = rix_repo_load_blob(w->r, RIX_BLOB_TREE, id, &data, &n);
+	int rc = rix_repo_load_blob(&data, &n, w->r, RIX_BLOB_TREE, id);
 	if (rc != 0)
 		return rc;
 	json_t *root;
@@ -123,7 +123,7 @@ static int walk_tree(struct walk *w, const rix_id *id, uint64_t *files, uint64_t
 	return rc;
 }
 
-int rix_repo_usage_compute(rix_repo *r, rix_repo_usage *u)
+int rix_repo_usage_compute(rix_repo_usage *u, rix_repo *r)
 {
 	memset(u, 0, sizeof(*u));
 	struct walk w = { .r = r, .u = u };

@@ -164,7 +164,7 @@ static int fb_stat(void *self, rix_file_type t, const char *name, uint64_t *size
 	rix_test_fault_plan plan;
 	if (count_call(fb->f, RIX_TEST_FAULT_STAT, 0, &plan) != NO_FAULT)
 		return fault_error(&plan, RIX_TEST_FAULT_STAT, t, name);
-	return rix_backend_stat(fb->inner, t, name, size);
+	return rix_backend_stat(size, fb->inner, t, name);
 }
 
 static int fb_read(void *self, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len)
@@ -210,9 +210,9 @@ static int fb_write_file(void *self, rix_file_type t, const char *name, int fd, 
 		path = NULL;
 	int fault = count_call(fb->f, RIX_TEST_FAULT_WRITE, path != NULL, &plan);
 	if (fault == NO_FAULT)
-		return rix_backend_write_file(fb->inner, t, name, fd, path, size, taken);
+		return rix_backend_write_file(taken, fb->inner, t, name, fd, path, size);
 	if (fault == (int)RIX_TEST_FAULT_SYNC) {
-		int rc = rix_backend_write_file(fb->inner, t, name, fd, path, size, taken);
+		int rc = rix_backend_write_file(taken, fb->inner, t, name, fd, path, size);
 		if (rc != 0)
 			return rc;
 	}

@@ -68,7 +68,7 @@ void make_blobs(struct blobs *s, size_t n, uint64_t seed)
 		if (i % 3 == 0) /* compressible */
 			memset(s->data[i], 'a', s->len[i] / 2);
 		s->type[i] = i % 5 == 0 ? RIX_BLOB_TREE : RIX_BLOB_DATA;
-		rix_sha256(s->data[i], s->len[i], &s->id[i]);
+		rix_sha256(&s->id[i], s->data[i], s->len[i]);
 	}
 }
 
@@ -81,7 +81,7 @@ void free_blobs(struct blobs *s)
 void save_all(rix_repo *r, const struct blobs *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		MUST(rix_repo_save_blob(r, s->type[i], s->data[i], s->len[i], NULL, NULL));
+		MUST(rix_repo_save_blob(NULL, NULL, r, s->type[i], s->data[i], s->len[i]));
 }
 
 void flip_byte(const char *path, long at)
@@ -130,7 +130,7 @@ rix_check_report run_check(const char *dir, int read_data, int want_rc, struct l
 	assert_int_equal((size_t)l->progress_calls, rep.packs);
 	if (rc != want_rc)
 		fail_msg("check: %d (%s), want %d", rc, rix_error_last(), want_rc);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	assert_int_equal((size_t)l->errors, rep.errors);
 	return rep;
 }

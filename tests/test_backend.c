@@ -31,8 +31,8 @@
 static void name_of(const void *data, size_t n, char hex[65])
 {
 	rix_id id;
-	rix_sha256(data, n, &id);
-	rix_id_to_hex(&id, hex);
+	rix_sha256(&id, data, n);
+	rix_id_to_hex(hex, &id);
 }
 
 struct seen {
@@ -99,7 +99,7 @@ static void test_create_open(void **state)
 	MUST(rix_backend_local_open(&b, dir, 0));
 	uint8_t *data;
 	size_t n;
-	MUST(rix_backend_read_all(b, RIX_FILE_CONFIG, NULL, 100, &data, &n));
+	MUST(rix_backend_read_all(&data, &n, b, RIX_FILE_CONFIG, NULL, 100));
 	assert_int_equal(n, 3);
 	assert_memory_equal(data, "cfg", 3);
 	rix_free(data);
@@ -127,7 +127,7 @@ static void test_files(void **state)
 			name_of(bufs[i], n, names[i]);
 			MUST(rix_backend_write(b, (rix_file_type)t, names[i], bufs[i], n));
 			uint64_t size;
-			MUST(rix_backend_stat(b, (rix_file_type)t, names[i], &size));
+			MUST(rix_backend_stat(&size, b, (rix_file_type)t, names[i]));
 			assert_int_equal(size, n);
 			/* A range, and the whole. */
 			uint8_t got[3000];
@@ -135,7 +135,7 @@ static void test_files(void **state)
 			assert_memory_equal(got, bufs[i] + 50, n - 60);
 			uint8_t *all;
 			size_t an;
-			MUST(rix_backend_read_all(b, (rix_file_type)t, names[i], 1 << 20, &all, &an));
+			MUST(rix_backend_read_all(&all, &an, b, (rix_file_type)t, names[i], 1 << 20));
 			assert_int_equal(an, n);
 			assert_memory_equal(all, bufs[i], n);
 			rix_free(all);
@@ -143,7 +143,7 @@ static void test_files(void **state)
 			assert_int_equal(rix_backend_read(b, (rix_file_type)t, names[i], n - 10, got, 11), RIX_ECORRUPT);
 			assert_non_null(strstr(rix_error_last(), "ends before"));
 			/* Bigger than the caller allows. */
-			assert_int_equal(rix_backend_read_all(b, (rix_file_type)t, names[i], n - 1, &all, &an), RIX_ECORRUPT);
+			assert_int_equal(rix_backend_read_all(&all, &an, b, (rix_file_type)t, names[i], n - 1), RIX_ECORRUPT);
 			assert_null(all);
 		}
 		/* Read-only on disk, as restic leaves its files. */
@@ -179,12 +179,12 @@ static void test_files(void **state)
 		/* Replacing a file is atomic too; removing it makes it gone. */
 		MUST(rix_backend_write(b, (rix_file_type)t, names[0], "new", 3));
 		uint64_t size;
-		MUST(rix_backend_stat(b, (rix_file_type)t, names[0], &size));
+		MUST(rix_backend_stat(&size, b, (rix_file_type)t, names[0]));
 		assert_int_equal(size, 3);
 		for (int i = 0; i < 5; i++)
 			MUST(rix_backend_remove(b, (rix_file_type)t, names[i]));
 		assert_int_equal(rix_backend_remove(b, (rix_file_type)t, names[0]), RIX_ENOTFOUND);
-		assert_int_equal(rix_backend_stat(b, (rix_file_type)t, names[0], &size), RIX_ENOTFOUND);
+		assert_int_equal(rix_backend_stat(&size, b, (rix_file_type)t, names[0]), RIX_ENOTFOUND);
 		uint8_t x;
 		assert_int_equal(rix_backend_read(b, (rix_file_type)t, names[0], 0, &x, 1), RIX_ENOTFOUND);
 		seen.n = 0;
@@ -213,7 +213,7 @@ static void test_bad_names(void **state)
 	uint64_t size;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(rix_backend_write(b, RIX_FILE_INDEX, bad[i], "x", 1), RIX_EINVAL);
-		assert_int_equal(rix_backend_stat(b, RIX_FILE_PACK, bad[i], &size), RIX_EINVAL);
+		assert_int_equal(rix_backend_stat(&size, b, RIX_FILE_PACK, bad[i]), RIX_EINVAL);
 		assert_int_equal(rix_backend_remove(b, RIX_FILE_KEY, bad[i]), RIX_EINVAL);
 	}
 	assert_int_equal(rix_backend_write(b, RIX_FILE_INDEX, NULL, "x", 1), RIX_EINVAL);
@@ -247,8 +247,8 @@ static void test_write_file(void **state)
 		assert_true(fd >= 0);
 		assert_int_equal(write(fd, data, n), (ssize_t)n);
 		int taken = -1;
-		assert_int_equal(rix_backend_write_file(b, RIX_FILE_PACK, name, fd, src, n + 1, &taken), RIX_EINVAL);
-		MUST(rix_backend_write_file(b, RIX_FILE_PACK, name, fd, src, n, &taken));
+		assert_int_equal(rix_backend_write_file(&taken, b, RIX_FILE_PACK, name, fd, src, n + 1), RIX_EINVAL);
+		MUST(rix_backend_write_file(&taken, b, RIX_FILE_PACK, name, fd, src, n));
 		close(fd);
 		struct stat sb;
 		assert_int_equal(taken, k == 0);
@@ -256,7 +256,7 @@ static void test_write_file(void **state)
 		unlink(src);
 		uint8_t *all;
 		size_t an;
-		MUST(rix_backend_read_all(b, RIX_FILE_PACK, name, n, &all, &an));
+		MUST(rix_backend_read_all(&all, &an, b, RIX_FILE_PACK, name, n));
 		assert_int_equal(an, n);
 		assert_memory_equal(all, data, n);
 		rix_free(all);
@@ -291,14 +291,14 @@ static void test_disk_full(void **state)
 	int rc = rix_backend_write(b, RIX_FILE_INDEX, name, big, n);
 	char msg[512];
 	snprintf(msg, sizeof(msg), "%s", rix_error_last());
-	int rc_old = rix_backend_read_all(b, RIX_FILE_INDEX, name, n, &old_back, &old_n);
+	int rc_old = rix_backend_read_all(&old_back, &old_n, b, RIX_FILE_INDEX, name, n);
 	/* The copy path of write_file too. */
 	char src[] = "/dev/shm/rix-test-XXXXXX";
 	int fd = mkstemp(src);
 	assert_true(fd >= 0);
 	int rc2 = 0, taken = 0;
 	if (write(fd, big, 1 << 19) == 1 << 19)
-		rc2 = rix_backend_write_file(b, RIX_FILE_INDEX, name, fd, NULL, 1 << 19, &taken);
+		rc2 = rix_backend_write_file(&taken, b, RIX_FILE_INDEX, name, fd, NULL, 1 << 19);
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 	signal(SIGXFSZ, oldsig);
 	close(fd);
@@ -312,7 +312,7 @@ static void test_disk_full(void **state)
 	assert_int_equal(rc2, 0); /* 512 KiB fits under the limit */
 	uint8_t *all;
 	size_t an;
-	MUST(rix_backend_read_all(b, RIX_FILE_INDEX, name, n, &all, &an));
+	MUST(rix_backend_read_all(&all, &an, b, RIX_FILE_INDEX, name, n));
 	assert_int_equal(an, 1 << 19); /* the copy replaced it whole */
 	rix_free(all);
 	assert_int_equal(count_temp_files(dir), 0);
@@ -334,7 +334,7 @@ static int oom_backend(void *arg)
 	uint8_t *all = NULL;
 	size_t an;
 	if (rc == 0)
-		rc = rix_backend_read_all(b, RIX_FILE_SNAPSHOT, name, 10, &all, &an);
+		rc = rix_backend_read_all(&all, &an, b, RIX_FILE_SNAPSHOT, name, 10);
 	rix_free(all);
 	rix_backend_free(b);
 	return rc;

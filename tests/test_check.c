@@ -56,7 +56,7 @@ static void test_check(void **state)
 	save_all(r, &s);
 	MUST(rix_repo_flush(r));
 	size_t packs = count_files(r, RIX_FILE_PACK);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	struct lines l;
 	for (int rd = 0; rd <= 1; rd++) {
 		rix_check_report rep = run_check(dir, rd, 0, &l);
@@ -70,9 +70,9 @@ static void test_check(void **state)
 
 	/* An index file that disagrees with a pack's header (a wrong length): an error. */
 	r = open_repo(dir, NULL);
-	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
 	rix_packed_blob pb;
-	MUST(rix_master_index_lookup(rix_repo_master_index(r), s.type[1], &s.id[1], &pb));
+	MUST(rix_master_index_lookup(&pb, rix_repo_master_index(r), s.type[1], &s.id[1]));
 	rix_blob wrong = { .id = pb.id, .type = pb.type, .offset = pb.offset, .length = pb.length + 1,
 			   .uncompressed_length = pb.uncompressed_length };
 	rix_index *bad;
@@ -80,14 +80,14 @@ static void test_check(void **state)
 	MUST(rix_index_store_pack(bad, &pb.pack_id, &wrong, 1));
 	char *json;
 	size_t jl;
-	MUST(rix_index_encode(bad, &json, &jl));
+	MUST(rix_index_encode(&json, &jl, bad));
 	rix_id bad_id;
 	char bad_name[65];
 	MUST(rix_repo_write_file(r, RIX_FILE_INDEX, json, jl, &bad_id));
-	rix_id_to_hex(&bad_id, bad_name);
+	rix_id_to_hex(bad_name, &bad_id);
 	rix_free(json);
 	rix_index_free(bad);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	rix_check_report mis = run_check(dir, 0, RIX_ECORRUPT, &l);
 	assert_int_equal(mis.header_mismatches, 1);
 	assert_int_equal(mis.errors, 1);
@@ -95,22 +95,22 @@ static void test_check(void **state)
 	assert_non_null(strstr(l.last_error, "do not match its header"));
 	r = open_repo(dir, NULL);
 	MUST(rix_backend_remove(rix_repo_backend(r), RIX_FILE_INDEX, bad_name));
-	rix_repo_close(r);
+	rix_repo_free(r);
 
 	/* A pack no index names (its index file removed): reported, not an error. */
 	r = open_repo(dir, NULL);
-	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
 	struct newest nw = { .nbefore = 0 };
 	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_INDEX, remember_index, &nw));
 	uint8_t extra[5000];
 	uint64_t seed = 10;
 	rix_test_fill_random(extra, sizeof(extra), &seed);
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, extra, sizeof(extra), NULL, NULL));
+	MUST(rix_repo_save_blob(NULL, NULL, r, RIX_BLOB_DATA, extra, sizeof(extra)));
 	MUST(rix_repo_flush(r));
 	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_INDEX, collect_index, &nw));
 	assert_int_equal(strlen(nw.found), 64);
 	MUST(rix_backend_remove(rix_repo_backend(r), RIX_FILE_INDEX, nw.found));
-	rix_repo_close(r);
+	rix_repo_free(r);
 	rix_check_report rep = run_check(dir, 0, 0, &l);
 	assert_int_equal(rep.orphaned_packs, 1);
 	assert_int_equal(rep.errors, 0);
@@ -118,15 +118,15 @@ static void test_check(void **state)
 
 	/* A pack the index names, damaged in three ways. */
 	r = open_repo(dir, NULL);
-	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
 	rix_id *ids;
 	size_t nids;
-	MUST(rix_master_index_packs(rix_repo_master_index(r), &ids, &nids));
+	MUST(rix_master_index_packs(&ids, &nids, rix_repo_master_index(r)));
 	assert_int_equal(nids, packs);
 	char pack[65];
-	rix_id_to_hex(&ids[0], pack);
+	rix_id_to_hex(pack, &ids[0]);
 	rix_free(ids);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	char path[800];
 	snprintf(path, sizeof(path), "%s/data/%.2s/%s", dir, pack, pack);
 	/* A flipped byte in the first blob: the header still reads, read-data finds it. */

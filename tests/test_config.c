@@ -131,7 +131,7 @@ static void test_restic_fixtures(void **state)
 		assert_int_equal(rix_crypto_open(key, file, n, plain), 0);
 		char *json;
 		size_t len;
-		assert_int_equal(rix_config_encode(&got, &json, &len), 0);
+		assert_int_equal(rix_config_encode(&json, &len, &got), 0);
 		assert_int_equal(len, n - RIX_CRYPTO_OVERHEAD);
 		assert_int_equal(len, 123);
 		assert_memory_equal(json, plain, len);
@@ -139,7 +139,7 @@ static void test_restic_fixtures(void **state)
 		/* The sealed form round-trips under the same key (a fresh IV: other bytes). */
 		uint8_t *sealed;
 		size_t sn;
-		assert_int_equal(rix_config_seal(key, &got, &sealed, &sn), 0);
+		assert_int_equal(rix_config_seal(&sealed, &sn, key, &got), 0);
 		assert_int_equal(sn, n);
 		assert_true(memcmp(sealed, file, n) != 0);
 		rix_config back;
@@ -189,7 +189,7 @@ static void test_restic_init_bytes(void **state)
 		assert_int_equal(rix_chunker_polynomial_check(cfg.chunker_polynomial), 0);
 		char *json;
 		size_t len;
-		assert_int_equal(rix_config_encode(&cfg, &json, &len), 0);
+		assert_int_equal(rix_config_encode(&json, &len, &cfg), 0);
 		if (len != pn || memcmp(json, plain, pn) != 0)
 			fail_msg("restic wrote %.*s, rix encodes %s", (int)pn, (char *)plain, json);
 		rix_free(json);
@@ -465,7 +465,7 @@ static void test_encode(void **state)
 	c.chunker_polynomial = 0x3e106b9b4ef59dull;
 	char *json;
 	size_t len;
-	assert_int_equal(rix_config_encode(&c, &json, &len), 0);
+	assert_int_equal(rix_config_encode(&json, &len, &c), 0);
 	assert_string_equal(json, "{\"version\":1,\"id\":\"0f1f2f3f4f5f6f7f8f9fafbfcfdfefff0f1f2f3f4f5f6f7f8f9fafbfcfdfefff\","
 				  "\"chunker_polynomial\":\"3e106b9b4ef59d\"}");
 	assert_int_equal(len, strlen(json));
@@ -473,20 +473,20 @@ static void test_encode(void **state)
 	/* Refused: nothing restic or rix would not read back. */
 	rix_config b = c;
 	b.version = 3;
-	assert_error_has(RIX_EINVAL, rix_config_encode(&b, &json, &len), "version 3");
+	assert_error_has(RIX_EINVAL, rix_config_encode(&json, &len, &b), "version 3");
 	assert_null(json);
 	assert_int_equal(len, 0);
 	b = c;
 	b.chunker_polynomial = 0x3e106b9b4ef59cull;
-	assert_error_has(RIX_EINVAL, rix_config_encode(&b, &json, &len), "reducible");
+	assert_error_has(RIX_EINVAL, rix_config_encode(&json, &len, &b), "reducible");
 	assert_null(json);
 	b.chunker_polynomial = 0;
-	assert_error_has(RIX_EINVAL, rix_config_encode(&b, &json, &len), "degree -1");
+	assert_error_has(RIX_EINVAL, rix_config_encode(&json, &len, &b), "degree -1");
 	uint8_t *file = (uint8_t *)1;
 	size_t n = 7;
 	rix_key *key;
 	assert_int_equal(rix_key_random(&key), 0);
-	assert_error_has(RIX_EINVAL, rix_config_seal(key, &b, &file, &n), "degree");
+	assert_error_has(RIX_EINVAL, rix_config_seal(&file, &n, key, &b), "degree");
 	assert_null(file);
 	assert_int_equal(n, 0);
 	rix_key_free(key);
@@ -584,8 +584,8 @@ static void test_new(void **state)
 	(void)state;
 	rix_config a, b;
 	for (int v = 1; v <= 2; v++) {
-		assert_int_equal(rix_config_new(v, &a), 0);
-		assert_int_equal(rix_config_new(v, &b), 0);
+		assert_int_equal(rix_config_new(&a, v), 0);
+		assert_int_equal(rix_config_new(&b, v), 0);
 		assert_int_equal(a.version, v);
 		assert_int_equal(rix_chunker_polynomial_check(a.chunker_polynomial), 0);
 		assert_int_equal(rix_chunker_polynomial_check(b.chunker_polynomial), 0);
@@ -594,14 +594,14 @@ static void test_new(void **state)
 		/* encode -> parse is the identity */
 		char *json;
 		size_t len;
-		assert_int_equal(rix_config_encode(&a, &json, &len), 0);
+		assert_int_equal(rix_config_encode(&json, &len, &a), 0);
 		rix_config back;
 		assert_int_equal(rix_config_parse(json, len, &back), 0);
 		assert_config_equal(&a, &back);
 		rix_free(json);
 	}
-	assert_error_has(RIX_EINVAL, rix_config_new(0, &a), "version 0");
-	assert_error_has(RIX_EINVAL, rix_config_new(3, &a), "version 3");
+	assert_error_has(RIX_EINVAL, rix_config_new(&a, 0), "version 0");
+	assert_error_has(RIX_EINVAL, rix_config_new(&a, 3), "version 3");
 }
 
 /* ---- the stored file ---------------------------------------------------------------------- */
@@ -622,10 +622,10 @@ static void test_open_tampered(void **state)
 	assert_int_equal(rix_key_random(&key), 0);
 	assert_int_equal(rix_key_random(&other), 0);
 	rix_config cfg, got;
-	assert_int_equal(rix_config_new(2, &cfg), 0);
+	assert_int_equal(rix_config_new(&cfg, 2), 0);
 	uint8_t *file;
 	size_t n;
-	assert_int_equal(rix_config_seal(key, &cfg, &file, &n), 0);
+	assert_int_equal(rix_config_seal(&file, &n, key, &cfg), 0);
 	assert_int_equal(n, 123 + RIX_CRYPTO_OVERHEAD);
 	assert_int_equal(rix_config_open(key, file, n, &got), 0);
 	assert_config_equal(&got, &cfg);
@@ -685,7 +685,7 @@ static int oom_round(void *arg)
 	size_t n;
 	char *json = NULL;
 	size_t len;
-	int rc = rix_config_seal(key, cfg, &file, &n);
+	int rc = rix_config_seal(&file, &n, key, cfg);
 	if (rc != 0) {
 		assert_null(file);
 		return rc;
@@ -696,7 +696,7 @@ static int oom_round(void *arg)
 	if (rc != 0)
 		return rc;
 	assert_config_equal(&got, cfg);
-	rc = rix_config_encode(&got, &json, &len);
+	rc = rix_config_encode(&json, &len, &got);
 	if (rc != 0) {
 		assert_null(json);
 		return rc;
@@ -712,7 +712,7 @@ static void test_allocation_failure(void **state)
 	rix_key *key;
 	assert_int_equal(rix_key_random(&key), 0);
 	struct oom_arg a = { .key = key };
-	assert_int_equal(rix_config_new(1, &a.cfg), 0);
+	assert_int_equal(rix_config_new(&a.cfg, 1), 0);
 	/* Every failed allocation fails the round (must_fail); seal: JSON + file; open: plaintext;
 	 * encode: JSON, so more than 3 rounds. */
 	rix_test_oom o = { .what = "config", .run = oom_round, .arg = &a, .max = 100, .must_fail = 1 };
@@ -741,22 +741,22 @@ static void make_rix_repo(int version)
 	assert_int_equal(rix_key_random(&master), 0);
 	char *kf;
 	size_t kn;
-	assert_int_equal(rix_key_create_file(master, "rix pw", 6, 128, 1, 1, "rix", "test", &kf, &kn), 0);
+	assert_int_equal(rix_key_create_file(&kf, &kn, master, "rix pw", 6, 128, 1, 1, "rix", "test"), 0);
 	rix_id kid;
 	char name[80];
-	rix_sha256(kf, kn, &kid);
+	rix_sha256(&kid, kf, kn);
 	memcpy(name, "keys/", 5);
-	rix_id_to_hex(&kid, name + 5);
+	rix_id_to_hex(name + 5, &kid);
 	rix_test_put_file(dir, name, kf, kn);
 	rix_config cfg;
-	assert_int_equal(rix_config_new(version, &cfg), 0);
+	assert_int_equal(rix_config_new(&cfg, version), 0);
 	uint8_t *file;
 	size_t n;
-	assert_int_equal(rix_config_seal(master, &cfg, &file, &n), 0);
+	assert_int_equal(rix_config_seal(&file, &n, master, &cfg), 0);
 	rix_test_put_file(dir, "config", file, n);
 	char *json;
 	size_t len;
-	assert_int_equal(rix_config_encode(&cfg, &json, &len), 0);
+	assert_int_equal(rix_config_encode(&json, &len, &cfg), 0);
 	rix_test_restic_cat_config_equals(dir, "rix pw", json, len);
 	char *out;
 	if (rix_test_restic(dir, "rix pw", "check", &out) != 0)
@@ -766,7 +766,7 @@ static void make_rix_repo(int version)
 	/* restic refuses, as rix does, a reducible polynomial of degree 53 (a product). */
 	char bad[256];
 	char hex[65];
-	rix_id_to_hex(&cfg.id, hex);
+	rix_id_to_hex(hex, &cfg.id);
 	uint64_t prod = rix__poly_mul(0x2000003, 0x1000000b); /* degrees 25 and 28 */
 	int bn = snprintf(bad, sizeof(bad), "{\"version\":%d,\"id\":\"%s\",\"chunker_polynomial\":\"%llx\"}",
 			  version, hex, (unsigned long long)prod);

@@ -63,19 +63,19 @@ static void test_sha256_known_answers(void **state)
 	(void)state;
 	rix_id id;
 	char hex[65];
-	rix_sha256("abc", 3, &id);
-	rix_id_to_hex(&id, hex);
+	rix_sha256(&id, "abc", 3);
+	rix_id_to_hex(hex, &id);
 	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-	rix_sha256("", 0, &id);
-	rix_id_to_hex(&id, hex);
+	rix_sha256(&id, "", 0);
+	rix_id_to_hex(hex, &id);
 	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 	/* A stored file's ID is the SHA-256 of its bytes: restic named the key files so. */
 	for (int v = 1; v <= 2; v++) {
 		size_t len;
 		char name[65];
 		char *kf = key_file(v, &len, name);
-		rix_sha256(kf, len, &id);
-		rix_id_to_hex(&id, hex);
+		rix_sha256(&id, kf, len);
+		rix_id_to_hex(hex, &id);
 		assert_string_equal(hex, name);
 		free(kf);
 	}
@@ -280,7 +280,7 @@ static void test_create_key_file_round_trip(void **state)
 	assert_int_equal(rix_key_random(&master), 0);
 	char *json;
 	size_t len;
-	assert_int_equal(rix_key_create_file(master, "pw", 2, 128, 1, 1, "user", "host", &json, &len), 0);
+	assert_int_equal(rix_key_create_file(&json, &len, master, "pw", 2, 128, 1, 1, "user", "host"), 0);
 	assert_int_equal(strlen(json), len);
 	assert_non_null(strstr(json, "\"kdf\":\"scrypt\""));
 	assert_int_equal(rix_key_open_file(&back, json, len, "pw", 2), 0);
@@ -294,9 +294,9 @@ static void test_create_key_file_round_trip(void **state)
 	assert_null(none);
 	rix_free(json);
 	/* Parameters refused before any work. */
-	assert_int_equal(rix_key_create_file(master, "pw", 2, 100, 1, 1, NULL, NULL, &json, &len), RIX_EINVAL);
+	assert_int_equal(rix_key_create_file(&json, &len, master, "pw", 2, 100, 1, 1, NULL, NULL), RIX_EINVAL);
 	assert_null(json);
-	assert_int_equal(rix_key_create_file(master, "pw", 2, (uint64_t)1 << 40, 8, 1, NULL, NULL, &json, &len), RIX_EINVAL);
+	assert_int_equal(rix_key_create_file(&json, &len, master, "pw", 2, (uint64_t)1 << 40, 8, 1, NULL, NULL), RIX_EINVAL);
 	rix_key_free(master);
 	rix_key_free(back);
 }
@@ -313,7 +313,7 @@ static void test_key_file_allocation_failure(void **state)
 	MUST(rix_key_random(&master));
 	char *json;
 	size_t len;
-	MUST(rix_key_create_file(master, "pw", 2, 128, 1, 1, "user", "host", &json, &len));
+	MUST(rix_key_create_file(&json, &len, master, "pw", 2, 128, 1, 1, "user", "host"));
 	bool outer = false, inner = false;
 	for (long at = 1;; at++) {
 		rix_key *key = (rix_key *)1;
@@ -345,7 +345,7 @@ static void test_key_file_allocation_failure(void **state)
 	for (long at = 1;; at++) {
 		rix_test_failalloc_install(at);
 		json = (char *)1;
-		int rc = rix_key_create_file(master, "pw", 2, 128, 1, 1, "user", "host", &json, &len);
+		int rc = rix_key_create_file(&json, &len, master, "pw", 2, 128, 1, 1, "user", "host");
 		long live = rix_test_failalloc_live(), calls = rix_test_failalloc_count();
 		if (rc == 0) {
 			rix_free(json);
@@ -365,7 +365,7 @@ static void test_key_file_allocation_failure(void **state)
 		assert_true(at < 100000);
 	}
 	/* A hostname that is not UTF-8 is refused by jansson: not "out of memory". */
-	assert_int_equal(rix_key_create_file(master, "pw", 2, 128, 1, 1, "user", "h\xff", &json, &len), RIX_EINVAL);
+	assert_int_equal(rix_key_create_file(&json, &len, master, "pw", 2, 128, 1, 1, "user", "h\xff"), RIX_EINVAL);
 	assert_null(json);
 	rix_key_free(master);
 }
@@ -379,12 +379,12 @@ static void test_restic_opens_rix_key_file(void **state)
 	rix_key *master = open_fixture_key(1);
 	char *json;
 	size_t len, elen;
-	assert_int_equal(rix_key_create_file(master, "rix made this", 13, 1024, 8, 1, "rix", "test", &json, &len), 0);
+	assert_int_equal(rix_key_create_file(&json, &len, master, "rix made this", 13, 1024, 8, 1, "rix", "test"), 0);
 	rix_id id;
 	char name[80];
-	rix_sha256(json, len, &id);
+	rix_sha256(&id, json, len);
 	memcpy(name, "keys/", 5);
-	rix_id_to_hex(&id, name + 5);
+	rix_id_to_hex(name + 5, &id);
 	rix_test_put_file(dir, name, json, len);
 	char *expected = rix_test_data_file("restic_repo_v1/config.expected.json", &elen);
 	rix_test_restic_cat_config_equals(dir, "rix made this", expected, elen);

@@ -96,7 +96,7 @@ static void make_blob(struct blob *b, rix_blob_type t, size_t n, uint64_t *st)
 		rix_test_fill_random(b->data, n, st);
 	if (t == RIX_BLOB_TREE && n > 8)
 		rix_test_fill_random(b->data, 8, st);
-	rix_sha256(b->data, n, &b->id);
+	rix_sha256(&b->id, b->data, n);
 }
 
 static void free_blob(struct blob *b)
@@ -117,7 +117,7 @@ static rix_repo *open_plain(const char *dir)
 		rix_backend_free(b);
 		fail_msg("open %s: %d (%s)", dir, rc, rix_error_last());
 	}
-	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
 	return r;
 }
 
@@ -125,7 +125,7 @@ static void save_all(rix_repo *r, const struct blob *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		rix_id id;
-		MUST(rix_repo_save_blob(r, v[i].type, v[i].data, v[i].n, &id, NULL));
+		MUST(rix_repo_save_blob(&id, NULL, r, v[i].type, v[i].data, v[i].n));
 		assert_memory_equal(id.b, v[i].id.b, RIX_ID_SIZE);
 	}
 	MUST(rix_repo_flush(r));
@@ -137,7 +137,7 @@ static void must_load_all(rix_repo *r, const struct blob *v, size_t n, const cha
 	for (size_t i = 0; i < n; i++) {
 		uint8_t *out;
 		size_t on;
-		int rc = rix_repo_load_blob(r, v[i].type, &v[i].id, &out, &on);
+		int rc = rix_repo_load_blob(&out, &on, r, v[i].type, &v[i].id);
 		if (rc != 0)
 			fail_msg("%s: blob %zu (%zu bytes) does not load: %d (%s)", when, i, v[i].n, rc, rix_error_last());
 		assert_int_equal(on, v[i].n);
@@ -167,21 +167,21 @@ static int check_named_pack(const rix_id *pack_id, const rix_packed_blob *blobs,
 {
 	struct pack_check *pc = arg;
 	char name[65];
-	rix_id_to_hex(pack_id, name);
+	rix_id_to_hex(name, pack_id);
 	uint8_t *pack;
 	size_t size;
-	int rc = rix_backend_read_all(pc->b, RIX_FILE_PACK, name, (size_t)1 << 30, &pack, &size);
+	int rc = rix_backend_read_all(&pack, &size, pc->b, RIX_FILE_PACK, name, (size_t)1 << 30);
 	if (rc != 0)
 		fail_msg("index %.16s names pack %s, which is not there: %d (%s)", pc->index_name, name, rc,
 			 rix_error_last());
 	rix_id got;
-	rix_sha256(pack, size, &got);
+	rix_sha256(&got, pack, size);
 	if (memcmp(got.b, pack_id->b, RIX_ID_SIZE) != 0)
 		fail_msg("index %.16s names pack %s, which is not complete (%zu bytes, another SHA-256)", pc->index_name,
 			 name, size);
 	rix_blob *hdr;
 	size_t cnt;
-	rc = rix_pack_read_header(pc->key, pack, size, pc->version, &hdr, &cnt);
+	rc = rix_pack_read_header(&hdr, &cnt, pc->key, pack, size, pc->version);
 	if (rc != 0)
 		fail_msg("pack %s: header: %s", name, rix_error_last());
 	for (size_t i = 0; i < n; i++) {
@@ -211,13 +211,13 @@ static size_t check_index_names_complete_packs(const char *dir)
 	for (size_t i = 0; i < n; i++) {
 		uint8_t *file, *json;
 		size_t fn, jn;
-		MUST(rix_backend_read_all(b, RIX_FILE_INDEX, names[i], (size_t)1 << 30, &file, &fn));
+		MUST(rix_backend_read_all(&file, &fn, b, RIX_FILE_INDEX, names[i], (size_t)1 << 30));
 		rix_id want, got;
 		MUST(rix_id_from_hex(&want, names[i], 64));
-		rix_sha256(file, fn, &got);
+		rix_sha256(&got, file, fn);
 		if (memcmp(want.b, got.b, RIX_ID_SIZE) != 0)
 			fail_msg("index file %s is not complete", names[i]);
-		MUST(rix_unpacked_decode(rix__repo_key(r), file, fn, rix_repo_config(r)->version, &json, &jn));
+		MUST(rix_unpacked_decode(&json, &jn, rix__repo_key(r), file, fn, rix_repo_config(r)->version));
 		rix_index *idx;
 		MUST(rix_index_decode(&idx, (const char *)json, jn, NULL));
 		struct pack_check pc = { b, rix__repo_key(r), rix_repo_config(r)->version, names[i], 0 };
@@ -227,7 +227,7 @@ static size_t check_index_names_complete_packs(const char *dir)
 		rix_free(file);
 	}
 	free(names);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	return n;
 }
 
@@ -284,7 +284,7 @@ static char *repo_listing(const char *dir)
 		MUST(rix_backend_list(b, (rix_file_type)t, list_line, &l));
 	}
 	uint64_t csize;
-	MUST(rix_backend_stat(b, RIX_FILE_CONFIG, NULL, &csize));
+	MUST(rix_backend_stat(&csize, b, RIX_FILE_CONFIG, NULL));
 	l.type = 0;
 	list_line(&l, "config", csize);
 	rix_backend_free(b);
@@ -332,7 +332,7 @@ static void rix_check_passes(const char *dir, const char *when)
 		fail_msg("%s: rix check: %d (%s): %zu missing, %zu damaged packs, %zu mismatches, %zu damaged index files",
 			 when, rc, rix_error_last(), rep.missing_packs, rep.damaged_packs, rep.header_mismatches,
 			 rep.damaged_index_files);
-	rix_repo_close(r);
+	rix_repo_free(r);
 }
 
 static void restic_check_passes(const char *dir, const char *when)
@@ -421,7 +421,7 @@ static void *saver_main(void *arg)
 		const struct blob *b = &new_blobs[i];
 		if ((int)(i % (size_t)s->threads) != s->k && b->type != RIX_BLOB_TREE && i != NNEW - 1)
 			continue;
-		s->rc = rix_repo_save_blob(s->r, b->type, b->data, b->n, NULL, NULL);
+		s->rc = rix_repo_save_blob(NULL, NULL, s->r, b->type, b->data, b->n);
 		if (s->rc != 0)
 			snprintf(s->msg, sizeof(s->msg), "%s", rix_error_last());
 	}
@@ -459,19 +459,19 @@ static void run(const struct loop *l, const char *dir, rix_test_fault *f, struct
 		o->ops = rix_test_fault_count(f, RIX_TEST_FAULT_ANY);
 		if (rc == 0) { /* what opened works */
 			rix_test_fault_arm(f, NULL);
-			MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+			MUST(rix_repo_load_index(NULL, r, NULL, NULL));
 			must_load_all(r, base_blobs, NBASE, "after open");
 		}
-		rix_repo_close(r);
+		rix_repo_free(r);
 		return;
 	}
 	MUST(open_faulty(dir, f, NULL, &opt, &r));
 	if (l->sc == SAVE)
-		MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+		MUST(rix_repo_load_index(NULL, r, NULL, NULL));
 	rix_test_fault_arm(f, &l->plan);
 	rix_error_clear();
 	if (l->sc == LOAD) {
-		note(o, rix_repo_load_index(r, index_error, o, NULL));
+		note(o, rix_repo_load_index(NULL, r, index_error, o));
 	} else if (l->sc == CHECK) {
 		rix_check_report rep;
 		int rc = rix_repo_check(r, l->read_data, NULL, NULL, NULL, &rep);
@@ -486,7 +486,7 @@ static void run(const struct loop *l, const char *dir, rix_test_fault *f, struct
 	} else {
 		int rc = 0;
 		for (size_t i = 0; rc == 0 && i < NNEW; i++) {
-			rc = rix_repo_save_blob(r, new_blobs[i].type, new_blobs[i].data, new_blobs[i].n, NULL, NULL);
+			rc = rix_repo_save_blob(NULL, NULL, r, new_blobs[i].type, new_blobs[i].data, new_blobs[i].n);
 			note(o, rc);
 		}
 		if (rc == 0)
@@ -500,7 +500,7 @@ static void run(const struct loop *l, const char *dir, rix_test_fault *f, struct
 		/* The same session once the fault is gone: save everything again, flush. */
 		rix_error_clear();
 		for (size_t i = 0; i < NNEW; i++) {
-			int rc = rix_repo_save_blob(r, new_blobs[i].type, new_blobs[i].data, new_blobs[i].n, NULL, NULL);
+			int rc = rix_repo_save_blob(NULL, NULL, r, new_blobs[i].type, new_blobs[i].data, new_blobs[i].n);
 			if (rc != 0)
 				fail_msg("resumed save of blob %zu after \"%s\": %d (%s)", i, o->msg, rc, rix_error_last());
 		}
@@ -511,7 +511,7 @@ static void run(const struct loop *l, const char *dir, rix_test_fault *f, struct
 	}
 	if (l->sc == LOAD && o->rc == 0 && o->reported == 0)
 		must_load_all(r, base_blobs, NBASE, "after loading");
-	rix_repo_close(r);
+	rix_repo_free(r);
 }
 
 static void describe(char *buf, size_t cap, const struct loop *l, long n)
@@ -530,11 +530,11 @@ static void retry_save(const char *dir)
 {
 	rix_repo *r = open_plain(dir);
 	save_all(r, new_blobs, NNEW);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	r = open_plain(dir);
 	must_load_all(r, base_blobs, NBASE, "after the retry");
 	must_load_all(r, new_blobs, NNEW, "after the retry");
-	rix_repo_close(r);
+	rix_repo_free(r);
 }
 
 /* Runs loop l for N = 1, 2, ...; returns the number of runs. */
@@ -588,7 +588,7 @@ static long fault_loop(struct loop l)
 			must_load_all(r, base_blobs, NBASE, what);
 			if (o.durable)
 				must_load_all(r, new_blobs, NNEW, what);
-			rix_repo_close(r);
+			rix_repo_free(r);
 			if (++save_runs % RESTIC_EVERY == 0 || (last && !clean_run_checked++))
 				restic_check_passes(dir, what);
 			retry_save(dir);
@@ -602,7 +602,7 @@ static long fault_loop(struct loop l)
 			free(after);
 			rix_repo *r = open_plain(base_dir); /* the retry: a fresh open reads everything */
 			must_load_all(r, base_blobs, NBASE, what);
-			rix_repo_close(r);
+			rix_repo_free(r);
 		}
 		if (last)
 			break;
@@ -724,8 +724,8 @@ static void test_wrapper(void **state)
 	for (int i = 0; i < 4; i++) {
 		rix_id id;
 		char c = (char)('a' + i);
-		rix_sha256(&c, 1, &id);
-		rix_id_to_hex(&id, names[i]);
+		rix_sha256(&id, &c, 1);
+		rix_id_to_hex(names[i], &id);
 	}
 	/* Writes: the 2nd fails once, with ENOSPC, storing nothing. */
 	rix_test_fault_arm(&f, &(rix_test_fault_plan){ RIX_TEST_FAULT_WRITE, 2, RIX_TEST_FAULT_ONCE,
@@ -735,7 +735,7 @@ static void test_wrapper(void **state)
 	assert_non_null(strstr(rix_error_last(), "injected"));
 	MUST(rix_backend_write(b, RIX_FILE_SNAPSHOT, names[2], "y", 1));
 	uint64_t size;
-	assert_int_equal(rix_backend_stat(b, RIX_FILE_SNAPSHOT, names[1], &size), RIX_ENOTFOUND);
+	assert_int_equal(rix_backend_stat(&size, b, RIX_FILE_SNAPSHOT, names[1]), RIX_ENOTFOUND);
 	assert_int_equal(rix_test_fault_count(&f, RIX_TEST_FAULT_WRITE), 3);
 	assert_int_equal(rix_test_fault_count(&f, RIX_TEST_FAULT_SYNC), 3);
 	assert_int_equal(rix_test_fault_count(&f, RIX_TEST_FAULT_RENAME), 0);
@@ -745,7 +745,7 @@ static void test_wrapper(void **state)
 	/* A sync fault: the file is there, and the write says it failed. */
 	rix_test_fault_arm(&f, &(rix_test_fault_plan){ RIX_TEST_FAULT_SYNC, 1, RIX_TEST_FAULT_ONCE, RIX_TEST_FAULT_EIO });
 	assert_int_equal(rix_backend_write(b, RIX_FILE_SNAPSHOT, names[3], "z", 1), RIX_EIO);
-	MUST(rix_backend_stat(b, RIX_FILE_SNAPSHOT, names[3], &size));
+	MUST(rix_backend_stat(&size, b, RIX_FILE_SNAPSHOT, names[3]));
 	assert_int_equal(size, 1);
 	/* Reads from the 2nd on fail; a short read gives half and RIX_ECORRUPT. */
 	rix_test_fault_arm(&f, &(rix_test_fault_plan){ RIX_TEST_FAULT_READ, 2, RIX_TEST_FAULT_FROM, RIX_TEST_FAULT_SHORT });
@@ -766,7 +766,7 @@ static void test_wrapper(void **state)
 	assert_int_equal(seen, 3);
 	/* Any operation: the 2nd is the remove; ENOSPC is for writes only, so it is EIO; the file stays. */
 	rix_test_fault_arm(&f, &(rix_test_fault_plan){ RIX_TEST_FAULT_ANY, 2, RIX_TEST_FAULT_ONCE, RIX_TEST_FAULT_ENOSPC });
-	MUST(rix_backend_stat(b, RIX_FILE_SNAPSHOT, names[0], &size));
+	MUST(rix_backend_stat(&size, b, RIX_FILE_SNAPSHOT, names[0]));
 	assert_int_equal(rix_backend_remove(b, RIX_FILE_SNAPSHOT, names[0]), RIX_EIO);
 	MUST(rix_backend_remove(b, RIX_FILE_SNAPSHOT, names[0]));
 	assert_int_equal(rix_test_fault_count(&f, RIX_TEST_FAULT_REMOVE), 2);
@@ -779,9 +779,9 @@ static void test_wrapper(void **state)
 	assert_int_equal(fwrite("pack", 1, 4, fp), 4);
 	fflush(fp);
 	int taken = 0;
-	assert_int_equal(rix_backend_write_file(b, RIX_FILE_PACK, names[0], fileno(fp), path, 4, &taken), RIX_EIO);
+	assert_int_equal(rix_backend_write_file(&taken, b, RIX_FILE_PACK, names[0], fileno(fp), path, 4), RIX_EIO);
 	assert_false(taken);
-	MUST(rix_backend_write_file(b, RIX_FILE_PACK, names[0], fileno(fp), path, 4, &taken));
+	MUST(rix_backend_write_file(&taken, b, RIX_FILE_PACK, names[0], fileno(fp), path, 4));
 	assert_true(taken);
 	fclose(fp);
 	assert_int_equal(rix_test_fault_count(&f, RIX_TEST_FAULT_RENAME), 2);
@@ -803,7 +803,7 @@ static int setup(void **state)
 	 * zeros: it compresses to a small pack, so that the many runs stay fast. */
 	make_blob(&new_blobs[0], RIX_BLOB_DATA, ((size_t)4 << 20) + 100, &st);
 	memset(new_blobs[0].data + 4096, 0, new_blobs[0].n - 4096);
-	rix_sha256(new_blobs[0].data, new_blobs[0].n, &new_blobs[0].id);
+	rix_sha256(&new_blobs[0].id, new_blobs[0].data, new_blobs[0].n);
 	for (int i = 1; i < NNEW - 3; i++)
 		make_blob(&new_blobs[i], RIX_BLOB_DATA, 700 * (size_t)i, &st);
 	make_blob(&new_blobs[NNEW - 3], RIX_BLOB_TREE, 2000, &st);
@@ -824,7 +824,7 @@ static int setup(void **state)
 	/* Two flushes: three packs (data, tree; data), two index files. */
 	save_all(r, base_blobs, 3);
 	save_all(r, base_blobs + 3, NBASE - 3);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	assert_int_equal(check_index_names_complete_packs(base_dir), 2);
 	return 0;
 }

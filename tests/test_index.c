@@ -56,7 +56,7 @@ static void check_all(const rix_index *idx, const struct fixture *fx)
 		for (int b = 0; b < PER_PACK; b++) {
 			const rix_blob *bl = &fx->blobs[p][b];
 			rix_packed_blob pb;
-			assert_int_equal(rix_index_lookup(idx, bl->type, &bl->id, &pb), 0);
+			assert_int_equal(rix_index_lookup(&pb, idx, bl->type, &bl->id), 0);
 			assert_memory_equal(pb.id.b, bl->id.b, 32);
 			assert_memory_equal(pb.pack_id.b, fx->packs[p].b, 32);
 			assert_int_equal(pb.type, bl->type);
@@ -92,10 +92,10 @@ static void test_store_lookup_size(void **state)
 	rix_id unknown;
 	uint64_t st = 1234;
 	rix_test_random_id(&unknown, &st);
-	assert_int_equal(rix_index_lookup(idx, RIX_BLOB_DATA, &unknown, NULL), RIX_ENOTFOUND);
+	assert_int_equal(rix_index_lookup(NULL, idx, RIX_BLOB_DATA, &unknown), RIX_ENOTFOUND);
 	uint32_t size;
 	assert_int_equal(rix_index_size(idx, RIX_BLOB_DATA, &unknown, &size), RIX_ENOTFOUND);
-	assert_int_equal(rix_index_lookup(idx, (rix_blob_type)7, &fx.blobs[0][0].id, NULL), RIX_ENOTFOUND);
+	assert_int_equal(rix_index_lookup(NULL, idx, (rix_blob_type)7, &fx.blobs[0][0].id), RIX_ENOTFOUND);
 	assert_true(rix_index_memory(idx) > NPACKS * PER_PACK * 52);
 	rix_index_free(idx);
 }
@@ -112,11 +112,11 @@ static void test_pack_stored_once_and_duplicates(void **state)
 	assert_int_equal(rix_index_store_pack(idx, &fx.packs[0], fx.blobs[1], 2), 0);
 	assert_int_equal(rix_index_pack_count(idx), NPACKS);
 	rix_packed_blob all[4];
-	assert_int_equal(rix_index_lookup_all(idx, fx.blobs[1][0].type, &fx.blobs[1][0].id, all, 4), 2);
+	assert_int_equal(rix_index_lookup_all(all, 4, idx, fx.blobs[1][0].type, &fx.blobs[1][0].id), 2);
 	/* Newest first. */
 	assert_memory_equal(all[0].pack_id.b, fx.packs[0].b, 32);
 	assert_memory_equal(all[1].pack_id.b, fx.packs[1].b, 32);
-	assert_int_equal(rix_index_lookup_all(idx, fx.blobs[1][0].type, &fx.blobs[1][0].id, all, 1), 2);
+	assert_int_equal(rix_index_lookup_all(all, 1, idx, fx.blobs[1][0].type, &fx.blobs[1][0].id), 2);
 	/* A bad type is refused before anything is stored. */
 	rix_blob bad = fx.blobs[2][0];
 	bad.type = (rix_blob_type)2;

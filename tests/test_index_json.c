@@ -68,7 +68,7 @@ static char *encode(const rix_index *idx, size_t *len)
 {
 	char *out = NULL;
 	size_t n = 0;
-	int rc = rix_index_encode(idx, &out, &n);
+	int rc = rix_index_encode(&out, &n, idx);
 	if (rc != 0)
 		fail_msg("encode failed: %s", rix_error_last());
 	assert_non_null(out);
@@ -82,7 +82,7 @@ static void get_blob(const rix_index *idx, rix_blob_type t, const char *hex, rix
 {
 	rix_id id;
 	assert_int_equal(rix_id_from_hex(&id, hex, 64), 0);
-	assert_int_equal(rix_index_lookup(idx, t, &id, pb), 0);
+	assert_int_equal(rix_index_lookup(pb, idx, t, &id), 0);
 }
 
 /* ---- fixtures ----------------------------------------------------------------------------- */
@@ -173,7 +173,7 @@ static void test_fixture_values(void **state)
 		rix_packed_blob pb;
 		get_blob(idx, strcmp(type, "tree") == 0 ? RIX_BLOB_TREE : RIX_BLOB_DATA, hex, &pb);
 		char ph[65];
-		rix_id_to_hex(&pb.pack_id, ph);
+		rix_id_to_hex(ph, &pb.pack_id);
 		assert_string_equal(ph, pack);
 		assert_int_equal(pb.offset, off);
 		assert_int_equal(pb.length, length);
@@ -270,7 +270,7 @@ static int check_blob_fn(const rix_packed_blob *pb, void *arg)
 {
 	struct check_arg *a = arg;
 	rix_packed_blob locs[16];
-	size_t n = rix_index_lookup_all(a->other, pb->type, &pb->id, locs, 16);
+	size_t n = rix_index_lookup_all(locs, 16, a->other, pb->type, &pb->id);
 	assert_true(n > 0 && n <= 16);
 	for (size_t i = 0; i < n; i++) {
 		if (memcmp(&locs[i].pack_id, &pb->pack_id, sizeof(rix_id)) == 0 &&
@@ -485,7 +485,7 @@ static void test_key_order_and_whitespace(void **state)
 	assert_int_equal(pb.length, 9);
 	assert_int_equal(pb.uncompressed_length, 0);
 	char hex[65];
-	rix_id_to_hex(&pb.pack_id, hex);
+	rix_id_to_hex(hex, &pb.pack_id);
 	assert_string_equal(hex, H2);
 	char *out = encode(idx, NULL);
 	assert_string_equal(out, "{\"supersedes\":[\"" H1 "\"],\"packs\":[{\"id\":\"" H2 "\","
@@ -898,7 +898,7 @@ static int oom_encode_round(void *arg)
 	const struct encode_arg *e = arg;
 	char *out = (char *)&out;
 	size_t len = 1;
-	int rc = rix_index_encode(e->idx, &out, &len);
+	int rc = rix_index_encode(&out, &len, e->idx);
 	if (rc == 0) {
 		/* A failed shrink is not an error: the output is still right. */
 		assert_int_equal(len, e->ref_len);

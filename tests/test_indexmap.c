@@ -77,7 +77,7 @@ static void check_against_reference(const rix_indexmap *m, const struct ref *e, 
 	for (size_t i = 0; i < n; i++) {
 		const rix_id *id;
 		rix_loc loc;
-		rix_indexmap_entry(m, (uint32_t)i, &id, &loc);
+		rix_indexmap_entry(&id, &loc, m, (uint32_t)i);
 		assert_memory_equal(id->b, e[i].id.b, RIX_ID_SIZE);
 		assert_true(loc_eq(&loc, &e[i].loc));
 	}
@@ -92,9 +92,9 @@ static void check_against_reference(const rix_indexmap *m, const struct ref *e, 
 			k++;
 		size_t copies = k - (size_t)f + 1;
 		rix_loc got;
-		assert_int_equal(rix_indexmap_lookup(m, &e[i].id, &got), 0);
+		assert_int_equal(rix_indexmap_lookup(&got, m, &e[i].id), 0);
 		assert_true(loc_eq(&got, &r[k].loc));
-		size_t total = rix_indexmap_lookup_all(m, &e[i].id, all, 64);
+		size_t total = rix_indexmap_lookup_all(all, 64, m, &e[i].id);
 		assert_int_equal(total, copies);
 		for (size_t j = 0; j < copies && j < 64; j++)
 			assert_true(loc_eq(&all[j], &r[k - j].loc));
@@ -104,8 +104,8 @@ static void check_against_reference(const rix_indexmap *m, const struct ref *e, 
 	for (int i = 0; i < 2000; i++) {
 		rix_id id;
 		rix_test_random_id(&id, st);
-		assert_int_equal(rix_indexmap_lookup(m, &id, NULL), RIX_ENOTFOUND);
-		assert_int_equal(rix_indexmap_lookup_all(m, &id, all, 64), 0);
+		assert_int_equal(rix_indexmap_lookup(NULL, m, &id), RIX_ENOTFOUND);
+		assert_int_equal(rix_indexmap_lookup_all(all, 64, m, &id), 0);
 	}
 
 	/* Batched: a mix of known and unknown, in sizes that straddle the group size. */
@@ -122,15 +122,15 @@ static void check_against_reference(const rix_indexmap *m, const struct ref *e, 
 			rix_test_random_id(&ids[i], st);
 		}
 	}
-	assert_int_equal(rix_indexmap_lookup_many(m, ids, q, out, found), want);
+	assert_int_equal(rix_indexmap_lookup_many(out, found, m, ids, q), want);
 	for (size_t i = 0; i < q; i++) {
 		rix_loc one;
-		int rc = rix_indexmap_lookup(m, &ids[i], &one);
+		int rc = rix_indexmap_lookup(&one, m, &ids[i]);
 		assert_int_equal(found[i], rc == 0);
 		if (rc == 0)
 			assert_true(loc_eq(&one, &out[i]));
 	}
-	assert_int_equal(rix_indexmap_lookup_many(m, ids, q, NULL, NULL), want);
+	assert_int_equal(rix_indexmap_lookup_many(NULL, NULL, m, ids, q), want);
 	free(ids);
 	free(out);
 	free(found);
@@ -243,9 +243,9 @@ static void test_memory_and_limits(void **state)
 	assert_int_equal(rix_indexmap_batch(m), RIX_INDEXMAP_DEFAULT_BATCH);
 	assert_int_equal(rix_indexmap_reserve(m, (size_t)RIX_INDEXMAP_MAX_ENTRIES + 1), RIX_ELIMIT);
 	rix_id id = { { 0 } };
-	assert_int_equal(rix_indexmap_lookup(m, &id, NULL), RIX_ENOTFOUND);
+	assert_int_equal(rix_indexmap_lookup(NULL, m, &id), RIX_ENOTFOUND);
 	uint8_t f = 9;
-	assert_int_equal(rix_indexmap_lookup_many(m, &id, 1, NULL, &f), 0);
+	assert_int_equal(rix_indexmap_lookup_many(NULL, &f, m, &id, 1), 0);
 	assert_int_equal(f, 0);
 	/* 100k entries without reserve: 52-byte entries plus 2-4 bytes of buckets. */
 	uint64_t st = 3;

@@ -51,18 +51,18 @@ static void test_locks(void **state)
 	rix_repo *r = init_repo(dir, 2), *r2 = open_repo(dir, NULL);
 	rix_lock *a, *b, *x;
 	/* Shared locks coexist; an exclusive one excludes them, and they exclude it. */
-	MUST(rix_repo_lock(r, 0, &a));
-	MUST(rix_repo_lock(r2, 0, &b));
+	MUST(rix_lock_acquire(&a, r, 0));
+	MUST(rix_lock_acquire(&b, r2, 0));
 	assert_int_equal(count_files(r, RIX_FILE_LOCK), 2);
-	assert_int_equal(rix_repo_lock(r2, 1, &x), RIX_ELOCKED);
+	assert_int_equal(rix_lock_acquire(&x, r2, 1), RIX_ELOCKED);
 	assert_null(x);
 	assert_non_null(strstr(rix_error_last(), "already locked"));
 	assert_int_equal(count_files(r, RIX_FILE_LOCK), 2); /* the failed one left nothing */
-	MUST(rix_lock_release(b));
-	MUST(rix_lock_release(a));
+	MUST(rix_lock_free(b));
+	MUST(rix_lock_free(a));
 	assert_int_equal(count_files(r, RIX_FILE_LOCK), 0);
-	MUST(rix_repo_lock(r, 1, &x));
-	assert_int_equal(rix_repo_lock(r2, 0, &a), RIX_ELOCKED);
+	MUST(rix_lock_acquire(&x, r, 1));
+	assert_int_equal(rix_lock_acquire(&a, r2, 0), RIX_ELOCKED);
 	assert_non_null(strstr(rix_error_last(), "exclusively"));
 	/* restic sees rix's exclusive lock and reads its file. */
 	char *out = NULL;
@@ -88,7 +88,7 @@ static void test_locks(void **state)
 	assert_int_equal(rix_test_restic(dir, PW, "list locks --no-lock", &out), 0);
 	assert_null(strstr(out, id));
 	free(out);
-	MUST(rix_lock_release(x));
+	MUST(rix_lock_free(x));
 	out = NULL;
 	if (rix_test_restic(dir, PW, "check", &out) != 0)
 		fail_msg("restic check after release: %s", out);
@@ -101,20 +101,20 @@ static void test_locks(void **state)
 	gethostname(host, sizeof(host));
 	now_rfc3339(when, sizeof(when), -10);
 	put_lock(r, when, 1, 999999999, host);
-	MUST(rix_repo_lock(r, 1, &x));
-	MUST(rix_lock_release(x));
+	MUST(rix_lock_acquire(&x, r, 1));
+	MUST(rix_lock_free(x));
 	/* A live lock of another host blocks, with its holder in the message. */
 	put_lock(r, when, 0, 4242, "otherhost");
-	assert_int_equal(rix_repo_lock(r, 1, &x), RIX_ELOCKED);
+	assert_int_equal(rix_lock_acquire(&x, r, 1), RIX_ELOCKED);
 	assert_non_null(strstr(rix_error_last(), "PID 4242 on otherhost by other"));
-	MUST(rix_repo_lock(r, 0, &a)); /* shared with shared */
-	MUST(rix_lock_release(a));
+	MUST(rix_lock_acquire(&a, r, 0)); /* shared with shared */
+	MUST(rix_lock_free(a));
 	/* unlock removes the two stale ones; --remove-all the live one too. */
 	size_t removed;
-	MUST(rix_repo_unlock(r, 0, &removed));
+	MUST(rix_lock_remove(&removed, r, 0));
 	assert_int_equal(removed, 2);
 	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1);
-	MUST(rix_repo_unlock(r, 1, &removed));
+	MUST(rix_lock_remove(&removed, r, 1));
 	assert_int_equal(removed, 1);
 	assert_int_equal(count_files(r, RIX_FILE_LOCK), 0);
 	/* A lock file rix cannot read blocks (as with restic) until removed. */
@@ -122,11 +122,11 @@ static void test_locks(void **state)
 	memset(junk, 'a', 64);
 	junk[64] = '\0';
 	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_LOCK, junk, "junk", 4));
-	assert_int_equal(rix_repo_lock(r, 0, &a), RIX_ELOCKED);
+	assert_int_equal(rix_lock_acquire(&a, r, 0), RIX_ELOCKED);
 	assert_non_null(strstr(rix_error_last(), "cannot be read"));
-	MUST(rix_repo_unlock(r, 1, &removed));
-	rix_repo_close(r2);
-	rix_repo_close(r);
+	MUST(rix_lock_remove(&removed, r, 1));
+	rix_repo_free(r2);
+	rix_repo_free(r);
 	rix_test_free_dir(dir);
 }
 
@@ -146,11 +146,11 @@ static void test_turns_with_restic(void **state)
 	rix_test_fill_random(a, sizeof(a), &seed);
 	rix_test_fill_random(bb, sizeof(bb), &seed);
 	rix_id ida;
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, a, sizeof(a), &ida, NULL));
+	MUST(rix_repo_save_blob(&ida, NULL, r, RIX_BLOB_DATA, a, sizeof(a)));
 	MUST(rix_repo_flush(r));
 	/* While rix holds an exclusive lock, restic cannot back up. */
 	rix_lock *x;
-	MUST(rix_repo_lock(r, 1, &x));
+	MUST(rix_lock_acquire(&x, r, 1));
 	char src[700];
 	snprintf(src, sizeof(src), "%s.src", dir);
 	assert_int_equal(mkdir(src, 0700), 0);
@@ -161,26 +161,26 @@ static void test_turns_with_restic(void **state)
 	assert_true(rix_test_restic(dir, PW, args, &out) != 0);
 	assert_non_null(strstr(out, "locked"));
 	free(out);
-	MUST(rix_lock_release(x));
+	MUST(rix_lock_free(x));
 	out = NULL;
 	if (rix_test_restic(dir, PW, args, &out) != 0)
 		fail_msg("restic backup: %s", out);
 	free(out);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	/* rix again: restic's blob is known (dedup), a new one is stored. */
 	r = open_repo(dir, NULL);
-	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
 	int stored = -1;
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, bb, sizeof(bb), NULL, &stored));
+	MUST(rix_repo_save_blob(NULL, &stored, r, RIX_BLOB_DATA, bb, sizeof(bb)));
 	assert_int_equal(stored, 0);
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, a, sizeof(a), NULL, &stored));
+	MUST(rix_repo_save_blob(NULL, &stored, r, RIX_BLOB_DATA, a, sizeof(a)));
 	assert_int_equal(stored, 0);
 	uint8_t c[30000];
 	rix_test_fill_random(c, sizeof(c), &seed);
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, c, sizeof(c), NULL, &stored));
+	MUST(rix_repo_save_blob(NULL, &stored, r, RIX_BLOB_DATA, c, sizeof(c)));
 	assert_int_equal(stored, 1);
 	MUST(rix_repo_flush(r));
-	rix_repo_close(r);
+	rix_repo_free(r);
 	out = NULL;
 	if (rix_test_restic(dir, PW, "check --read-data", &out) != 0)
 		fail_msg("restic check: %s", out);
@@ -207,10 +207,10 @@ static void test_lock_lost(void **state)
 	char *dir = rix_test_new_dir("rix-repo");
 	rix_repo *r = init_repo(dir, 2);
 	const char data[] = "a blob, so that check has a pack to look at";
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, data, sizeof(data), NULL, NULL));
+	MUST(rix_repo_save_blob(NULL, NULL, r, RIX_BLOB_DATA, data, sizeof(data)));
 	MUST(rix_repo_flush(r));
 	rix_lock *l;
-	MUST(rix_repo_lock(r, 0, &l));
+	MUST(rix_lock_acquire(&l, r, 0));
 	char before[65] = "", after[65] = "";
 	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, first_lock, before));
 	rix_lock_set_intervals(l, 20, 20, 300);
@@ -239,7 +239,7 @@ static void test_lock_lost(void **state)
 	assert_non_null(strstr(rix_error_last(), "lost"));
 	assert_non_null(strstr(rix_error_last(), "refreshed"));
 	const char other[] = "another blob";
-	assert_int_equal(rix_repo_save_blob(r, RIX_BLOB_DATA, other, sizeof(other), NULL, NULL), RIX_ELOCKED);
+	assert_int_equal(rix_repo_save_blob(NULL, NULL, r, RIX_BLOB_DATA, other, sizeof(other)), RIX_ELOCKED);
 	assert_int_equal(rix_repo_flush(r), RIX_ELOCKED);
 	assert_int_equal(rix_repo_check(r, 0, NULL, NULL, NULL, NULL), RIX_ELOCKED);
 	assert_non_null(strstr(rix_error_last(), "lost"));
@@ -251,14 +251,14 @@ static void test_lock_lost(void **state)
 	assert_int_equal(rename(saved, locks), 0);
 	usleep(100 * 1000);
 	assert_int_equal(rix_lock_check(l), RIX_ELOCKED);
-	rix_lock_release(l);
-	MUST(rix_repo_lock(r, 0, &l));
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, other, sizeof(other), NULL, NULL));
+	rix_lock_free(l);
+	MUST(rix_lock_acquire(&l, r, 0));
+	MUST(rix_repo_save_blob(NULL, NULL, r, RIX_BLOB_DATA, other, sizeof(other)));
 	MUST(rix_repo_flush(r));
 	MUST(rix_repo_check(r, 0, NULL, NULL, NULL, NULL));
-	MUST(rix_lock_release(l));
+	MUST(rix_lock_free(l));
 	assert_int_equal(count_files(r, RIX_FILE_LOCK), 0);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	rix_test_free_dir(dir);
 }
 

@@ -70,7 +70,7 @@ static void check_idxdata(rix_master_index *mi, const struct idxdata *d)
 		for (int b = 0; b < PER_PACK; b++) {
 			const rix_blob *bl = &d->blobs[p][b];
 			rix_packed_blob all[8];
-			size_t n = rix_master_index_lookup_all(mi, bl->type, &bl->id, all, 8);
+			size_t n = rix_master_index_lookup_all(all, 8, mi, bl->type, &bl->id);
 			assert_true(n >= 1);
 			int hit = 0;
 			for (size_t i = 0; i < n && i < 8; i++)
@@ -80,11 +80,11 @@ static void check_idxdata(rix_master_index *mi, const struct idxdata *d)
 					hit = 1;
 			assert_true(hit);
 			rix_packed_blob one;
-			assert_int_equal(rix_master_index_lookup(mi, bl->type, &bl->id, &one), 0);
+			assert_int_equal(rix_master_index_lookup(&one, mi, bl->type, &bl->id), 0);
 			assert_memory_equal(one.id.b, bl->id.b, 32);
 			assert_true(rix_master_index_has(mi, bl->type, &bl->id));
 			uint32_t size;
-			assert_int_equal(rix_master_index_size(mi, bl->type, &bl->id, &size), 0);
+			assert_int_equal(rix_master_index_size(&size, mi, bl->type, &bl->id), 0);
 			assert_int_equal(size, rix_blob_plain_size(one.length, one.uncompressed_length));
 		}
 	}
@@ -96,7 +96,7 @@ static void check_unknown(rix_master_index *mi, uint64_t *st)
 		rix_id id;
 		rix_test_random_id(&id, st);
 		assert_false(rix_master_index_has(mi, RIX_BLOB_DATA, &id));
-		assert_int_equal(rix_master_index_lookup_all(mi, RIX_BLOB_DATA, &id, NULL, 0), 0);
+		assert_int_equal(rix_master_index_lookup_all(NULL, 0, mi, RIX_BLOB_DATA, &id), 0);
 	}
 }
 
@@ -116,15 +116,15 @@ static void check_batch(rix_master_index *mi, const struct idxdata *d, size_t nd
 			want++;
 		}
 	}
-	assert_int_equal(rix_master_index_lookup_many(mi, RIX_BLOB_DATA, ids, Q, out, found), want);
+	assert_int_equal(rix_master_index_lookup_many(out, found, mi, RIX_BLOB_DATA, ids, Q), want);
 	for (size_t i = 0; i < Q; i++) {
 		rix_packed_blob one;
-		int rc = rix_master_index_lookup(mi, RIX_BLOB_DATA, &ids[i], &one);
+		int rc = rix_master_index_lookup(&one, mi, RIX_BLOB_DATA, &ids[i]);
 		assert_int_equal(found[i], rc == 0);
 		if (rc == 0)
 			assert_memory_equal(&one, &out[i], sizeof(one));
 	}
-	assert_int_equal(rix_master_index_lookup_many(mi, RIX_BLOB_DATA, ids, Q, NULL, found), want);
+	assert_int_equal(rix_master_index_lookup_many(NULL, found, mi, RIX_BLOB_DATA, ids, Q), want);
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -167,12 +167,12 @@ static void test_merge_and_lookup(void **state)
 
 	/* Duplicates: blob 1 of index i-1 is also blob 0 of index i. */
 	rix_packed_blob all[4];
-	assert_int_equal(rix_master_index_lookup_all(mi, d[3].blobs[7][0].type, &d[3].blobs[7][0].id, all, 4), 2);
+	assert_int_equal(rix_master_index_lookup_all(all, 4, mi, d[3].blobs[7][0].type, &d[3].blobs[7][0].id), 2);
 
 	/* Pack list: sorted, each once. Index IDs likewise. */
 	rix_id *packs;
 	size_t np;
-	assert_int_equal(rix_master_index_packs(mi, &packs, &np), 0);
+	assert_int_equal(rix_master_index_packs(&packs, &np, mi), 0);
 	assert_int_equal(np, (size_t)N * PACKS_PER_INDEX);
 	for (size_t i = 1; i < np; i++)
 		assert_true(memcmp(&packs[i - 1], &packs[i], 32) < 0);
@@ -181,7 +181,7 @@ static void test_merge_and_lookup(void **state)
 	rix_free(packs);
 	rix_id *ids;
 	size_t nids;
-	assert_int_equal(rix_master_index_index_ids(mi, &ids, &nids), 0);
+	assert_int_equal(rix_master_index_index_ids(&ids, &nids, mi), 0);
 	assert_int_equal(nids, N);
 	rix_free(ids);
 	/* Memory: merged entries cost 48 bytes plus buckets; pack table and the rest on top. */
@@ -220,7 +220,7 @@ static void test_unfinished_and_own_index(void **state)
 	assert_int_equal(n, (size_t)3 * PACKS_PER_INDEX * PER_PACK);
 	rix_id *packs;
 	size_t np;
-	assert_int_equal(rix_master_index_packs(mi, &packs, &np), 0);
+	assert_int_equal(rix_master_index_packs(&packs, &np, mi), 0);
 	assert_int_equal(np, (size_t)3 * PACKS_PER_INDEX);
 	rix_free(packs);
 	rix_master_index_free(mi);
@@ -347,13 +347,13 @@ static void *reader_body(void *p)
 	while (!atomic_load(a->stop)) {
 		const rix_blob *bl = &a->d->blobs[rix_test_next(&st) % PACKS_PER_INDEX][rix_test_next(&st) % PER_PACK];
 		rix_packed_blob pb;
-		if (rix_master_index_lookup(a->mi, bl->type, &bl->id, &pb) != 0 || pb.offset != bl->offset)
+		if (rix_master_index_lookup(&pb, a->mi, bl->type, &bl->id) != 0 || pb.offset != bl->offset)
 			return (void *)1;
 		rix_id ids[40];
 		uint8_t found[40];
 		for (int i = 0; i < 40; i++)
 			ids[i] = a->d->blobs[i % PACKS_PER_INDEX][i % 5].id;
-		if (rix_master_index_lookup_many(a->mi, RIX_BLOB_DATA, ids, 40, NULL, found) != 40)
+		if (rix_master_index_lookup_many(NULL, found, a->mi, RIX_BLOB_DATA, ids, 40) != 40)
 			return (void *)2;
 		atomic_fetch_add(&a->lookups, 1);
 	}
@@ -483,8 +483,8 @@ static void test_bulk_load(void **state)
 	rix_master_index *mi;
 	assert_int_equal(rix_master_index_new_seeded(&mi, 0xb01c), 0); /* reproducible layout */
 	rix_master_batch *b1, *b2;
-	assert_int_equal(rix_master_index_batch_new(mi, &b1), 0);
-	assert_int_equal(rix_master_index_batch_new(mi, &b2), 0);
+	assert_int_equal(rix_master_index_batch_new(&b1, mi), 0);
+	assert_int_equal(rix_master_index_batch_new(&b2, mi), 0);
 	for (int i = 0; i < ND / 2; i++) {
 		feed_batch(i % 2 ? b1 : b2, &d[i]);
 		assert_int_equal(rix_master_batch_commit(i % 2 ? b1 : b2, &d[i].id), 0);
@@ -518,7 +518,7 @@ static void test_bulk_load(void **state)
 	check_batch(mi, d, ND, &st);
 	rix_id *ids;
 	size_t nids;
-	assert_int_equal(rix_master_index_index_ids(mi, &ids, &nids), 0);
+	assert_int_equal(rix_master_index_index_ids(&ids, &nids, mi), 0);
 	assert_int_equal(nids, ND);
 	rix_free(ids);
 	rix_master_batch_free(b1);
@@ -539,7 +539,7 @@ static void bulk_setup(void *arg)
 	struct bulk_arg *a = arg;
 	assert_int_equal(rix_master_index_new_seeded(&a->mi, 0x5eed), 0);
 	a->b = NULL;
-	assert_int_equal(rix_master_index_batch_new(a->mi, &a->b), 0);
+	assert_int_equal(rix_master_index_batch_new(&a->b, a->mi), 0);
 	feed_batch(a->b, &a->d[0]);
 	assert_int_equal(rix_master_batch_commit(a->b, &a->d[0].id), 0);
 	assert_int_equal(rix_master_index_bulk_finish(a->mi), 0);
@@ -612,7 +612,7 @@ static void test_bulk_small_and_carried_over(void **state)
 		rix_master_index *mi;
 		assert_int_equal(rix_master_index_new_seeded(&mi, seed), 0);
 		rix_master_batch *b;
-		assert_int_equal(rix_master_index_batch_new(mi, &b), 0);
+		assert_int_equal(rix_master_index_batch_new(&b, mi), 0);
 		const rix_index_sink *sk = rix_master_batch_sink(b);
 		rix_id pack, ids[3];
 		rix_test_random_id(&pack, &st);
@@ -635,11 +635,11 @@ static void test_bulk_small_and_carried_over(void **state)
 		assert_int_equal(rix_master_index_bulk_finish(mi), 0);
 		rix_packed_blob pb;
 		for (int i = 0; i < 3; i++) {
-			assert_int_equal(rix_master_index_lookup(mi, i == 2 ? RIX_BLOB_TREE : RIX_BLOB_DATA, &ids[i], &pb), 0);
+			assert_int_equal(rix_master_index_lookup(&pb, mi, i == 2 ? RIX_BLOB_TREE : RIX_BLOB_DATA, &ids[i]), 0);
 			assert_int_equal(pb.offset, (uint32_t)i * 100);
 			assert_memory_equal(pb.pack_id.b, pack.b, RIX_ID_SIZE);
 		}
-		assert_int_equal(rix_master_index_lookup(mi, RIX_BLOB_DATA, &more, &pb), 0);
+		assert_int_equal(rix_master_index_lookup(&pb, mi, RIX_BLOB_DATA, &more), 0);
 		assert_int_equal(pb.offset, 300);
 		assert_int_equal(rix_master_index_count(mi, RIX_BLOB_DATA), 3);
 		assert_int_equal(rix_master_index_count(mi, RIX_BLOB_TREE), 1);

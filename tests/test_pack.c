@@ -95,7 +95,7 @@ static void add_blob(const rix_key *key, tbuf *area, tbuf *hdr, uint8_t type, co
 		     int compress, int ulen_delta)
 {
 	rix_id id;
-	rix_sha256(data, n, &id);
+	rix_sha256(&id, data, n);
 	size_t sn = n;
 	uint8_t *stored = compress ? zcompress(data, n, 1, &sn) : NULL;
 	uint8_t *sealed = malloc(sn + RIX_CRYPTO_OVERHEAD);
@@ -179,7 +179,7 @@ static int decode_rc(const rix_key *key, const uint8_t *f, size_t n, int version
 {
 	uint8_t *out = (uint8_t *)1;
 	size_t on = 7;
-	int rc = rix_unpacked_decode(key, f, n, version, &out, &on);
+	int rc = rix_unpacked_decode(&out, &on, key, f, n, version);
 	if (rc == 0) {
 		rix_free(out);
 	} else {
@@ -194,7 +194,7 @@ static int header_rc(const rix_key *key, const uint8_t *p, size_t n, int version
 {
 	rix_blob *b = (rix_blob *)1;
 	size_t cnt = 9;
-	int rc = rix_pack_read_header(key, p, n, version, &b, &cnt);
+	int rc = rix_pack_read_header(&b, &cnt, key, p, n, version);
 	if (rc == 0) {
 		rix_free(b);
 	} else {
@@ -209,7 +209,7 @@ static int blob_rc(const rix_key *key, const uint8_t *p, size_t n, const rix_blo
 {
 	uint8_t *out = (uint8_t *)1;
 	size_t on = 7;
-	int rc = rix_pack_read_blob(key, p, n, b, version, &out, &on);
+	int rc = rix_pack_read_blob(&out, &on, key, p, n, b, version);
 	if (rc == 0) {
 		rix_free(out);
 	} else {
@@ -273,7 +273,7 @@ static void check_restic_repo(const char *repo, int version)
 	free(plain);
 	uint8_t *json;
 	size_t jn;
-	if (rix_unpacked_decode(key, file, n, version, &json, &jn) != 0)
+	if (rix_unpacked_decode(&json, &jn, key, file, n, version) != 0)
 		fail_msg("%s index: %s", repo, rix_error_last());
 	free(file);
 	rix_index *idx;
@@ -290,19 +290,19 @@ static void check_restic_repo(const char *repo, int version)
 			snprintf(path, sizeof(path), "%s/%s", dir, names[k]);
 			uint8_t *pack = rix_test_must_read(path, &n);
 			rix_id pack_id, want_pack;
-			rix_sha256(pack, n, &pack_id);
+			rix_sha256(&pack_id, pack, n);
 			assert_int_equal(rix_id_from_hex(&want_pack, names[k], 64), 0);
 			assert_memory_equal(pack_id.b, want_pack.b, RIX_ID_SIZE);
 			rix_blob *blobs;
 			size_t cnt;
-			if (rix_pack_read_header(key, pack, n, version, &blobs, &cnt) != 0)
+			if (rix_pack_read_header(&blobs, &cnt, key, pack, n, version) != 0)
 				fail_msg("%s: %s", path, rix_error_last());
 			assert_true(cnt > 0);
 			/* The tail-only reader sees the same entries with two reads. */
 			struct mem_pack mp = { pack, n, 0 };
 			rix_blob *blobs2;
 			size_t cnt2;
-			assert_int_equal(rix_pack_read_header_at(key, n, mem_read, &mp, version, &blobs2, &cnt2), 0);
+			assert_int_equal(rix_pack_read_header_at(&blobs2, &cnt2, key, n, mem_read, &mp, version), 0);
 			assert_int_equal(cnt2, cnt);
 			assert_int_equal(mp.reads, 2);
 			assert_memory_equal(blobs2, blobs, cnt * sizeof(*blobs));
@@ -313,7 +313,7 @@ static void check_restic_repo(const char *repo, int version)
 				assert_int_equal(b->offset, end);
 				end += b->length;
 				rix_packed_blob pb;
-				assert_int_equal(rix_index_lookup(idx, b->type, &b->id, &pb), 0);
+				assert_int_equal(rix_index_lookup(&pb, idx, b->type, &b->id), 0);
 				assert_memory_equal(pb.pack_id.b, pack_id.b, RIX_ID_SIZE);
 				assert_int_equal(pb.offset, b->offset);
 				assert_int_equal(pb.length, b->length);
@@ -322,22 +322,22 @@ static void check_restic_repo(const char *repo, int version)
 					ncompressed++;
 				uint8_t *out;
 				size_t on;
-				if (rix_pack_read_blob(key, pack, n, b, version, &out, &on) != 0)
+				if (rix_pack_read_blob(&out, &on, key, pack, n, b, version) != 0)
 					fail_msg("%s blob %zu: %s", path, i, rix_error_last());
 				assert_int_equal(on, rix_blob_plain_size(b->length, b->uncompressed_length));
 				rix_id id;
-				rix_sha256(out, on, &id);
+				rix_sha256(&id, out, on);
 				assert_memory_equal(id.b, b->id.b, RIX_ID_SIZE);
 				/* The same from the blob's bytes alone. */
 				uint8_t *out2;
 				size_t on2;
-				assert_int_equal(rix_blob_decode(key, pack + b->offset, b->length, b, version, &out2, &on2), 0);
+				assert_int_equal(rix_blob_decode(&out2, &on2, key, pack + b->offset, b->length, b, version), 0);
 				assert_int_equal(on2, on);
 				assert_memory_equal(out2, out, on);
 				rix_free(out2);
 				rix_free(out);
 				char hex[65];
-				rix_id_to_hex(&b->id, hex);
+				rix_id_to_hex(hex, &b->id);
 				assert_true(ngot < 64);
 				snprintf(got[ngot++].s, sizeof(got[0].s), "%s %s", b->type == RIX_BLOB_TREE ? "tree" : "data", hex);
 			}
@@ -378,7 +378,7 @@ static void check_restic_repo(const char *repo, int version)
 	assert_int_equal(rix_test_list_ids(dir, names, 16), 1);
 	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
 	file = rix_test_must_read(path, &n);
-	assert_int_equal(rix_unpacked_decode(key, file, n, version, &json, &jn), 0);
+	assert_int_equal(rix_unpacked_decode(&json, &jn, key, file, n, version), 0);
 	assert_int_equal(json[0], '{');
 	snprintf(path, sizeof(path), "%s/%s/snapshot.expected.json", rix_test_data_dir(), repo);
 	char *sexp = (char *)rix_test_must_read(path, &n);
@@ -462,7 +462,7 @@ static void test_wrong_key(void **state)
 	uint8_t *p = finish_pack(key, &area, &hdr, &n);
 	rix_blob *b;
 	size_t cnt;
-	assert_int_equal(rix_pack_read_header(key, p, n, 2, &b, &cnt), 0);
+	assert_int_equal(rix_pack_read_header(&b, &cnt, key, p, n, 2), 0);
 	assert_error_has(RIX_EAUTH, blob_rc(key, p, n, &b[0], 2), "blob MAC");
 	rix_free(b);
 	free(p);
@@ -484,7 +484,7 @@ static char *fake_json(size_t n, uint64_t *st)
 		rix_id id;
 		rix_test_random_id(&id, st);
 		char hex[65];
-		rix_id_to_hex(&id, hex);
+		rix_id_to_hex(hex, &id);
 		i += (size_t)snprintf(s + i, n + 1 - i, "\"id\":\"%s\",", hex);
 	}
 	while (i < n - 1)
@@ -506,8 +506,8 @@ static void test_unpacked_round_trip(void **state)
 			char *json = fake_json(sizes[s], &st);
 			uint8_t *f, *out;
 			size_t fn, on;
-			assert_int_equal(rix_unpacked_encode(key, json, sizes[s], v, &f, &fn), 0);
-			assert_int_equal(rix_unpacked_decode(key, f, fn, v, &out, &on), 0);
+			assert_int_equal(rix_unpacked_encode(&f, &fn, key, json, sizes[s], v), 0);
+			assert_int_equal(rix_unpacked_decode(&out, &on, key, f, fn, v), 0);
 			assert_int_equal(on, sizes[s]);
 			assert_memory_equal(out, json, on);
 			rix_free(out);
@@ -540,17 +540,17 @@ static void test_unpacked_round_trip(void **state)
 	size_t fn;
 	uint8_t *f = sealed_zstd_file(key, &frame, &fn), *out;
 	size_t on;
-	assert_int_equal(rix_unpacked_decode(key, f, fn, 2, &out, &on), 0);
+	assert_int_equal(rix_unpacked_decode(&out, &on, key, f, fn, 2), 0);
 	assert_int_equal(on, 200000);
 	assert_memory_equal(out, json, on);
 	rix_free(out);
 	/* Plain JSON (no 0x02) is accepted in version 2 too. */
 	free(f);
 	f = seal_copy(key, json, 200000, &fn);
-	assert_int_equal(rix_unpacked_decode(key, f, fn, 2, &out, &on), 0);
+	assert_int_equal(rix_unpacked_decode(&out, &on, key, f, fn, 2), 0);
 	assert_int_equal(on, 200000);
 	rix_free(out);
-	assert_int_equal(rix_unpacked_encode(key, json, 10, 3, &out, &on), RIX_EINVAL);
+	assert_int_equal(rix_unpacked_encode(&out, &on, key, json, 10, 3), RIX_EINVAL);
 	assert_int_equal(decode_rc(key, f, fn, 0), RIX_EINVAL);
 	free(f);
 	free(z);
@@ -582,7 +582,7 @@ static void test_unpacked_bad_first_byte(void **state)
 	/* 0x02 in version 1, with a perfectly good frame. */
 	uint8_t *zf;
 	size_t zn;
-	assert_int_equal(rix_unpacked_encode(key, "{}", 2, 2, &zf, &zn), 0);
+	assert_int_equal(rix_unpacked_encode(&zf, &zn, key, "{}", 2, 2), 0);
 	assert_error_has(RIX_ECORRUPT, decode_rc(key, zf, zn, 1), "version 1");
 	assert_int_equal(decode_rc(key, zf, zn, 2), 0);
 	rix_free(zf);
@@ -644,7 +644,7 @@ static void test_unpacked_bad_frames(void **state)
 	assert_int_equal(decode_rc(key, f, fn, 2), RIX_ECORRUPT);
 	free(f);
 	/* Every flipped byte of a compressed file: authentication error. */
-	assert_int_equal(rix_unpacked_encode(key, json, jn, 2, &f, &fn), 0);
+	assert_int_equal(rix_unpacked_encode(&f, &fn, key, json, jn, 2), 0);
 	for (size_t i = 0; i < fn; i++) {
 		f[i] ^= 0x10;
 		int rc = decode_rc(key, f, fn, 2);
@@ -749,7 +749,7 @@ static void test_pack_round_trip(void **state)
 	uint8_t *p = small_pack(key, &n, data, lens);
 	rix_blob *b;
 	size_t cnt;
-	assert_int_equal(rix_pack_read_header(key, p, n, 2, &b, &cnt), 0);
+	assert_int_equal(rix_pack_read_header(&b, &cnt, key, p, n, 2), 0);
 	assert_int_equal(cnt, 4);
 	static const rix_blob_type types[4] = { RIX_BLOB_DATA, RIX_BLOB_TREE, RIX_BLOB_DATA, RIX_BLOB_DATA };
 	uint32_t off = 0;
@@ -759,11 +759,11 @@ static void test_pack_round_trip(void **state)
 		off += b[i].length;
 		assert_int_equal(b[i].uncompressed_length, (i == 1 || i == 3) ? lens[i] : 0);
 		rix_id id;
-		rix_sha256(data[i], lens[i], &id);
+		rix_sha256(&id, data[i], lens[i]);
 		assert_memory_equal(b[i].id.b, id.b, RIX_ID_SIZE);
 		uint8_t *out;
 		size_t on;
-		assert_int_equal(rix_pack_read_blob(key, p, n, &b[i], 2, &out, &on), 0);
+		assert_int_equal(rix_pack_read_blob(&out, &on, key, p, n, &b[i], 2), 0);
 		assert_int_equal(on, lens[i]);
 		if (on > 0)
 			assert_memory_equal(out, data[i], on);
@@ -779,7 +779,7 @@ static void test_pack_round_trip(void **state)
 	/* A pack without blobs: header length == size - 4, no entries. */
 	tbuf area = { 0 }, hdr = { 0 };
 	p = finish_pack(key, &area, &hdr, &n);
-	assert_int_equal(rix_pack_read_header(key, p, n, 1, &b, &cnt), 0);
+	assert_int_equal(rix_pack_read_header(&b, &cnt, key, p, n, 1), 0);
 	assert_int_equal(cnt, 0);
 	assert_null(b);
 	free(p);
@@ -814,7 +814,7 @@ static void test_pack_truncated(void **state)
 		struct mem_pack mp = { c, cut, 0 };
 		rix_blob *b;
 		size_t cnt;
-		rc = rix_pack_read_header_at(rkey, cut, mem_read, &mp, 2, &b, &cnt);
+		rc = rix_pack_read_header_at(&b, &cnt, rkey, cut, mem_read, &mp, 2);
 		assert_true(rc == RIX_ECORRUPT || rc == RIX_EAUTH);
 		assert_null(b);
 		free(c);
@@ -836,7 +836,7 @@ static void test_pack_flipped_bytes(void **state)
 		p[i] ^= 0x04;
 		rix_blob *b;
 		size_t cnt;
-		int rc = rix_pack_read_header(key, p, n, 2, &b, &cnt);
+		int rc = rix_pack_read_header(&b, &cnt, key, p, n, 2);
 		if (rc == 0) {
 			int failed = 0;
 			for (size_t k = 0; k < cnt; k++) {
@@ -888,7 +888,7 @@ static void test_pack_header_length(void **state)
 	struct mem_pack mp = { p, big, 0 };
 	rix_blob *b;
 	size_t cnt;
-	assert_error_has(RIX_ECORRUPT, rix_pack_read_header_at(key, big, mem_read, &mp, 2, &b, &cnt), "over the limit");
+	assert_error_has(RIX_ECORRUPT, rix_pack_read_header_at(&b, &cnt, key, big, mem_read, &mp, 2), "over the limit");
 	assert_int_equal(mp.reads, 1);
 	assert_int_equal(rix_test_failalloc_count(), 0);
 	rix_test_failalloc_remove();
@@ -1001,7 +1001,7 @@ static void test_pack_bad_blobs(void **state)
 		uint8_t *p = finish_pack(key, &area, &hdr, &n);
 		rix_blob *b;
 		size_t cnt;
-		assert_int_equal(rix_pack_read_header(key, p, n, 2, &b, &cnt), 0);
+		assert_int_equal(rix_pack_read_header(&b, &cnt, key, p, n, 2), 0);
 		assert_error_has(RIX_ECORRUPT, blob_rc(key, p, n, &b[0], 2), "header says");
 		/* Without the frame's content size, zstd itself finds the difference. */
 		size_t zn;
@@ -1009,25 +1009,25 @@ static void test_pack_bad_blobs(void **state)
 		uint8_t *s = seal_copy(key, z, zn, &zn);
 		uint8_t *out = (uint8_t *)1;
 		size_t on;
-		int rc = rix_blob_decode(key, s, zn, &b[0], 2, &out, &on);
+		int rc = rix_blob_decode(&out, &on, key, s, zn, &b[0], 2);
 		assert_int_equal(rc, RIX_ECORRUPT);
 		assert_null(out);
 		assert_true(strstr(rix_error_last(), delta > 0 ? "decompresses to 5000 bytes" : "more than") != NULL);
 		/* The right size, the right frame: good. */
 		b[0].uncompressed_length = sizeof(text);
-		assert_int_equal(rix_blob_decode(key, s, zn, &b[0], 2, &out, &on), 0);
+		assert_int_equal(rix_blob_decode(&out, &on, key, s, zn, &b[0], 2), 0);
 		assert_int_equal(on, sizeof(text));
 		rix_free(out);
 		/* A declared size no frame of this size can reach: refused before allocating it. */
 		b[0].uncompressed_length = UINT32_MAX;
 		rix_test_failalloc_install(0);
-		assert_error_has(RIX_ECORRUPT, rix_blob_decode(key, s, zn, &b[0], 2, &out, &on), "cannot decompress");
+		assert_error_has(RIX_ECORRUPT, rix_blob_decode(&out, &on, key, s, zn, &b[0], 2), "cannot decompress");
 		assert_int_equal(rix_test_failalloc_count(), 0);
 		rix_test_failalloc_remove();
 		/* Not zstd at all. */
 		uint8_t *s2 = seal_copy(key, text, 100, &zn);
 		b[0].uncompressed_length = 100;
-		assert_error_has(RIX_ECORRUPT, rix_blob_decode(key, s2, zn, &b[0], 2, &out, &on), "zstd");
+		assert_error_has(RIX_ECORRUPT, rix_blob_decode(&out, &on, key, s2, zn, &b[0], 2), "zstd");
 		free(s2);
 		free(s);
 		free(z);
@@ -1041,7 +1041,7 @@ static void test_pack_bad_blobs(void **state)
 	uint8_t *p = small_pack(key, &n, NULL, NULL);
 	rix_blob *b;
 	size_t cnt;
-	assert_int_equal(rix_pack_read_header(key, p, n, 2, &b, &cnt), 0);
+	assert_int_equal(rix_pack_read_header(&b, &cnt, key, p, n, 2), 0);
 	for (size_t i = 0; i < cnt; i++) {
 		b[i].id.b[31] ^= 1;
 		assert_error_has(RIX_ECORRUPT, blob_rc(key, p, n, &b[i], 2), "blob ID mismatch");
@@ -1097,12 +1097,12 @@ static int oom_header(const rix_key *key, const uint8_t *in, size_t n, void *arg
 	(void)arg;
 	rix_blob *b;
 	size_t cnt;
-	int rc = rix_pack_read_header(key, in, n, 2, &b, &cnt);
+	int rc = rix_pack_read_header(&b, &cnt, key, in, n, 2);
 	rix_free(b);
 	if (rc != 0)
 		return rc;
 	struct mem_pack mp = { in, n, 0 };
-	rc = rix_pack_read_header_at(key, n, mem_read, &mp, 2, &b, &cnt);
+	rc = rix_pack_read_header_at(&b, &cnt, key, n, mem_read, &mp, 2);
 	rix_free(b);
 	return rc;
 }
@@ -1113,7 +1113,7 @@ static int oom_blobs(const rix_key *key, const uint8_t *in, size_t n, void *arg)
 	for (size_t i = 0; i < 4; i++) {
 		uint8_t *out;
 		size_t on;
-		int rc = rix_pack_read_blob(key, in, n, &b[i], 2, &out, &on);
+		int rc = rix_pack_read_blob(&out, &on, key, in, n, &b[i], 2);
 		if (rc != 0)
 			return rc;
 		rix_free(out);
@@ -1126,7 +1126,7 @@ static int oom_decode(const rix_key *key, const uint8_t *in, size_t n, void *arg
 	(void)arg;
 	uint8_t *out;
 	size_t on;
-	int rc = rix_unpacked_decode(key, in, n, 2, &out, &on);
+	int rc = rix_unpacked_decode(&out, &on, key, in, n, 2);
 	rix_free(out);
 	return rc;
 }
@@ -1136,7 +1136,7 @@ static int oom_encode(const rix_key *key, const uint8_t *in, size_t n, void *arg
 	(void)arg;
 	uint8_t *out;
 	size_t on;
-	int rc = rix_unpacked_encode(key, in, n, 2, &out, &on);
+	int rc = rix_unpacked_encode(&out, &on, key, in, n, 2);
 	rix_free(out);
 	return rc;
 }
@@ -1151,7 +1151,7 @@ static void test_allocation_failure(void **state)
 	oom_loop("pack header", oom_header, key, p, n, NULL);
 	rix_blob *b;
 	size_t cnt;
-	assert_int_equal(rix_pack_read_header(key, p, n, 2, &b, &cnt), 0);
+	assert_int_equal(rix_pack_read_header(&b, &cnt, key, p, n, 2), 0);
 	oom_loop("blobs", oom_blobs, key, p, n, b);
 	rix_free(b);
 	free(p);
@@ -1160,7 +1160,7 @@ static void test_allocation_failure(void **state)
 	oom_loop("unpacked encode", oom_encode, key, (const uint8_t *)json, 300000, NULL);
 	uint8_t *f;
 	size_t fn;
-	assert_int_equal(rix_unpacked_encode(key, json, 300000, 2, &f, &fn), 0);
+	assert_int_equal(rix_unpacked_encode(&f, &fn, key, json, 300000, 2), 0);
 	oom_loop("unpacked decode (declared size)", oom_decode, key, f, fn, NULL);
 	rix_free(f);
 	/* A streamed frame: the growing buffer's reallocations fail too. */
@@ -1211,7 +1211,7 @@ static void test_unpacked_decoder(void **state)
 					free(z);
 				} else {
 					uint8_t *e;
-					assert_int_equal(rix_unpacked_encode(key, json, sizes[k], v, &e, &fn), 0);
+					assert_int_equal(rix_unpacked_encode(&e, &fn, key, json, sizes[k], v), 0);
 					f = malloc(fn);
 					memcpy(f, e, fn);
 					rix_free(e);
@@ -1219,7 +1219,7 @@ static void test_unpacked_decoder(void **state)
 				const uint8_t *out;
 				size_t on;
 				long before = round == 1 ? rix_test_failalloc_count() : 0;
-				int rc = rix_unpacked_decoder_decode(d, key, f, fn, v, &out, &on);
+				int rc = rix_unpacked_decoder_decode(&out, &on, d, key, f, fn, v);
 				if (round == 1 && !streamed)
 					decode_allocs += rix_test_failalloc_count() - before;
 				if (rc != 0)
@@ -1250,10 +1250,10 @@ static void test_unpacked_decoder(void **state)
 		size_t on2;
 		size_t saved = rix__unpacked_max;
 		rix__unpacked_max = 1000;
-		int rc1 = rix_unpacked_decoder_decode(d, key, f1, fn2, 2, &o, &on2);
+		int rc1 = rix_unpacked_decoder_decode(&o, &on2, d, key, f1, fn2, 2);
 		rix__unpacked_max = saved;
 		assert_int_equal(rc1, RIX_ECORRUPT);
-		MUST(rix_unpacked_decoder_decode(d, key, f2, fn2, 2, &o, &on2));
+		MUST(rix_unpacked_decoder_decode(&o, &on2, d, key, f2, fn2, 2));
 		assert_int_equal(on2, 5000);
 		assert_memory_equal(o, js, 5000);
 		free(f1);
@@ -1266,17 +1266,17 @@ static void test_unpacked_decoder(void **state)
 	char *json = fake_json(1000, &st);
 	uint8_t *e;
 	size_t fn;
-	assert_int_equal(rix_unpacked_encode(key, json, 1000, 2, &e, &fn), 0);
+	assert_int_equal(rix_unpacked_encode(&e, &fn, key, json, 1000, 2), 0);
 	uint8_t *f = malloc(fn);
 	const uint8_t *out;
 	size_t on;
 	memcpy(f, e, fn);
 	f[fn - 1] ^= 1;
-	assert_int_equal(rix_unpacked_decoder_decode(d, key, f, fn, 2, &out, &on), RIX_EAUTH);
+	assert_int_equal(rix_unpacked_decoder_decode(&out, &on, d, key, f, fn, 2), RIX_EAUTH);
 	memcpy(f, e, fn);
-	assert_error_has(RIX_ECORRUPT, rix_unpacked_decoder_decode(d, key, f, fn, 1, &out, &on), "version 1");
-	assert_int_equal(rix_unpacked_decoder_decode(d, key, f, 10, 2, &out, &on), RIX_ECORRUPT);
-	assert_int_equal(rix_unpacked_decoder_decode(d, key, f, fn, 3, &out, &on), RIX_EINVAL);
+	assert_error_has(RIX_ECORRUPT, rix_unpacked_decoder_decode(&out, &on, d, key, f, fn, 1), "version 1");
+	assert_int_equal(rix_unpacked_decoder_decode(&out, &on, d, key, f, 10, 2), RIX_ECORRUPT);
+	assert_int_equal(rix_unpacked_decoder_decode(&out, &on, d, key, f, fn, 3), RIX_EINVAL);
 	free(f);
 	rix_free(e);
 	free(json);

@@ -69,29 +69,29 @@ static void round_trip(rix_blob_codec *c, const rix_key *key, int version, rix_b
 	size_t cap = rix_blob_stored_bound(n);
 	assert_true(cap >= n + RIX_CRYPTO_OVERHEAD);
 	uint8_t *stored = malloc(cap);
-	MUST(rix_blob_codec_encode(c, t, plain, n, stored, cap, stored_len, ulen));
+	MUST(rix_blob_codec_encode(stored_len, ulen, c, t, plain, n, stored, cap));
 	assert_true(*stored_len >= RIX_CRYPTO_OVERHEAD && *stored_len <= cap);
 	if (*ulen == 0)
 		assert_int_equal(*stored_len, n + RIX_CRYPTO_OVERHEAD);
 	else
 		assert_int_equal(*ulen, n);
 	rix_blob b = { .type = t, .length = *stored_len, .uncompressed_length = *ulen };
-	rix_sha256(plain, n, &b.id);
+	rix_sha256(&b.id, plain, n);
 	size_t pn = rix_blob_plain_size(b.length, b.uncompressed_length), got = 99;
 	assert_int_equal(pn, n);
 	uint8_t *out = malloc(pn + 1);
-	MUST(rix_blob_codec_decode(c, stored, *stored_len, &b, out, pn, &got));
+	MUST(rix_blob_codec_decode(&got, c, stored, *stored_len, &b, out, pn));
 	assert_int_equal(got, n);
 	assert_memory_equal(out, plain, n);
 	/* The allocating decoder agrees. */
 	uint8_t *out2;
-	MUST(rix_blob_decode(key, stored, *stored_len, &b, version, &out2, &got));
+	MUST(rix_blob_decode(&out2, &got, key, stored, *stored_len, &b, version));
 	assert_int_equal(got, n);
 	assert_memory_equal(out2, plain, n);
 	rix_free(out2);
 	/* A wrong ID is caught after decoding. */
 	b.id.b[7] ^= 1;
-	assert_int_equal(rix_blob_codec_decode(c, stored, *stored_len, &b, out, pn, &got), RIX_ECORRUPT);
+	assert_int_equal(rix_blob_codec_decode(&got, c, stored, *stored_len, &b, out, pn), RIX_ECORRUPT);
 	assert_non_null(strstr(rix_error_last(), "ID mismatch"));
 	free(out);
 	free(stored);
@@ -204,32 +204,32 @@ static void test_codec_bad_arguments(void **state)
 	uint8_t plain[100] = { 0 }, stored[200], out[100];
 	uint32_t sl = 1, ul = 1;
 	/* Room for less than the bound, however well the content compresses. */
-	assert_int_equal(rix_blob_codec_encode(c, RIX_BLOB_DATA, plain, 100, stored, 100 + RIX_CRYPTO_OVERHEAD - 1,
-					       &sl, &ul),
+	assert_int_equal(rix_blob_codec_encode(&sl, &ul, c, RIX_BLOB_DATA, plain, 100,
+					       stored, 100 + RIX_CRYPTO_OVERHEAD - 1),
 			 RIX_EINVAL);
 	assert_int_equal(sl, 0);
 	/* Over the blob limit: refused before a byte is read. */
-	assert_int_equal(rix_blob_codec_encode(c, RIX_BLOB_DATA, plain, RIX_BLOB_MAX + 1, stored, SIZE_MAX, &sl, &ul),
+	assert_int_equal(rix_blob_codec_encode(&sl, &ul, c, RIX_BLOB_DATA, plain, RIX_BLOB_MAX + 1, stored, SIZE_MAX),
 			 RIX_EINVAL);
-	MUST(rix_blob_codec_encode(c, RIX_BLOB_DATA, plain, 100, stored, sizeof(stored), &sl, &ul));
+	MUST(rix_blob_codec_encode(&sl, &ul, c, RIX_BLOB_DATA, plain, 100, stored, sizeof(stored)));
 	rix_blob b = { .type = RIX_BLOB_DATA, .length = sl, .uncompressed_length = ul };
-	rix_sha256(plain, 100, &b.id);
+	rix_sha256(&b.id, plain, 100);
 	size_t got;
-	assert_int_equal(rix_blob_codec_decode(c, stored, sl, &b, out, 99, &got), RIX_EINVAL);
-	assert_int_equal(rix_blob_codec_decode(c, stored, 31, &b, out, 100, &got), RIX_ECORRUPT);
+	assert_int_equal(rix_blob_codec_decode(&got, c, stored, sl, &b, out, 99), RIX_EINVAL);
+	assert_int_equal(rix_blob_codec_decode(&got, c, stored, 31, &b, out, 100), RIX_ECORRUPT);
 	stored[sl - 1] ^= 0x80;
-	assert_int_equal(rix_blob_codec_decode(c, stored, sl, &b, out, 100, &got), RIX_EAUTH);
+	assert_int_equal(rix_blob_codec_decode(&got, c, stored, sl, &b, out, 100), RIX_EAUTH);
 	stored[sl - 1] ^= 0x80;
-	MUST(rix_blob_codec_decode(c, stored, sl, &b, out, 100, &got));
+	MUST(rix_blob_codec_decode(&got, c, stored, sl, &b, out, 100));
 	/* A version 1 codec refuses a compressed blob without opening it. */
 	rix_blob_codec *c1;
 	MUST(rix_blob_codec_new(&c1, key, 1, RIX_COMPRESSION_MAX));
-	assert_int_equal(rix_blob_codec_decode(c1, stored, sl, &b, out, 100, &got), RIX_ECORRUPT);
+	assert_int_equal(rix_blob_codec_decode(&got, c1, stored, sl, &b, out, 100), RIX_ECORRUPT);
 	rix_blob_codec_free(c1);
 	/* A declared size its frame could never produce. */
 	b.uncompressed_length = 0x7fffffff;
 	uint8_t *big = malloc(1);
-	assert_int_equal(rix_blob_codec_decode(c, stored, sl, &b, big, SIZE_MAX, &got), RIX_ECORRUPT);
+	assert_int_equal(rix_blob_codec_decode(&got, c, stored, sl, &b, big, SIZE_MAX), RIX_ECORRUPT);
 	free(big);
 	rix_blob_codec_free(c);
 	rix_blob_codec_free(NULL);
@@ -249,16 +249,16 @@ static void test_codec_no_allocation_per_blob(void **state)
 	rix_blob_codec *c;
 	MUST(rix_blob_codec_new(&c, key, 2, RIX_COMPRESSION_AUTO));
 	rix_blob b = { .type = RIX_BLOB_TREE };
-	rix_sha256(p, n, &b.id);
+	rix_sha256(&b.id, p, n);
 	size_t got;
 	for (int warm = 0; warm < 2; warm++) {
 		if (warm)
 			rix_test_failalloc_install(0);
 		for (int i = 0; i < 50; i++) {
-			MUST(rix_blob_codec_encode(c, (rix_blob_type)(i & 1), p, n, stored, rix_blob_stored_bound(n),
-						   &b.length, &b.uncompressed_length));
+			MUST(rix_blob_codec_encode(&b.length, &b.uncompressed_length, c, (rix_blob_type)(i & 1), p, n,
+						   stored, rix_blob_stored_bound(n)));
 			b.type = (rix_blob_type)(i & 1);
-			MUST(rix_blob_codec_decode(c, stored, b.length, &b, out, n, &got));
+			MUST(rix_blob_codec_decode(&got, c, stored, b.length, &b, out, n));
 		}
 	}
 	long allocs = rix_test_failalloc_count();
@@ -292,17 +292,17 @@ static void verify_pack_file(const rix_key *key, int version, const char *path, 
 	size_t n;
 	uint8_t *pack = rix_test_must_read(path, &n);
 	rix_id id;
-	rix_sha256(pack, n, &id);
+	rix_sha256(&id, pack, n);
 	assert_memory_equal(id.b, want_id->b, RIX_ID_SIZE);
 	rix_blob *blobs;
 	size_t cnt;
-	MUST(rix_pack_read_header(key, pack, n, version, &blobs, &cnt));
+	MUST(rix_pack_read_header(&blobs, &cnt, key, pack, n, version));
 	assert_int_equal(cnt, nwant);
 	assert_memory_equal(blobs, want, cnt * sizeof(*blobs));
 	for (size_t i = 0; plains != NULL && i < cnt; i++) {
 		uint8_t *out;
 		size_t on;
-		MUST(rix_pack_read_blob(key, pack, n, &blobs[i], version, &out, &on));
+		MUST(rix_pack_read_blob(&out, &on, key, pack, n, &blobs[i], version));
 		assert_int_equal(on, plain_n[i]);
 		assert_memory_equal(out, plains[i], on);
 		rix_free(out);
@@ -338,7 +338,7 @@ static void test_writer_round_trip(void **state)
 				rix_test_fill_random(plains[i], pn[i], &st);
 			}
 			rix_id id;
-			rix_sha256(plains[i], pn[i], &id);
+			rix_sha256(&id, plains[i], pn[i]);
 			MUST(rix_pack_writer_add(w, c, (rix_blob_type)(i % 3 == 0), &id, plains[i], pn[i]));
 		}
 		assert_int_equal(rix_pack_writer_count(w), NB);
@@ -350,7 +350,7 @@ static void test_writer_round_trip(void **state)
 		}
 		assert_int_equal(rix_pack_writer_size(w), end);
 		rix_id pid;
-		MUST(rix_pack_writer_finish(w, &pid));
+		MUST(rix_pack_writer_finish(&pid, w));
 		struct stat sb;
 		assert_int_equal(stat(rix_pack_writer_path(w), &sb), 0);
 		assert_int_equal((uint64_t)sb.st_size, rix_pack_writer_file_size(w));
@@ -358,10 +358,10 @@ static void test_writer_round_trip(void **state)
 		verify_pack_file(key, version, rix_pack_writer_path(w), &pid, bl, NB, plains, pn);
 		/* Finished: nothing more goes in. */
 		assert_int_equal(rix_pack_writer_add(w, c, RIX_BLOB_DATA, &pid, "x", 1), RIX_EINVAL);
-		assert_int_equal(rix_pack_writer_finish(w, &pid), RIX_EINVAL);
+		assert_int_equal(rix_pack_writer_finish(&pid, w), RIX_EINVAL);
 		/* Renamed into place: it stays after free. */
 		char final[512], hex[65];
-		rix_id_to_hex(&pid, hex);
+		rix_id_to_hex(hex, &pid);
 		snprintf(final, sizeof(final), "%s/%s", dir, hex);
 		MUST(rix_pack_writer_rename(w, final, 1));
 		assert_string_equal(rix_pack_writer_path(w), final);
@@ -380,7 +380,7 @@ static void test_writer_round_trip(void **state)
 	assert_int_equal(count_files(dir), 0);
 	MUST(rix_pack_writer_new(&w, key, 2, dir));
 	rix_id pid;
-	assert_int_equal(rix_pack_writer_finish(w, &pid), RIX_EINVAL); /* empty */
+	assert_int_equal(rix_pack_writer_finish(&pid, w), RIX_EINVAL); /* empty */
 	rix_pack_writer_free(w);
 	assert_int_equal(count_files(dir), 0);
 	/* A codec of the other version, or a type that is not one: refused, the pack unchanged. */
@@ -388,7 +388,7 @@ static void test_writer_round_trip(void **state)
 		rix_blob_codec *c1;
 		MUST(rix_blob_codec_new(&c1, key, 1, RIX_COMPRESSION_OFF));
 		MUST(rix_pack_writer_new(&w, key, 2, dir));
-		rix_sha256("x", 1, &pid);
+		rix_sha256(&pid, "x", 1);
 		assert_int_equal(rix_pack_writer_add(w, c1, RIX_BLOB_DATA, &pid, "x", 1), RIX_EINVAL);
 		assert_int_equal(rix_pack_writer_count(w), 0);
 		rix_blob_codec_free(c1);
@@ -423,18 +423,18 @@ static void test_writer_add_stored(void **state)
 	for (int k = 0; k < NCONTENT; k++) {
 		plains[k] = make_content((enum content)k, &pn[k], &st);
 		rix_id id;
-		rix_sha256(plains[k], pn[k], &id);
+		rix_sha256(&id, plains[k], pn[k]);
 		MUST(rix_pack_writer_add(w, c, RIX_BLOB_DATA, &id, plains[k], pn[k]));
 	}
 	rix_id pid, pid2;
-	MUST(rix_pack_writer_finish(w, &pid));
+	MUST(rix_pack_writer_finish(&pid, w));
 	size_t n;
 	uint8_t *pack = rix_test_must_read(rix_pack_writer_path(w), &n);
 	const rix_blob *bl = rix_pack_writer_blobs(w);
 	/* In reverse order: offsets are the new pack's. */
 	for (int k = NCONTENT - 1; k >= 0; k--)
 		MUST(rix_pack_writer_add_stored(w2, &bl[k], pack + bl[k].offset));
-	MUST(rix_pack_writer_finish(w2, &pid2));
+	MUST(rix_pack_writer_finish(&pid2, w2));
 	const rix_blob *bl2 = rix_pack_writer_blobs(w2);
 	uint8_t *rp[NCONTENT];
 	size_t rn[NCONTENT];
@@ -474,13 +474,13 @@ static void test_writer_blob_limit(void **state)
 	rix_pack_writer *w;
 	MUST(rix_pack_writer_new(&w, key, 2, dir));
 	rix_id id;
-	rix_sha256("", 0, &id);
+	rix_sha256(&id, "", 0);
 	/* Zero-length data blobs: the smallest stored blob (32 bytes) and entry (37). */
 	for (size_t i = 0; i < RIX_PACK_MAX_BLOBS; i++)
 		MUST(rix_pack_writer_add(w, c, RIX_BLOB_DATA, &id, "", 0));
 	assert_int_equal(rix_pack_writer_add(w, c, RIX_BLOB_DATA, &id, "", 0), RIX_ELIMIT);
 	rix_id pid;
-	MUST(rix_pack_writer_finish(w, &pid));
+	MUST(rix_pack_writer_finish(&pid, w));
 	verify_pack_file(key, 2, rix_pack_writer_path(w), &pid, rix_pack_writer_blobs(w), RIX_PACK_MAX_BLOBS,
 			 NULL, NULL);
 	rix_pack_writer_free(w);
@@ -513,7 +513,7 @@ static void test_writer_disk_full(void **state)
 	for (i = 0; i < 20 && rc == 0; i++) {
 		rix_test_fill_random(p, n, &st);
 		rix_id id;
-		rix_sha256(p, n, &id);
+		rix_sha256(&id, p, n);
 		rc = rix_pack_writer_add(w, c, RIX_BLOB_DATA, &id, p, n);
 	}
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
@@ -524,9 +524,9 @@ static void test_writer_disk_full(void **state)
 	assert_true(i > 4 && i < 10);
 	/* Failed for good: no more blobs, no ID for a file with a hole. */
 	rix_id id, pid;
-	rix_sha256("", 0, &id);
+	rix_sha256(&id, "", 0);
 	assert_int_equal(rix_pack_writer_add(w, c, RIX_BLOB_DATA, &id, "", 0), RIX_EIO);
-	assert_int_equal(rix_pack_writer_finish(w, &pid), RIX_EIO);
+	assert_int_equal(rix_pack_writer_finish(&pid, w), RIX_EIO);
 	assert_int_equal(count_files(dir), 1);
 	rix_pack_writer_free(w);
 	assert_int_equal(count_files(dir), 0);
@@ -557,17 +557,17 @@ static int sink_done(void *arg, rix_pack_writer *w, const rix_id *pack_id)
 	uint8_t *pack = rix_test_read_file(rix_pack_writer_path(w), &n);
 	rix_blob *blobs = NULL;
 	size_t cnt = 0;
-	int rc = pack == NULL ? RIX_EIO : rix_pack_read_header(s->key, pack, n, s->version, &blobs, &cnt);
+	int rc = pack == NULL ? RIX_EIO : rix_pack_read_header(&blobs, &cnt, s->key, pack, n, s->version);
 	rix_id id;
 	if (rc == 0) {
-		rix_sha256(pack, n, &id);
+		rix_sha256(&id, pack, n);
 		if (memcmp(id.b, pack_id->b, RIX_ID_SIZE) != 0 || cnt != rix_pack_writer_count(w))
 			rc = RIX_ECORRUPT;
 	}
 	for (size_t i = 0; rc == 0 && i < cnt; i++) {
 		uint8_t *out;
 		size_t on;
-		rc = rix_pack_read_blob(s->key, pack, n, &blobs[i], s->version, &out, &on);
+		rc = rix_pack_read_blob(&out, &on, s->key, pack, n, &blobs[i], s->version);
 		rix_free(out);
 	}
 	pthread_mutex_lock(&s->mu);
@@ -617,7 +617,7 @@ static void test_packer_single(void **state)
 		size_t n = i == 50 ? (size_t)5 << 20 : (size_t)(rix_test_next(&st) % (1 << 20));
 		rix_test_fill_random(buf, n, &st);
 		rix_blob_type t = i % 10 == 0 ? RIX_BLOB_TREE : RIX_BLOB_DATA;
-		rix_sha256(buf, n, &want[i].id);
+		rix_sha256(&want[i].id, buf, n);
 		want[i].type = t;
 		MUST(rix_packer_add(p, c, t, &want[i].id, buf, n));
 		assert_true(rix_packer_open_count(p) <= 2); /* one per type, single thread */
@@ -652,7 +652,7 @@ static void test_packer_single(void **state)
 	MUST(rix_packer_new(&p, key, 2, dir, 4 << 20, sink_done, &s));
 	s.fail = RIX_EIO;
 	rix_id id;
-	rix_sha256(buf, 100, &id);
+	rix_sha256(&id, buf, 100);
 	MUST(rix_packer_add(p, c, RIX_BLOB_DATA, &id, buf, 100));
 	assert_int_equal(rix_packer_flush(p), RIX_EIO);
 	MUST(rix_packer_add(p, c, RIX_BLOB_DATA, &id, buf, 100));
@@ -685,7 +685,7 @@ static void *worker_run(void *arg)
 	for (int i = 0; wk->rc == 0 && i < 60; i++) {
 		size_t n = 1000 + rix_test_next(&st) % 299000;
 		rix_test_fill_random(buf, n, &st);
-		rix_sha256(buf, n, &wk->ids[i]);
+		rix_sha256(&wk->ids[i], buf, n);
 		wk->rc = rix_packer_add(wk->p, c, (rix_blob_type)(i % 2), &wk->ids[i], buf, n);
 	}
 	free(buf);
@@ -757,7 +757,7 @@ static void test_packer_keeps_pack_after_enomem(void **state)
 	for (int i = 0; i < 3; i++) {
 		rix_test_fill_random(buf, sizeof(buf), &st);
 		rix_id id;
-		rix_sha256(buf, sizeof(buf), &id);
+		rix_sha256(&id, buf, sizeof(buf));
 		MUST(rix_packer_add(p, c, RIX_BLOB_DATA, &id, buf, sizeof(buf)));
 	}
 	rix_test_failalloc_install(1); /* the header's buffer in finish */
@@ -788,12 +788,12 @@ static int oom_codec(const rix_key *key, const char *dir)
 	if (rc != 0)
 		return rc;
 	rix_blob b = { .type = RIX_BLOB_DATA };
-	rix_sha256(plain, sizeof(plain), &b.id);
+	rix_sha256(&b.id, plain, sizeof(plain));
 	size_t got;
-	rc = rix_blob_codec_encode(c, RIX_BLOB_DATA, plain, sizeof(plain), stored, sizeof(stored), &b.length,
-				   &b.uncompressed_length);
+	rc = rix_blob_codec_encode(&b.length, &b.uncompressed_length, c, RIX_BLOB_DATA, plain, sizeof(plain), stored,
+				   sizeof(stored));
 	if (rc == 0)
-		rc = rix_blob_codec_decode(c, stored, b.length, &b, out, sizeof(out), &got);
+		rc = rix_blob_codec_decode(&got, c, stored, b.length, &b, out, sizeof(out));
 	rix_blob_codec_free(c);
 	return rc;
 }
@@ -810,15 +810,15 @@ static int oom_writer(const rix_key *key, const char *dir)
 	for (int i = 0; rc == 0 && i < 70; i++) {
 		plain[0] = (uint8_t)i;
 		rix_id id;
-		rix_sha256(plain, sizeof(plain), &id);
+		rix_sha256(&id, plain, sizeof(plain));
 		rc = rix_pack_writer_add(w, c, RIX_BLOB_DATA, &id, plain, sizeof(plain));
 	}
 	rix_id pid;
 	if (rc == 0)
-		rc = rix_pack_writer_finish(w, &pid);
+		rc = rix_pack_writer_finish(&pid, w);
 	if (rc == 0) {
 		char path[512], hex[65];
-		rix_id_to_hex(&pid, hex);
+		rix_id_to_hex(hex, &pid);
 		snprintf(path, sizeof(path), "%s/%s", dir, hex);
 		rc = rix_pack_writer_rename(w, path, 1);
 		unlink(path);
@@ -848,7 +848,7 @@ static int oom_packer(const rix_key *key, const char *dir)
 	for (int i = 0; rc == 0 && i < 20; i++) {
 		plain[0] = (uint8_t)i;
 		rix_id id;
-		rix_sha256(plain, sizeof(plain), &id);
+		rix_sha256(&id, plain, sizeof(plain));
 		rc = rix_packer_add(p, c, (rix_blob_type)(i % 2), &id, plain, sizeof(plain));
 	}
 	if (rc == 0)

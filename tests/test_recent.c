@@ -150,7 +150,7 @@ static void test_growth_and_index(void **state)
 			assert_int_equal(rix_index_count(idx, RIX_BLOB_DATA) + rix_index_count(idx, RIX_BLOB_TREE), N / 2);
 			assert_int_equal(rix_index_pack_count(idx), PACKS / 2);
 			rix_packed_blob pb;
-			assert_int_equal(rix_index_lookup(idx, b[0].type, &b[0].id, &pb), 0);
+			assert_int_equal(rix_index_lookup(&pb, idx, b[0].type, &b[0].id), 0);
 			assert_memory_equal(pb.pack_id.b, packs[0].b, RIX_ID_SIZE);
 			rix_index_free(idx);
 			rix__recent_mark_indexed(re, upto);

@@ -45,10 +45,10 @@ static void test_init_open_keys(void **state)
 	assert_int_equal(strlen(first), 64);
 	/* A second key, then the repository opens with either password. */
 	char second[65];
-	MUST(rix_repo_key_add(r, "other pw", 8, second));
+	MUST(rix_repo_key_add(second, r, "other pw", 8));
 	assert_int_equal(count_files(r, RIX_FILE_KEY), 2);
 	rix_id cfg_id = rix_repo_config(r)->id;
-	rix_repo_close(r);
+	rix_repo_free(r);
 
 	rix_backend *b;
 	MUST(rix_backend_local_open(&b, dir, 0));
@@ -65,7 +65,7 @@ static void test_init_open_keys(void **state)
 	MUST(rix_repo_key_remove(r, first));
 	assert_int_equal(rix_repo_key_remove(r, first), RIX_ENOTFOUND);
 	assert_int_equal(count_files(r, RIX_FILE_KEY), 1);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	MUST(rix_backend_local_open(&b, dir, 0));
 	assert_int_equal(rix_repo_open(&r, b, PW, strlen(PW), &fast), RIX_EAUTH);
 	/* A second init on the same backend is refused. */
@@ -86,7 +86,7 @@ static void check_all_load(rix_repo *r, const struct blobs *s)
 	for (size_t i = 0; i < s->n; i++) {
 		uint8_t *out;
 		size_t n;
-		int rc = rix_repo_load_blob(r, s->type[i], &s->id[i], &out, &n);
+		int rc = rix_repo_load_blob(&out, &n, r, s->type[i], &s->id[i]);
 		if (rc != 0)
 			fail_msg("blob %zu: %s", i, rix_error_last());
 		assert_int_equal(n, s->len[i]);
@@ -106,11 +106,11 @@ static void test_save_flush_load(void **state)
 		for (size_t i = 0; i < s.n; i++) {
 			rix_id id;
 			int stored = -1;
-			MUST(rix_repo_save_blob(r, s.type[i], s.data[i], s.len[i], &id, &stored));
+			MUST(rix_repo_save_blob(&id, &stored, r, s.type[i], s.data[i], s.len[i]));
 			assert_memory_equal(id.b, s.id[i].b, RIX_ID_SIZE);
 			assert_int_equal(stored, 1);
 			/* Again: deduplicated, whether its pack is open or stored. */
-			MUST(rix_repo_save_blob(r, s.type[i], s.data[i], s.len[i], &id, &stored));
+			MUST(rix_repo_save_blob(&id, &stored, r, s.type[i], s.data[i], s.len[i]));
 			assert_int_equal(stored, 0);
 		}
 		MUST(rix_repo_flush(r));
@@ -121,16 +121,16 @@ static void test_save_flush_load(void **state)
 		check_all_load(r, &s); /* from the master index's own unfinished index */
 		/* After flush, saving the same blobs stores nothing. */
 		int stored;
-		MUST(rix_repo_save_blob(r, s.type[5], s.data[5], s.len[5], NULL, &stored));
+		MUST(rix_repo_save_blob(NULL, &stored, r, s.type[5], s.data[5], s.len[5]));
 		assert_int_equal(stored, 0);
 		MUST(rix_repo_flush(r));
 		assert_int_equal(count_files(r, RIX_FILE_INDEX), 1);
-		rix_repo_close(r);
+		rix_repo_free(r);
 
 		r = open_repo(dir, NULL);
 		assert_int_equal(rix_repo_config(r)->version, version);
 		rix_repo_load_stats st;
-		MUST(rix_repo_load_index(r, NULL, NULL, &st));
+		MUST(rix_repo_load_index(&st, r, NULL, NULL));
 		assert_int_equal(st.files, 1);
 		assert_int_equal(st.loaded, 1);
 		assert_int_equal(st.blobs, s.n);
@@ -139,10 +139,10 @@ static void test_save_flush_load(void **state)
 		memset(&unknown, 0x5a, sizeof(unknown));
 		uint8_t *out;
 		size_t n;
-		assert_int_equal(rix_repo_load_blob(r, RIX_BLOB_DATA, &unknown, &out, &n), RIX_ENOTFOUND);
+		assert_int_equal(rix_repo_load_blob(&out, &n, r, RIX_BLOB_DATA, &unknown), RIX_ENOTFOUND);
 		/* The type is part of the key. */
-		assert_int_equal(rix_repo_load_blob(r, RIX_BLOB_DATA, &s.id[5], &out, &n), RIX_ENOTFOUND);
-		rix_repo_close(r);
+		assert_int_equal(rix_repo_load_blob(&out, &n, r, RIX_BLOB_DATA, &s.id[5]), RIX_ENOTFOUND);
+		rix_repo_free(r);
 		rix_test_remove_tree(dir);
 		assert_int_equal(mkdir(dir, 0700), 0);
 	}
@@ -173,11 +173,11 @@ static void test_index_file_size_rule(void **state)
 	uint8_t buf[100] = { 0 };
 	for (v = 0; v < N; v++) {
 		memcpy(buf, &v, sizeof(v));
-		MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, buf, sizeof(buf), NULL, NULL));
+		MUST(rix_repo_save_blob(NULL, NULL, r, RIX_BLOB_DATA, buf, sizeof(buf)));
 	}
 	MUST(rix_repo_flush(r));
 	assert_int_equal(count_files(r, RIX_FILE_INDEX), 2);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	size_t calls = 0;
 	rix_repo_options po = fast;
 	po.load_progress = count_progress;
@@ -185,17 +185,17 @@ static void test_index_file_size_rule(void **state)
 	po.load_memory = 1; /* under one file's worth: one loader thread, and still everything loads */
 	r = open_repo(dir, &po);
 	rix_repo_load_stats st;
-	MUST(rix_repo_load_index(r, NULL, NULL, &st));
+	MUST(rix_repo_load_index(&st, r, NULL, NULL));
 	assert_int_equal(calls, 2);
 	assert_int_equal(st.blobs, N);
 	assert_int_equal(rix_master_index_count(rix_repo_master_index(r), RIX_BLOB_DATA), N);
 	for (v = 0; v < N; v += 4999) {
 		rix_id id;
 		memcpy(buf, &v, sizeof(v));
-		rix_sha256(buf, sizeof(buf), &id);
+		rix_sha256(&id, buf, sizeof(buf));
 		assert_true(rix_master_index_has(rix_repo_master_index(r), RIX_BLOB_DATA, &id));
 	}
-	rix_repo_close(r);
+	rix_repo_free(r);
 	rix_test_free_dir(dir);
 }
 
@@ -216,7 +216,7 @@ static void *saver_run(void *arg)
 		memset(buf, (int)(k & 0xff), sizeof(buf));
 		memcpy(buf, &k, sizeof(k));
 		int stored;
-		s->rc = rix_repo_save_blob(s->r, RIX_BLOB_DATA, buf, 1000 + k % 2000, NULL, &stored);
+		s->rc = rix_repo_save_blob(NULL, &stored, s->r, RIX_BLOB_DATA, buf, 1000 + k % 2000);
 		s->stored += stored;
 	}
 	return NULL;
@@ -241,12 +241,12 @@ static void test_threads_dedup(void **state)
 	}
 	assert_int_equal(total, 2000);
 	MUST(rix_repo_flush(r));
-	rix_repo_close(r);
+	rix_repo_free(r);
 	r = open_repo(dir, NULL);
 	rix_repo_load_stats st;
-	MUST(rix_repo_load_index(r, NULL, NULL, &st));
+	MUST(rix_repo_load_index(&st, r, NULL, NULL));
 	assert_int_equal(st.blobs, 2000); /* each stored once: no duplicates in the index */
-	rix_repo_close(r);
+	rix_repo_free(r);
 	rix_test_free_dir(dir);
 }
 
@@ -289,7 +289,7 @@ static void test_damage(void **state)
 	save_all(r, &b);
 	MUST(rix_repo_flush(r));
 	assert_int_equal(count_files(r, RIX_FILE_INDEX), 2);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	char path[700];
 	snprintf(path, sizeof(path), "%s/index/%s", dir, bad);
 	flip_byte(path, 40);
@@ -297,7 +297,7 @@ static void test_damage(void **state)
 	r = open_repo(dir, NULL);
 	struct errs e = { 0 };
 	rix_repo_load_stats st;
-	MUST(rix_repo_load_index(r, on_index_error, &e, &st));
+	MUST(rix_repo_load_index(&st, r, on_index_error, &e));
 	assert_int_equal(e.n, 1);
 	assert_false(e.empty_msg);
 	assert_string_equal(e.name, bad);
@@ -311,12 +311,12 @@ static void test_damage(void **state)
 	memmove(&b.id[0], &b.id[1], b.n * sizeof(b.id[0]));
 	memmove(&b.type[0], &b.type[1], b.n * sizeof(b.type[0]));
 	check_all_load(r, &b);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	rix_repo_options strict = fast;
 	strict.strict = 1;
 	r = open_repo(dir, &strict);
-	assert_int_equal(rix_repo_load_index(r, NULL, NULL, NULL), RIX_ECORRUPT);
-	rix_repo_close(r);
+	assert_int_equal(rix_repo_load_index(NULL, r, NULL, NULL), RIX_ECORRUPT);
+	rix_repo_free(r);
 
 	/* A pack cut short: the blobs in its tail are reported, with the pack's name. */
 	rix_test_remove_tree(dir);
@@ -326,21 +326,21 @@ static void test_damage(void **state)
 	uint64_t seed = 4;
 	rix_test_fill_random(big, sizeof(big), &seed);
 	rix_id id;
-	MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, big, sizeof(big), &id, NULL));
+	MUST(rix_repo_save_blob(&id, NULL, r, RIX_BLOB_DATA, big, sizeof(big)));
 	MUST(rix_repo_flush(r));
 	char pack[65];
 	assert_int_equal(rix_backend_list(rix_repo_backend(r), RIX_FILE_PACK, first_name, pack), 1);
 	snprintf(path, sizeof(path), "%s/data/%.2s/%s", dir, pack, pack);
 	chmod(path, 0600);
 	assert_int_equal(truncate(path, 100000), 0);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	r = open_repo(dir, NULL);
-	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
 	uint8_t *out;
 	size_t n;
-	assert_int_equal(rix_repo_load_blob(r, RIX_BLOB_DATA, &id, &out, &n), RIX_ECORRUPT);
+	assert_int_equal(rix_repo_load_blob(&out, &n, r, RIX_BLOB_DATA, &id), RIX_ECORRUPT);
 	assert_non_null(strstr(rix_error_last(), pack));
-	rix_repo_close(r);
+	rix_repo_free(r);
 	free_blobs(&a);
 	free_blobs(&b);
 	rix_test_free_dir(dir);
@@ -366,7 +366,7 @@ static void test_disk_full(void **state)
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
 	int failed = 0, rc = 0;
 	for (size_t i = 0; i < second.n; i++) {
-		rc = rix_repo_save_blob(r, second.type[i], second.data[i], second.len[i], NULL, NULL);
+		rc = rix_repo_save_blob(NULL, NULL, r, second.type[i], second.data[i], second.len[i]);
 		if (rc != 0) {
 			failed++;
 			if (rc != RIX_ENOSPC)
@@ -382,14 +382,14 @@ static void test_disk_full(void **state)
 	assert_true(frc == 0 || frc == RIX_ENOSPC);
 	/* Room again: the same blobs saved once more, then flushed, all of them durable. */
 	for (size_t i = 0; i < second.n; i++)
-		MUST(rix_repo_save_blob(r, second.type[i], second.data[i], second.len[i], NULL, NULL));
+		MUST(rix_repo_save_blob(NULL, NULL, r, second.type[i], second.data[i], second.len[i]));
 	MUST(rix_repo_flush(r));
-	rix_repo_close(r);
+	rix_repo_free(r);
 	r = open_repo(dir, NULL);
-	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
 	check_all_load(r, &first);
 	check_all_load(r, &second);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	free_blobs(&first);
 	free_blobs(&second);
 	rix_test_free_dir(dir);
@@ -406,9 +406,9 @@ static void test_restic_both_ways(void **state)
 	make_blobs(&s, 60, 7);
 	for (size_t i = 0; i < s.n; i++)
 		if (s.type[i] == RIX_BLOB_DATA) /* an unreferenced tree is fine, but keep check quiet */
-			MUST(rix_repo_save_blob(r, s.type[i], s.data[i], s.len[i], NULL, NULL));
+			MUST(rix_repo_save_blob(NULL, NULL, r, s.type[i], s.data[i], s.len[i]));
 	MUST(rix_repo_flush(r));
-	rix_repo_close(r);
+	rix_repo_free(r);
 	char *out = NULL;
 	if (rix_test_restic(dir, PW, "check --read-data", &out) != 0)
 		fail_msg("restic check --read-data: %s", out);
@@ -417,7 +417,7 @@ static void test_restic_both_ways(void **state)
 		if (s.type[i] != RIX_BLOB_DATA)
 			continue;
 		char hex[65];
-		rix_id_to_hex(&s.id[i], hex);
+		rix_id_to_hex(hex, &s.id[i]);
 		size_t on;
 		out = NULL;
 		assert_int_equal(rix_test_run(&out, &on, "RESTIC_PASSWORD='%s' restic --no-cache -q -r '%s' cat blob %s", PW,
@@ -452,7 +452,7 @@ static void test_restic_both_ways(void **state)
 	rix_repo_options o = fast;
 	r = open_repo(dir, &o);
 	rix_repo_load_stats st;
-	MUST(rix_repo_load_index(r, NULL, NULL, &st));
+	MUST(rix_repo_load_index(&st, r, NULL, NULL));
 	size_t listed = 0;
 	for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n")) {
 		char type[8], hex[65];
@@ -463,7 +463,7 @@ static void test_restic_both_ways(void **state)
 		uint8_t *blob;
 		size_t n;
 		rix_blob_type t = strcmp(type, "tree") == 0 ? RIX_BLOB_TREE : RIX_BLOB_DATA;
-		if (rix_repo_load_blob(r, t, &id, &blob, &n) != 0)
+		if (rix_repo_load_blob(&blob, &n, r, t, &id) != 0)
 			fail_msg("%s: %s", line, rix_error_last());
 		rix_free(blob);
 		listed++;
@@ -471,7 +471,7 @@ static void test_restic_both_ways(void **state)
 	free(out);
 	assert_true(listed >= 3);
 	assert_int_equal(listed, st.blobs);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	rix_test_remove_tree(file);
 	rix_test_free_dir(dir);
 }
@@ -489,7 +489,7 @@ static void test_unknown_config_version(void **state)
 	MUST(rix_crypto_seal(rix__repo_key(r), json, n, sealed));
 	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_CONFIG, NULL, sealed, n + RIX_CRYPTO_OVERHEAD));
 	free(sealed);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	rix_backend *b;
 	MUST(rix_backend_local_open(&b, dir, 0));
 	assert_int_equal(rix_repo_open(&r, b, PW, strlen(PW), &fast), RIX_ECORRUPT);
@@ -509,12 +509,12 @@ static void test_files(void **state)
 	rix_id id;
 	MUST(rix_repo_write_file(r, RIX_FILE_INDEX, json, strlen(json), &id));
 	char name[65];
-	rix_id_to_hex(&id, name);
+	rix_id_to_hex(name, &id);
 	uint64_t size;
-	MUST(rix_backend_stat(rix_repo_backend(r), RIX_FILE_INDEX, name, &size));
+	MUST(rix_backend_stat(&size, rix_repo_backend(r), RIX_FILE_INDEX, name));
 	uint8_t *out;
 	size_t n;
-	MUST(rix_repo_read_file(r, RIX_FILE_INDEX, &id, &out, &n));
+	MUST(rix_repo_read_file(&out, &n, r, RIX_FILE_INDEX, &id));
 	assert_int_equal(n, strlen(json));
 	assert_memory_equal(out, json, n);
 	rix_free(out);
@@ -522,22 +522,22 @@ static void test_files(void **state)
 	/* The same bytes under another name: refused, the name is the file's SHA-256. */
 	uint8_t *file;
 	size_t fn;
-	MUST(rix_backend_read_all(rix_repo_backend(r), RIX_FILE_INDEX, name, 1 << 20, &file, &fn));
+	MUST(rix_backend_read_all(&file, &fn, rix_repo_backend(r), RIX_FILE_INDEX, name, 1 << 20));
 	rix_id other = id;
 	other.b[0] ^= 1;
 	char other_name[65];
-	rix_id_to_hex(&other, other_name);
+	rix_id_to_hex(other_name, &other);
 	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_SNAPSHOT, other_name, file, fn));
 	rix_free(file);
-	assert_int_equal(rix_repo_read_file(r, RIX_FILE_SNAPSHOT, &other, &out, &n), RIX_ECORRUPT);
+	assert_int_equal(rix_repo_read_file(&out, &n, r, RIX_FILE_SNAPSHOT, &other), RIX_ECORRUPT);
 	assert_null(out);
 	assert_non_null(strstr(rix_error_last(), "SHA-256"));
-	assert_int_equal(rix_repo_read_file(r, RIX_FILE_SNAPSHOT, &id, &out, &n), RIX_ENOTFOUND);
+	assert_int_equal(rix_repo_read_file(&out, &n, r, RIX_FILE_SNAPSHOT, &id), RIX_ENOTFOUND);
 
 	/* Keys, packs and the config are not unpacked files. */
 	assert_int_equal(rix_repo_write_file(r, RIX_FILE_PACK, json, strlen(json), NULL), RIX_EINVAL);
 	assert_int_equal(rix_repo_write_file(r, RIX_FILE_KEY, json, strlen(json), NULL), RIX_EINVAL);
-	assert_int_equal(rix_repo_read_file(r, RIX_FILE_CONFIG, &id, &out, &n), RIX_EINVAL);
+	assert_int_equal(rix_repo_read_file(&out, &n, r, RIX_FILE_CONFIG, &id), RIX_EINVAL);
 
 	/* A pack's header, as saved. */
 	struct blobs s;
@@ -548,15 +548,15 @@ static void test_files(void **state)
 	MUST(rix_repo_flush(r));
 	rix_id *packs;
 	size_t np;
-	MUST(rix_master_index_packs(rix_repo_master_index(r), &packs, &np));
+	MUST(rix_master_index_packs(&packs, &np, rix_repo_master_index(r)));
 	assert_int_equal(np, 1);
 	rix_blob *hdr;
 	size_t cnt;
-	MUST(rix_repo_read_pack_header(r, &packs[0], &hdr, &cnt));
+	MUST(rix_repo_read_pack_header(&hdr, &cnt, r, &packs[0]));
 	assert_int_equal(cnt, 20);
 	for (size_t i = 0; i < cnt; i++) {
 		rix_packed_blob pb;
-		MUST(rix_master_index_lookup(rix_repo_master_index(r), hdr[i].type, &hdr[i].id, &pb));
+		MUST(rix_master_index_lookup(&pb, rix_repo_master_index(r), hdr[i].type, &hdr[i].id));
 		assert_memory_equal(pb.pack_id.b, packs[0].b, RIX_ID_SIZE);
 		assert_int_equal(pb.offset, hdr[i].offset);
 		assert_int_equal(pb.length, hdr[i].length);
@@ -564,12 +564,12 @@ static void test_files(void **state)
 	rix_free(hdr);
 	rix_id missing = packs[0];
 	missing.b[31] ^= 0x80;
-	assert_int_equal(rix_repo_read_pack_header(r, &missing, &hdr, &cnt), RIX_ENOTFOUND);
+	assert_int_equal(rix_repo_read_pack_header(&hdr, &cnt, r, &missing), RIX_ENOTFOUND);
 	assert_null(hdr);
 	assert_non_null(strstr(rix_error_last(), "missing"));
 	rix_free(packs);
 	free_blobs(&s);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	rix_test_free_dir(dir);
 }
 

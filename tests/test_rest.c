@@ -130,12 +130,12 @@ static void test_backend_ops(void **state)
 	rix_test_fill_random(data, sizeof(data), &st);
 	rix_id id;
 	char name[65];
-	rix_sha256(data, sizeof(data), &id);
-	rix_id_to_hex(&id, name);
+	rix_sha256(&id, data, sizeof(data));
+	rix_id_to_hex(name, &id);
 	for (int t = RIX_FILE_KEY; t < RIX_FILE_TYPES; t++) {
 		MUST(rix_backend_write(b, (rix_file_type)t, name, data, sizeof(data)));
 		uint64_t size;
-		MUST(rix_backend_stat(b, (rix_file_type)t, name, &size));
+		MUST(rix_backend_stat(&size, b, (rix_file_type)t, name));
 		assert_int_equal(size, sizeof(data));
 		uint8_t got[5000];
 		MUST(rix_backend_read(b, (rix_file_type)t, name, 123456, got, sizeof(got)));
@@ -145,7 +145,7 @@ static void test_backend_ops(void **state)
 		MUST(rix_backend_list(b, (rix_file_type)t, count, &n));
 		assert_int_equal(n, 1);
 		MUST(rix_backend_remove(b, (rix_file_type)t, name));
-		assert_int_equal(rix_backend_stat(b, (rix_file_type)t, name, &size), RIX_ENOTFOUND);
+		assert_int_equal(rix_backend_stat(&size, b, (rix_file_type)t, name), RIX_ENOTFOUND);
 		/* A missing file's read is "not found", whatever error page the server sends. */
 		assert_int_equal(rix_backend_read(b, (rix_file_type)t, name, 0, got, 4), RIX_ENOTFOUND);
 		n = 0;
@@ -158,13 +158,13 @@ static void test_backend_ops(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
 	int taken = -1;
-	MUST(rix_backend_write_file(b, RIX_FILE_PACK, name, fd, tmp, sizeof(data), &taken));
+	MUST(rix_backend_write_file(&taken, b, RIX_FILE_PACK, name, fd, tmp, sizeof(data)));
 	assert_int_equal(taken, 0);
 	close(fd);
 	unlink(tmp);
 	uint8_t *all;
 	size_t an;
-	MUST(rix_backend_read_all(b, RIX_FILE_PACK, name, sizeof(data), &all, &an));
+	MUST(rix_backend_read_all(&all, &an, b, RIX_FILE_PACK, name, sizeof(data)));
 	assert_int_equal(an, sizeof(data));
 	assert_memory_equal(all, data, an);
 	rix_free(all);
@@ -200,30 +200,30 @@ static void test_repository_over_rest(void **state)
 		rix_test_fill_random(blobs[i], lens[i], &st);
 		if (i % 2)
 			memset(blobs[i], 'z', lens[i] / 2);
-		MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, blobs[i], lens[i], &ids[i], NULL));
+		MUST(rix_repo_save_blob(&ids[i], NULL, r, RIX_BLOB_DATA, blobs[i], lens[i]));
 	}
 	MUST(rix_repo_flush(r));
-	rix_repo_close(r);
+	rix_repo_free(r);
 	MUST(rix_backend_rest_open(&b, url, 0));
 	MUST(rix_repo_open(&r, b, PW, strlen(PW), &o));
 	rix_repo_load_stats ls;
-	MUST(rix_repo_load_index(r, NULL, NULL, &ls));
+	MUST(rix_repo_load_index(&ls, r, NULL, NULL));
 	assert_int_equal(ls.blobs, N);
 	for (int i = 0; i < N; i++) {
 		uint8_t *out;
 		size_t n;
-		MUST(rix_repo_load_blob(r, RIX_BLOB_DATA, &ids[i], &out, &n));
+		MUST(rix_repo_load_blob(&out, &n, r, RIX_BLOB_DATA, &ids[i]));
 		assert_int_equal(n, lens[i]);
 		assert_memory_equal(out, blobs[i], n);
 		rix_free(out);
 	}
-	rix_repo_close(r);
+	rix_repo_free(r);
 	MUST(rix_backend_rest_open(&b, url, 0));
 	MUST(rix_repo_open(&r, b, PW, strlen(PW), &o));
 	rix_check_report rep;
 	MUST(rix_repo_check(r, 1, NULL, NULL, NULL, &rep));
 	assert_int_equal(rep.blobs, N);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	/* The real restic, over the same server. */
 	char *out = NULL;
 	size_t on;
@@ -234,7 +234,7 @@ static void test_repository_over_rest(void **state)
 		fprintf(stderr, "%s", out);
 	free(out);
 	char hex[65];
-	rix_id_to_hex(&ids[3], hex);
+	rix_id_to_hex(hex, &ids[3]);
 	rc = rix_test_run(&out, &on, "RESTIC_PASSWORD='%s' restic --no-cache -r '%s' cat blob %s", PW, url, hex);
 	assert_int_equal(rc, 0);
 	assert_int_equal(on, lens[3]);
@@ -253,7 +253,7 @@ static void test_server_gone(void **state)
 	MUST(rix_backend_rest_open(&b, url, 0));
 	stop_server(state);
 	uint64_t size;
-	assert_int_equal(rix_backend_stat(b, RIX_FILE_CONFIG, NULL, &size), RIX_EIO);
+	assert_int_equal(rix_backend_stat(&size, b, RIX_FILE_CONFIG, NULL), RIX_EIO);
 	assert_non_null(strstr(rix_error_last(), "rest: stat"));
 	uint8_t x[4];
 	assert_int_equal(rix_backend_read(b, RIX_FILE_CONFIG, NULL, 0, x, 4), RIX_EIO);

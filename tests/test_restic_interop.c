@@ -183,12 +183,12 @@ static void make_template(int v)
 	/* A second key file for the same master key, cheap to open (see the top of the file). */
 	rix_key *key = open_key_dir(g_tmpl[v], PASSWORD);
 	char *json;
-	assert_int_equal(rix_key_create_file(key, FAST_PASSWORD, strlen(FAST_PASSWORD), 1024, 8, 1, "rix", "interop",
-					     &json, &len),
+	assert_int_equal(rix_key_create_file(&json, &len, key, FAST_PASSWORD, strlen(FAST_PASSWORD), 1024, 8, 1,
+					     "rix", "interop"),
 			 0);
 	rix_id id;
-	rix_sha256(json, len, &id);
-	rix_id_to_hex(&id, g_hint[v]);
+	rix_sha256(&id, json, len);
+	rix_id_to_hex(g_hint[v], &id);
 	char name[80];
 	snprintf(name, sizeof(name), "keys/%s", g_hint[v]);
 	rix_test_put_file(g_tmpl[v], name, json, len);
@@ -240,7 +240,7 @@ static void lines_add(struct lines *l, rix_blob_type t, const rix_id *id)
 		assert_non_null(l->s);
 	}
 	char hex[65];
-	rix_id_to_hex(id, hex);
+	rix_id_to_hex(hex, id);
 	snprintf(l->s[l->n++], sizeof(l->s[0]), "%s %s", t == RIX_BLOB_TREE ? "tree" : "data", hex);
 }
 
@@ -281,7 +281,7 @@ static void restic_cat_blob_equals(int v, const char *repo, const rix_id *id, co
 {
 	char hex[65], *out;
 	size_t len;
-	rix_id_to_hex(id, hex);
+	rix_id_to_hex(hex, id);
 	int rc = restic(v, repo, &out, &len, "cat blob %s", hex);
 	if (rc != 0)
 		fail_msg("restic cat blob %s: exit %d", hex, rc);
@@ -425,12 +425,12 @@ static void check_restic_writes(int v, const char *mode)
 	for (size_t i = 0; i < nidx; i++) {
 		struct buf f = read_path("%s/%s", dir, names[i]);
 		rix_id fid, want;
-		rix_sha256(f.p, f.n, &fid);
+		rix_sha256(&fid, f.p, f.n);
 		assert_int_equal(rix_id_from_hex(&want, names[i], 64), 0);
 		assert_memory_equal(fid.b, want.b, RIX_ID_SIZE);
 		uint8_t *json;
 		size_t jn;
-		if (rix_unpacked_decode(key, f.p, f.n, v, &json, &jn) != 0)
+		if (rix_unpacked_decode(&json, &jn, key, f.p, f.n, v) != 0)
 			fail_msg("index %s: %s", names[i], rix_error_last());
 		check_unpacked_layout(key, &f, v, jn);
 		if (rix_index_decode(&idx[i], (const char *)json, jn, NULL) != 0)
@@ -448,7 +448,7 @@ static void check_restic_writes(int v, const char *mode)
 	struct buf f = read_path("%s/%s", dir, names[0]);
 	uint8_t *json;
 	size_t jn;
-	assert_int_equal(rix_unpacked_decode(key, f.p, f.n, v, &json, &jn), 0);
+	assert_int_equal(rix_unpacked_decode(&json, &jn, key, f.p, f.n, v), 0);
 	check_unpacked_layout(key, &f, v, jn);
 	free(f.p);
 	assert_int_equal(restic(v, repo, &out, &len, "cat snapshot %s", names[0]), 0);
@@ -464,7 +464,7 @@ static void check_restic_writes(int v, const char *mode)
 	memset(ch, 0, sizeof(ch));
 	struct buf text = read_path("%s/%s", g_src, "zstd.h");
 	ch[0].t = RIX_BLOB_DATA;
-	rix_sha256(text.p, text.n, &ch[0].id);
+	rix_sha256(&ch[0].id, text.p, text.n);
 	free(text.p);
 	rix_packed_blob largest;
 	memset(&largest, 0, sizeof(largest));
@@ -477,11 +477,11 @@ static void check_restic_writes(int v, const char *mode)
 	json_decref(mine);
 	json_decref(theirs);
 	ch[3].t = RIX_BLOB_DATA;
-	rix_sha256("hello, restic\n", 14, &ch[3].id);
+	rix_sha256(&ch[3].id, "hello, restic\n", 14);
 	rix_id text_ids[3];
 	for (size_t i = 0; i < 3; i++) {
 		struct buf t = read_path("%s/%s", g_src, text_files[i]);
-		rix_sha256(t.p, t.n, &text_ids[i]);
+		rix_sha256(&text_ids[i], t.p, t.n);
 		free(t.p);
 	}
 
@@ -501,12 +501,12 @@ static void check_restic_writes(int v, const char *mode)
 		for (size_t k = 0; k < np; k++) {
 			struct buf pack = read_path("%s/%s", dir, names[k]);
 			rix_id pack_id, want;
-			rix_sha256(pack.p, pack.n, &pack_id);
+			rix_sha256(&pack_id, pack.p, pack.n);
 			assert_int_equal(rix_id_from_hex(&want, names[k], 64), 0);
 			assert_memory_equal(pack_id.b, want.b, RIX_ID_SIZE);
 			rix_blob *blobs;
 			size_t cnt;
-			if (rix_pack_read_header(key, pack.p, pack.n, v, &blobs, &cnt) != 0)
+			if (rix_pack_read_header(&blobs, &cnt, key, pack.p, pack.n, v) != 0)
 				fail_msg("pack %s: %s", names[k], rix_error_last());
 			assert_true(cnt > 0);
 			uint64_t end = 0;
@@ -520,7 +520,7 @@ static void check_restic_writes(int v, const char *mode)
 				int found = 0;
 				for (size_t x = 0; x < nidx && !found; x++) {
 					rix_packed_blob all[8];
-					size_t na = rix_index_lookup_all(idx[x], b->type, &b->id, all, 8);
+					size_t na = rix_index_lookup_all(all, 8, idx[x], b->type, &b->id);
 					for (size_t a = 0; a < na && a < 8; a++) {
 						if (memcmp(all[a].pack_id.b, pack_id.b, RIX_ID_SIZE) != 0)
 							continue;
@@ -535,7 +535,7 @@ static void check_restic_writes(int v, const char *mode)
 				size_t psize = rix_blob_plain_size(b->length, b->uncompressed_length);
 				uint8_t *plain = malloc(psize ? psize : 1);
 				size_t got;
-				if (rix_blob_codec_decode(codec, pack.p + b->offset, b->length, b, plain, psize, &got) != 0)
+				if (rix_blob_codec_decode(&got, codec, pack.p + b->offset, b->length, b, plain, psize) != 0)
 					fail_msg("pack %s blob %zu: %s", names[k], i, rix_error_last());
 				assert_int_equal(got, psize);
 				if (b->uncompressed_length != 0 && !check_blob_frame(key, pack.p + b->offset, b))
@@ -587,7 +587,7 @@ static void check_restic_writes(int v, const char *mode)
 	 * one-byte file's: 33 bytes uncompressed, a little more as a zstd frame.
 	 */
 	rix_id empty_id;
-	rix_sha256("", 0, &empty_id);
+	rix_sha256(&empty_id, "", 0);
 	for (size_t i = 0; i < nidx; i++)
 		assert_false(rix_index_has(idx[i], RIX_BLOB_DATA, &empty_id));
 	assert_true(nrandom >= 1);
@@ -657,7 +657,7 @@ static int on_pack_done(void *arg, rix_pack_writer *w, const rix_id *pack_id)
 {
 	struct done_ctx *d = arg;
 	char hex[65], path[4096];
-	rix_id_to_hex(pack_id, hex);
+	rix_id_to_hex(hex, pack_id);
 	snprintf(path, sizeof(path), "%s/data/%.2s/%s", d->repo, hex, hex);
 	int rc = rix_pack_writer_rename(w, path, 1);
 	if (rc == 0)
@@ -673,10 +673,10 @@ static void write_unpacked(const char *repo, const char *sub, const rix_key *key
 {
 	uint8_t *file;
 	size_t fn;
-	assert_int_equal(rix_unpacked_encode(key, json, n, v, &file, &fn), 0);
+	assert_int_equal(rix_unpacked_encode(&file, &fn, key, json, n, v), 0);
 	rix_id id;
-	rix_sha256(file, fn, &id);
-	rix_id_to_hex(&id, hex);
+	rix_sha256(&id, file, fn);
+	rix_id_to_hex(hex, &id);
 	char name[128];
 	snprintf(name, sizeof(name), "%s/%s", sub, hex);
 	rix_test_put_file(repo, name, file, fn);
@@ -727,7 +727,7 @@ static json_t *file_node(const char *name, const struct wblob *bl, const int *pa
 	size_t size = 0;
 	for (size_t i = 0; i < nparts; i++) {
 		char hex[65];
-		rix_id_to_hex(&bl[parts[i]].id, hex);
+		rix_id_to_hex(hex, &bl[parts[i]].id);
 		json_array_append_new(content, json_string(hex));
 		size += bl[parts[i]].n;
 	}
@@ -757,7 +757,7 @@ static void tree_blob(struct wblob *b, json_t *nodes)
 	jansson_free(s);
 	json_decref(tree);
 	b->t = RIX_BLOB_TREE;
-	rix_sha256(b->p, b->n, &b->id);
+	rix_sha256(&b->id, b->p, b->n);
 }
 
 /* The restored file path must hold exactly the concatenation of parts. */
@@ -808,7 +808,7 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 	}
 	free(zh.p);
 	for (int i = B_ZERO; i <= B_BIG; i++)
-		rix_sha256(bl[i].p, bl[i].n, &bl[i].id);
+		rix_sha256(&bl[i].id, bl[i].p, bl[i].n);
 	/* Files: all (several blobs), big, empty (no blob), one, random, zero (the 0-byte blob),
 	 * and a directory sub/ holding text. */
 	static const int all_parts[] = { B_TEXT, B_ONE, B_ZERO, B_RANDOM };
@@ -825,7 +825,7 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 	json_array_append_new(nodes, file_node("one", bl, p_one, 1));
 	json_array_append_new(nodes, file_node("random", bl, p_random, 1));
 	char subtree_hex[65];
-	rix_id_to_hex(&bl[B_SUBTREE].id, subtree_hex);
+	rix_id_to_hex(subtree_hex, &bl[B_SUBTREE].id);
 	const char *t = "2026-01-02T03:04:05Z";
 	json_array_append_new(nodes, json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:i, s:i, s:n, s:s}", "name", "sub",
 					       "type", "dir", "mode", (json_int_t)(0x80000000u | 0755), "mtime", t, "atime", t,
@@ -856,7 +856,7 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 	/* What rix stored: the big blob alone in its pack; compression by version and mode. */
 	rix_packed_blob loc[NBLOBS];
 	for (int i = 0; i < NBLOBS; i++) {
-		assert_int_equal(rix_index_lookup(idx, bl[i].t, &bl[i].id, &loc[i]), 0);
+		assert_int_equal(rix_index_lookup(&loc[i], idx, bl[i].t, &bl[i].id), 0);
 		int z = loc[i].uncompressed_length != 0;
 		int want_z;
 		if (v == 1)
@@ -881,17 +881,17 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 	/* Every pack file is named by its SHA-256, and its header says what the index says. */
 	for (int i = 0; i < NBLOBS; i++) {
 		char hex[65];
-		rix_id_to_hex(&loc[i].pack_id, hex);
+		rix_id_to_hex(hex, &loc[i].pack_id);
 		char sub[3] = { hex[0], hex[1], 0 };
 		char dir[1024];
 		snprintf(dir, sizeof(dir), "%s/data/%s", repo, sub);
 		struct buf pack = read_path("%s/%s", dir, hex);
 		rix_id pid;
-		rix_sha256(pack.p, pack.n, &pid);
+		rix_sha256(&pid, pack.p, pack.n);
 		assert_memory_equal(pid.b, loc[i].pack_id.b, RIX_ID_SIZE);
 		rix_blob *blobs;
 		size_t cnt, hit = 0;
-		assert_int_equal(rix_pack_read_header(key, pack.p, pack.n, v, &blobs, &cnt), 0);
+		assert_int_equal(rix_pack_read_header(&blobs, &cnt, key, pack.p, pack.n, v), 0);
 		for (size_t k = 0; k < cnt; k++)
 			if (memcmp(blobs[k].id.b, bl[i].id.b, RIX_ID_SIZE) == 0) {
 				assert_int_equal(blobs[k].offset, loc[i].offset);
@@ -916,7 +916,7 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 		assert_int_equal(rix_index_new(&spoiled, 0), 0);
 		struct spoil_ctx sc = { spoiled, &bl[B_TEXT].id };
 		assert_int_equal(rix_index_foreach_pack(idx, copy_pack_spoiled, &sc), 0);
-		assert_int_equal(rix_index_encode(spoiled, &ijson, &ijn), 0);
+		assert_int_equal(rix_index_encode(&ijson, &ijn, spoiled), 0);
 		write_unpacked(repo, "index", key, v, ijson, ijn, hex);
 		rix_free(ijson);
 		rix_index_free(spoiled);
@@ -933,7 +933,7 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 
 	/* The index file. */
 	rix_index_finalize(idx);
-	assert_int_equal(rix_index_encode(idx, &ijson, &ijn), 0);
+	assert_int_equal(rix_index_encode(&ijson, &ijn, idx), 0);
 	write_unpacked(repo, "index", key, v, ijson, ijn, hex);
 
 	/* (c): packs and index, nothing referencing the blobs yet: restic 0.14 finds no error. */
@@ -945,7 +945,7 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 
 	/* The snapshot. */
 	char root_hex[65], snap_hex[65];
-	rix_id_to_hex(&bl[B_ROOT].id, root_hex);
+	rix_id_to_hex(root_hex, &bl[B_ROOT].id);
 	json_t *snap = json_pack("{s:s, s:s, s:[s], s:s, s:s}", "time", "2026-01-02T03:04:05.5Z", "tree", root_hex,
 				 "paths", "/rix-interop", "hostname", "rix-interop", "username", "rix");
 	char *sjson = json_dumps(snap, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -43,7 +43,7 @@ struct ids {
 /* Saves json as a tree blob; its ID into id. */
 static void save_tree(rix_repo *r, const char *json, rix_id *id)
 {
-	MUST(rix_repo_save_blob(r, RIX_BLOB_TREE, json, strlen(json), id, NULL));
+	MUST(rix_repo_save_blob(id, NULL, r, RIX_BLOB_TREE, json, strlen(json)));
 }
 
 /* Writes json as a snapshot file; its name into name when not NULL. */
@@ -52,14 +52,14 @@ static void put_snapshot_json(rix_repo *r, const char *json, char name[65])
 	rix_id id;
 	MUST(rix_repo_write_file(r, RIX_FILE_SNAPSHOT, json, strlen(json), &id));
 	if (name != NULL)
-		rix_id_to_hex(&id, name);
+		rix_id_to_hex(name, &id);
 }
 
 /* A snapshot of tree as restic writes one, taken at second sec of a minute (names differ). */
 static void put_snapshot(rix_repo *r, const rix_id *tree, int sec, char name[65])
 {
 	char hex[65], json[512];
-	rix_id_to_hex(tree, hex);
+	rix_id_to_hex(hex, tree);
 	snprintf(json, sizeof(json),
 		 "{\"time\":\"2024-05-06T07:08:%02d.123456789+02:00\",\"tree\":\"%s\",\"paths\":[\"/data\"],"
 		 "\"hostname\":\"testhost\",\"username\":\"tester\"}",
@@ -73,7 +73,7 @@ static void file_node(char *out, size_t cap, const char *name, int size, const r
 	char content[2 * 68] = "";
 	for (size_t i = 0; i < n; i++) {
 		char hex[65];
-		rix_id_to_hex(&ids[i], hex);
+		rix_id_to_hex(hex, &ids[i]);
 		size_t at = strlen(content);
 		snprintf(content + at, sizeof(content) - at, "%s\"%s\"", i > 0 ? "," : "", hex);
 	}
@@ -85,7 +85,7 @@ static void file_node(char *out, size_t cap, const char *name, int size, const r
 static void dir_node(char *out, size_t cap, const char *name, const rix_id *tree)
 {
 	char hex[65];
-	rix_id_to_hex(tree, hex);
+	rix_id_to_hex(hex, tree);
 	snprintf(out, cap, "{\"name\":\"%s\",\"type\":\"dir\",\"mode\":2147484141,\"subtree\":\"%s\"}", name, hex);
 }
 
@@ -95,7 +95,7 @@ static void dir_node(char *out, size_t cap, const char *name, const rix_id *tree
  */
 static void make_repo(const char *dir, rix_compression c, struct ids *x)
 {
-	rix_repo_close(init_repo(dir, 2));
+	rix_repo_free(init_repo(dir, 2));
 	rix_repo_options o = fast;
 	o.compression_set = 1;
 	o.compression = c;
@@ -108,7 +108,7 @@ static void make_repo(const char *dir, rix_compression c, struct ids *x)
 		if (i == 2)
 			memset(data, 'z', len / 2);
 		int stored;
-		MUST(rix_repo_save_blob(r, RIX_BLOB_DATA, data, len, &x->d[i], &stored));
+		MUST(rix_repo_save_blob(&x->d[i], &stored, r, RIX_BLOB_DATA, data, len));
 		assert_int_equal(stored, 1);
 	}
 	memset(&x->missing, 0x77, sizeof(x->missing));
@@ -127,14 +127,14 @@ static void make_repo(const char *dir, rix_compression c, struct ids *x)
 	put_snapshot(r, &x->a, 1, NULL);
 	put_snapshot(r, &x->b, 2, NULL);
 	put_snapshot(r, &x->a, 3, NULL);
-	rix_repo_close(r);
+	rix_repo_free(r);
 }
 
 /* Opens dir and loads its index. */
 static rix_repo *open_loaded(const char *dir)
 {
 	rix_repo *r = open_repo(dir, NULL);
-	MUST(rix_repo_load_index(r, NULL, NULL, NULL));
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
 	return r;
 }
 
@@ -142,8 +142,8 @@ static rix_repo *open_loaded(const char *dir)
 static int compute(const char *dir, rix_repo_usage *u)
 {
 	rix_repo *r = open_loaded(dir);
-	int rc = rix_repo_usage_compute(r, u);
-	rix_repo_close(r);
+	int rc = rix_repo_usage_compute(u, r);
+	rix_repo_free(r);
 	return rc;
 }
 
@@ -181,12 +181,12 @@ static void test_usage_compressed(void **state)
 	make_repo(dir, RIX_COMPRESSION_MAX, &x);
 	rix_repo *r = open_loaded(dir);
 	rix_packed_blob pb;
-	MUST(rix_master_index_lookup(rix_repo_master_index(r), RIX_BLOB_DATA, &x.d[2], &pb));
+	MUST(rix_master_index_lookup(&pb, rix_repo_master_index(r), RIX_BLOB_DATA, &x.d[2]));
 	assert_int_equal(pb.uncompressed_length, 3000); /* d3 is stored compressed */
 	assert_true(pb.length < 3000);
 	rix_repo_usage u;
-	MUST(rix_repo_usage_compute(r, &u));
-	rix_repo_close(r);
+	MUST(rix_repo_usage_compute(&u, r));
+	rix_repo_free(r);
 	/* d1 and d2 are random: compressing them would not make them smaller. */
 	check_figures(&u, 1000 + 2000 + 2 * RIX_CRYPTO_OVERHEAD + pb.length);
 	rix_test_free_dir(dir);
@@ -196,7 +196,7 @@ static void test_usage_empty(void **state)
 {
 	(void)state;
 	char *dir = rix_test_new_dir("rix-usage");
-	rix_repo_close(init_repo(dir, 2));
+	rix_repo_free(init_repo(dir, 2));
 	rix_repo_usage u;
 	memset(&u, 0xff, sizeof(u));
 	MUST(compute(dir, &u));
@@ -221,7 +221,7 @@ static void expect_failure(rix_repo *r, const char *json, const rix_id *tree, in
 	char name[65];
 	put_snapshot(r, tree, 59, name);
 	rix_repo_usage u;
-	int rc = rix_repo_usage_compute(r, &u);
+	int rc = rix_repo_usage_compute(&u, r);
 	if (rc != want || (want_msg != NULL && strstr(rix_error_last(), want_msg) == NULL))
 		fail_msg("%s: %d (%s), want %d (%s)", json != NULL ? json : "a tree given by ID", rc, rix_error_last(),
 			 want, want_msg != NULL ? want_msg : "");
@@ -239,7 +239,7 @@ static void test_usage_not_restic(void **state)
 	char name[65];
 	put_snapshot_json(r, "{\"time\":\"2024-05-06T07:08:09Z\",\"paths\":[\"/data\"]}", name);
 	rix_repo_usage u;
-	assert_int_equal(rix_repo_usage_compute(r, &u), RIX_ECORRUPT);
+	assert_int_equal(rix_repo_usage_compute(&u, r), RIX_ECORRUPT);
 	assert_non_null(strstr(rix_error_last(), "has no tree"));
 	MUST(rix_backend_remove(rix_repo_backend(r), RIX_FILE_SNAPSHOT, name));
 	/* Trees that are not what restic writes, and one the index does not hold. */
@@ -259,9 +259,9 @@ static void test_usage_not_restic(void **state)
 	MUST(rix_repo_flush(r));
 	expect_failure(r, NULL, &t, RIX_ECORRUPT, "nested over 1000");
 	/* With the bad snapshots gone, the figures are as before. */
-	MUST(rix_repo_usage_compute(r, &u));
+	MUST(rix_repo_usage_compute(&u, r));
 	check_figures(&u, 6000 + 3 * RIX_CRYPTO_OVERHEAD);
-	rix_repo_close(r);
+	rix_repo_free(r);
 	rix_test_free_dir(dir);
 }
 

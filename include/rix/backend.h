@@ -104,14 +104,14 @@ RIX_EXPORT int rix_backend_rest_open(rix_backend **out, const char *url, int cre
 /* The operations, through any backend (name: 64 hex digits; ignored for RIX_FILE_CONFIG). */
 RIX_EXPORT const char *rix_backend_kind(const rix_backend *b);
 RIX_EXPORT int rix_backend_list(rix_backend *b, rix_file_type t, rix_backend_list_fn fn, void *arg);
-RIX_EXPORT int rix_backend_stat(rix_backend *b, rix_file_type t, const char *name, uint64_t *size);
+RIX_EXPORT int rix_backend_stat(uint64_t *size, rix_backend *b, rix_file_type t, const char *name);
 RIX_EXPORT int rix_backend_read(rix_backend *b, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len);
 /* The whole file, in *data (freed with rix_free), *n bytes. At most max bytes, else RIX_ECORRUPT. */
-RIX_EXPORT int rix_backend_read_all(rix_backend *b, rix_file_type t, const char *name, size_t max, uint8_t **data,
-			 size_t *n);
+RIX_EXPORT int rix_backend_read_all(uint8_t **data, size_t *n, rix_backend *b, rix_file_type t, const char *name,
+			 size_t max);
 RIX_EXPORT int rix_backend_write(rix_backend *b, rix_file_type t, const char *name, const void *data, size_t n);
-RIX_EXPORT int rix_backend_write_file(rix_backend *b, rix_file_type t, const char *name, int fd, const char *path,
-			   uint64_t size, int *taken);
+RIX_EXPORT int rix_backend_write_file(int *taken, rix_backend *b, rix_file_type t, const char *name, int fd,
+			   const char *path, uint64_t size);
 RIX_EXPORT int rix_backend_remove(rix_backend *b, rix_file_type t, const char *name);
 RIX_EXPORT const char *rix_backend_temp_dir(rix_backend *b);
 

@@ -54,7 +54,7 @@ RIX_EXPORT int rix_config_parse(const char *json, size_t len, rix_config *out);
  * @return 0; RIX_EINVAL (version not 1 or 2, or a polynomial rix_chunker_polynomial_check
  * refuses); RIX_ENOMEM. On failure *json is NULL and *len 0.
  */
-RIX_EXPORT int rix_config_encode(const rix_config *cfg, char **json, size_t *len);
+RIX_EXPORT int rix_config_encode(char **json, size_t *len, const rix_config *cfg);
 
 /*
  * The config file as stored, file[0..n): its MAC is verified and it is decrypted with key
@@ -70,14 +70,14 @@ RIX_EXPORT int rix_config_open(const rix_key *key, const uint8_t *file, size_t n
  * *file (*n bytes) belongs to the caller, freed with rix_free.
  * @return 0; RIX_EINVAL (as rix_config_encode); RIX_ENOMEM. On failure *file is NULL, *n 0.
  */
-RIX_EXPORT int rix_config_seal(const rix_key *key, const rix_config *cfg, uint8_t **file, size_t *n);
+RIX_EXPORT int rix_config_seal(uint8_t **file, size_t *n, const rix_key *key, const rix_config *cfg);
 
 /*
  * A fresh config for a new repository: the given version, a random ID and a random
  * irreducible polynomial of degree 53 (both from libsodium's random source).
  * @return 0; RIX_EINVAL (version not 1 or 2); RIX_EIO (the random source failed).
  */
-RIX_EXPORT int rix_config_new(int version, rix_config *out);
+RIX_EXPORT int rix_config_new(rix_config *out, int version);
 
 /*
  * 0 if p is a polynomial restic's chunker can use: degree 53 (bit 53 the highest set bit) and

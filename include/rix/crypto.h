@@ -68,9 +68,9 @@ RIX_EXPORT int rix_key_open_file(rix_key **out, const char *json, size_t len, co
  * @return 0, RIX_EINVAL (N not a power of two >= 2, or parameters over the memory bound),
  * RIX_ENOMEM.
  */
-RIX_EXPORT int rix_key_create_file(const rix_key *master, const char *password, size_t password_len,
-			uint64_t N, uint32_t r, uint32_t p, const char *username, const char *hostname,
-			char **json, size_t *len);
+RIX_EXPORT int rix_key_create_file(char **json, size_t *len, const rix_key *master,
+			const char *password, size_t password_len, uint64_t N, uint32_t r, uint32_t p,
+			const char *username, const char *hostname);
 
 /*
  * Seals plain[0..n) into out[0..n + RIX_CRYPTO_OVERHEAD) with a random IV. out must not
@@ -93,7 +93,7 @@ RIX_EXPORT int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, 
 
 /* SHA-256 of data[0..n): the ID of a blob (plaintext) or of a stored file (its bytes). Aborts
  * if OpenSSL cannot allocate its digest context (an unset ID must never name anything). */
-RIX_EXPORT void rix_sha256(const void *data, size_t n, rix_id *out);
+RIX_EXPORT void rix_sha256(rix_id *out, const void *data, size_t n);
 
 /*
  * Incremental SHA-256, for a file hashed while it is written (a pack's ID). A context is owned
@@ -104,7 +104,7 @@ RIX_EXPORT void rix_sha256(const void *data, size_t n, rix_id *out);
 typedef struct rix_sha256_ctx rix_sha256_ctx;
 RIX_EXPORT int rix_sha256_new(rix_sha256_ctx **out);
 RIX_EXPORT void rix_sha256_update(rix_sha256_ctx *c, const void *data, size_t n);
-RIX_EXPORT void rix_sha256_final(rix_sha256_ctx *c, rix_id *out);
+RIX_EXPORT void rix_sha256_final(rix_id *out, rix_sha256_ctx *c);
 /* NULL-safe. */
 RIX_EXPORT void rix_sha256_free(rix_sha256_ctx *c);
 

@@ -44,11 +44,11 @@ RIX_EXPORT void rix_index_free(rix_index *idx);
 RIX_EXPORT int rix_index_store_pack(rix_index *idx, const rix_id *pack_id, const rix_blob *blobs, size_t n);
 
 /* Finds one location of a blob. out may be NULL. @return 0, RIX_ENOTFOUND. */
-RIX_EXPORT int rix_index_lookup(const rix_index *idx, rix_blob_type t, const rix_id *id, rix_packed_blob *out);
+RIX_EXPORT int rix_index_lookup(rix_packed_blob *out, const rix_index *idx, rix_blob_type t, const rix_id *id);
 
 /* Up to max locations (newest first); returns the total number, which may exceed max. */
-RIX_EXPORT size_t rix_index_lookup_all(const rix_index *idx, rix_blob_type t, const rix_id *id,
-			    rix_packed_blob *out, size_t max);
+RIX_EXPORT size_t rix_index_lookup_all(rix_packed_blob *out, size_t max, const rix_index *idx,
+			    rix_blob_type t, const rix_id *id);
 
 /* Whether a blob is listed. */
 RIX_EXPORT bool rix_index_has(const rix_index *idx, rix_blob_type t, const rix_id *id);
@@ -126,7 +126,7 @@ RIX_EXPORT int rix_index_decode_to(const char *json, size_t len, const rix_index
  * belongs to the caller, freed with rix_free.
  * @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT int rix_index_encode(const rix_index *idx, char **out, size_t *len);
+RIX_EXPORT int rix_index_encode(char **out, size_t *len, const rix_index *idx);
 
 #ifdef __cplusplus
 }

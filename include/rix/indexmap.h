@@ -64,21 +64,21 @@ RIX_EXPORT int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc
  * Finds the most recently added entry for id. out may be NULL (membership test).
  * @return 0, RIX_ENOTFOUND.
  */
-RIX_EXPORT int rix_indexmap_lookup(const rix_indexmap *m, const rix_id *id, rix_loc *out);
+RIX_EXPORT int rix_indexmap_lookup(rix_loc *out, const rix_indexmap *m, const rix_id *id);
 
 /*
  * Writes up to max matches for id into out (newest first) and returns the total number of
  * matches, which may exceed max.
  */
-RIX_EXPORT size_t rix_indexmap_lookup_all(const rix_indexmap *m, const rix_id *id, rix_loc *out, size_t max);
+RIX_EXPORT size_t rix_indexmap_lookup_all(rix_loc *out, size_t max, const rix_indexmap *m, const rix_id *id);
 
 /*
  * Batched lookup: for each i < n, found[i] = 1 and out[i] = location if ids[i] is present,
  * else found[i] = 0 (out[i] untouched). out may be NULL. Issues the memory loads of many keys
  * before using them, so their cache misses overlap. Returns the number found.
  */
-RIX_EXPORT size_t rix_indexmap_lookup_many(const rix_indexmap *m, const rix_id *ids, size_t n,
-				rix_loc *out, uint8_t *found);
+RIX_EXPORT size_t rix_indexmap_lookup_many(rix_loc *out, uint8_t *found, const rix_indexmap *m,
+				const rix_id *ids, size_t n);
 
 /* Number of entries. */
 RIX_EXPORT size_t rix_indexmap_count(const rix_indexmap *m);
@@ -87,7 +87,7 @@ RIX_EXPORT size_t rix_indexmap_count(const rix_indexmap *m);
 RIX_EXPORT size_t rix_indexmap_memory(const rix_indexmap *m);
 
 /* Entry number i (0 <= i < count), in insertion order. Pointers are borrowed. */
-RIX_EXPORT void rix_indexmap_entry(const rix_indexmap *m, uint32_t i, const rix_id **id, rix_loc *loc);
+RIX_EXPORT void rix_indexmap_entry(const rix_id **id, rix_loc *loc, const rix_indexmap *m, uint32_t i);
 
 /*
  * Calls fn for every entry in insertion order; stops at the first nonzero return and returns it.

@@ -75,32 +75,32 @@ RIX_EXPORT size_t rix_master_index_unindexed(rix_master_index *mi);
  * pass *upto to rix_master_index_mark_indexed once that file is written. One caller at a time
  * (packs stored meanwhile wait for the next one). @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT int rix_master_index_take_unindexed(rix_master_index *mi, rix_index **out, uint32_t *upto);
+RIX_EXPORT int rix_master_index_take_unindexed(rix_index **out, uint32_t *upto, rix_master_index *mi);
 /* The packs take_unindexed gave with upto are named by a written index file now. */
 RIX_EXPORT void rix_master_index_mark_indexed(rix_master_index *mi, uint32_t upto);
 #endif /* RIX_ADVANCED */
 
 /* One location of a blob. out may be NULL. @return 0, RIX_ENOTFOUND. */
-RIX_EXPORT int rix_master_index_lookup(rix_master_index *mi, rix_blob_type t, const rix_id *id,
-			    rix_packed_blob *out);
+RIX_EXPORT int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob_type t,
+			    const rix_id *id);
 
 /* Whether the blob is in any index. */
 RIX_EXPORT bool rix_master_index_has(rix_master_index *mi, rix_blob_type t, const rix_id *id);
 
 /* Plaintext size (see rix_blob_plain_size). @return 0, RIX_ENOTFOUND. */
-RIX_EXPORT int rix_master_index_size(rix_master_index *mi, rix_blob_type t, const rix_id *id, uint32_t *size);
+RIX_EXPORT int rix_master_index_size(uint32_t *size, rix_master_index *mi, rix_blob_type t, const rix_id *id);
 
 /* Up to max locations; returns the total number, which may exceed max. */
-RIX_EXPORT size_t rix_master_index_lookup_all(rix_master_index *mi, rix_blob_type t, const rix_id *id,
-				   rix_packed_blob *out, size_t max);
+RIX_EXPORT size_t rix_master_index_lookup_all(rix_packed_blob *out, size_t max, rix_master_index *mi,
+				   rix_blob_type t, const rix_id *id);
 
 /*
  * Batched lookup of n IDs of one type: found[i] = 1 and out[i] filled when ids[i] is known,
  * else found[i] = 0. out may be NULL (membership only). Overlaps the memory misses of many
  * keys. Returns the number found.
  */
-RIX_EXPORT size_t rix_master_index_lookup_many(rix_master_index *mi, rix_blob_type t, const rix_id *ids,
-				    size_t n, rix_packed_blob *out, uint8_t *found);
+RIX_EXPORT size_t rix_master_index_lookup_many(rix_packed_blob *out, uint8_t *found, rix_master_index *mi,
+				    rix_blob_type t, const rix_id *ids, size_t n);
 
 /* Number of blob entries of type t over all indexes (duplicates counted). */
 RIX_EXPORT size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t);
@@ -112,10 +112,10 @@ RIX_EXPORT int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn 
  * The distinct pack IDs of all indexes, sorted. *out belongs to the caller (rix_free).
  * @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT int rix_master_index_packs(rix_master_index *mi, rix_id **out, size_t *n);
+RIX_EXPORT int rix_master_index_packs(rix_id **out, size_t *n, rix_master_index *mi);
 
 /* IDs of all index files held (rix_index_add_id of each). *out: caller's (rix_free). */
-RIX_EXPORT int rix_master_index_index_ids(rix_master_index *mi, rix_id **out, size_t *n);
+RIX_EXPORT int rix_master_index_index_ids(rix_id **out, size_t *n, rix_master_index *mi);
 
 #ifdef RIX_ADVANCED /* the save path's pending set (rix/common.h) */
 /*
@@ -146,7 +146,7 @@ RIX_EXPORT void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_t
  * since the last bulk_finish is dropped (load those files again).
  */
 typedef struct rix_master_batch rix_master_batch;
-RIX_EXPORT int rix_master_index_batch_new(rix_master_index *mi, rix_master_batch **out);
+RIX_EXPORT int rix_master_index_batch_new(rix_master_batch **out, rix_master_index *mi);
 RIX_EXPORT const rix_index_sink *rix_master_batch_sink(rix_master_batch *b);
 RIX_EXPORT int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id);
 RIX_EXPORT void rix_master_batch_discard(rix_master_batch *b);

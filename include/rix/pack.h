@@ -52,8 +52,8 @@ extern "C" {
  * byte, 0x02 in version 1, bad or oversized zstd frame); RIX_EINVAL (repo_version not 1 or 2);
  * RIX_ENOMEM.
  */
-RIX_EXPORT int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size_t n, int repo_version,
-			uint8_t **out, size_t *out_len);
+RIX_EXPORT int rix_unpacked_decode(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *file,
+			size_t n, int repo_version);
 
 /*
  * The same for many files, without an allocation per file: a decoder keeps its zstd context and
@@ -64,8 +64,8 @@ RIX_EXPORT int rix_unpacked_decode(const rix_key *key, const uint8_t *file, size
 typedef struct rix_unpacked_decoder rix_unpacked_decoder;
 RIX_EXPORT int rix_unpacked_decoder_new(rix_unpacked_decoder **out);
 RIX_EXPORT void rix_unpacked_decoder_free(rix_unpacked_decoder *d);
-RIX_EXPORT int rix_unpacked_decoder_decode(rix_unpacked_decoder *d, const rix_key *key, uint8_t *file, size_t n,
-				int repo_version, const uint8_t **out, size_t *out_len);
+RIX_EXPORT int rix_unpacked_decoder_decode(const uint8_t **out, size_t *out_len, rix_unpacked_decoder *d, const rix_key *key,
+				uint8_t *file, size_t n, int repo_version);
 
 /*
  * Encodes JSON json[0..n) as an unpacked file: version 1 seals it as it is; version 2 seals
@@ -74,8 +74,8 @@ RIX_EXPORT int rix_unpacked_decoder_decode(rix_unpacked_decoder *d, const rix_ke
  * is the file's bytes.
  * @return 0; RIX_EINVAL (repo_version not 1 or 2, json too large); RIX_ENOMEM.
  */
-RIX_EXPORT int rix_unpacked_encode(const rix_key *key, const void *json, size_t n, int repo_version,
-			uint8_t **out, size_t *out_len);
+RIX_EXPORT int rix_unpacked_encode(uint8_t **out, size_t *out_len, const rix_key *key, const void *json,
+			size_t n, int repo_version);
 
 /*
  * Reads the header of a whole pack file pack[0..n) held in memory: the trailer, the sealed
@@ -87,8 +87,8 @@ RIX_EXPORT int rix_unpacked_encode(const rix_key *key, const void *json, size_t 
  * entry; a stored length under 32; a compressed entry with uncompressed length 0; blobs running
  * into the header); RIX_EINVAL (repo_version); RIX_ENOMEM.
  */
-RIX_EXPORT int rix_pack_read_header(const rix_key *key, const uint8_t *pack, size_t n, int repo_version,
-			 rix_blob **out, size_t *count);
+RIX_EXPORT int rix_pack_read_header(rix_blob **out, size_t *count, const rix_key *key, const uint8_t *pack,
+			 size_t n, int repo_version);
 
 /*
  * The same for a pack that is not in memory: read(arg, offset, buf, len) must fill
@@ -96,8 +96,8 @@ RIX_EXPORT int rix_pack_read_header(const rix_key *key, const uint8_t *pack, siz
  * on). Reads the 4-byte trailer, then the sealed header only. size is the pack's size.
  */
 typedef int (*rix_pack_read_fn)(void *arg, uint64_t offset, void *buf, size_t len);
-RIX_EXPORT int rix_pack_read_header_at(const rix_key *key, uint64_t size, rix_pack_read_fn read, void *arg,
-			    int repo_version, rix_blob **out, size_t *count);
+RIX_EXPORT int rix_pack_read_header_at(rix_blob **out, size_t *count, const rix_key *key, uint64_t size,
+			    rix_pack_read_fn read, void *arg, int repo_version);
 
 /*
  * Reads blob b from the pack pack[0..n): bounds check, open, decompress when
@@ -108,15 +108,15 @@ RIX_EXPORT int rix_pack_read_header_at(const rix_key *key, uint64_t size, rix_pa
  * decompressed size, compressed blob in version 1, "blob ID mismatch"); RIX_EINVAL
  * (repo_version); RIX_ENOMEM.
  */
-RIX_EXPORT int rix_pack_read_blob(const rix_key *key, const uint8_t *pack, size_t n, const rix_blob *b,
-		       int repo_version, uint8_t **out, size_t *out_len);
+RIX_EXPORT int rix_pack_read_blob(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *pack,
+		       size_t n, const rix_blob *b, int repo_version);
 
 /*
  * The same for a blob's sealed bytes alone, stored[0..n) (normally n == b->length; b->offset is
  * not used): what a caller that read (offset, length) from a backend has in hand.
  */
-RIX_EXPORT int rix_blob_decode(const rix_key *key, const uint8_t *stored, size_t n, const rix_blob *b,
-		    int repo_version, uint8_t **out, size_t *out_len);
+RIX_EXPORT int rix_blob_decode(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *stored,
+		    size_t n, const rix_blob *b, int repo_version);
 
 /* ---- Blob codec: compression mode + encryption ------------------------------------------- */
 
@@ -177,8 +177,8 @@ RIX_EXPORT size_t rix_blob_stored_bound(size_t n);
  * written (the header's length), *uncompressed_len n when compressed, else 0.
  * @return 0; RIX_EINVAL (n > RIX_BLOB_MAX, cap too small); RIX_ENOMEM; RIX_EIO.
  */
-RIX_EXPORT int rix_blob_codec_encode(rix_blob_codec *c, rix_blob_type t, const void *plain, size_t n, uint8_t *out,
-			  size_t cap, uint32_t *stored_len, uint32_t *uncompressed_len);
+RIX_EXPORT int rix_blob_codec_encode(uint32_t *stored_len, uint32_t *uncompressed_len, rix_blob_codec *c, rix_blob_type t, const void *plain,
+			  size_t n, uint8_t *out, size_t cap);
 
 /*
  * Decodes stored blob stored[0..n) described by b (type, ID, uncompressed length; offset and
@@ -187,8 +187,8 @@ RIX_EXPORT int rix_blob_codec_encode(rix_blob_codec *c, rix_blob_type t, const v
  * SHA-256 == b->id. *out_len is the plaintext's size.
  * @return as rix_blob_decode, and RIX_EINVAL when cap is too small.
  */
-RIX_EXPORT int rix_blob_codec_decode(rix_blob_codec *c, const uint8_t *stored, size_t n, const rix_blob *b,
-			  uint8_t *out, size_t cap, size_t *out_len);
+RIX_EXPORT int rix_blob_codec_decode(size_t *out_len, rix_blob_codec *c, const uint8_t *stored, size_t n,
+			  const rix_blob *b, uint8_t *out, size_t cap);
 
 /* ---- Pack writer ---------------------------------------------------------------------------- */
 
@@ -244,7 +244,7 @@ RIX_EXPORT const rix_blob *rix_pack_writer_blobs(const rix_pack_writer *w);
  * Writes the sealed header and its length and gives the pack's ID. The file is complete but
  * not synced. @return 0; RIX_EINVAL (already finished or empty); RIX_EIO, RIX_ENOSPC; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_pack_writer_finish(rix_pack_writer *w, rix_id *pack_id);
+RIX_EXPORT int rix_pack_writer_finish(rix_id *pack_id, rix_pack_writer *w);
 #ifdef RIX_ADVANCED /* the pack writer's file (rix/common.h) */
 /* After finish: the file's size, its descriptor (open for reading, offset unspecified) and path. */
 RIX_EXPORT uint64_t rix_pack_writer_file_size(const rix_pack_writer *w);

@@ -65,7 +65,7 @@ typedef struct rix_repo rix_repo;
 /*
  * A new repository on backend b (which must hold none): a fresh master key, a key file for
  * password, a config of opt->version with a random ID and chunker polynomial. The repository
- * owns b on success (freed by rix_repo_close); on failure the caller keeps it. opt may be NULL.
+ * owns b on success (freed by rix_repo_free); on failure the caller keeps it. opt may be NULL.
  * @return 0; RIX_EEXISTS (a config is there); RIX_EINVAL; the backend's errors; RIX_ENOMEM.
  */
 RIX_EXPORT int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
@@ -81,7 +81,7 @@ RIX_EXPORT int rix_repo_open(rix_repo **out, rix_backend *b, const char *passwor
 		  const rix_repo_options *opt);
 
 /* Frees everything (blobs saved since the last flush are not stored). NULL-safe. */
-RIX_EXPORT void rix_repo_close(rix_repo *r);
+RIX_EXPORT void rix_repo_free(rix_repo *r);
 
 /* Borrowed, valid while r is. */
 RIX_EXPORT const rix_config *rix_repo_config(const rix_repo *r);
@@ -110,7 +110,7 @@ typedef struct rix_repo_load_stats {
  * stats may be NULL.
  * @return 0; the first error when strict; backend errors from listing; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error, void *arg, rix_repo_load_stats *stats);
+RIX_EXPORT int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg);
 
 /*
  * Saves blob data[0..n) of type t: its ID (SHA-256) into *id, and *stored = 1 if it was
@@ -122,7 +122,7 @@ RIX_EXPORT int rix_repo_load_index(rix_repo *r, rix_repo_index_error_fn on_error
  * @return 0; RIX_EINVAL (n over RIX_BLOB_MAX); RIX_ELOCKED (the repository's lock is lost: see
  * rix_lock_check); the codec's, packer's, backend's errors.
  */
-RIX_EXPORT int rix_repo_save_blob(rix_repo *r, rix_blob_type t, const void *data, size_t n, rix_id *id, int *stored);
+RIX_EXPORT int rix_repo_save_blob(rix_id *id, int *stored, rix_repo *r, rix_blob_type t, const void *data, size_t n);
 
 /*
  * Finishes open packs, stores them, and writes index files for every pack stored since the
@@ -144,7 +144,7 @@ RIX_EXPORT int rix_repo_flush(rix_repo *r);
  * @return 0; RIX_ENOTFOUND (not in the index); RIX_ECORRUPT / RIX_EAUTH (a damaged pack: the
  * message names it); backend errors; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_repo_load_blob(rix_repo *r, rix_blob_type t, const rix_id *id, uint8_t **out, size_t *n);
+RIX_EXPORT int rix_repo_load_blob(uint8_t **out, size_t *n, rix_repo *r, rix_blob_type t, const rix_id *id);
 
 /* ---- files ------------------------------------------------------------------------------------ */
 
@@ -159,8 +159,8 @@ RIX_EXPORT int rix_repo_load_blob(rix_repo *r, rix_blob_type t, const rix_id *id
  * RIX_REPO_FILE_MAX, SHA-256 is not the name, bad content); RIX_EAUTH (MAC: damaged, or another
  * repository's); backend errors; RIX_ENOMEM.
  */
-RIX_EXPORT RIX_NODISCARD int rix_repo_read_file(rix_repo *r, rix_file_type t, const rix_id *id, uint8_t **out,
-						size_t *n);
+RIX_EXPORT RIX_NODISCARD int rix_repo_read_file(uint8_t **out, size_t *n, rix_repo *r, rix_file_type t,
+						const rix_id *id);
 
 /*
  * Stores json[0..n) as an unpacked file of type t (RIX_FILE_INDEX, _SNAPSHOT or _LOCK): encoded
@@ -179,15 +179,15 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_write_file(rix_repo *r, rix_file_type t, c
  * @return 0; RIX_ENOTFOUND ("pack ... is missing"); rix_pack_read_header's errors (RIX_EAUTH,
  * RIX_ECORRUPT); backend errors; RIX_ENOMEM.
  */
-RIX_EXPORT RIX_NODISCARD int rix_repo_read_pack_header(rix_repo *r, const rix_id *pack_id, rix_blob **out,
-						       size_t *count);
+RIX_EXPORT RIX_NODISCARD int rix_repo_read_pack_header(rix_blob **out, size_t *count, rix_repo *r,
+						       const rix_id *pack_id);
 
 /*
  * Keys. add: a new key file for the same master key, opened by password; *name (65 bytes, may
  * be NULL) gets its name. remove: deletes key file name, refusing the one r was opened with
  * (RIX_EINVAL) so a repository always keeps a key that works. list: fn per key file name.
  */
-RIX_EXPORT int rix_repo_key_add(rix_repo *r, const char *password, size_t password_len, char name[65]);
+RIX_EXPORT int rix_repo_key_add(char name[65], rix_repo *r, const char *password, size_t password_len);
 RIX_EXPORT int rix_repo_key_remove(rix_repo *r, const char *name);
 RIX_EXPORT int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *arg);
 
@@ -210,7 +210,7 @@ typedef struct rix_repo_usage {
  * @return 0; RIX_ECORRUPT (a snapshot or tree that is not what restic writes); the load errors
  * of a tree blob; backend errors; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_repo_usage_compute(rix_repo *r, rix_repo_usage *u);
+RIX_EXPORT int rix_repo_usage_compute(rix_repo_usage *u, rix_repo *r);
 
 /* ---- check ------------------------------------------------------------------------------------ */
 
@@ -280,7 +280,7 @@ typedef struct rix_lock rix_lock;
  * @return 0; RIX_ELOCKED ("locked exclusively by PID 123 on host by user since ..."); backend
  * errors; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_repo_lock(rix_repo *r, int exclusive, rix_lock **out);
+RIX_EXPORT int rix_lock_acquire(rix_lock **out, rix_repo *r, int exclusive);
 /*
  * 0 while the lock is held; RIX_ELOCKED, with a message naming the lock and the refresh error,
  * once its refresh failed for RIX_LOCK_LOST_SECONDS. A lost lock stays lost (its holder must
@@ -294,9 +294,9 @@ RIX_EXPORT void rix_lock_set_intervals(rix_lock *l, unsigned refresh_ms, unsigne
 /* Writes a fresh lock file now and removes the previous one (the thread does it on its own). */
 RIX_EXPORT int rix_lock_refresh(rix_lock *l);
 /* Stops the refresh thread, removes the lock file, frees. NULL-safe. */
-RIX_EXPORT int rix_lock_release(rix_lock *l);
+RIX_EXPORT int rix_lock_free(rix_lock *l);
 /* Removes stale locks, or every lock when all; *removed (may be NULL) counts them. */
-RIX_EXPORT int rix_repo_unlock(rix_repo *r, int all, size_t *removed);
+RIX_EXPORT int rix_lock_remove(size_t *removed, rix_repo *r, int all);
 
 #ifdef __cplusplus
 }

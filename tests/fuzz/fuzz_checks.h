@@ -72,7 +72,7 @@ static inline const char *rix_fuzz_check_roundtrip(const uint8_t *data, size_t s
 
 	if (rix_index_decode(&a, (const char *)data, size, NULL) != 0)
 		return NULL;
-	if (rix_index_encode(a, &e1, &n1) != 0) {
+	if (rix_index_encode(&e1, &n1, a) != 0) {
 		why = "encode failed";
 		goto out;
 	}
@@ -94,7 +94,7 @@ static inline const char *rix_fuzz_check_roundtrip(const uint8_t *data, size_t s
 		why = "a blob is missing after the round trip";
 		goto out;
 	}
-	if (rix_index_encode(b, &e2, &n2) != 0) {
+	if (rix_index_encode(&e2, &n2, b) != 0) {
 		why = "second encode failed";
 		goto out;
 	}

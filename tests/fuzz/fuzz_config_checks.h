@@ -74,7 +74,7 @@ static inline const char *rix_fuzz_check_config(const uint8_t *data, size_t size
 		rix_config back;
 		memset(&back, 0, sizeof(back));
 		const char *why = NULL;
-		if (rix_config_encode(&c, &e1, &n1) != 0)
+		if (rix_config_encode(&e1, &n1, &c) != 0)
 			why = "encode failed";
 		else if (n1 != 123 || strlen(e1) != n1)
 			why = "encoding is not 123 bytes and NUL";
@@ -82,7 +82,7 @@ static inline const char *rix_fuzz_check_config(const uint8_t *data, size_t size
 			why = "the encoding does not parse";
 		else if (!rix_fuzz_config_equal(&c, &back))
 			why = "the encoding parses to another config";
-		else if (rix_config_encode(&back, &e2, &n2) != 0 || n2 != n1 || memcmp(e1, e2, n1) != 0)
+		else if (rix_config_encode(&e2, &n2, &back) != 0 || n2 != n1 || memcmp(e1, e2, n1) != 0)
 			why = "encoding twice gives other bytes";
 		rix_free(e1);
 		rix_free(e2);

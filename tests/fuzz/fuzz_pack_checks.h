@@ -70,7 +70,7 @@ static inline const char *rix_fuzz_check_unpacked(const uint8_t *data, size_t si
 		file = malloc(fn);
 		if (file == NULL || rix_crypto_seal(key, body, bn, file) != 0)
 			abort();
-		rc = rix_unpacked_decode(key, file, fn, version, &out, &on);
+		rc = rix_unpacked_decode(&out, &on, key, file, fn, version);
 		if (rc == 0) {
 			if (bn > 0 && (body[0] == '{' || body[0] == '[')) {
 				if (on != bn || memcmp(out, body, bn) != 0)
@@ -85,10 +85,10 @@ static inline const char *rix_fuzz_check_unpacked(const uint8_t *data, size_t si
 			why = "decode failed without a clean error";
 		}
 	} else {
-		rc = rix_unpacked_encode(key, body, bn, version, &file, &fn);
+		rc = rix_unpacked_encode(&file, &fn, key, body, bn, version);
 		if (rc != 0)
 			return rc == RIX_ENOMEM ? NULL : "encode failed";
-		rc = rix_unpacked_decode(key, file, fn, version, &out, &on);
+		rc = rix_unpacked_decode(&out, &on, key, file, fn, version);
 		bool json = bn > 0 && (body[0] == '{' || body[0] == '[');
 		if (rc == 0) {
 			if (version == 1 && !json)
@@ -117,10 +117,10 @@ static inline const char *rix_fuzz_pack_read_one(const uint8_t *pack, size_t pn,
 {
 	uint8_t *out = (uint8_t *)1;
 	size_t on = 0;
-	int rc = rix_pack_read_blob(rix_fuzz_pack_key(), pack, pn, b, version, &out, &on);
+	int rc = rix_pack_read_blob(&out, &on, rix_fuzz_pack_key(), pack, pn, b, version);
 	if (rc == 0) {
 		rix_id id;
-		rix_sha256(out, on, &id);
+		rix_sha256(&id, out, on);
 		bool same_id = memcmp(id.b, b->id.b, RIX_ID_SIZE) == 0;
 		bool ok = same_id && (want == NULL || (on == want_len && memcmp(out, want, on) == 0));
 		rix_free(out);
@@ -159,7 +159,7 @@ static inline const char *rix_fuzz_check_pack_raw(const uint8_t *data, size_t si
 	rix_blob *blobs = (rix_blob *)1;
 	size_t cnt = 7;
 	const char *why = NULL;
-	int rc = rix_pack_read_header(rix_fuzz_pack_key(), pack, pn, version, &blobs, &cnt);
+	int rc = rix_pack_read_header(&blobs, &cnt, rix_fuzz_pack_key(), pack, pn, version);
 	if (rc == 0) {
 		uint64_t end = 0;
 		for (size_t i = 0; i < cnt && why == NULL; i++) {
@@ -258,7 +258,7 @@ static inline const char *rix_fuzz_check_pack_built(const uint8_t *data, size_t 
 		if (type >= 2)
 			compressed_any = true;
 		rix_id id;
-		rix_sha256(plain, plen, &id);
+		rix_sha256(&id, plain, plen);
 		if (t & 4) {
 			ok = false;
 			if (type >= 2)
@@ -302,7 +302,7 @@ static inline const char *rix_fuzz_check_pack_built(const uint8_t *data, size_t 
 	pn += hlen + 4;
 	rix_blob *blobs = NULL;
 	size_t cnt = 0;
-	int rc = rix_pack_read_header(key, pack, pn, version, &blobs, &cnt);
+	int rc = rix_pack_read_header(&blobs, &cnt, key, pack, pn, version);
 	if (rc != 0) {
 		if (rc == RIX_ENOMEM && rix_fuzz_failed_cleanly(rc, blobs))
 			why = NULL;
