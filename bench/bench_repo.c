@@ -52,7 +52,7 @@ static int repo_setup(bench_b *b)
 	snprintf(s->dir, sizeof(s->dir), "%s/rix-bench-repo-XXXXXX", t != NULL && *t ? t : "/tmp");
 	if (mkdtemp(s->dir) == NULL)
 		return bench_fail(b, "mkdtemp");
-	s->opt = (rix_repo_options){ .version = which == LOAD_V1 ? 1 : 2, .scrypt_n = 1024, .scrypt_r = 8,
+	s->opt = (rix_repo_options){ .version = RIX_REPO_OPTIONS_VERSION, .compression = RIX_COMPRESSION_AUTO, .repo_version = which == LOAD_V1 ? 1 : 2, .scrypt_n = 1024, .scrypt_r = 8,
 				     .scrypt_p = 1 };
 	rix_backend *be;
 	if (rix_backend_local_open(&be, s->dir, 1) != 0 || rix_repo_init(&s->r, be, PW, strlen(PW), &s->opt) != 0)
@@ -130,7 +130,7 @@ static void *hit_run(void *arg)
 {
 	struct hitter *h = arg;
 	for (uint64_t i = 0; i < h->n && h->rc == 0; i++) {
-		int stored;
+		bool stored;
 		h->rc = rix_repo_save_blob(NULL, &stored, h->r, RIX_BLOB_DATA, h->data, BLOB);
 		if (h->rc == 0 && stored)
 			h->rc = -1;
@@ -159,7 +159,8 @@ static void repo_run(bench_b *b)
 		return;
 	}
 	for (uint64_t i = 0; i < b->n; i++) {
-		int rc = 0, stored = 0;
+		int rc = 0;
+		bool stored = false;
 		switch (which) {
 		case LOAD_V1:
 		case LOAD_V2: {

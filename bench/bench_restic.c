@@ -532,7 +532,7 @@ static void master_size_run(bench_b *b)
 			   (unsigned long long)b->n);
 }
 
-static int count_blob(const rix_packed_blob *pb, void *arg)
+static int count_blob(void *arg, const rix_packed_blob *pb)
 {
 	(void)pb;
 	(*(uint64_t *)arg)++;

@@ -313,7 +313,7 @@ static void lookup_job_run(lookup_job *j)
 	} else {
 		rix_loc locs[LOOKUP_CHUNK];
 		rix_packed_blob pbs[LOOKUP_CHUNK];
-		uint8_t fnd[LOOKUP_CHUNK];
+		bool fnd[LOOKUP_CHUNK];
 		while (left > 0) {
 			size_t c = LOOKUP_CHUNK;
 			if (c > left)

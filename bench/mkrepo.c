@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 	rix_backend *b;
 	if (rix_backend_local_open(&b, dir, 1) != 0)
 		return die(dir);
-	rix_repo_options o = { .version = version };
+	rix_repo_options o = { .version = RIX_REPO_OPTIONS_VERSION, .compression = RIX_COMPRESSION_AUTO, .repo_version = version };
 	rix_repo *r;
 	if (rix_repo_init(&r, b, pw, strlen(pw), &o) != 0)
 		return die("init");

@@ -192,7 +192,8 @@ static int open_repo(rix_repo **r)
 		rix_backend_free(b);
 		return 1;
 	}
-	rix_repo_options o = { .key_hint = g.key_hint != NULL ? g.key_hint : getenv("RIX_KEY_HINT") };
+	rix_repo_options o = RIX_REPO_OPTIONS_INIT;
+	o.key_hint = g.key_hint != NULL ? g.key_hint : getenv("RIX_KEY_HINT");
 	if (!g.quiet && isatty(2))
 		o.load_progress = load_progress;
 	if (o.key_hint == NULL)
@@ -280,7 +281,8 @@ static int cmd_init(int argc, char **argv)
 	int rc = open_backend(path, 1, &b);
 	if (rc != 0)
 		return fail(rc);
-	rix_repo_options o = { .version = g.version };
+	rix_repo_options o = RIX_REPO_OPTIONS_INIT;
+	o.repo_version = g.version;
 	rix_repo *r;
 	rc = rix_repo_init(&r, b, pw, strlen(pw), &o);
 	sodium_memzero(pw, sizeof(pw));
@@ -317,7 +319,7 @@ static int print_name(void *arg, const char *name, uint64_t size)
 	return 0;
 }
 
-static int print_blob(const rix_packed_blob *pb, void *arg)
+static int print_blob(void *arg, const rix_packed_blob *pb)
 {
 	struct lister *l = arg;
 	char hex[65];
@@ -549,7 +551,7 @@ struct sums {
 	uint64_t count[RIX_BLOB_TYPES], stored, plain;
 };
 
-static int sum_blob(const rix_packed_blob *pb, void *arg)
+static int sum_blob(void *arg, const rix_packed_blob *pb)
 {
 	struct sums *s = arg;
 	s->count[pb->type]++;
@@ -683,7 +685,7 @@ static int cmd_key(int argc, char **argv)
 	return rc;
 }
 
-static void check_msg(void *arg, int is_error, const char *msg)
+static void check_msg(void *arg, bool is_error, const char *msg)
 {
 	(void)arg;
 	if (g.json)
@@ -721,7 +723,11 @@ static int cmd_check(int argc, char **argv)
 		printf("check %s%s\n", repo_path(), read_data ? " (reading all data)" : "");
 	rix_check_report rep;
 	int tty = !g.quiet && !g.json && isatty(2);
-	rc = rix_repo_check(r, read_data, check_msg, tty ? check_progress : NULL, NULL, &rep);
+	rix_check_options co = RIX_CHECK_OPTIONS_INIT;
+	co.read_data = read_data;
+	co.msg = check_msg;
+	co.progress = tty ? check_progress : NULL;
+	rc = rix_repo_check(&rep, r, &co);
 	if (tty)
 		fputs("\r\033[K", stderr);
 	rix_lock_free(lock);

@@ -239,7 +239,7 @@ int rix_index_foreach(const rix_index *idx, rix_index_blob_fn fn, void *arg)
 			rix_packed_blob pb;
 			rix_indexmap_entry(&id, &loc, m, i);
 			fill_packed(idx, (rix_blob_type)t, id, &loc, &pb);
-			int rc = fn(&pb, arg);
+			int rc = fn(arg, &pb);
 			if (rc != 0)
 				return rc;
 		}
@@ -287,7 +287,7 @@ int rix_index_foreach_pack(const rix_index *idx, rix_index_pack_fn fn, void *arg
 	int rc = 0;
 	uint32_t begin = 0;
 	for (uint32_t p = 0; p < idx->npacks && rc == 0; p++) {
-		rc = fn(&idx->packs[p], all + begin, start[p] - begin, arg);
+		rc = fn(arg, &idx->packs[p], all + begin, start[p] - begin);
 		begin = start[p];
 	}
 	rix_free(start);

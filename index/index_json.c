@@ -90,19 +90,19 @@ struct dec {
 
 static inline int sink_pack(struct dec *d, const rix_id *id, uint32_t *num)
 {
-	return d->idx != NULL ? rix__index_pack_number(d->idx, id, num) : d->sink->pack(d->sink->arg, id, num);
+	return d->idx != NULL ? rix__index_pack_number(d->idx, id, num) : d->sink->pack(d->sink->payload, id, num);
 }
 
 static inline int sink_blob(struct dec *d, rix_blob_type t, const rix_id *id, const rix_loc *loc)
 {
-	return d->idx != NULL ? rix__index_add_blob(d->idx, t, id, loc) : d->sink->blob(d->sink->arg, t, id, loc);
+	return d->idx != NULL ? rix__index_add_blob(d->idx, t, id, loc) : d->sink->blob(d->sink->payload, t, id, loc);
 }
 
 static inline int sink_supersedes(struct dec *d, const rix_id *id)
 {
 	if (d->idx != NULL)
 		return rix_index_add_supersedes(d->idx, id);
-	return d->sink->supersedes != NULL ? d->sink->supersedes(d->sink->arg, id) : 0;
+	return d->sink->supersedes != NULL ? d->sink->supersedes(d->sink->payload, id) : 0;
 }
 
 static inline int corrupt(const struct dec *d, const char *p, const char *what)
@@ -697,7 +697,7 @@ static inline char *put_u32(char *p, uint32_t v)
 	return p + n;
 }
 
-static int enc_pack(const rix_id *pack_id, const rix_packed_blob *blobs, size_t n, void *arg)
+static int enc_pack(void *arg, const rix_id *pack_id, const rix_packed_blob *blobs, size_t n)
 {
 	struct enc *e = arg;
 	char *p = e->p;

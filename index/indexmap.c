@@ -350,7 +350,7 @@ size_t rix_indexmap_lookup_all(rix_loc *out, size_t max, const rix_indexmap *m, 
  * the chain lengths, where processing keys in fixed groups would leave most of a group idle
  * while its longest chain is walked.
  */
-size_t rix_indexmap_lookup_many(rix_loc *out, uint8_t *found, const rix_indexmap *m,
+size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m,
 				const rix_id *ids, size_t n)
 {
 	enum { W = 16, IDLE = 0, BUCKET = 1, ENTRY = 2 };
@@ -447,7 +447,7 @@ int rix_indexmap_foreach(const rix_indexmap *m, rix_indexmap_fn fn, void *arg)
 {
 	for (uint32_t i = 0; i < m->count; i++) {
 		const struct entry *en = entry_at(m, i);
-		int rc = fn(&en->id, &en->loc, arg);
+		int rc = fn(arg, &en->id, &en->loc);
 		if (rc != 0)
 			return rc;
 	}

@@ -451,7 +451,7 @@ size_t rix_master_index_lookup_all(rix_packed_blob *out, size_t max, rix_master_
  * (taken once, at the first such miss), one by one: there are few separate indexes, and they
  * are small.
  */
-size_t rix_master_index_lookup_many(rix_packed_blob *out, uint8_t *found, rix_master_index *mi,
+size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_master_index *mi,
 				    rix_blob_type t, const rix_id *ids, size_t n)
 {
 	enum { GROUP = 32 };
@@ -557,7 +557,7 @@ int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *a
 		for (uint32_t i = 0; f != NULL && i < f->count && rc == 0; i++) {
 			rix_packed_blob pb;
 			fill_from_frozen(st, (rix_blob_type)t, &f->entries[i], &pb);
-			rc = fn(&pb, arg);
+			rc = fn(arg, &pb);
 		}
 	}
 	if (rc == 0)

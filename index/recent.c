@@ -474,7 +474,7 @@ int rix__recent_foreach(struct rix__recent *re, rix_index_blob_fn fn, void *arg)
 			continue;
 		rix_packed_blob pb;
 		fill(re, (rix_blob_type)(st >> 2), &tab->e[s], &pb);
-		r = fn(&pb, arg);
+		r = fn(arg, &pb);
 	}
 	pthread_mutex_unlock(&re->mu);
 	return r;

@@ -214,7 +214,7 @@ int rix_pack_writer_add_stored(rix_pack_writer *w, const rix_blob *b, const uint
 	return w->len >= WRITE_CHUNK ? flush(w) : 0;
 }
 
-int rix_pack_writer_failed(const rix_pack_writer *w)
+bool rix_pack_writer_failed(const rix_pack_writer *w)
 {
 	return w->failed;
 }
@@ -319,7 +319,7 @@ static int sync_dir_of(const char *path)
 	return rc;
 }
 
-int rix_pack_writer_rename(rix_pack_writer *w, const char *path, int sync)
+int rix_pack_writer_rename(rix_pack_writer *w, const char *path, bool sync)
 {
 	if (!w->finished || w->failed)
 		return rix_error_set(RIX_EINVAL, "pack: %s is not finished", w->path);

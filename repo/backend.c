@@ -132,7 +132,7 @@ int rix_backend_write(rix_backend *b, rix_file_type t, const char *name, const v
 	return rc != 0 ? rc : b->ops->write(b->self, t, name, data, n);
 }
 
-int rix_backend_write_file(int *taken, rix_backend *b, rix_file_type t, const char *name, int fd,
+int rix_backend_write_file(bool *taken, rix_backend *b, rix_file_type t, const char *name, int fd,
 			   const char *path, uint64_t size)
 {
 	*taken = 0;

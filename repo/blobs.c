@@ -103,7 +103,7 @@ static int store_pack(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
 {
 	char name[65];
 	rix_id_to_hex(name, pack_id);
-	int taken = 0;
+	bool taken = false;
 	int rc = rix_backend_write_file(&taken, r->b, RIX_FILE_PACK, name, rix_pack_writer_fd(w),
 					rix_pack_writer_path(w), rix_pack_writer_file_size(w));
 	if (taken) { /* the file is in place (a later sync may have failed): it is stored */
@@ -171,7 +171,7 @@ static void give_codec(rix_repo *r, rix_blob_codec *c)
 	rix_blob_codec_free(c);
 }
 
-int rix_repo_save_blob(rix_id *id_out, int *stored, rix_repo *r, rix_blob_type t, const void *data, size_t n)
+int rix_repo_save_blob(rix_id *id_out, bool *stored, rix_repo *r, rix_blob_type t, const void *data, size_t n)
 {
 	rix_id id;
 	if (stored != NULL)

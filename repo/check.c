@@ -25,7 +25,7 @@ struct entries {
 	size_t n, cap;
 };
 
-static int add_entry(const rix_packed_blob *pb, void *arg)
+static int add_entry(void *arg, const rix_packed_blob *pb)
 {
 	struct entries *e = arg;
 	if (e->n == e->cap) {
@@ -92,7 +92,7 @@ static int cmp_seen(const void *a, const void *b)
 
 struct checker {
 	rix_repo *r;
-	int read_data;
+	bool read_data;
 	rix_check_msg_fn msg;
 	rix_check_progress_fn progress;
 	size_t done;
@@ -108,9 +108,9 @@ struct checker {
 	pthread_mutex_t mu;
 };
 
-static void report(struct checker *c, int is_error, size_t *counter, const char *fmt, ...)
+static void report(struct checker *c, bool is_error, size_t *counter, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-static void report(struct checker *c, int is_error, size_t *counter, const char *fmt, ...)
+static void report(struct checker *c, bool is_error, size_t *counter, const char *fmt, ...)
 {
 	char line[1024];
 	va_list ap;
@@ -135,7 +135,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 	char name[65];
 	rix_id_to_hex(name, &e->pack_id);
 	if (c->size[k] == UINT64_MAX) {
-		report(c, 1, &c->rep->missing_packs, "pack %s: missing (the index names %zu blobs in it)", name, n);
+		report(c, true, &c->rep->missing_packs, "pack %s: missing (the index names %zu blobs in it)", name, n);
 		return 0;
 	}
 	rix_backend *b = rix_repo_backend(c->r);
@@ -164,7 +164,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 			rix_sha256(&got, pack, (size_t)c->size[k]);
 			/* Reported, and the blobs are still checked: they say which are lost. */
 			if (memcmp(got.b, e->pack_id.b, RIX_ID_SIZE) != 0)
-				report(c, 1, &c->rep->damaged_packs, "pack %s: its SHA-256 is not its name (damaged)", name);
+				report(c, true, &c->rep->damaged_packs, "pack %s: its SHA-256 is not its name (damaged)", name);
 			rc = rix_pack_read_header(&hdr, &cnt, key, pack, (size_t)c->size[k], version);
 		}
 	} else {
@@ -175,7 +175,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 		return rc;
 	}
 	if (rc != 0) {
-		report(c, 1, &c->rep->damaged_packs, "pack %s: %s", name, rix_error_last());
+		report(c, true, &c->rep->damaged_packs, "pack %s: %s", name, rix_error_last());
 		rix_free(pack);
 		return 0;
 	}
@@ -200,7 +200,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 	}
 	bad += n - i;
 	if (bad > 0)
-		report(c, 1, &c->rep->header_mismatches, "pack %s: %zu index entries do not match its header", name, bad);
+		report(c, true, &c->rep->header_mismatches, "pack %s: %zu index entries do not match its header", name, bad);
 	if (c->read_data) {
 		uint8_t *out = NULL;
 		size_t cap = 0;
@@ -227,7 +227,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 			if (rc != 0) {
 				char hex[65];
 				rix_id_to_hex(hex, &hdr[j].id);
-				report(c, 1, &c->rep->damaged_blobs, "pack %s: blob %s at %u: %s", name, hex, hdr[j].offset,
+				report(c, true, &c->rep->damaged_blobs, "pack %s: blob %s at %u: %s", name, hex, hdr[j].offset,
 				       rix_error_last());
 			}
 		}
@@ -270,14 +270,20 @@ static void index_error(void *arg, const char *name, int code, const char *msg)
 {
 	struct checker *c = arg;
 	(void)code;
-	report(c, 1, &c->rep->damaged_index_files, "index %s: %s", name, msg);
+	report(c, true, &c->rep->damaged_index_files, "index %s: %s", name, msg);
 }
 
-int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_progress_fn progress, void *arg,
-		   rix_check_report *rep_out)
+int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_options *opt)
 {
+	rix_check_options o = RIX_CHECK_OPTIONS_INIT;
+	if (opt != NULL && opt->version != RIX_CHECK_OPTIONS_VERSION)
+		return rix_error_set(RIX_EINVAL, "check: options of version %u, this librix knows %u "
+				     "(start from RIX_CHECK_OPTIONS_INIT)", opt->version, RIX_CHECK_OPTIONS_VERSION);
+	if (opt != NULL)
+		o = *opt;
 	rix_check_report rep = { 0 };
-	struct checker c = { .r = r, .read_data = read_data, .msg = msg, .progress = progress, .arg = arg, .rep = &rep };
+	struct checker c = { .r = r, .read_data = o.read_data, .msg = o.msg, .progress = o.progress, .arg = o.payload,
+			     .rep = &rep };
 	pthread_mutex_init(&c.mu, NULL);
 	struct entries e = { 0 };
 	struct packs_seen seen = { 0 };
@@ -297,10 +303,10 @@ int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_p
 		qsort(e.v, e.n, sizeof(*e.v), cmp_blob_id);
 		for (size_t i = 1; i < e.n; i++)
 			rep.duplicate_blobs += cmp_blob_id(&e.v[i - 1], &e.v[i]) == 0;
-		if (rep.duplicate_blobs > 0 && msg != NULL) {
+		if (rep.duplicate_blobs > 0 && o.msg != NULL) {
 			char line[128];
 			snprintf(line, sizeof(line), "%zu blobs are stored more than once (not an error)", rep.duplicate_blobs);
-			msg(arg, 0, line);
+			o.msg(o.payload, false, line);
 		}
 	}
 	qsort(e.v, e.n, sizeof(*e.v), cmp_entry);
@@ -337,7 +343,7 @@ int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_p
 			continue;
 		char hex[65];
 		rix_id_to_hex(hex, &seen.v[k].id);
-		report(&c, 0, &rep.orphaned_packs, "pack %s: not referenced in any index (not an error)", hex);
+		report(&c, false, &rep.orphaned_packs, "pack %s: not referenced in any index (not an error)", hex);
 	}
 	/* The packs, by a pool of workers (the calling thread is one). */
 	if (np > 0)

@@ -101,7 +101,7 @@ static void *load_worker(void *arg)
 		l->stats.bytes += bytes;
 		l->done++;
 		if (l->r->opt.load_progress != NULL)
-			l->r->opt.load_progress(l->r->opt.progress_arg, l->done, l->names.n);
+			l->r->opt.load_progress(l->r->opt.payload, l->done, l->names.n);
 		if (rc == 0)
 			l->stats.loaded++;
 		if (rc != 0) {

@@ -227,7 +227,7 @@ static int local_write(void *self, rix_file_type t, const char *name, const void
 }
 
 static int local_write_file(void *self, rix_file_type t, const char *name, int fd, const char *src, uint64_t size,
-			    int *taken)
+			    bool *taken)
 {
 	char path[4096];
 	path_of(self, t, name, path, sizeof(path));
@@ -333,7 +333,7 @@ static char *dup_str(const char *s, const char *suffix)
 	return p;
 }
 
-int rix_backend_local_open(rix_backend **out, const char *path, int create)
+int rix_backend_local_open(rix_backend **out, const char *path, bool create)
 {
 	*out = NULL;
 	size_t plen = strlen(path);

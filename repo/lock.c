@@ -288,7 +288,7 @@ int rix__repo_lock_ok(struct rix_repo *r)
 	return rix_lock_check(rix__repo_held_lock(r));
 }
 
-int rix_lock_acquire(rix_lock **out, rix_repo *r, int exclusive)
+int rix_lock_acquire(rix_lock **out, rix_repo *r, bool exclusive)
 {
 	*out = NULL;
 	rix_lock *l = rix_calloc(1, sizeof(*l));
@@ -355,7 +355,7 @@ int rix_lock_free(rix_lock *l)
 	return rc == RIX_ENOTFOUND ? 0 : rc;
 }
 
-int rix_lock_remove(size_t *removed, rix_repo *r, int all)
+int rix_lock_remove(size_t *removed, rix_repo *r, bool all)
 {
 	if (removed != NULL)
 		*removed = 0;

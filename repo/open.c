@@ -38,7 +38,7 @@ int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t p
 		  const rix_repo_options *opt)
 {
 	*out = NULL;
-	int version = opt != NULL && opt->version ? opt->version : 2;
+	int version = opt != NULL && opt->repo_version ? opt->repo_version : 2;
 	uint64_t size;
 	int rc = rix_backend_stat(&size, b, RIX_FILE_CONFIG, NULL);
 	if (rc == 0)

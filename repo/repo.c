@@ -35,15 +35,24 @@ static void set_identity(rix_repo *r)
 	r->opt.hostname = r->hostname;
 }
 
+void rix_repo_options_init(rix_repo_options *opt)
+{
+	*opt = (rix_repo_options)RIX_REPO_OPTIONS_INIT;
+}
+
 int rix__repo_new(rix_repo **out, rix_backend *b, const rix_repo_options *opt)
 {
+	if (opt != NULL && opt->version != RIX_REPO_OPTIONS_VERSION)
+		return rix_error_set(RIX_EINVAL, "repo: options of version %u, this librix knows %u "
+				     "(start from RIX_REPO_OPTIONS_INIT)", opt->version, RIX_REPO_OPTIONS_VERSION);
 	rix_repo *r = rix_calloc(1, sizeof(*r));
 	if (r == NULL)
 		return rix_error_set(RIX_ENOMEM, "repo: out of memory");
+	rix_repo_options_init(&r->opt);
 	if (opt != NULL)
 		r->opt = *opt;
 	r->b = b;
-	r->compression = r->opt.compression_set ? r->opt.compression : RIX_COMPRESSION_AUTO;
+	r->compression = r->opt.compression;
 	set_identity(r);
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_mutex_init(&r->imu, NULL);

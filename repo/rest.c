@@ -320,7 +320,7 @@ static int rest_write(void *self, rix_file_type t, const char *name, const void 
 }
 
 static int rest_write_file(void *self, rix_file_type t, const char *name, int fd, const char *path, uint64_t size,
-			   int *taken)
+			   bool *taken)
 {
 	(void)path;
 	*taken = 0;
@@ -374,7 +374,7 @@ static const rix_backend_ops rest_ops = {
 	.close = rest_close,
 };
 
-int rix_backend_rest_open(rix_backend **out, const char *url, int create)
+int rix_backend_rest_open(rix_backend **out, const char *url, bool create)
 {
 	*out = NULL;
 	pthread_once(&curl_once, curl_start);

@@ -202,7 +202,7 @@ static int fb_write(void *self, rix_file_type t, const char *name, const void *d
 }
 
 static int fb_write_file(void *self, rix_file_type t, const char *name, int fd, const char *path, uint64_t size,
-			 int *taken)
+			 bool *taken)
 {
 	fault_backend *fb = self;
 	rix_test_fault_plan plan;

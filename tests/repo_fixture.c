@@ -15,7 +15,7 @@
 #include "repo_fixture.h"
 #include "testutil.h"
 
-const rix_repo_options fast = { .pack_size = 4 << 20, .scrypt_n = 128, .scrypt_r = 1, .scrypt_p = 1, .username = "tester",
+const rix_repo_options fast = { .version = RIX_REPO_OPTIONS_VERSION, .compression = RIX_COMPRESSION_AUTO, .pack_size = 4 << 20, .scrypt_n = 128, .scrypt_r = 1, .scrypt_p = 1, .username = "tester",
 				.hostname = "testhost" };
 
 rix_repo *init_repo(const char *dir, int version)
@@ -23,7 +23,7 @@ rix_repo *init_repo(const char *dir, int version)
 	rix_backend *b;
 	MUST(rix_backend_local_open(&b, dir, 1));
 	rix_repo_options o = fast;
-	o.version = version;
+	o.repo_version = version;
 	rix_repo *r;
 	MUST(rix_repo_init(&r, b, PW, strlen(PW), &o));
 	return r;
@@ -100,7 +100,7 @@ void flip_byte(const char *path, long at)
 	fclose(f);
 }
 
-static void on_check_msg(void *arg, int is_error, const char *msg)
+static void on_check_msg(void *arg, bool is_error, const char *msg)
 {
 	struct lines *l = arg;
 	if (is_error) {
@@ -126,7 +126,9 @@ rix_check_report run_check(const char *dir, int read_data, int want_rc, struct l
 	rix_repo *r = open_repo(dir, NULL);
 	rix_check_report rep;
 	memset(l, 0, sizeof(*l));
-	int rc = rix_repo_check(r, read_data, on_check_msg, on_progress, l, &rep);
+	rix_check_options co = { .version = RIX_CHECK_OPTIONS_VERSION, .read_data = read_data, .msg = on_check_msg,
+				 .progress = on_progress, .payload = l };
+	int rc = rix_repo_check(&rep, r, &co);
 	assert_int_equal((size_t)l->progress_calls, rep.packs);
 	if (rc != want_rc)
 		fail_msg("check: %d (%s), want %d", rc, rix_error_last(), want_rc);

@@ -246,7 +246,7 @@ static void test_write_file(void **state)
 		int fd = mkstemp(src);
 		assert_true(fd >= 0);
 		assert_int_equal(write(fd, data, n), (ssize_t)n);
-		int taken = -1;
+		bool taken = k != 0; /* the opposite of what write_file must say */
 		assert_int_equal(rix_backend_write_file(&taken, b, RIX_FILE_PACK, name, fd, src, n + 1), RIX_EINVAL);
 		MUST(rix_backend_write_file(&taken, b, RIX_FILE_PACK, name, fd, src, n));
 		close(fd);
@@ -296,7 +296,8 @@ static void test_disk_full(void **state)
 	char src[] = "/dev/shm/rix-test-XXXXXX";
 	int fd = mkstemp(src);
 	assert_true(fd >= 0);
-	int rc2 = 0, taken = 0;
+	int rc2 = 0;
+	bool taken = false;
 	if (write(fd, big, 1 << 19) == 1 << 19)
 		rc2 = rix_backend_write_file(&taken, b, RIX_FILE_INDEX, name, fd, NULL, 1 << 19);
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);

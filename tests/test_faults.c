@@ -55,7 +55,7 @@
 #define RESTIC_EVERY 6
 #define MAX_N 200
 
-static const rix_repo_options fast = { .pack_size = 4 << 20, .scrypt_n = 128, .scrypt_r = 1, .scrypt_p = 1,
+static const rix_repo_options fast = { .version = RIX_REPO_OPTIONS_VERSION, .compression = RIX_COMPRESSION_AUTO, .pack_size = 4 << 20, .scrypt_n = 128, .scrypt_r = 1, .scrypt_p = 1,
 				       .username = "tester", .hostname = "testhost", .workers = 1 };
 
 /* ---- blobs ------------------------------------------------------------------------------------ */
@@ -163,7 +163,7 @@ struct pack_check {
 };
 
 /* A pack an index file names: there, complete (SHA-256 = name), and its header agrees. */
-static int check_named_pack(const rix_id *pack_id, const rix_packed_blob *blobs, size_t n, void *arg)
+static int check_named_pack(void *arg, const rix_id *pack_id, const rix_packed_blob *blobs, size_t n)
 {
 	struct pack_check *pc = arg;
 	char name[65];
@@ -327,7 +327,7 @@ static void rix_check_passes(const char *dir, const char *when)
 		fail_msg("%s: open: %s", when, rix_error_last());
 	}
 	rix_check_report rep;
-	rc = rix_repo_check(r, 1, NULL, NULL, NULL, &rep);
+	rc = rix_repo_check(&rep, r, &(rix_check_options){ .version = RIX_CHECK_OPTIONS_VERSION, .read_data = true });
 	if (rc != 0)
 		fail_msg("%s: rix check: %d (%s): %zu missing, %zu damaged packs, %zu mismatches, %zu damaged index files",
 			 when, rc, rix_error_last(), rep.missing_packs, rep.damaged_packs, rep.header_mismatches,
@@ -354,7 +354,7 @@ static const char *const scenario_names[] = { "open", "load index", "save + flus
 struct loop {
 	enum scenario sc;
 	rix_test_fault_plan plan;
-	int strict;    /* LOAD: opt.strict */
+	bool strict;   /* LOAD: opt.strict */
 	int read_data; /* CHECK */
 	int resume;    /* SAVE: after a failure, the same session saves everything again and flushes */
 	int copy;      /* the backend copies packs and never takes them (as REST does) */
@@ -474,7 +474,7 @@ static void run(const struct loop *l, const char *dir, rix_test_fault *f, struct
 		note(o, rix_repo_load_index(NULL, r, index_error, o));
 	} else if (l->sc == CHECK) {
 		rix_check_report rep;
-		int rc = rix_repo_check(r, l->read_data, NULL, NULL, NULL, &rep);
+		int rc = rix_repo_check(&rep, r, &(rix_check_options){ .version = RIX_CHECK_OPTIONS_VERSION, .read_data = l->read_data });
 		note(o, rc);
 		if (rc == RIX_ECORRUPT)
 			assert_true(rep.errors > 0);
@@ -778,7 +778,7 @@ static void test_wrapper(void **state)
 	assert_non_null(fp);
 	assert_int_equal(fwrite("pack", 1, 4, fp), 4);
 	fflush(fp);
-	int taken = 0;
+	bool taken = false;
 	assert_int_equal(rix_backend_write_file(&taken, b, RIX_FILE_PACK, names[0], fileno(fp), path, 4), RIX_EIO);
 	assert_false(taken);
 	MUST(rix_backend_write_file(&taken, b, RIX_FILE_PACK, names[0], fileno(fp), path, 4));
@@ -819,7 +819,7 @@ static int setup(void **state)
 	MUST(rix_backend_local_open(&b, base_dir, 1));
 	rix_repo *r;
 	rix_repo_options o = fast;
-	o.version = 2;
+	o.repo_version = 2;
 	MUST(rix_repo_init(&r, b, PW, strlen(PW), &o));
 	/* Two flushes: three packs (data, tree; data), two index files. */
 	save_all(r, base_blobs, 3);

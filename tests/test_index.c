@@ -132,7 +132,7 @@ struct walk {
 	int packs_seen;
 };
 
-static int flat_cb(const rix_packed_blob *pb, void *arg)
+static int flat_cb(void *arg, const rix_packed_blob *pb)
 {
 	struct walk *w = arg;
 	w->n++;
@@ -141,7 +141,7 @@ static int flat_cb(const rix_packed_blob *pb, void *arg)
 	return 0;
 }
 
-static int pack_cb(const rix_id *pack_id, const rix_packed_blob *blobs, size_t n, void *arg)
+static int pack_cb(void *arg, const rix_id *pack_id, const rix_packed_blob *blobs, size_t n)
 {
 	struct walk *w = arg;
 	int p = w->packs_seen++;
@@ -162,7 +162,7 @@ static int pack_cb(const rix_id *pack_id, const rix_packed_blob *blobs, size_t n
 	return 0;
 }
 
-static int stop_cb(const rix_id *pack_id, const rix_packed_blob *blobs, size_t n, void *arg)
+static int stop_cb(void *arg, const rix_id *pack_id, const rix_packed_blob *blobs, size_t n)
 {
 	(void)pack_id;
 	(void)blobs;

@@ -266,7 +266,7 @@ struct check_arg {
 };
 
 /* Every blob of one index has a location in the other with the same pack ID and numbers. */
-static int check_blob_fn(const rix_packed_blob *pb, void *arg)
+static int check_blob_fn(void *arg, const rix_packed_blob *pb)
 {
 	struct check_arg *a = arg;
 	rix_packed_blob locs[16];

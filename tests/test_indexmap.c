@@ -112,7 +112,7 @@ static void check_against_reference(const rix_indexmap *m, const struct ref *e, 
 	size_t q = n < 500 ? n * 2 + 3 : 1003;
 	rix_id *ids = malloc(q * sizeof(*ids));
 	rix_loc *out = malloc(q * sizeof(*out));
-	uint8_t *found = malloc(q);
+	bool *found = malloc(q * sizeof(bool));
 	size_t want = 0;
 	for (size_t i = 0; i < q; i++) {
 		if (n > 0 && i % 3 != 0) {
@@ -244,7 +244,7 @@ static void test_memory_and_limits(void **state)
 	assert_int_equal(rix_indexmap_reserve(m, (size_t)RIX_INDEXMAP_MAX_ENTRIES + 1), RIX_ELIMIT);
 	rix_id id = { { 0 } };
 	assert_int_equal(rix_indexmap_lookup(NULL, m, &id), RIX_ENOTFOUND);
-	uint8_t f = 9;
+	bool f = true;
 	assert_int_equal(rix_indexmap_lookup_many(NULL, &f, m, &id, 1), 0);
 	assert_int_equal(f, 0);
 	/* 100k entries without reserve: 52-byte entries plus 2-4 bytes of buckets. */
@@ -260,7 +260,7 @@ static void test_memory_and_limits(void **state)
 	rix_indexmap_free(NULL);
 }
 
-static int count_cb(const rix_id *id, const rix_loc *loc, void *arg)
+static int count_cb(void *arg, const rix_id *id, const rix_loc *loc)
 {
 	(void)id;
 	size_t *n = arg;

@@ -105,7 +105,7 @@ static void check_batch(rix_master_index *mi, const struct idxdata *d, size_t nd
 	enum { Q = 777 };
 	rix_id ids[Q];
 	rix_packed_blob out[Q];
-	uint8_t found[Q];
+	bool found[Q];
 	size_t want = 0;
 	for (size_t i = 0; i < Q; i++) {
 		if (i % 4 == 0) {
@@ -191,7 +191,7 @@ static void test_merge_and_lookup(void **state)
 	rix_master_index_free(mi);
 }
 
-static int count_blob(const rix_packed_blob *pb, void *arg)
+static int count_blob(void *arg, const rix_packed_blob *pb)
 {
 	(void)pb;
 	++*(size_t *)arg;
@@ -350,7 +350,7 @@ static void *reader_body(void *p)
 		if (rix_master_index_lookup(&pb, a->mi, bl->type, &bl->id) != 0 || pb.offset != bl->offset)
 			return (void *)1;
 		rix_id ids[40];
-		uint8_t found[40];
+		bool found[40];
 		for (int i = 0; i < 40; i++)
 			ids[i] = a->d->blobs[i % PACKS_PER_INDEX][i % 5].id;
 		if (rix_master_index_lookup_many(NULL, found, a->mi, RIX_BLOB_DATA, ids, 40) != 40)
@@ -457,11 +457,11 @@ static void feed_batch(rix_master_batch *b, const struct idxdata *d)
 	const rix_index_sink *sk = rix_master_batch_sink(b);
 	for (int p = 0; p < PACKS_PER_INDEX; p++) {
 		uint32_t num;
-		assert_int_equal(sk->pack(sk->arg, &d->packs[p], &num), 0);
+		assert_int_equal(sk->pack(sk->payload, &d->packs[p], &num), 0);
 		for (int k = 0; k < PER_PACK; k++) {
 			const rix_blob *bl = &d->blobs[p][k];
 			rix_loc loc = { num, bl->offset, bl->length, bl->uncompressed_length };
-			assert_int_equal(sk->blob(sk->arg, bl->type, &bl->id, &loc), 0);
+			assert_int_equal(sk->blob(sk->payload, bl->type, &bl->id, &loc), 0);
 		}
 	}
 }
@@ -555,11 +555,11 @@ static int bulk_run(void *arg)
 		const rix_index_sink *sk = rix_master_batch_sink(a->b);
 		for (int p = 0; rc == 0 && p < PACKS_PER_INDEX; p++) {
 			uint32_t num = 0;
-			rc = sk->pack(sk->arg, &d[i].packs[p], &num);
+			rc = sk->pack(sk->payload, &d[i].packs[p], &num);
 			for (int k = 0; rc == 0 && k < PER_PACK; k++) {
 				const rix_blob *bl = &d[i].blobs[p][k];
 				rix_loc loc = { num, bl->offset, bl->length, bl->uncompressed_length };
-				rc = sk->blob(sk->arg, bl->type, &bl->id, &loc);
+				rc = sk->blob(sk->payload, bl->type, &bl->id, &loc);
 			}
 		}
 		if (rc == 0)
@@ -617,20 +617,20 @@ static void test_bulk_small_and_carried_over(void **state)
 		rix_id pack, ids[3];
 		rix_test_random_id(&pack, &st);
 		uint32_t num;
-		assert_int_equal(sk->pack(sk->arg, &pack, &num), 0);
+		assert_int_equal(sk->pack(sk->payload, &pack, &num), 0);
 		for (int i = 0; i < 3; i++) { /* 2 data blobs, 1 tree: count 2 and 1, one bucket each */
 			rix_test_random_id(&ids[i], &st);
 			rix_loc loc = { num, (uint32_t)i * 100, 100, 0 };
-			assert_int_equal(sk->blob(sk->arg, i == 2 ? RIX_BLOB_TREE : RIX_BLOB_DATA, &ids[i], &loc), 0);
+			assert_int_equal(sk->blob(sk->payload, i == 2 ? RIX_BLOB_TREE : RIX_BLOB_DATA, &ids[i], &loc), 0);
 		}
 		assert_int_equal(rix_master_batch_commit(b, NULL), 0);
 		assert_int_equal(rix_master_index_bulk_finish(mi), 0);
 		/* Now data only: the tree table is carried over, not rebuilt. */
 		rix_id more;
 		rix_test_random_id(&more, &st);
-		assert_int_equal(sk->pack(sk->arg, &pack, &num), 0);
+		assert_int_equal(sk->pack(sk->payload, &pack, &num), 0);
 		rix_loc loc = { num, 300, 100, 0 };
-		assert_int_equal(sk->blob(sk->arg, RIX_BLOB_DATA, &more, &loc), 0);
+		assert_int_equal(sk->blob(sk->payload, RIX_BLOB_DATA, &more, &loc), 0);
 		assert_int_equal(rix_master_batch_commit(b, NULL), 0);
 		assert_int_equal(rix_master_index_bulk_finish(mi), 0);
 		rix_packed_blob pb;

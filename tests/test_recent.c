@@ -102,7 +102,7 @@ struct tally {
 	size_t per_pack;
 };
 
-static int count_entry(const rix_packed_blob *pb, void *arg)
+static int count_entry(void *arg, const rix_packed_blob *pb)
 {
 	struct tally *t = arg;
 	t->n++;

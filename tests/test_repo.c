@@ -105,7 +105,7 @@ static void test_save_flush_load(void **state)
 		rix_repo *r = init_repo(dir, version);
 		for (size_t i = 0; i < s.n; i++) {
 			rix_id id;
-			int stored = -1;
+			bool stored = false;
 			MUST(rix_repo_save_blob(&id, &stored, r, s.type[i], s.data[i], s.len[i]));
 			assert_memory_equal(id.b, s.id[i].b, RIX_ID_SIZE);
 			assert_int_equal(stored, 1);
@@ -120,7 +120,7 @@ static void test_save_flush_load(void **state)
 			fail_msg("%zu packs", packs);
 		check_all_load(r, &s); /* from the master index's own unfinished index */
 		/* After flush, saving the same blobs stores nothing. */
-		int stored;
+		bool stored;
 		MUST(rix_repo_save_blob(NULL, &stored, r, s.type[5], s.data[5], s.len[5]));
 		assert_int_equal(stored, 0);
 		MUST(rix_repo_flush(r));
@@ -181,7 +181,7 @@ static void test_index_file_size_rule(void **state)
 	size_t calls = 0;
 	rix_repo_options po = fast;
 	po.load_progress = count_progress;
-	po.progress_arg = &calls;
+	po.payload = &calls;
 	po.load_memory = 1; /* under one file's worth: one loader thread, and still everything loads */
 	r = open_repo(dir, &po);
 	rix_repo_load_stats st;
@@ -202,7 +202,7 @@ static void test_index_file_size_rule(void **state)
 struct saver {
 	rix_repo *r;
 	int index;
-	int stored;
+	int stored; /* how many it stored */
 	int rc;
 };
 
@@ -215,7 +215,7 @@ static void *saver_run(void *arg)
 		uint8_t buf[3000];
 		memset(buf, (int)(k & 0xff), sizeof(buf));
 		memcpy(buf, &k, sizeof(k));
-		int stored;
+		bool stored;
 		s->rc = rix_repo_save_blob(NULL, &stored, s->r, RIX_BLOB_DATA, buf, 1000 + k % 2000);
 		s->stored += stored;
 	}

@@ -157,7 +157,7 @@ static void test_backend_ops(void **state)
 	int fd = mkstemp(tmp);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
-	int taken = -1;
+	bool taken = true; /* write_file must say false */
 	MUST(rix_backend_write_file(&taken, b, RIX_FILE_PACK, name, fd, tmp, sizeof(data)));
 	assert_int_equal(taken, 0);
 	close(fd);
@@ -186,7 +186,7 @@ static void test_repository_over_rest(void **state)
 	url_for(url, sizeof(url), "repo");
 	rix_backend *b;
 	MUST(rix_backend_rest_open(&b, url, 1));
-	rix_repo_options o = { .version = 2, .pack_size = 4 << 20, .scrypt_n = 128, .scrypt_r = 1, .scrypt_p = 1 };
+	rix_repo_options o = { .version = RIX_REPO_OPTIONS_VERSION, .compression = RIX_COMPRESSION_AUTO, .repo_version = 2, .pack_size = 4 << 20, .scrypt_n = 128, .scrypt_r = 1, .scrypt_p = 1 };
 	rix_repo *r;
 	MUST(rix_repo_init(&r, b, PW, strlen(PW), &o));
 	enum { N = 40 };
@@ -221,7 +221,7 @@ static void test_repository_over_rest(void **state)
 	MUST(rix_backend_rest_open(&b, url, 0));
 	MUST(rix_repo_open(&r, b, PW, strlen(PW), &o));
 	rix_check_report rep;
-	MUST(rix_repo_check(r, 1, NULL, NULL, NULL, &rep));
+	MUST(rix_repo_check(&rep, r, &(rix_check_options){ .version = RIX_CHECK_OPTIONS_VERSION, .read_data = true }));
 	assert_int_equal(rep.blobs, N);
 	rix_repo_free(r);
 	/* The real restic, over the same server. */

@@ -388,7 +388,7 @@ struct chosen {
 	size_t n;
 };
 
-static int find_largest_data(const rix_packed_blob *pb, void *arg)
+static int find_largest_data(void *arg, const rix_packed_blob *pb)
 {
 	rix_packed_blob *best = arg;
 	if (pb->type == RIX_BLOB_DATA &&
@@ -689,7 +689,7 @@ struct spoil_ctx {
 	const rix_id *spoil;
 };
 
-static int copy_pack_spoiled(const rix_id *pack_id, const rix_packed_blob *blobs, size_t n, void *arg)
+static int copy_pack_spoiled(void *arg, const rix_id *pack_id, const rix_packed_blob *blobs, size_t n)
 {
 	struct spoil_ctx *sc = arg;
 	rix_blob *b = calloc(n ? n : 1, sizeof(*b));

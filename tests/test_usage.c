@@ -97,7 +97,6 @@ static void make_repo(const char *dir, rix_compression c, struct ids *x)
 {
 	rix_repo_free(init_repo(dir, 2));
 	rix_repo_options o = fast;
-	o.compression_set = 1;
 	o.compression = c;
 	rix_repo *r = open_repo(dir, &o);
 	static uint8_t data[3000];
@@ -107,7 +106,7 @@ static void make_repo(const char *dir, rix_compression c, struct ids *x)
 		rix_test_fill_random(data, len, &seed);
 		if (i == 2)
 			memset(data, 'z', len / 2);
-		int stored;
+		bool stored;
 		MUST(rix_repo_save_blob(&x->d[i], &stored, r, RIX_BLOB_DATA, data, len));
 		assert_int_equal(stored, 1);
 	}

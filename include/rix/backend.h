@@ -46,7 +46,7 @@ typedef enum rix_file_type {
 RIX_EXPORT const char *rix_file_type_name(rix_file_type t);
 
 /* Called once per file by rix_backend_list: name (NUL-terminated, borrowed) and size. Nonzero stops. */
-typedef int (*rix_backend_list_fn)(void *arg, const char *name, uint64_t size);
+typedef int (*rix_backend_list_fn)(void *payload, const char *name, uint64_t size);
 
 /*
  * The operations of a backend, for implementing one. Each returns 0 or a RIX_E* code with the
@@ -55,7 +55,7 @@ typedef int (*rix_backend_list_fn)(void *arg, const char *name, uint64_t size);
 typedef struct rix_backend_ops {
 	const char *kind; /* "local", ... */
 	/* Every file of type t, in no particular order; fn's nonzero return is returned. */
-	int (*list)(void *self, rix_file_type t, rix_backend_list_fn fn, void *arg);
+	int (*list)(void *self, rix_file_type t, rix_backend_list_fn fn, void *payload);
 	/* *size of the file; RIX_ENOTFOUND if there is none. */
 	int (*stat)(void *self, rix_file_type t, const char *name, uint64_t *size);
 	/* Exactly len bytes from off into buf; RIX_ENOTFOUND, RIX_ECORRUPT when the file ends first. */
@@ -67,7 +67,7 @@ typedef struct rix_backend_ops {
 	 * the file itself (local: a rename when on the same file system), and then sets *taken.
 	 */
 	int (*write_file)(void *self, rix_file_type t, const char *name, int fd, const char *path, uint64_t size,
-			  int *taken);
+			  bool *taken);
 	/* Removes the file; RIX_ENOTFOUND if there is none. */
 	int (*remove)(void *self, rix_file_type t, const char *name);
 	/* A directory on this machine for temporary files that write_file can take whole, or NULL. */
@@ -90,7 +90,7 @@ RIX_EXPORT void rix_backend_free(rix_backend *b);
  * @return 0; RIX_ENOTFOUND (no repository there); RIX_EEXISTS (create, and a config is already
  * there); RIX_EIO; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_backend_local_open(rix_backend **out, const char *path, int create);
+RIX_EXPORT int rix_backend_local_open(rix_backend **out, const char *path, bool create);
 
 /*
  * The REST backend: restic's REST protocol (v2), url "rest:http(s)://host:port/path/" (the
@@ -99,18 +99,18 @@ RIX_EXPORT int rix_backend_local_open(rix_backend **out, const char *path, int c
  * file (never taken). @return 0; RIX_ENOTFOUND (no repository there); RIX_EEXISTS; RIX_EINVAL
  * (not an http(s) URL); RIX_EIO (the server cannot be reached: curl's message); RIX_ENOMEM.
  */
-RIX_EXPORT int rix_backend_rest_open(rix_backend **out, const char *url, int create);
+RIX_EXPORT int rix_backend_rest_open(rix_backend **out, const char *url, bool create);
 
 /* The operations, through any backend (name: 64 hex digits; ignored for RIX_FILE_CONFIG). */
 RIX_EXPORT const char *rix_backend_kind(const rix_backend *b);
-RIX_EXPORT int rix_backend_list(rix_backend *b, rix_file_type t, rix_backend_list_fn fn, void *arg);
+RIX_EXPORT int rix_backend_list(rix_backend *b, rix_file_type t, rix_backend_list_fn fn, void *payload);
 RIX_EXPORT int rix_backend_stat(uint64_t *size, rix_backend *b, rix_file_type t, const char *name);
 RIX_EXPORT int rix_backend_read(rix_backend *b, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len);
 /* The whole file, in *data (freed with rix_free), *n bytes. At most max bytes, else RIX_ECORRUPT. */
 RIX_EXPORT int rix_backend_read_all(uint8_t **data, size_t *n, rix_backend *b, rix_file_type t, const char *name,
 			 size_t max);
 RIX_EXPORT int rix_backend_write(rix_backend *b, rix_file_type t, const char *name, const void *data, size_t n);
-RIX_EXPORT int rix_backend_write_file(int *taken, rix_backend *b, rix_file_type t, const char *name, int fd,
+RIX_EXPORT int rix_backend_write_file(bool *taken, rix_backend *b, rix_file_type t, const char *name, int fd,
 			   const char *path, uint64_t size);
 RIX_EXPORT int rix_backend_remove(rix_backend *b, rix_file_type t, const char *name);
 RIX_EXPORT const char *rix_backend_temp_dir(rix_backend *b);

@@ -15,6 +15,8 @@
 #ifndef RIX_COMMON_H
 #define RIX_COMMON_H
 
+#include <stdbool.h> /* flags are bool everywhere */
+
 #if defined(__GNUC__) || defined(__clang__)
 #define RIX_EXPORT __attribute__((visibility("default")))
 /* The result says whether it worked (or is all the call is for): ignoring it is a bug. */

@@ -64,17 +64,16 @@ RIX_EXPORT size_t rix_index_pack_count(const rix_index *idx);
 RIX_EXPORT const rix_id *rix_index_pack_id(const rix_index *idx, uint32_t i);
 
 /* Calls fn per blob: data blobs in insertion order, then tree blobs. Stops on nonzero. */
-typedef int (*rix_index_blob_fn)(const rix_packed_blob *pb, void *arg);
-RIX_EXPORT int rix_index_foreach(const rix_index *idx, rix_index_blob_fn fn, void *arg);
+typedef int (*rix_index_blob_fn)(void *payload, const rix_packed_blob *pb);
+RIX_EXPORT int rix_index_foreach(const rix_index *idx, rix_index_blob_fn fn, void *payload);
 
 /*
  * Calls fn once per pack (pack table order) with all its blobs (data then tree, each in
  * insertion order). blobs is borrowed for the call. Packs without blobs are reported with n = 0.
  * @return 0, fn's nonzero value, RIX_ENOMEM.
  */
-typedef int (*rix_index_pack_fn)(const rix_id *pack_id, const rix_packed_blob *blobs, size_t n,
-				 void *arg);
-RIX_EXPORT int rix_index_foreach_pack(const rix_index *idx, rix_index_pack_fn fn, void *arg);
+typedef int (*rix_index_pack_fn)(void *payload, const rix_id *pack_id, const rix_packed_blob *blobs, size_t n);
+RIX_EXPORT int rix_index_foreach_pack(const rix_index *idx, rix_index_pack_fn fn, void *payload);
 
 /* Final flag. */
 RIX_EXPORT void rix_index_finalize(rix_index *idx);
@@ -105,10 +104,10 @@ RIX_EXPORT int rix_index_decode(rix_index **out, const char *json, size_t len, b
  * loc->pack; supersedes may be NULL. A nonzero return stops decoding and is returned.
  */
 typedef struct rix_index_sink {
-	int (*pack)(void *arg, const rix_id *pack_id, uint32_t *num);
-	int (*blob)(void *arg, rix_blob_type t, const rix_id *id, const rix_loc *loc);
-	int (*supersedes)(void *arg, const rix_id *id);
-	void *arg;
+	int (*pack)(void *payload, const rix_id *pack_id, uint32_t *num);
+	int (*blob)(void *payload, rix_blob_type t, const rix_id *id, const rix_loc *loc);
+	int (*supersedes)(void *payload, const rix_id *id);
+	void *payload;
 } rix_index_sink;
 
 /*

@@ -77,7 +77,7 @@ RIX_EXPORT size_t rix_indexmap_lookup_all(rix_loc *out, size_t max, const rix_in
  * else found[i] = 0 (out[i] untouched). out may be NULL. Issues the memory loads of many keys
  * before using them, so their cache misses overlap. Returns the number found.
  */
-RIX_EXPORT size_t rix_indexmap_lookup_many(rix_loc *out, uint8_t *found, const rix_indexmap *m,
+RIX_EXPORT size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m,
 				const rix_id *ids, size_t n);
 
 /* Number of entries. */
@@ -92,8 +92,8 @@ RIX_EXPORT void rix_indexmap_entry(const rix_id **id, rix_loc *loc, const rix_in
 /*
  * Calls fn for every entry in insertion order; stops at the first nonzero return and returns it.
  */
-typedef int (*rix_indexmap_fn)(const rix_id *id, const rix_loc *loc, void *arg);
-RIX_EXPORT int rix_indexmap_foreach(const rix_indexmap *m, rix_indexmap_fn fn, void *arg);
+typedef int (*rix_indexmap_fn)(void *payload, const rix_id *id, const rix_loc *loc);
+RIX_EXPORT int rix_indexmap_foreach(const rix_indexmap *m, rix_indexmap_fn fn, void *payload);
 
 #ifdef RIX_ADVANCED /* tuning (rix/common.h) */
 /* The batch size in use. */

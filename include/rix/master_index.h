@@ -99,14 +99,14 @@ RIX_EXPORT size_t rix_master_index_lookup_all(rix_packed_blob *out, size_t max, 
  * else found[i] = 0. out may be NULL (membership only). Overlaps the memory misses of many
  * keys. Returns the number found.
  */
-RIX_EXPORT size_t rix_master_index_lookup_many(rix_packed_blob *out, uint8_t *found, rix_master_index *mi,
+RIX_EXPORT size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_master_index *mi,
 				    rix_blob_type t, const rix_id *ids, size_t n);
 
 /* Number of blob entries of type t over all indexes (duplicates counted). */
 RIX_EXPORT size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t);
 
 /* Calls fn for every blob entry (frozen tables first, then separate indexes). Stops on nonzero. */
-RIX_EXPORT int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *arg);
+RIX_EXPORT int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *payload);
 
 /*
  * The distinct pack IDs of all indexes, sorted. *out belongs to the caller (rix_free).

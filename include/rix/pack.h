@@ -95,9 +95,9 @@ RIX_EXPORT int rix_pack_read_header(rix_blob **out, size_t *count, const rix_key
  * buf[0..len) with the pack's bytes at offset, returning 0 or a negative RIX_E* code (passed
  * on). Reads the 4-byte trailer, then the sealed header only. size is the pack's size.
  */
-typedef int (*rix_pack_read_fn)(void *arg, uint64_t offset, void *buf, size_t len);
+typedef int (*rix_pack_read_fn)(void *payload, uint64_t offset, void *buf, size_t len);
 RIX_EXPORT int rix_pack_read_header_at(rix_blob **out, size_t *count, const rix_key *key, uint64_t size,
-			    rix_pack_read_fn read, void *arg, int repo_version);
+			    rix_pack_read_fn read, void *payload, int repo_version);
 
 /*
  * Reads blob b from the pack pack[0..n): bounds check, open, decompress when
@@ -231,7 +231,7 @@ RIX_EXPORT int rix_pack_writer_add(rix_pack_writer *w, rix_blob_codec *c, rix_bl
 RIX_EXPORT int rix_pack_writer_add_stored(rix_pack_writer *w, const rix_blob *b, const uint8_t *stored);
 
 /* Nonzero once a write to the file failed: the pack cannot be completed, only freed. */
-RIX_EXPORT int rix_pack_writer_failed(const rix_pack_writer *w);
+RIX_EXPORT bool rix_pack_writer_failed(const rix_pack_writer *w);
 
 /* Bytes of blobs appended so far (the offset the next blob gets). */
 RIX_EXPORT uint64_t rix_pack_writer_size(const rix_pack_writer *w);
@@ -255,7 +255,7 @@ RIX_EXPORT const char *rix_pack_writer_path(const rix_pack_writer *w);
  * fsync path's directory (the syncs only when sync is true). The writer no longer removes it.
  * @return 0; RIX_EINVAL (not finished); RIX_EIO, RIX_ENOSPC.
  */
-RIX_EXPORT int rix_pack_writer_rename(rix_pack_writer *w, const char *path, int sync);
+RIX_EXPORT int rix_pack_writer_rename(rix_pack_writer *w, const char *path, bool sync);
 /* The file was moved away by someone else (a backend took it): free will not remove its path. */
 RIX_EXPORT void rix_pack_writer_disown(rix_pack_writer *w);
 #endif /* RIX_ADVANCED */
@@ -274,7 +274,7 @@ RIX_EXPORT void rix_pack_writer_disown(rix_pack_writer *w);
  * flush that finished the pack. May run on any thread that calls rix_packer_add or _flush, and
  * on several at once.
  */
-typedef int (*rix_packer_done_fn)(void *arg, rix_pack_writer *w, const rix_id *pack_id);
+typedef int (*rix_packer_done_fn)(void *payload, rix_pack_writer *w, const rix_id *pack_id);
 
 /*
  * The packer manager: turns blobs into packs of about target_size bytes (0: the default,
@@ -287,7 +287,7 @@ typedef int (*rix_packer_done_fn)(void *arg, rix_pack_writer *w, const rix_id *p
  */
 typedef struct rix_packer rix_packer;
 RIX_EXPORT int rix_packer_new(rix_packer **out, const rix_key *key, int repo_version, const char *tmpdir,
-		   uint64_t target_size, rix_packer_done_fn done, void *arg);
+		   uint64_t target_size, rix_packer_done_fn done, void *payload);
 /*
  * Discards every open pack (their temporary files are removed; their blobs were never handed
  * on). NULL-safe. Not while another thread adds.
@@ -314,7 +314,7 @@ RIX_EXPORT int rix_packer_flush(rix_packer *p);
  * Called with the blobs of an open pack that is thrown away after a failed write (they were
  * never handed on), before it is freed: a repository forgets them as pending there.
  */
-typedef void (*rix_packer_discard_fn)(void *arg, const rix_blob *blobs, size_t n);
+typedef void (*rix_packer_discard_fn)(void *payload, const rix_blob *blobs, size_t n);
 RIX_EXPORT void rix_packer_set_discard(rix_packer *p, rix_packer_discard_fn fn);
 
 /* Packs handed to done so far, and open packs now (both for progress reports and tests). */

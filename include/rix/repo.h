@@ -33,10 +33,17 @@
 extern "C" {
 #endif
 
+/*
+ * Options of a repository (init, open). Start from RIX_REPO_OPTIONS_INIT (or
+ * rix_repo_options_init), then set what differs: the first field says which layout of the
+ * struct the caller was built with, so fields can be added without breaking callers built
+ * before; a struct without it is refused (RIX_EINVAL).
+ */
+#define RIX_REPO_OPTIONS_VERSION 1u
 typedef struct rix_repo_options {
-	int version;                 /* init: 1 or 2 (0: 2) */
-	rix_compression compression; /* data blobs in version 2 */
-	int compression_set;         /* nonzero: use .compression; zero: RIX_COMPRESSION_AUTO */
+	unsigned version;            /* RIX_REPO_OPTIONS_VERSION */
+	int repo_version;            /* init: the repository format, 1 or 2 (0: 2) */
+	rix_compression compression; /* data blobs in version 2 (INIT: RIX_COMPRESSION_AUTO) */
 	uint64_t pack_size;          /* target pack size; 0: 16 MiB (4-128 MiB) */
 	uint64_t scrypt_n;           /* new key files; 0: RIX_SCRYPT_DEFAULT_N / _R / _P */
 	uint32_t scrypt_r, scrypt_p;
@@ -44,13 +51,16 @@ typedef struct rix_repo_options {
 	const char *hostname;        /* NULL: this machine's name */
 	unsigned workers;            /* threads for index loading (within load_memory) and check; 0: one per CPU */
 	uint64_t load_memory;        /* index loading's working memory; 0: RIX_REPO_LOAD_MEMORY_DEFAULT */
-	int strict;                  /* a damaged index file makes rix_repo_load_index fail */
+	bool strict;                 /* a damaged index file makes rix_repo_load_index fail */
 	const char *key_hint;        /* open: key files whose name starts with this are tried first */
 	/* rix_repo_load_index calls this after each index file (one call at a time): for a
 	 * progress line. May be NULL. */
-	void (*load_progress)(void *arg, size_t files_done, size_t files_total);
-	void *progress_arg;
+	void (*load_progress)(void *payload, size_t files_done, size_t files_total);
+	void *payload;               /* given to load_progress */
 } rix_repo_options;
+#define RIX_REPO_OPTIONS_INIT { .version = RIX_REPO_OPTIONS_VERSION, .compression = RIX_COMPRESSION_AUTO }
+/* Sets *opt to RIX_REPO_OPTIONS_INIT (for options that are not initialized where declared). */
+RIX_EXPORT void rix_repo_options_init(rix_repo_options *opt);
 
 typedef struct rix_repo rix_repo;
 
@@ -94,7 +104,7 @@ RIX_EXPORT const char *rix_repo_key_name(const rix_repo *r);
  * Called for an index file that could not be loaded: its name and the error (code and
  * message). Loading goes on with the others unless opt->strict.
  */
-typedef void (*rix_repo_index_error_fn)(void *arg, const char *name, int code, const char *msg);
+typedef void (*rix_repo_index_error_fn)(void *payload, const char *name, int code, const char *msg);
 
 typedef struct rix_repo_load_stats {
 	size_t files;      /* index files listed */
@@ -110,7 +120,7 @@ typedef struct rix_repo_load_stats {
  * stats may be NULL.
  * @return 0; the first error when strict; backend errors from listing; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg);
+RIX_EXPORT int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *payload);
 
 /*
  * Saves blob data[0..n) of type t: its ID (SHA-256) into *id, and *stored = 1 if it was
@@ -122,7 +132,7 @@ RIX_EXPORT int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_
  * @return 0; RIX_EINVAL (n over RIX_BLOB_MAX); RIX_ELOCKED (the repository's lock is lost: see
  * rix_lock_check); the codec's, packer's, backend's errors.
  */
-RIX_EXPORT int rix_repo_save_blob(rix_id *id, int *stored, rix_repo *r, rix_blob_type t, const void *data, size_t n);
+RIX_EXPORT int rix_repo_save_blob(rix_id *id, bool *stored, rix_repo *r, rix_blob_type t, const void *data, size_t n);
 
 /*
  * Finishes open packs, stores them, and writes index files for every pack stored since the
@@ -189,7 +199,7 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_read_pack_header(rix_blob **out, size_t *c
  */
 RIX_EXPORT int rix_repo_key_add(char name[65], rix_repo *r, const char *password, size_t password_len);
 RIX_EXPORT int rix_repo_key_remove(rix_repo *r, const char *name);
-RIX_EXPORT int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *arg);
+RIX_EXPORT int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *payload);
 
 /* ---- usage -------------------------------------------------------------------------------------- */
 
@@ -229,26 +239,37 @@ typedef struct rix_check_report {
 } rix_check_report;
 
 /* Receives each finding as one line (errors with is_error set). */
-typedef void (*rix_check_msg_fn)(void *arg, int is_error, const char *msg);
+typedef void (*rix_check_msg_fn)(void *payload, bool is_error, const char *msg);
 /*
  * Called after each pack is checked (from the checking threads, one call at a time), with the
  * packs done, the packs to check and the bytes read so far: for a progress line.
  */
-typedef void (*rix_check_progress_fn)(void *arg, size_t done, size_t total, uint64_t bytes_read);
+typedef void (*rix_check_progress_fn)(void *payload, size_t done, size_t total, uint64_t bytes_read);
+
+/* What a check does and whom it tells: start from RIX_CHECK_OPTIONS_INIT. */
+#define RIX_CHECK_OPTIONS_VERSION 1u
+typedef struct rix_check_options {
+	unsigned version;               /* RIX_CHECK_OPTIONS_VERSION */
+	bool read_data;                 /* read every pack whole: SHA-256 and every blob */
+	rix_check_msg_fn msg;           /* each finding; may be NULL */
+	rix_check_progress_fn progress; /* after each pack; may be NULL */
+	void *payload;                  /* given to msg and progress */
+} rix_check_options;
+#define RIX_CHECK_OPTIONS_INIT { .version = RIX_CHECK_OPTIONS_VERSION }
 
 /*
  * Checks the repository: every index file loads; every pack the index names exists, and its
  * header (read from its tail) lists exactly the blobs the index says, at the same offsets and
  * lengths; packs no index names are reported. With read_data every pack is read whole: its
- * SHA-256 must be its name and every blob must verify. Packs are checked by one thread per
- * CPU (at most 64). Loads the index itself (on a repository whose index is not loaded). msg and
- * progress may be NULL; both get arg.
+ * SHA-256 must be its name and every blob must verify. Packs are checked by
+ * rix_repo_options.workers threads (0: one per CPU, at most 64). Loads the index itself (on a
+ * repository whose index is not loaded). rep (may be NULL) gets the counts; opt may be NULL
+ * (the defaults: no read_data, no callbacks).
  * @return 0 when no error was found; RIX_ECORRUPT when some were (rep says which); RIX_ELOCKED
- * (the repository's lock was lost: the check stopped);
+ * (the repository's lock was lost: the check stopped); RIX_EINVAL (opt of another version);
  * backend errors that stop the check; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_repo_check(rix_repo *r, int read_data, rix_check_msg_fn msg, rix_check_progress_fn progress, void *arg,
-		   rix_check_report *rep);
+RIX_EXPORT RIX_NODISCARD int rix_repo_check(rix_check_report *rep, rix_repo *r, const rix_check_options *opt);
 
 /* ---- locks ------------------------------------------------------------------------------------ */
 
@@ -280,7 +301,7 @@ typedef struct rix_lock rix_lock;
  * @return 0; RIX_ELOCKED ("locked exclusively by PID 123 on host by user since ..."); backend
  * errors; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_lock_acquire(rix_lock **out, rix_repo *r, int exclusive);
+RIX_EXPORT int rix_lock_acquire(rix_lock **out, rix_repo *r, bool exclusive);
 /*
  * 0 while the lock is held; RIX_ELOCKED, with a message naming the lock and the refresh error,
  * once its refresh failed for RIX_LOCK_LOST_SECONDS. A lost lock stays lost (its holder must
@@ -296,7 +317,7 @@ RIX_EXPORT int rix_lock_refresh(rix_lock *l);
 /* Stops the refresh thread, removes the lock file, frees. NULL-safe. */
 RIX_EXPORT int rix_lock_free(rix_lock *l);
 /* Removes stale locks, or every lock when all; *removed (may be NULL) counts them. */
-RIX_EXPORT int rix_lock_remove(size_t *removed, rix_repo *r, int all);
+RIX_EXPORT int rix_lock_remove(size_t *removed, rix_repo *r, bool all);
 
 #ifdef __cplusplus
 }

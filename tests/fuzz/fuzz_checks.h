@@ -39,7 +39,7 @@ struct rix_fuzz_has_arg {
 	bool missing;
 };
 
-static inline int rix_fuzz_has_fn(const rix_packed_blob *pb, void *arg)
+static inline int rix_fuzz_has_fn(void *arg, const rix_packed_blob *pb)
 {
 	struct rix_fuzz_has_arg *a = arg;
 	if (!rix_index_has(a->other, pb->type, &pb->id)) {
