@@ -410,7 +410,8 @@ static void pack_run(bench_b *b)
 	}
 	if (which <= SAVE_V2_RANDOM) { /* the last open pack is not part of the figure */
 		bench_stop(b);
-		rix_packer_flush(s->packer);
+		if (rix_packer_flush(s->packer) != 0)
+			bench_fail(b, "flush: %s", rix_error_last());
 		bench_start(b);
 	}
 }

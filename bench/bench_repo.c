@@ -105,8 +105,8 @@ static void repo_teardown(bench_b *b)
 	struct rstate *s = b->state;
 	if (s == NULL)
 		return;
-	if (s->r != NULL)
-		rix_repo_flush(s->r);
+	if (s->r != NULL && rix_repo_flush(s->r) != 0)
+		bench_log("flush: %s", rix_error_last());
 	rix_repo_free(s->r);
 	if (s->dir[0]) {
 		char cmd[600];

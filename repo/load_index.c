@@ -92,8 +92,11 @@ static void *load_worker(void *arg)
 		int rc = load_one(l->r, &l->names.v[i], &lb, &bytes);
 		if (rc == 0) {
 			rix_id id;
-			rix_id_from_hex(&id, l->names.v[i].s, 64);
-			rc = rix_master_batch_commit(b, &id);
+			rc = rix_id_from_hex(&id, l->names.v[i].s, 64); /* listed names are IDs: cannot fail */
+			if (rc == 0)
+				rc = rix_master_batch_commit(b, &id);
+			else
+				rix_master_batch_discard(b);
 		} else {
 			rix_master_batch_discard(b);
 		}

@@ -300,8 +300,12 @@ int rix_lock_acquire(rix_lock **out, rix_repo *r, bool exclusive)
 	if (rc == 0 && (rc = find_conflict(r, l->exclusive, l->name)) != 0) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s", rix_error_last());
-		rix_backend_remove(rix_repo_backend(r), RIX_FILE_LOCK, l->name);
-		rix_error_set(rc, "%s", msg);
+		if (rix_backend_remove(rix_repo_backend(r), RIX_FILE_LOCK, l->name) != 0) {
+			char why[256]; /* a copy: rix_error_set writes the buffer rix_error_last reads */
+			snprintf(why, sizeof(why), "%s", rix_error_last());
+			rix_error_set(rc, "%s (and our own lock file %.16s could not be removed: %s)", msg, l->name, why);
+		} else
+			rix_error_set(rc, "%s", msg);
 	}
 	if (rc != 0) {
 		rix_free(l);

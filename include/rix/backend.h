@@ -78,7 +78,7 @@ typedef struct rix_backend_ops {
 typedef struct rix_backend rix_backend;
 
 /* Wraps an implementation (ops and its state). @return 0, RIX_ENOMEM. */
-RIX_EXPORT int rix_backend_new(rix_backend **out, const rix_backend_ops *ops, void *self);
+RIX_EXPORT RIX_NODISCARD int rix_backend_new(rix_backend **out, const rix_backend_ops *ops, void *self);
 /* Closes the implementation and frees. NULL-safe. */
 RIX_EXPORT void rix_backend_free(rix_backend *b);
 
@@ -90,7 +90,7 @@ RIX_EXPORT void rix_backend_free(rix_backend *b);
  * @return 0; RIX_ENOTFOUND (no repository there); RIX_EEXISTS (create, and a config is already
  * there); RIX_EIO; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_backend_local_open(rix_backend **out, const char *path, bool create);
+RIX_EXPORT RIX_NODISCARD int rix_backend_local_open(rix_backend **out, const char *path, bool create);
 
 /*
  * The REST backend: restic's REST protocol (v2), url "rest:http(s)://host:port/path/" (the
@@ -99,20 +99,20 @@ RIX_EXPORT int rix_backend_local_open(rix_backend **out, const char *path, bool 
  * file (never taken). @return 0; RIX_ENOTFOUND (no repository there); RIX_EEXISTS; RIX_EINVAL
  * (not an http(s) URL); RIX_EIO (the server cannot be reached: curl's message); RIX_ENOMEM.
  */
-RIX_EXPORT int rix_backend_rest_open(rix_backend **out, const char *url, bool create);
+RIX_EXPORT RIX_NODISCARD int rix_backend_rest_open(rix_backend **out, const char *url, bool create);
 
 /* The operations, through any backend (name: 64 hex digits; ignored for RIX_FILE_CONFIG). */
 RIX_EXPORT const char *rix_backend_kind(const rix_backend *b);
-RIX_EXPORT int rix_backend_list(rix_backend *b, rix_file_type t, rix_backend_list_fn fn, void *payload);
-RIX_EXPORT int rix_backend_stat(uint64_t *size, rix_backend *b, rix_file_type t, const char *name);
-RIX_EXPORT int rix_backend_read(rix_backend *b, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len);
+RIX_EXPORT RIX_NODISCARD int rix_backend_list(rix_backend *b, rix_file_type t, rix_backend_list_fn fn, void *payload);
+RIX_EXPORT RIX_NODISCARD int rix_backend_stat(uint64_t *size, rix_backend *b, rix_file_type t, const char *name);
+RIX_EXPORT RIX_NODISCARD int rix_backend_read(rix_backend *b, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len);
 /* The whole file, in *data (freed with rix_free), *n bytes. At most max bytes, else RIX_ECORRUPT. */
-RIX_EXPORT int rix_backend_read_all(uint8_t **data, size_t *n, rix_backend *b, rix_file_type t, const char *name,
+RIX_EXPORT RIX_NODISCARD int rix_backend_read_all(uint8_t **data, size_t *n, rix_backend *b, rix_file_type t, const char *name,
 			 size_t max);
-RIX_EXPORT int rix_backend_write(rix_backend *b, rix_file_type t, const char *name, const void *data, size_t n);
-RIX_EXPORT int rix_backend_write_file(bool *taken, rix_backend *b, rix_file_type t, const char *name, int fd,
+RIX_EXPORT RIX_NODISCARD int rix_backend_write(rix_backend *b, rix_file_type t, const char *name, const void *data, size_t n);
+RIX_EXPORT RIX_NODISCARD int rix_backend_write_file(bool *taken, rix_backend *b, rix_file_type t, const char *name, int fd,
 			   const char *path, uint64_t size);
-RIX_EXPORT int rix_backend_remove(rix_backend *b, rix_file_type t, const char *name);
+RIX_EXPORT RIX_NODISCARD int rix_backend_remove(rix_backend *b, rix_file_type t, const char *name);
 RIX_EXPORT const char *rix_backend_temp_dir(rix_backend *b);
 
 #ifdef __cplusplus

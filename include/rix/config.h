@@ -46,7 +46,7 @@ typedef struct rix_config {
  * *out is written only on success.
  * @return 0; RIX_ECORRUPT (with the byte offset in the message).
  */
-RIX_EXPORT int rix_config_parse(const char *json, size_t len, rix_config *out);
+RIX_EXPORT RIX_NODISCARD int rix_config_parse(const char *json, size_t len, rix_config *out);
 
 /*
  * The JSON restic writes for cfg, byte for byte (compact, lowercase hex, no trailing newline).
@@ -54,7 +54,7 @@ RIX_EXPORT int rix_config_parse(const char *json, size_t len, rix_config *out);
  * @return 0; RIX_EINVAL (version not 1 or 2, or a polynomial rix_chunker_polynomial_check
  * refuses); RIX_ENOMEM. On failure *json is NULL and *len 0.
  */
-RIX_EXPORT int rix_config_encode(char **json, size_t *len, const rix_config *cfg);
+RIX_EXPORT RIX_NODISCARD int rix_config_encode(char **json, size_t *len, const rix_config *cfg);
 
 /*
  * The config file as stored, file[0..n): its MAC is verified and it is decrypted with key
@@ -63,27 +63,27 @@ RIX_EXPORT int rix_config_encode(char **json, size_t *len, const rix_config *cfg
  * @return 0; RIX_EAUTH (MAC mismatch: wrong key or a damaged file); RIX_ECORRUPT (too short or
  * larger than RIX_CONFIG_MAX_SIZE plus the overhead, compressed, or bad JSON); RIX_ENOMEM.
  */
-RIX_EXPORT int rix_config_open(const rix_key *key, const uint8_t *file, size_t n, rix_config *out);
+RIX_EXPORT RIX_NODISCARD int rix_config_open(const rix_key *key, const uint8_t *file, size_t n, rix_config *out);
 
 /*
  * The inverse of rix_config_open: encodes cfg and seals it under key with a fresh IV.
  * *file (*n bytes) belongs to the caller, freed with rix_free.
  * @return 0; RIX_EINVAL (as rix_config_encode); RIX_ENOMEM. On failure *file is NULL, *n 0.
  */
-RIX_EXPORT int rix_config_seal(uint8_t **file, size_t *n, const rix_key *key, const rix_config *cfg);
+RIX_EXPORT RIX_NODISCARD int rix_config_seal(uint8_t **file, size_t *n, const rix_key *key, const rix_config *cfg);
 
 /*
  * A fresh config for a new repository: the given version, a random ID and a random
  * irreducible polynomial of degree 53 (both from libsodium's random source).
  * @return 0; RIX_EINVAL (version not 1 or 2); RIX_EIO (the random source failed).
  */
-RIX_EXPORT int rix_config_new(rix_config *out, int version);
+RIX_EXPORT RIX_NODISCARD int rix_config_new(rix_config *out, int version);
 
 /*
  * 0 if p is a polynomial restic's chunker can use: degree 53 (bit 53 the highest set bit) and
  * irreducible over GF(2). Otherwise RIX_EINVAL with a message saying which.
  */
-RIX_EXPORT int rix_chunker_polynomial_check(uint64_t p);
+RIX_EXPORT RIX_NODISCARD int rix_chunker_polynomial_check(uint64_t p);
 
 #ifdef __cplusplus
 }

@@ -37,11 +37,11 @@ typedef struct rix_key rix_key;
  * A key from its three parts. *out belongs to the caller, freed with rix_key_free.
  * @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT int rix_key_from_bytes(rix_key **out, const uint8_t encrypt[32], const uint8_t mac_k[16],
+RIX_EXPORT RIX_NODISCARD int rix_key_from_bytes(rix_key **out, const uint8_t encrypt[32], const uint8_t mac_k[16],
 		       const uint8_t mac_r[16]);
 
 /* A fresh random master key. @return 0, RIX_ENOMEM. */
-RIX_EXPORT int rix_key_random(rix_key **out);
+RIX_EXPORT RIX_NODISCARD int rix_key_random(rix_key **out);
 
 /* Wipes and frees. NULL-safe. */
 RIX_EXPORT void rix_key_free(rix_key *key);
@@ -53,7 +53,7 @@ RIX_EXPORT void rix_key_free(rix_key *key);
  * (not a key file: bad JSON, unknown kdf, parameters out of range, bad base64, bad inner JSON);
  * RIX_ENOMEM.
  */
-RIX_EXPORT int rix_key_open_file(rix_key **out, const char *json, size_t len, const char *password,
+RIX_EXPORT RIX_NODISCARD int rix_key_open_file(rix_key **out, const char *json, size_t len, const char *password,
 		      size_t password_len);
 
 /* scrypt parameters restic-compatible and sound (FORMAT.md); tests may use N=128, r=1, p=1. */
@@ -68,7 +68,7 @@ RIX_EXPORT int rix_key_open_file(rix_key **out, const char *json, size_t len, co
  * @return 0, RIX_EINVAL (N not a power of two >= 2, or parameters over the memory bound),
  * RIX_ENOMEM.
  */
-RIX_EXPORT int rix_key_create_file(char **json, size_t *len, const rix_key *master,
+RIX_EXPORT RIX_NODISCARD int rix_key_create_file(char **json, size_t *len, const rix_key *master,
 			const char *password, size_t password_len, uint64_t N, uint32_t r, uint32_t p,
 			const char *username, const char *hostname);
 
@@ -76,7 +76,7 @@ RIX_EXPORT int rix_key_create_file(char **json, size_t *len, const rix_key *mast
  * Seals plain[0..n) into out[0..n + RIX_CRYPTO_OVERHEAD) with a random IV. out must not
  * overlap plain. @return 0, RIX_EINVAL (n too large).
  */
-RIX_EXPORT int rix_crypto_seal(const rix_key *key, const void *plain, size_t n, uint8_t *out);
+RIX_EXPORT RIX_NODISCARD int rix_crypto_seal(const rix_key *key, const void *plain, size_t n, uint8_t *out);
 
 /*
  * Opens a sealed object in[0..n) into out[0..n - RIX_CRYPTO_OVERHEAD). out is either disjoint
@@ -85,11 +85,7 @@ RIX_EXPORT int rix_crypto_seal(const rix_key *key, const void *plain, size_t n, 
  * @return 0; RIX_ECORRUPT (shorter than the overhead, or an all-zero IV); RIX_EAUTH (MAC
  * mismatch).
  */
-RIX_EXPORT int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *out)
-#if defined(__GNUC__)
-	__attribute__((warn_unused_result))
-#endif
-	;
+RIX_EXPORT RIX_NODISCARD int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *out);
 
 /* SHA-256 of data[0..n): the ID of a blob (plaintext) or of a stored file (its bytes). Aborts
  * if OpenSSL cannot allocate its digest context (an unset ID must never name anything). */
@@ -102,7 +98,7 @@ RIX_EXPORT void rix_sha256(rix_id *out, const void *data, size_t n);
  * @return (new) 0, RIX_ENOMEM, RIX_EIO.
  */
 typedef struct rix_sha256_ctx rix_sha256_ctx;
-RIX_EXPORT int rix_sha256_new(rix_sha256_ctx **out);
+RIX_EXPORT RIX_NODISCARD int rix_sha256_new(rix_sha256_ctx **out);
 RIX_EXPORT void rix_sha256_update(rix_sha256_ctx *c, const void *data, size_t n);
 RIX_EXPORT void rix_sha256_final(rix_id *out, rix_sha256_ctx *c);
 /* NULL-safe. */

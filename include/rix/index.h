@@ -31,7 +31,7 @@ typedef struct rix_index rix_index;
  * *out belongs to the caller, freed with rix_index_free.
  * @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT int rix_index_new(rix_index **out, uint32_t batch);
+RIX_EXPORT RIX_NODISCARD int rix_index_new(rix_index **out, uint32_t batch);
 
 /* Frees the index. NULL-safe. */
 RIX_EXPORT void rix_index_free(rix_index *idx);
@@ -41,10 +41,10 @@ RIX_EXPORT void rix_index_free(rix_index *idx);
  * stored again. On failure the index may hold a prefix of the blobs (never a broken entry).
  * @return 0, RIX_ENOMEM, RIX_EINVAL (index final, or a blob type out of range), RIX_ELIMIT.
  */
-RIX_EXPORT int rix_index_store_pack(rix_index *idx, const rix_id *pack_id, const rix_blob *blobs, size_t n);
+RIX_EXPORT RIX_NODISCARD int rix_index_store_pack(rix_index *idx, const rix_id *pack_id, const rix_blob *blobs, size_t n);
 
 /* Finds one location of a blob. out may be NULL. @return 0, RIX_ENOTFOUND. */
-RIX_EXPORT int rix_index_lookup(rix_packed_blob *out, const rix_index *idx, rix_blob_type t, const rix_id *id);
+RIX_EXPORT RIX_NODISCARD int rix_index_lookup(rix_packed_blob *out, const rix_index *idx, rix_blob_type t, const rix_id *id);
 
 /* Up to max locations (newest first); returns the total number, which may exceed max. */
 RIX_EXPORT size_t rix_index_lookup_all(rix_packed_blob *out, size_t max, const rix_index *idx,
@@ -54,7 +54,7 @@ RIX_EXPORT size_t rix_index_lookup_all(rix_packed_blob *out, size_t max, const r
 RIX_EXPORT bool rix_index_has(const rix_index *idx, rix_blob_type t, const rix_id *id);
 
 /* Plaintext size of a blob (see rix_blob_plain_size). @return 0, RIX_ENOTFOUND. */
-RIX_EXPORT int rix_index_size(const rix_index *idx, rix_blob_type t, const rix_id *id, uint32_t *size);
+RIX_EXPORT RIX_NODISCARD int rix_index_size(const rix_index *idx, rix_blob_type t, const rix_id *id, uint32_t *size);
 
 /* Number of blob entries of type t. */
 RIX_EXPORT size_t rix_index_count(const rix_index *idx, rix_blob_type t);
@@ -80,11 +80,11 @@ RIX_EXPORT void rix_index_finalize(rix_index *idx);
 RIX_EXPORT bool rix_index_is_final(const rix_index *idx);
 
 /* IDs of the index files this index was read from. @return 0, RIX_ENOMEM. */
-RIX_EXPORT int rix_index_add_id(rix_index *idx, const rix_id *id);
+RIX_EXPORT RIX_NODISCARD int rix_index_add_id(rix_index *idx, const rix_id *id);
 RIX_EXPORT const rix_id *rix_index_ids(const rix_index *idx, size_t *n);
 
 /* IDs of index files this one supersedes. @return 0, RIX_ENOMEM. */
-RIX_EXPORT int rix_index_add_supersedes(rix_index *idx, const rix_id *id);
+RIX_EXPORT RIX_NODISCARD int rix_index_add_supersedes(rix_index *idx, const rix_id *id);
 RIX_EXPORT const rix_id *rix_index_supersedes(const rix_index *idx, size_t *n);
 
 /* Bytes held (maps, pack table, id lists). */
@@ -96,7 +96,7 @@ RIX_EXPORT size_t rix_index_memory(const rix_index *idx);
  * caller. legacy, if not NULL, is set to whether the array form was read.
  * @return 0, RIX_ECORRUPT, RIX_ENOMEM, RIX_ELIMIT.
  */
-RIX_EXPORT int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy);
+RIX_EXPORT RIX_NODISCARD int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy);
 
 /*
  * Receives an index file's content as it is decoded, in document order: pack gives each pack
@@ -117,7 +117,7 @@ typedef struct rix_index_sink {
  * the receiver's business. legacy as in rix_index_decode.
  * @return 0, RIX_ECORRUPT, or the sink's error.
  */
-RIX_EXPORT int rix_index_decode_to(const char *json, size_t len, const rix_index_sink *sink, bool *legacy);
+RIX_EXPORT RIX_NODISCARD int rix_index_decode_to(const char *json, size_t len, const rix_index_sink *sink, bool *legacy);
 
 /*
  * Encodes as restic writes it: compact JSON with a trailing newline, "supersedes" first and
@@ -125,7 +125,7 @@ RIX_EXPORT int rix_index_decode_to(const char *json, size_t len, const rix_index
  * belongs to the caller, freed with rix_free.
  * @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT int rix_index_encode(char **out, size_t *len, const rix_index *idx);
+RIX_EXPORT RIX_NODISCARD int rix_index_encode(char **out, size_t *len, const rix_index *idx);
 
 #ifdef __cplusplus
 }

@@ -38,11 +38,11 @@ typedef struct rix_indexmap rix_indexmap;
  * *out belongs to the caller, freed with rix_indexmap_free.
  * @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT int rix_indexmap_new(rix_indexmap **out, uint32_t batch);
+RIX_EXPORT RIX_NODISCARD int rix_indexmap_new(rix_indexmap **out, uint32_t batch);
 
 #ifdef RIX_ADVANCED /* reproducible tables (rix/common.h) */
 /* As rix_indexmap_new with a fixed hash seed (tests and reproducible benchmarks). */
-RIX_EXPORT int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed);
+RIX_EXPORT RIX_NODISCARD int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed);
 #endif /* RIX_ADVANCED */
 
 /* Frees the table. NULL-safe. */
@@ -52,19 +52,19 @@ RIX_EXPORT void rix_indexmap_free(rix_indexmap *m);
  * Makes room for n entries in total so that adding up to n entries allocates nothing more.
  * @return 0, RIX_ENOMEM (table unchanged), RIX_ELIMIT.
  */
-RIX_EXPORT int rix_indexmap_reserve(rix_indexmap *m, size_t n);
+RIX_EXPORT RIX_NODISCARD int rix_indexmap_reserve(rix_indexmap *m, size_t n);
 
 /*
  * Adds an entry (duplicates allowed). On failure the table is unchanged.
  * @return 0, RIX_ENOMEM, RIX_ELIMIT.
  */
-RIX_EXPORT int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc);
+RIX_EXPORT RIX_NODISCARD int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc);
 
 /*
  * Finds the most recently added entry for id. out may be NULL (membership test).
  * @return 0, RIX_ENOTFOUND.
  */
-RIX_EXPORT int rix_indexmap_lookup(rix_loc *out, const rix_indexmap *m, const rix_id *id);
+RIX_EXPORT RIX_NODISCARD int rix_indexmap_lookup(rix_loc *out, const rix_indexmap *m, const rix_id *id);
 
 /*
  * Writes up to max matches for id into out (newest first) and returns the total number of

@@ -32,11 +32,11 @@ extern "C" {
 typedef struct rix_master_index rix_master_index;
 
 /* *out belongs to the caller, freed with rix_master_index_free. @return 0, RIX_ENOMEM. */
-RIX_EXPORT int rix_master_index_new(rix_master_index **out);
+RIX_EXPORT RIX_NODISCARD int rix_master_index_new(rix_master_index **out);
 
 #ifdef RIX_ADVANCED /* reproducible tables (rix/common.h) */
 /* As rix_master_index_new with a fixed hash seed (tests, reproducible benchmarks). */
-RIX_EXPORT int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed);
+RIX_EXPORT RIX_NODISCARD int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed);
 #endif /* RIX_ADVANCED */
 
 /* Frees the master index and every index it holds. NULL-safe. */
@@ -47,7 +47,7 @@ RIX_EXPORT void rix_master_index_free(rix_master_index *mi);
  * keeps it). A final index waits for the next merge; an unfinished one stays separate.
  * @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT int rix_master_index_add(rix_master_index *mi, rix_index *idx);
+RIX_EXPORT RIX_NODISCARD int rix_master_index_add(rix_master_index *mi, rix_index *idx);
 
 /*
  * Merges every final index added since the last merge into the frozen tables, then frees those
@@ -55,7 +55,7 @@ RIX_EXPORT int rix_master_index_add(rix_master_index *mi, rix_index *idx);
  * before it; afterwards, the state after it.
  * @return 0, RIX_ENOMEM (nothing changed), RIX_ELIMIT.
  */
-RIX_EXPORT int rix_master_index_merge(rix_master_index *mi);
+RIX_EXPORT RIX_NODISCARD int rix_master_index_merge(rix_master_index *mi);
 
 #ifdef RIX_ADVANCED /* how a repository records what it stores (rix/common.h) */
 /*
@@ -64,7 +64,7 @@ RIX_EXPORT int rix_master_index_merge(rix_master_index *mi);
  * (rix_master_index_take_unindexed). The pack goes in whole or not at all. Thread-safe.
  * @return 0, RIX_ENOMEM, RIX_EINVAL (a blob type), RIX_ELIMIT.
  */
-RIX_EXPORT int rix_master_index_store_pack(rix_master_index *mi, const rix_id *pack_id,
+RIX_EXPORT RIX_NODISCARD int rix_master_index_store_pack(rix_master_index *mi, const rix_id *pack_id,
 				const rix_blob *blobs, size_t n);
 
 /* Blobs stored through rix_master_index_store_pack whose packs no index file names yet. */
@@ -75,20 +75,20 @@ RIX_EXPORT size_t rix_master_index_unindexed(rix_master_index *mi);
  * pass *upto to rix_master_index_mark_indexed once that file is written. One caller at a time
  * (packs stored meanwhile wait for the next one). @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT int rix_master_index_take_unindexed(rix_index **out, uint32_t *upto, rix_master_index *mi);
+RIX_EXPORT RIX_NODISCARD int rix_master_index_take_unindexed(rix_index **out, uint32_t *upto, rix_master_index *mi);
 /* The packs take_unindexed gave with upto are named by a written index file now. */
 RIX_EXPORT void rix_master_index_mark_indexed(rix_master_index *mi, uint32_t upto);
 #endif /* RIX_ADVANCED */
 
 /* One location of a blob. out may be NULL. @return 0, RIX_ENOTFOUND. */
-RIX_EXPORT int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob_type t,
+RIX_EXPORT RIX_NODISCARD int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob_type t,
 			    const rix_id *id);
 
 /* Whether the blob is in any index. */
 RIX_EXPORT bool rix_master_index_has(rix_master_index *mi, rix_blob_type t, const rix_id *id);
 
 /* Plaintext size (see rix_blob_plain_size). @return 0, RIX_ENOTFOUND. */
-RIX_EXPORT int rix_master_index_size(uint32_t *size, rix_master_index *mi, rix_blob_type t, const rix_id *id);
+RIX_EXPORT RIX_NODISCARD int rix_master_index_size(uint32_t *size, rix_master_index *mi, rix_blob_type t, const rix_id *id);
 
 /* Up to max locations; returns the total number, which may exceed max. */
 RIX_EXPORT size_t rix_master_index_lookup_all(rix_packed_blob *out, size_t max, rix_master_index *mi,
@@ -112,10 +112,10 @@ RIX_EXPORT int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn 
  * The distinct pack IDs of all indexes, sorted. *out belongs to the caller (rix_free).
  * @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT int rix_master_index_packs(rix_id **out, size_t *n, rix_master_index *mi);
+RIX_EXPORT RIX_NODISCARD int rix_master_index_packs(rix_id **out, size_t *n, rix_master_index *mi);
 
 /* IDs of all index files held (rix_index_add_id of each). *out: caller's (rix_free). */
-RIX_EXPORT int rix_master_index_index_ids(rix_id **out, size_t *n, rix_master_index *mi);
+RIX_EXPORT RIX_NODISCARD int rix_master_index_index_ids(rix_id **out, size_t *n, rix_master_index *mi);
 
 #ifdef RIX_ADVANCED /* the save path's pending set (rix/common.h) */
 /*
@@ -126,7 +126,7 @@ RIX_EXPORT int rix_master_index_index_ids(rix_id **out, size_t *n, rix_master_in
  * before it is needed. rix_master_index_store_pack ends a blob's pending state;
  * remove_pending drops it when its write failed. Thread-safe.
  */
-RIX_EXPORT int rix_master_index_add_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
+RIX_EXPORT RIX_NODISCARD int rix_master_index_add_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
 RIX_EXPORT void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_type t, const rix_id *id);
 #endif /* RIX_ADVANCED */
 
@@ -146,13 +146,13 @@ RIX_EXPORT void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_t
  * since the last bulk_finish is dropped (load those files again).
  */
 typedef struct rix_master_batch rix_master_batch;
-RIX_EXPORT int rix_master_index_batch_new(rix_master_batch **out, rix_master_index *mi);
+RIX_EXPORT RIX_NODISCARD int rix_master_index_batch_new(rix_master_batch **out, rix_master_index *mi);
 RIX_EXPORT const rix_index_sink *rix_master_batch_sink(rix_master_batch *b);
-RIX_EXPORT int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id);
+RIX_EXPORT RIX_NODISCARD int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id);
 RIX_EXPORT void rix_master_batch_discard(rix_master_batch *b);
 /* NULL-safe. */
 RIX_EXPORT void rix_master_batch_free(rix_master_batch *b);
-RIX_EXPORT int rix_master_index_bulk_finish(rix_master_index *mi);
+RIX_EXPORT RIX_NODISCARD int rix_master_index_bulk_finish(rix_master_index *mi);
 #endif /* RIX_ADVANCED */
 
 /*

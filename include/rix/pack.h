@@ -52,7 +52,7 @@ extern "C" {
  * byte, 0x02 in version 1, bad or oversized zstd frame); RIX_EINVAL (repo_version not 1 or 2);
  * RIX_ENOMEM.
  */
-RIX_EXPORT int rix_unpacked_decode(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *file,
+RIX_EXPORT RIX_NODISCARD int rix_unpacked_decode(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *file,
 			size_t n, int repo_version);
 
 /*
@@ -62,9 +62,9 @@ RIX_EXPORT int rix_unpacked_decode(uint8_t **out, size_t *out_len, const rix_key
  * call or until file changes. One thread at a time per decoder.
  */
 typedef struct rix_unpacked_decoder rix_unpacked_decoder;
-RIX_EXPORT int rix_unpacked_decoder_new(rix_unpacked_decoder **out);
+RIX_EXPORT RIX_NODISCARD int rix_unpacked_decoder_new(rix_unpacked_decoder **out);
 RIX_EXPORT void rix_unpacked_decoder_free(rix_unpacked_decoder *d);
-RIX_EXPORT int rix_unpacked_decoder_decode(const uint8_t **out, size_t *out_len, rix_unpacked_decoder *d, const rix_key *key,
+RIX_EXPORT RIX_NODISCARD int rix_unpacked_decoder_decode(const uint8_t **out, size_t *out_len, rix_unpacked_decoder *d, const rix_key *key,
 				uint8_t *file, size_t n, int repo_version);
 
 /*
@@ -74,7 +74,7 @@ RIX_EXPORT int rix_unpacked_decoder_decode(const uint8_t **out, size_t *out_len,
  * is the file's bytes.
  * @return 0; RIX_EINVAL (repo_version not 1 or 2, json too large); RIX_ENOMEM.
  */
-RIX_EXPORT int rix_unpacked_encode(uint8_t **out, size_t *out_len, const rix_key *key, const void *json,
+RIX_EXPORT RIX_NODISCARD int rix_unpacked_encode(uint8_t **out, size_t *out_len, const rix_key *key, const void *json,
 			size_t n, int repo_version);
 
 /*
@@ -87,7 +87,7 @@ RIX_EXPORT int rix_unpacked_encode(uint8_t **out, size_t *out_len, const rix_key
  * entry; a stored length under 32; a compressed entry with uncompressed length 0; blobs running
  * into the header); RIX_EINVAL (repo_version); RIX_ENOMEM.
  */
-RIX_EXPORT int rix_pack_read_header(rix_blob **out, size_t *count, const rix_key *key, const uint8_t *pack,
+RIX_EXPORT RIX_NODISCARD int rix_pack_read_header(rix_blob **out, size_t *count, const rix_key *key, const uint8_t *pack,
 			 size_t n, int repo_version);
 
 /*
@@ -96,7 +96,7 @@ RIX_EXPORT int rix_pack_read_header(rix_blob **out, size_t *count, const rix_key
  * on). Reads the 4-byte trailer, then the sealed header only. size is the pack's size.
  */
 typedef int (*rix_pack_read_fn)(void *payload, uint64_t offset, void *buf, size_t len);
-RIX_EXPORT int rix_pack_read_header_at(rix_blob **out, size_t *count, const rix_key *key, uint64_t size,
+RIX_EXPORT RIX_NODISCARD int rix_pack_read_header_at(rix_blob **out, size_t *count, const rix_key *key, uint64_t size,
 			    rix_pack_read_fn read, void *payload, int repo_version);
 
 /*
@@ -108,14 +108,14 @@ RIX_EXPORT int rix_pack_read_header_at(rix_blob **out, size_t *count, const rix_
  * decompressed size, compressed blob in version 1, "blob ID mismatch"); RIX_EINVAL
  * (repo_version); RIX_ENOMEM.
  */
-RIX_EXPORT int rix_pack_read_blob(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *pack,
+RIX_EXPORT RIX_NODISCARD int rix_pack_read_blob(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *pack,
 		       size_t n, const rix_blob *b, int repo_version);
 
 /*
  * The same for a blob's sealed bytes alone, stored[0..n) (normally n == b->length; b->offset is
  * not used): what a caller that read (offset, length) from a backend has in hand.
  */
-RIX_EXPORT int rix_blob_decode(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *stored,
+RIX_EXPORT RIX_NODISCARD int rix_blob_decode(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *stored,
 		    size_t n, const rix_blob *b, int repo_version);
 
 /* ---- Blob codec: compression mode + encryption ------------------------------------------- */
@@ -155,7 +155,7 @@ typedef enum rix_compression {
  * @return 0; RIX_EINVAL (repo_version not 1 or 2, unknown mode); RIX_ENOMEM.
  */
 typedef struct rix_blob_codec rix_blob_codec;
-RIX_EXPORT int rix_blob_codec_new(rix_blob_codec **out, const rix_key *key, int repo_version, rix_compression mode);
+RIX_EXPORT RIX_NODISCARD int rix_blob_codec_new(rix_blob_codec **out, const rix_key *key, int repo_version, rix_compression mode);
 /* NULL-safe. */
 RIX_EXPORT void rix_blob_codec_free(rix_blob_codec *c);
 #ifdef RIX_ADVANCED /* measurement knobs (rix/common.h) */
@@ -177,7 +177,7 @@ RIX_EXPORT size_t rix_blob_stored_bound(size_t n);
  * written (the header's length), *uncompressed_len n when compressed, else 0.
  * @return 0; RIX_EINVAL (n > RIX_BLOB_MAX, cap too small); RIX_ENOMEM; RIX_EIO.
  */
-RIX_EXPORT int rix_blob_codec_encode(uint32_t *stored_len, uint32_t *uncompressed_len, rix_blob_codec *c, rix_blob_type t, const void *plain,
+RIX_EXPORT RIX_NODISCARD int rix_blob_codec_encode(uint32_t *stored_len, uint32_t *uncompressed_len, rix_blob_codec *c, rix_blob_type t, const void *plain,
 			  size_t n, uint8_t *out, size_t cap);
 
 /*
@@ -187,7 +187,7 @@ RIX_EXPORT int rix_blob_codec_encode(uint32_t *stored_len, uint32_t *uncompresse
  * SHA-256 == b->id. *out_len is the plaintext's size.
  * @return as rix_blob_decode, and RIX_EINVAL when cap is too small.
  */
-RIX_EXPORT int rix_blob_codec_decode(size_t *out_len, rix_blob_codec *c, const uint8_t *stored, size_t n,
+RIX_EXPORT RIX_NODISCARD int rix_blob_codec_decode(size_t *out_len, rix_blob_codec *c, const uint8_t *stored, size_t n,
 			  const rix_blob *b, uint8_t *out, size_t cap);
 
 /* ---- Pack writer ---------------------------------------------------------------------------- */
@@ -208,7 +208,7 @@ RIX_EXPORT int rix_blob_codec_decode(size_t *out_len, rix_blob_codec *c, const u
  * @return 0; RIX_EINVAL (version); RIX_EIO / RIX_ENOSPC (the file cannot be made); RIX_ENOMEM.
  */
 typedef struct rix_pack_writer rix_pack_writer;
-RIX_EXPORT int rix_pack_writer_new(rix_pack_writer **out, const rix_key *key, int repo_version, const char *dir);
+RIX_EXPORT RIX_NODISCARD int rix_pack_writer_new(rix_pack_writer **out, const rix_key *key, int repo_version, const char *dir);
 /* Removes the temporary file unless it was renamed. NULL-safe. */
 RIX_EXPORT void rix_pack_writer_free(rix_pack_writer *w);
 
@@ -221,14 +221,14 @@ RIX_EXPORT void rix_pack_writer_free(rix_pack_writer *w);
  * RIX_PACK_MAX_BLOBS: finish it and start another); RIX_EIO, RIX_ENOSPC (write failed);
  * RIX_ENOMEM.
  */
-RIX_EXPORT int rix_pack_writer_add(rix_pack_writer *w, rix_blob_codec *c, rix_blob_type t, const rix_id *id,
+RIX_EXPORT RIX_NODISCARD int rix_pack_writer_add(rix_pack_writer *w, rix_blob_codec *c, rix_blob_type t, const rix_id *id,
 			const void *plain, size_t n);
 /*
  * Appends a blob already in stored form (from another pack, when repacking): b gives type, ID,
  * length and uncompressed length; b->offset is ignored. The bytes are not checked here.
  * @return as rix_pack_writer_add, and RIX_EINVAL for a length under 32.
  */
-RIX_EXPORT int rix_pack_writer_add_stored(rix_pack_writer *w, const rix_blob *b, const uint8_t *stored);
+RIX_EXPORT RIX_NODISCARD int rix_pack_writer_add_stored(rix_pack_writer *w, const rix_blob *b, const uint8_t *stored);
 
 /* Nonzero once a write to the file failed: the pack cannot be completed, only freed. */
 RIX_EXPORT bool rix_pack_writer_failed(const rix_pack_writer *w);
@@ -244,7 +244,7 @@ RIX_EXPORT const rix_blob *rix_pack_writer_blobs(const rix_pack_writer *w);
  * Writes the sealed header and its length and gives the pack's ID. The file is complete but
  * not synced. @return 0; RIX_EINVAL (already finished or empty); RIX_EIO, RIX_ENOSPC; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_pack_writer_finish(rix_id *pack_id, rix_pack_writer *w);
+RIX_EXPORT RIX_NODISCARD int rix_pack_writer_finish(rix_id *pack_id, rix_pack_writer *w);
 #ifdef RIX_ADVANCED /* the pack writer's file (rix/common.h) */
 /* After finish: the file's size, its descriptor (open for reading, offset unspecified) and path. */
 RIX_EXPORT uint64_t rix_pack_writer_file_size(const rix_pack_writer *w);
@@ -255,7 +255,7 @@ RIX_EXPORT const char *rix_pack_writer_path(const rix_pack_writer *w);
  * fsync path's directory (the syncs only when sync is true). The writer no longer removes it.
  * @return 0; RIX_EINVAL (not finished); RIX_EIO, RIX_ENOSPC.
  */
-RIX_EXPORT int rix_pack_writer_rename(rix_pack_writer *w, const char *path, bool sync);
+RIX_EXPORT RIX_NODISCARD int rix_pack_writer_rename(rix_pack_writer *w, const char *path, bool sync);
 /* The file was moved away by someone else (a backend took it): free will not remove its path. */
 RIX_EXPORT void rix_pack_writer_disown(rix_pack_writer *w);
 #endif /* RIX_ADVANCED */
@@ -286,7 +286,7 @@ typedef int (*rix_packer_done_fn)(void *payload, rix_pack_writer *w, const rix_i
  * @return 0; RIX_EINVAL (version, target size); RIX_ENOMEM.
  */
 typedef struct rix_packer rix_packer;
-RIX_EXPORT int rix_packer_new(rix_packer **out, const rix_key *key, int repo_version, const char *tmpdir,
+RIX_EXPORT RIX_NODISCARD int rix_packer_new(rix_packer **out, const rix_key *key, int repo_version, const char *tmpdir,
 		   uint64_t target_size, rix_packer_done_fn done, void *payload);
 /*
  * Discards every open pack (their temporary files are removed; their blobs were never handed
@@ -302,14 +302,14 @@ RIX_EXPORT void rix_packer_free(rix_packer *p);
  * on; the discard callback hears of them); after any other error it stays open with its blobs.
  * @return 0; the codec's and writer's errors; done's.
  */
-RIX_EXPORT int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_id *id, const void *plain,
+RIX_EXPORT RIX_NODISCARD int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_id *id, const void *plain,
 		   size_t n);
 /*
  * Finishes every open pack that holds a blob and hands it to done. Call it when no add is in
  * progress (at the end of a backup, before the index is written). @return 0 or the first error;
  * the other packs are still finished and handed on.
  */
-RIX_EXPORT int rix_packer_flush(rix_packer *p);
+RIX_EXPORT RIX_NODISCARD int rix_packer_flush(rix_packer *p);
 /*
  * Called with the blobs of an open pack that is thrown away after a failed write (they were
  * never handed on), before it is freed: a repository forgets them as pending there.

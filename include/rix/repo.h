@@ -78,7 +78,7 @@ typedef struct rix_repo rix_repo;
  * owns b on success (freed by rix_repo_free); on failure the caller keeps it. opt may be NULL.
  * @return 0; RIX_EEXISTS (a config is there); RIX_EINVAL; the backend's errors; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
+RIX_EXPORT RIX_NODISCARD int rix_repo_init(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
 		  const rix_repo_options *opt);
 
 /*
@@ -87,7 +87,7 @@ RIX_EXPORT int rix_repo_init(rix_repo **out, rix_backend *b, const char *passwor
  * @return 0; RIX_EAUTH (no key file opens with this password); RIX_ENOTFOUND (no key file);
  * RIX_ECORRUPT (config); RIX_EINVAL (unknown config version); backend errors; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_repo_open(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
+RIX_EXPORT RIX_NODISCARD int rix_repo_open(rix_repo **out, rix_backend *b, const char *password, size_t password_len,
 		  const rix_repo_options *opt);
 
 /* Frees everything (blobs saved since the last flush are not stored). NULL-safe. */
@@ -120,7 +120,7 @@ typedef struct rix_repo_load_stats {
  * stats may be NULL.
  * @return 0; the first error when strict; backend errors from listing; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *payload);
+RIX_EXPORT RIX_NODISCARD int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *payload);
 
 /*
  * Saves blob data[0..n) of type t: its ID (SHA-256) into *id, and *stored = 1 if it was
@@ -132,7 +132,7 @@ RIX_EXPORT int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_
  * @return 0; RIX_EINVAL (n over RIX_BLOB_MAX); RIX_ELOCKED (the repository's lock is lost: see
  * rix_lock_check); the codec's, packer's, backend's errors.
  */
-RIX_EXPORT int rix_repo_save_blob(rix_id *id, bool *stored, rix_repo *r, rix_blob_type t, const void *data, size_t n);
+RIX_EXPORT RIX_NODISCARD int rix_repo_save_blob(rix_id *id, bool *stored, rix_repo *r, rix_blob_type t, const void *data, size_t n);
 
 /*
  * Finishes open packs, stores them, and writes index files for every pack stored since the
@@ -144,7 +144,7 @@ RIX_EXPORT int rix_repo_save_blob(rix_id *id, bool *stored, rix_repo *r, rix_blo
  * nothing is written); blobs of a temporary pack that could not be
  * written must be saved again, see rix_repo_save_blob); RIX_ENOMEM.
  */
-RIX_EXPORT int rix_repo_flush(rix_repo *r);
+RIX_EXPORT RIX_NODISCARD int rix_repo_flush(rix_repo *r);
 #define RIX_REPO_INDEX_BLOBS_V2 150000u
 #define RIX_REPO_INDEX_BLOBS_V1 50000u
 
@@ -154,7 +154,7 @@ RIX_EXPORT int rix_repo_flush(rix_repo *r);
  * @return 0; RIX_ENOTFOUND (not in the index); RIX_ECORRUPT / RIX_EAUTH (a damaged pack: the
  * message names it); backend errors; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_repo_load_blob(uint8_t **out, size_t *n, rix_repo *r, rix_blob_type t, const rix_id *id);
+RIX_EXPORT RIX_NODISCARD int rix_repo_load_blob(uint8_t **out, size_t *n, rix_repo *r, rix_blob_type t, const rix_id *id);
 
 /* ---- files ------------------------------------------------------------------------------------ */
 
@@ -197,9 +197,9 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_read_pack_header(rix_blob **out, size_t *c
  * be NULL) gets its name. remove: deletes key file name, refusing the one r was opened with
  * (RIX_EINVAL) so a repository always keeps a key that works. list: fn per key file name.
  */
-RIX_EXPORT int rix_repo_key_add(char name[65], rix_repo *r, const char *password, size_t password_len);
-RIX_EXPORT int rix_repo_key_remove(rix_repo *r, const char *name);
-RIX_EXPORT int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *payload);
+RIX_EXPORT RIX_NODISCARD int rix_repo_key_add(char name[65], rix_repo *r, const char *password, size_t password_len);
+RIX_EXPORT RIX_NODISCARD int rix_repo_key_remove(rix_repo *r, const char *name);
+RIX_EXPORT RIX_NODISCARD int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *payload);
 
 /* ---- usage -------------------------------------------------------------------------------------- */
 
@@ -220,7 +220,7 @@ typedef struct rix_repo_usage {
  * @return 0; RIX_ECORRUPT (a snapshot or tree that is not what restic writes); the load errors
  * of a tree blob; backend errors; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_repo_usage_compute(rix_repo_usage *u, rix_repo *r);
+RIX_EXPORT RIX_NODISCARD int rix_repo_usage_compute(rix_repo_usage *u, rix_repo *r);
 
 /* ---- check ------------------------------------------------------------------------------------ */
 
@@ -301,7 +301,7 @@ typedef struct rix_lock rix_lock;
  * @return 0; RIX_ELOCKED ("locked exclusively by PID 123 on host by user since ..."); backend
  * errors; RIX_ENOMEM.
  */
-RIX_EXPORT int rix_lock_acquire(rix_lock **out, rix_repo *r, bool exclusive);
+RIX_EXPORT RIX_NODISCARD int rix_lock_acquire(rix_lock **out, rix_repo *r, bool exclusive);
 /*
  * 0 while the lock is held; RIX_ELOCKED, with a message naming the lock and the refresh error,
  * once its refresh failed for RIX_LOCK_LOST_SECONDS. A lost lock stays lost (its holder must
@@ -313,11 +313,11 @@ RIX_EXPORT RIX_NODISCARD int rix_lock_check(const rix_lock *l);
 RIX_EXPORT void rix_lock_set_intervals(rix_lock *l, unsigned refresh_ms, unsigned retry_ms, unsigned lost_ms);
 #endif /* RIX_ADVANCED */
 /* Writes a fresh lock file now and removes the previous one (the thread does it on its own). */
-RIX_EXPORT int rix_lock_refresh(rix_lock *l);
+RIX_EXPORT RIX_NODISCARD int rix_lock_refresh(rix_lock *l);
 /* Stops the refresh thread, removes the lock file, frees. NULL-safe. */
 RIX_EXPORT int rix_lock_free(rix_lock *l);
 /* Removes stale locks, or every lock when all; *removed (may be NULL) counts them. */
-RIX_EXPORT int rix_lock_remove(size_t *removed, rix_repo *r, bool all);
+RIX_EXPORT RIX_NODISCARD int rix_lock_remove(size_t *removed, rix_repo *r, bool all);
 
 #ifdef __cplusplus
 }

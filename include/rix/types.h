@@ -68,7 +68,7 @@ static inline uint32_t rix_blob_plain_size(uint32_t length, uint32_t uncompresse
 /* Hex: writes 64 lowercase hex digits and a NUL into out[65]. */
 RIX_EXPORT void rix_id_to_hex(char out[65], const rix_id *id);
 /* Parses exactly 64 hex digits (either case). 0 or RIX_EINVAL. */
-RIX_EXPORT int rix_id_from_hex(rix_id *id, const char *hex, size_t len);
+RIX_EXPORT RIX_NODISCARD int rix_id_from_hex(rix_id *id, const char *hex, size_t len);
 
 #ifdef __cplusplus
 }
