@@ -247,44 +247,91 @@ int rix_repo_flush(rix_repo *r)
 
 /* ---- loading ------------------------------------------------------------------------------- */
 
-int rix_repo_load_blob(uint8_t **out, size_t *n, rix_repo *r, rix_blob_type t, const rix_id *id)
+/* A buffer of at least need bytes for a blob's stored form, from the pool (mu). */
+static uint8_t *take_scratch(rix_repo *r, size_t need, size_t *cap)
 {
-	*out = NULL;
-	*n = 0;
-	rix_packed_blob pb;
-	int rc = rix_master_index_lookup(&pb, r->mi, t, id);
+	pthread_mutex_lock(&r->mu);
+	struct rix__scratch sc = r->nscratch > 0 ? r->scratch[--r->nscratch] : (struct rix__scratch){ 0 };
+	pthread_mutex_unlock(&r->mu);
+	if (sc.cap < need) {
+		rix_free(sc.p);
+		sc.cap = need > 4096 ? need : 4096;
+		sc.p = rix_malloc(sc.cap);
+		if (sc.p == NULL)
+			sc.cap = 0;
+	}
+	*cap = sc.cap;
+	return sc.p;
+}
+
+static void give_scratch(rix_repo *r, uint8_t *p, size_t cap)
+{
+	pthread_mutex_lock(&r->mu);
+	if (p != NULL && r->nscratch < REPO_POOL_MAX) {
+		r->scratch[r->nscratch++] = (struct rix__scratch){ p, cap };
+		p = NULL;
+	}
+	pthread_mutex_unlock(&r->mu);
+	rix_free(p);
+}
+
+/* Looks (t, id) up: *pb, and its plaintext size in *plain. */
+static int locate(rix_packed_blob *pb, size_t *plain, rix_repo *r, rix_blob_type t, const rix_id *id)
+{
+	int rc = rix_master_index_lookup(pb, r->mi, t, id);
 	if (rc != 0) {
 		char hex[65];
 		rix_id_to_hex(hex, id);
 		return rix_error_set(RIX_ENOTFOUND, "repo: %s blob %s is not in the index", t == RIX_BLOB_TREE ? "tree" : "data",
 				     hex);
 	}
+	*plain = rix_blob_plain_size(pb->length, pb->uncompressed_length);
+	return 0;
+}
+
+/* Reads and decodes the blob at *pb into buf[0..cap), cap >= its plaintext size. */
+static int load_located(size_t *n, rix_repo *r, const rix_packed_blob *pb, uint8_t *buf, size_t cap)
+{
 	char pack[65];
-	rix_id_to_hex(pack, &pb.pack_id);
-	size_t plain = rix_blob_plain_size(pb.length, pb.uncompressed_length);
-	uint8_t *stored = rix_malloc(pb.length ? pb.length : 1);
-	uint8_t *buf = rix_malloc(plain ? plain : 1);
-	if (stored == NULL || buf == NULL) {
-		rix_free(stored);
-		rix_free(buf);
-		return rix_error_set(RIX_ENOMEM, "repo: out of memory for a %zu-byte blob", plain);
-	}
-	rc = rix_backend_read(r->b, RIX_FILE_PACK, pack, pb.offset, stored, pb.length);
+	rix_id_to_hex(pack, &pb->pack_id);
+	size_t scap;
+	uint8_t *stored = take_scratch(r, pb->length ? pb->length : 1, &scap);
+	if (stored == NULL)
+		return rix_error_set(RIX_ENOMEM, "repo: out of memory for a %u-byte stored blob", pb->length);
+	int rc = rix_backend_read(r->b, RIX_FILE_PACK, pack, pb->offset, stored, pb->length);
+	if (rc == RIX_ENOTFOUND)
+		rc = rix_error_set(RIX_ENOTFOUND, "repo: pack %s, which the index names, is missing", pack);
 	rix_blob_codec *c = NULL;
 	if (rc == 0)
 		rc = take_codec(r, &c);
 	if (rc == 0) {
-		rix_blob b = { .id = *id, .type = t, .offset = pb.offset, .length = pb.length,
-			       .uncompressed_length = pb.uncompressed_length };
-		rc = rix_blob_codec_decode(n, c, stored, pb.length, &b, buf, plain);
+		rix_blob b = { .id = pb->id, .type = pb->type, .offset = pb->offset, .length = pb->length,
+			       .uncompressed_length = pb->uncompressed_length };
+		rc = rix_blob_codec_decode(n, c, stored, pb->length, &b, buf, cap);
 		give_codec(r, c);
 		if (rc == RIX_ECORRUPT || rc == RIX_EAUTH) {
 			char msg[300];
 			snprintf(msg, sizeof(msg), "%s", rix_error_last());
-			rc = rix_error_set(rc, "repo: pack %s, blob at %u: %s", pack, pb.offset, msg);
+			rc = rix_error_set(rc, "repo: pack %s, blob at %u: %s", pack, pb->offset, msg);
 		}
 	}
-	rix_free(stored);
+	give_scratch(r, stored, scap);
+	return rc;
+}
+
+int rix_repo_load_blob(uint8_t **out, size_t *n, rix_repo *r, rix_blob_type t, const rix_id *id)
+{
+	*out = NULL;
+	*n = 0;
+	rix_packed_blob pb;
+	size_t plain = 0;
+	int rc = locate(&pb, &plain, r, t, id);
+	if (rc != 0)
+		return rc;
+	uint8_t *buf = rix_malloc(plain ? plain : 1);
+	if (buf == NULL)
+		return rix_error_set(RIX_ENOMEM, "repo: out of memory for a %zu-byte blob", plain);
+	rc = load_located(n, r, &pb, buf, plain);
 	if (rc != 0) {
 		rix_free(buf);
 		*n = 0;
@@ -292,4 +339,22 @@ int rix_repo_load_blob(uint8_t **out, size_t *n, rix_repo *r, rix_blob_type t, c
 	}
 	*out = buf;
 	return 0;
+}
+
+int rix_repo_load_blob_into(size_t *n, rix_repo *r, rix_blob_type t, const rix_id *id, uint8_t *buf, size_t cap)
+{
+	*n = 0;
+	rix_packed_blob pb;
+	size_t plain = 0;
+	int rc = locate(&pb, &plain, r, t, id);
+	if (rc != 0)
+		return rc;
+	if (cap < plain) {
+		*n = plain;
+		return rix_error_set(RIX_ELIMIT, "repo: the blob has %zu bytes, the buffer %zu", plain, cap);
+	}
+	rc = load_located(n, r, &pb, buf, cap);
+	if (rc != 0)
+		*n = 0;
+	return rc;
 }

@@ -72,6 +72,8 @@ void rix__repo_free(rix_repo *r)
 	rix_packer_free(r->packer);
 	for (size_t i = 0; i < r->npool; i++)
 		rix_blob_codec_free(r->pool[i]);
+	for (size_t i = 0; i < r->nscratch; i++)
+		rix_free(r->scratch[i].p);
 	for (size_t i = 0; i < r->nretry; i++)
 		rix_pack_writer_free(r->retry[i]);
 	rix_master_index_free(r->mi);

@@ -52,6 +52,11 @@ struct rix_repo {
 	rix_packer *packer;
 	rix_blob_codec *pool[REPO_POOL_MAX];
 	size_t npool;
+	struct rix__scratch {
+		uint8_t *p;
+		size_t cap;
+	} scratch[REPO_POOL_MAX]; /* buffers for stored blobs being loaded (mu) */
+	size_t nscratch;
 	pthread_mutex_t imu;
 	rix_pack_writer *retry[256];
 	rix_id retry_id[256];

@@ -573,6 +573,59 @@ static void test_files(void **state)
 	rix_test_free_dir(dir);
 }
 
+/* Loading into the caller's buffer: the same bytes, no allocation once warm, a buffer too small
+ * says how big the blob is, a missing pack is named. */
+static void test_load_into(void **state)
+{
+	(void)state;
+	char *dir = rix_test_new_dir("rix-repo");
+	rix_repo *r = init_repo(dir, 2);
+	struct blobs s;
+	make_blobs(&s, 40, 11);
+	save_all(r, &s);
+	MUST(rix_repo_flush(r));
+	size_t big = 0;
+	for (size_t i = 0; i < s.n; i++)
+		big = s.len[i] > big ? s.len[i] : big;
+	uint8_t *buf = malloc(big + 1);
+	size_t n;
+	for (int round = 0; round < 2; round++) {
+		if (round == 1)
+			rix_test_failalloc_install(0); /* counts, never fails */
+		for (size_t i = 0; i < s.n; i++) {
+			MUST(rix_repo_load_blob_into(&n, r, s.type[i], &s.id[i], buf, big));
+			assert_int_equal(n, s.len[i]);
+			assert_memory_equal(buf, s.data[i], n);
+		}
+		if (round == 1) {
+			assert_int_equal(rix_test_failalloc_count(), 0);
+			rix_test_failalloc_remove();
+		}
+	}
+	size_t k = 1; /* a blob that is not empty */
+	while (s.len[k] == 0)
+		k++;
+	assert_int_equal(rix_repo_load_blob_into(&n, r, s.type[k], &s.id[k], buf, s.len[k] - 1), RIX_ELIMIT);
+	assert_int_equal(n, s.len[k]);
+	rix_id unknown = s.id[k];
+	unknown.b[0] ^= 0x55;
+	assert_int_equal(rix_repo_load_blob_into(&n, r, s.type[k], &unknown, buf, big), RIX_ENOTFOUND);
+
+	/* Its pack gone: the error says so. */
+	rix_packed_blob pb;
+	MUST(rix_master_index_lookup(&pb, rix_repo_master_index(r), s.type[k], &s.id[k]));
+	char hex[65];
+	rix_id_to_hex(hex, &pb.pack_id);
+	MUST(rix_backend_remove(rix_repo_backend(r), RIX_FILE_PACK, hex));
+	assert_int_equal(rix_repo_load_blob_into(&n, r, s.type[k], &s.id[k], buf, big), RIX_ENOTFOUND);
+	assert_non_null(strstr(rix_error_last(), "missing"));
+	assert_non_null(strstr(rix_error_last(), hex));
+	free(buf);
+	free_blobs(&s);
+	rix_repo_free(r);
+	rix_test_free_dir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -585,6 +638,7 @@ int main(void)
 		cmocka_unit_test(test_restic_both_ways),
 		cmocka_unit_test(test_unknown_config_version),
 		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_load_into),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,18 +101,49 @@ RIX_EXPORT RIX_NODISCARD int rix_backend_local_open(rix_backend **out, const cha
  */
 RIX_EXPORT RIX_NODISCARD int rix_backend_rest_open(rix_backend **out, const char *url, bool create);
 
-/* The operations, through any backend (name: 64 hex digits; ignored for RIX_FILE_CONFIG). */
+/*
+ * The operations, through any backend. name is a file name (64 lowercase hex digits; ignored
+ * for RIX_FILE_CONFIG); any other name is refused with RIX_EINVAL before the backend sees it.
+ * Every string and buffer passed in is borrowed for the call. Besides the codes listed, each
+ * may return RIX_EIO (the file system or the server failed: the message says how) and
+ * RIX_ENOMEM.
+ */
+/* "local", "rest", ...: borrowed, valid while b is. */
 RIX_EXPORT const char *rix_backend_kind(const rix_backend *b);
+/*
+ * Calls fn for every file of type t whose name is a file name (others are skipped), in no
+ * particular order, with its size. @return 0; fn's nonzero value (listing stops).
+ */
 RIX_EXPORT RIX_NODISCARD int rix_backend_list(rix_backend *b, rix_file_type t, rix_backend_list_fn fn, void *payload);
+/* *size of the file. @return 0; RIX_ENOTFOUND. */
 RIX_EXPORT RIX_NODISCARD int rix_backend_stat(uint64_t *size, rix_backend *b, rix_file_type t, const char *name);
+/*
+ * Exactly len bytes of the file from off into the caller's buf. @return 0; RIX_ENOTFOUND;
+ * RIX_ECORRUPT (the file ends first: buf's content is then unspecified).
+ */
 RIX_EXPORT RIX_NODISCARD int rix_backend_read(rix_backend *b, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len);
-/* The whole file, in *data (freed with rix_free), *n bytes. At most max bytes, else RIX_ECORRUPT. */
+/*
+ * The whole file: *data (the caller's, rix_free; NULL on failure), *n bytes.
+ * @return 0; RIX_ENOTFOUND; RIX_ECORRUPT (over max bytes).
+ */
 RIX_EXPORT RIX_NODISCARD int rix_backend_read_all(uint8_t **data, size_t *n, rix_backend *b, rix_file_type t, const char *name,
 			 size_t max);
+/*
+ * Stores data[0..n) atomically under name (a reader sees no file or all of it; one of that name
+ * is replaced). @return 0; RIX_ENOSPC (no room: nothing is left behind).
+ */
 RIX_EXPORT RIX_NODISCARD int rix_backend_write(rix_backend *b, rix_file_type t, const char *name, const void *data, size_t n);
+/*
+ * Stores the first size bytes of the open file fd (at path on this machine, or NULL) atomically
+ * under name. A backend may take the file itself (local: a rename on the same file system);
+ * *taken says whether it did (the caller must then not remove path). fd stays the caller's.
+ * @return 0; RIX_EINVAL (the file is shorter than size); RIX_ENOSPC.
+ */
 RIX_EXPORT RIX_NODISCARD int rix_backend_write_file(bool *taken, rix_backend *b, rix_file_type t, const char *name, int fd,
 			   const char *path, uint64_t size);
+/* Removes the file. @return 0; RIX_ENOTFOUND. */
 RIX_EXPORT RIX_NODISCARD int rix_backend_remove(rix_backend *b, rix_file_type t, const char *name);
+/* A directory on this machine whose files write_file can take whole, or NULL: borrowed. */
 RIX_EXPORT const char *rix_backend_temp_dir(rix_backend *b);
 
 #ifdef __cplusplus

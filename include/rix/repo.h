@@ -150,11 +150,21 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_flush(rix_repo *r);
 
 /*
  * Reads blob (t, id): index lookup, read of its bytes from the pack, MAC, decrypt, decompress,
- * SHA-256 check. *out (rix_free) holds *n bytes.
- * @return 0; RIX_ENOTFOUND (not in the index); RIX_ECORRUPT / RIX_EAUTH (a damaged pack: the
- * message names it); backend errors; RIX_ENOMEM.
+ * SHA-256 check. *out (the caller's, rix_free) holds *n bytes. Thread-safe.
+ * @return 0; RIX_ENOTFOUND (not in the index, or its pack is missing: the message says which);
+ * RIX_ECORRUPT / RIX_EAUTH (a damaged pack: the message names it); backend errors; RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_load_blob(uint8_t **out, size_t *n, rix_repo *r, rix_blob_type t, const rix_id *id);
+
+/*
+ * The same into the caller's buf[0..cap): *n is the blob's size. Nothing is allocated once the
+ * repository's codecs and read buffers are warm (one per thread loading at a time), so a
+ * restore can load millions of blobs without touching the allocator. Thread-safe.
+ * @return as rix_repo_load_blob, and RIX_ELIMIT when cap is too small (*n then says how big the
+ * blob is).
+ */
+RIX_EXPORT RIX_NODISCARD int rix_repo_load_blob_into(size_t *n, rix_repo *r, rix_blob_type t, const rix_id *id,
+						     uint8_t *buf, size_t cap);
 
 /* ---- files ------------------------------------------------------------------------------------ */
 
@@ -193,12 +203,18 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_read_pack_header(rix_blob **out, size_t *c
 						       const rix_id *pack_id);
 
 /*
- * Keys. add: a new key file for the same master key, opened by password; *name (65 bytes, may
- * be NULL) gets its name. remove: deletes key file name, refusing the one r was opened with
- * (RIX_EINVAL) so a repository always keeps a key that works. list: fn per key file name.
+ * A new key file for the repository's master key, opened by password (borrowed; scrypt with
+ * the repository options' parameters); name (65 bytes, may be NULL) gets its file name.
+ * @return 0; RIX_EINVAL (scrypt parameters); backend errors (RIX_ENOSPC, RIX_EIO); RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_key_add(char name[65], rix_repo *r, const char *password, size_t password_len);
+/*
+ * Deletes key file name (64 hex digits), refusing the one r was opened with, so that a
+ * repository always keeps a key that works.
+ * @return 0; RIX_EINVAL (the key in use, or not a file name); RIX_ENOTFOUND; backend errors.
+ */
 RIX_EXPORT RIX_NODISCARD int rix_repo_key_remove(rix_repo *r, const char *name);
+/* fn(payload, name, size) for each key file. @return 0; fn's nonzero value; backend errors. */
 RIX_EXPORT RIX_NODISCARD int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *payload);
 
 /* ---- usage -------------------------------------------------------------------------------------- */
@@ -312,11 +328,22 @@ RIX_EXPORT RIX_NODISCARD int rix_lock_check(const rix_lock *l);
 /* The refresh thread's intervals in milliseconds (refresh, retry after a failure, lost after). */
 RIX_EXPORT void rix_lock_set_intervals(rix_lock *l, unsigned refresh_ms, unsigned retry_ms, unsigned lost_ms);
 #endif /* RIX_ADVANCED */
-/* Writes a fresh lock file now and removes the previous one (the thread does it on its own). */
+/*
+ * Writes a fresh lock file now and removes the previous one (the refresh thread does it on its
+ * own). @return 0; backend errors (the old file stays, and the lock with it).
+ */
 RIX_EXPORT RIX_NODISCARD int rix_lock_refresh(rix_lock *l);
-/* Stops the refresh thread, removes the lock file, frees. NULL-safe. */
+/*
+ * Releases the lock: stops the refresh thread, removes the lock file, frees l (in any case).
+ * NULL-safe. @return 0; the backend's error removing the file (it stays until it is stale, or
+ * until rix_lock_remove with all).
+ */
 RIX_EXPORT int rix_lock_free(rix_lock *l);
-/* Removes stale locks, or every lock when all; *removed (may be NULL) counts them. */
+/*
+ * Removes the stale locks of the repository, or every lock when all (a lock file that cannot
+ * be read counts as held: only all removes it); *removed (may be NULL) counts those removed.
+ * @return 0; the first backend error (the locks after it are left); RIX_ENOMEM.
+ */
 RIX_EXPORT RIX_NODISCARD int rix_lock_remove(size_t *removed, rix_repo *r, bool all);
 
 #ifdef __cplusplus
