@@ -181,7 +181,7 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 		if (k->n[t] == 0) {
 			next->frozen[t] = cur->frozen[t]; /* carried over */
 		} else if (cur->frozen[t] == NULL) {
-			rc = rix__frozen_in_place(&next->frozen[t], k->e[t], (uint32_t)k->n[t], mi->seed);
+			rc = rix__frozen_in_place(&next->frozen[t], k->e[t], (uint32_t)k->n[t], mi->seed, mi->workers);
 			if (rc == 0) { /* the table owns the array now; give back its unused tail */
 				struct fentry *shrunk = rix_realloc(k->e[t], k->n[t] * sizeof(struct fentry));
 				if (shrunk != NULL)

@@ -33,6 +33,7 @@
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "master_index_internal.h"
+#include "../common/pool.h"
 
 void rix__frozen_free(struct frozen *f)
 {
@@ -208,7 +209,8 @@ static void *sort_groups(void *arg)
  * super-buckets (1/16 of the data), then each super-bucket (1/256 of the entries: L2-sized at
  * millions) into its buckets.
  */
-int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed)
+int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed,
+			 unsigned workers)
 {
 	*out = NULL;
 	uint32_t nb = (uint32_t)(((uint64_t)count + FROZEN_LOAD - 1) / FROZEN_LOAD);
@@ -252,16 +254,7 @@ int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t c
 	/* Levels 2 and 3 of the 16 groups are independent: one thread per CPU takes groups. */
 	struct sort_job job = { .entries = entries, .f = f, .next = next, .sstart = sstart, .snext = snext,
 				.nb = nb, .seed = seed };
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int nth = cpus > 1 ? (int)(cpus < 16 ? cpus : 16) : 1;
-	pthread_t th[16];
-	int started = 0;
-	for (int i = 1; i < nth; i++)
-		if (pthread_create(&th[started], NULL, sort_groups, &job) == 0)
-			started++;
-	sort_groups(&job);
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	rix__pool_run(rix__pool_size(workers, 16), sort_groups, &job);
 	rix_free(next);
 	f->entries = entries;
 	f->nb = nb;

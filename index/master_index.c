@@ -104,6 +104,11 @@ int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed)
 	return 0;
 }
 
+void rix_master_index_set_workers(rix_master_index *mi, unsigned workers)
+{
+	mi->workers = workers;
+}
+
 int rix_master_index_new(rix_master_index **out)
 {
 	return rix_master_index_new_seeded(out, rix__random_seed());

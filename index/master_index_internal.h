@@ -48,6 +48,7 @@ struct rix_master_index {
 	pthread_rwlock_t lock;
 	pthread_mutex_t wmu;
 	uint64_t seed;
+	unsigned workers; /* threads for the in-place build (0: one per CPU) */
 	_Atomic(struct mstate *) state; /* never NULL */
 	atomic_size_t nsep;             /* = nseparate, for lock-free readers */
 	rix_index **separate;
@@ -90,9 +91,11 @@ int rix__frozen_build(struct frozen **out, const struct merge_src *srcs, size_t 
 
 /*
  * The frozen table over entries[0..count) themselves, permuted into bucket order (a counting
- * sort in place); the table owns entries afterwards. @return 0, RIX_ENOMEM.
+ * sort in place, its lower levels on `workers` threads: 0, one per CPU); the table owns entries
+ * afterwards. @return 0, RIX_ENOMEM.
  */
-int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed);
+int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed,
+			 unsigned workers);
 
 /* ---- The master index's state (master_index.c) -------------------------------------------- */
 

@@ -12,6 +12,7 @@
 #include "rix/error.h"
 #include "rix/repo.h"
 #include "repo_internal.h"
+#include "../common/pool.h"
 
 #define INDEX_FILE_MAX ((size_t)1 << 31)
 
@@ -129,10 +130,8 @@ int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_
 		return rc;
 	l.stats.files = l.names.n;
 	pthread_mutex_init(&l.mu, NULL);
-	unsigned workers = r->opt.workers;
-	if (workers == 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-		workers = c > 0 ? (unsigned)c : 1;
+	unsigned workers = rix__pool_size(r->opt.workers, 256);
+	if (r->opt.workers == 0) {
 		/*
 		 * Each loader holds one file, its JSON (~3x the file) and its batch while it works: as
 		 * many as fit the memory budget, so that a many-core machine does not multiply the peak.
@@ -144,17 +143,8 @@ int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_
 			workers = fit > 0 ? (unsigned)fit : 1;
 	}
 	if (workers > l.names.n)
-		workers = (unsigned)l.names.n;
-	if (workers > 256)
-		workers = 256;
-	pthread_t th[256];
-	unsigned started = 0;
-	for (unsigned i = 1; i < workers; i++) /* the calling thread is worker 0 */
-		if (pthread_create(&th[started], NULL, load_worker, &l) == 0)
-			started++;
-	load_worker(&l);
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+		workers = l.names.n > 0 ? (unsigned)l.names.n : 1;
+	rix__pool_run(workers, load_worker, &l); /* the calling thread is worker 0 */
 	pthread_mutex_destroy(&l.mu);
 	rix_free(l.names.v);
 	size_t before = rix_master_index_count(r->mi, RIX_BLOB_DATA) + rix_master_index_count(r->mi, RIX_BLOB_TREE);

@@ -57,6 +57,8 @@ int rix__repo_new(rix_repo **out, rix_backend *b, const rix_repo_options *opt)
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_mutex_init(&r->imu, NULL);
 	int rc = rix_master_index_new(&r->mi);
+	if (rc == 0)
+		rix_master_index_set_workers(r->mi, r->opt.workers);
 	if (rc != 0) {
 		pthread_mutex_destroy(&r->mu);
 		pthread_mutex_destroy(&r->imu);

@@ -153,6 +153,8 @@ RIX_EXPORT void rix_master_batch_discard(rix_master_batch *b);
 /* NULL-safe. */
 RIX_EXPORT void rix_master_batch_free(rix_master_batch *b);
 RIX_EXPORT RIX_NODISCARD int rix_master_index_bulk_finish(rix_master_index *mi);
+/* Threads bulk_finish's in-place build may use (0, the default: one per CPU, at most 16). */
+RIX_EXPORT void rix_master_index_set_workers(rix_master_index *mi, unsigned workers);
 #endif /* RIX_ADVANCED */
 
 /*

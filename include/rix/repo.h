@@ -49,7 +49,8 @@ typedef struct rix_repo_options {
 	uint32_t scrypt_r, scrypt_p;
 	const char *username;        /* for key files; NULL: the user running */
 	const char *hostname;        /* NULL: this machine's name */
-	unsigned workers;            /* threads for index loading (within load_memory) and check; 0: one per CPU */
+	unsigned workers;            /* threads for index loading (within load_memory), the merged table's
+	                                build and check; 0: one per CPU */
 	uint64_t load_memory;        /* index loading's working memory; 0: RIX_REPO_LOAD_MEMORY_DEFAULT */
 	bool strict;                 /* a damaged index file makes rix_repo_load_index fail */
 	const char *key_hint;        /* open: key files whose name starts with this are tried first */
