@@ -63,7 +63,10 @@ RIX_EXPORT size_t rix_index_count(const rix_index *idx, rix_blob_type t);
 RIX_EXPORT size_t rix_index_pack_count(const rix_index *idx);
 RIX_EXPORT const rix_id *rix_index_pack_id(const rix_index *idx, uint32_t i);
 
-/* Calls fn per blob: data blobs in insertion order, then tree blobs. Stops on nonzero. */
+/*
+ * Calls fn per blob: data blobs in insertion order, then tree blobs; pb is borrowed for the
+ * call. @return 0, or fn's nonzero value (it stops there).
+ */
 typedef int (*rix_index_blob_fn)(void *payload, const rix_packed_blob *pb);
 RIX_EXPORT int rix_index_foreach(const rix_index *idx, rix_index_blob_fn fn, void *payload);
 

@@ -41,7 +41,7 @@ typedef struct rix_indexmap rix_indexmap;
 RIX_EXPORT RIX_NODISCARD int rix_indexmap_new(rix_indexmap **out, uint32_t batch);
 
 #ifdef RIX_ADVANCED /* reproducible tables (rix/common.h) */
-/* As rix_indexmap_new with a fixed hash seed (tests and reproducible benchmarks). */
+/* As rix_indexmap_new with a fixed hash seed (tests and reproducible benchmarks). @return 0, RIX_ENOMEM. */
 RIX_EXPORT RIX_NODISCARD int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed);
 #endif /* RIX_ADVANCED */
 
@@ -90,7 +90,8 @@ RIX_EXPORT size_t rix_indexmap_memory(const rix_indexmap *m);
 RIX_EXPORT void rix_indexmap_entry(const rix_id **id, rix_loc *loc, const rix_indexmap *m, uint32_t i);
 
 /*
- * Calls fn for every entry in insertion order; stops at the first nonzero return and returns it.
+ * Calls fn for every entry in insertion order (id and loc borrowed for the call).
+ * @return 0, or fn's first nonzero value (it stops there).
  */
 typedef int (*rix_indexmap_fn)(void *payload, const rix_id *id, const rix_loc *loc);
 RIX_EXPORT int rix_indexmap_foreach(const rix_indexmap *m, rix_indexmap_fn fn, void *payload);

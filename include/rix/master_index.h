@@ -35,7 +35,7 @@ typedef struct rix_master_index rix_master_index;
 RIX_EXPORT RIX_NODISCARD int rix_master_index_new(rix_master_index **out);
 
 #ifdef RIX_ADVANCED /* reproducible tables (rix/common.h) */
-/* As rix_master_index_new with a fixed hash seed (tests, reproducible benchmarks). */
+/* As rix_master_index_new with a fixed hash seed (tests, reproducible benchmarks). @return 0, RIX_ENOMEM. */
 RIX_EXPORT RIX_NODISCARD int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed);
 #endif /* RIX_ADVANCED */
 
@@ -105,7 +105,10 @@ RIX_EXPORT size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found
 /* Number of blob entries of type t over all indexes (duplicates counted). */
 RIX_EXPORT size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t);
 
-/* Calls fn for every blob entry (frozen tables first, then separate indexes). Stops on nonzero. */
+/*
+ * Calls fn for every blob entry (frozen tables, the blobs stored since opening, then separate
+ * indexes); pb is borrowed for the call. @return 0, or fn's nonzero value (it stops there).
+ */
 RIX_EXPORT int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *payload);
 
 /*
@@ -114,7 +117,8 @@ RIX_EXPORT int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn 
  */
 RIX_EXPORT RIX_NODISCARD int rix_master_index_packs(rix_id **out, size_t *n, rix_master_index *mi);
 
-/* IDs of all index files held (rix_index_add_id of each). *out: caller's (rix_free). */
+/* IDs of all index files held (rix_index_add_id of each), sorted. *out: caller's (rix_free).
+ * @return 0, RIX_ENOMEM. */
 RIX_EXPORT RIX_NODISCARD int rix_master_index_index_ids(rix_id **out, size_t *n, rix_master_index *mi);
 
 #ifdef RIX_ADVANCED /* the save path's pending set (rix/common.h) */

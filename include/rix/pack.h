@@ -59,7 +59,8 @@ RIX_EXPORT RIX_NODISCARD int rix_unpacked_decode(uint8_t **out, size_t *out_len,
  * The same for many files, without an allocation per file: a decoder keeps its zstd context and
  * output buffer (grown as needed), and decrypts file[0..n) in place (the caller's bytes are
  * overwritten). *out is borrowed: inside file, or the decoder's buffer, valid until the next
- * call or until file changes. One thread at a time per decoder.
+ * call or until file changes. One thread at a time per decoder. new: *out is the caller's
+ * (rix_unpacked_decoder_free), @return 0, RIX_ENOMEM; decode: @return as rix_unpacked_decode.
  */
 typedef struct rix_unpacked_decoder rix_unpacked_decoder;
 RIX_EXPORT RIX_NODISCARD int rix_unpacked_decoder_new(rix_unpacked_decoder **out);
@@ -114,6 +115,7 @@ RIX_EXPORT RIX_NODISCARD int rix_pack_read_blob(uint8_t **out, size_t *out_len, 
 /*
  * The same for a blob's sealed bytes alone, stored[0..n) (normally n == b->length; b->offset is
  * not used): what a caller that read (offset, length) from a backend has in hand.
+ * @return as rix_pack_read_blob.
  */
 RIX_EXPORT RIX_NODISCARD int rix_blob_decode(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *stored,
 		    size_t n, const rix_blob *b, int repo_version);
