@@ -1,0 +1,82 @@
+/*
+ * cli/cli.h — what the files of the rix command share: the global options, errors and exit
+ * codes, passwords, opening the repository and its index, small output helpers.
+ *
+ *   main.c        global options, the command table, usage
+ *   common.c      the helpers below
+ *   cmd_*.c       one command each, over librix's stable public API only
+ */
+#ifndef RIX_CLI_H
+#define RIX_CLI_H
+
+/* The system headers every command file uses, in one place. */
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "rix/rix.h"
+
+#define RIX_CLI_VERSION "0.1.0"
+
+/* The global options (main.c parses them, before and after the command). */
+struct cli_globals {
+	const char *repo;
+	const char *password_file;
+	const char *key_hint;
+	int json;
+	int quiet;
+	int version; /* init */
+};
+extern struct cli_globals g;
+
+/* "rix: <message>" on stderr; returns 1 (the exit status of a failure). */
+int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* die() with rix's last error message (or rc's name). */
+int fail(int rc);
+/* The usage text on stderr; returns 2. */
+int usage(void);
+
+int get_password(char *buf, size_t cap, int is_new);
+void index_error(void *arg, const char *name, int code, const char *msg);
+int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs);
+void load_progress(void *arg, size_t done, size_t total);
+double now_s(void);
+int open_backend(const char *path, int create, rix_backend **b);
+int open_repo(rix_repo **r);
+int parse_id(const char *hex, rix_id *id);
+int prompt(const char *what, char *buf, size_t cap);
+void put_json_string(const char *s);
+int read_password_file(const char *path, char *buf, size_t cap);
+
+const char *repo_path(void);
+
+/* rix_backend_list callback printing file names (text: one a line; JSON: an array, n counts). */
+struct lister {
+	int n;
+	const char *type;
+};
+int print_name(void *arg, const char *name, uint64_t size);
+
+int cmd_init(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_cat(int argc, char **argv);
+int cmd_find_blob(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_key(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_unlock(int argc, char **argv);
+
+#endif

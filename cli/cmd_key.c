@@ -1,0 +1,60 @@
+/*
+ * cli/cmd_key.c — rix key: list, add, remove, passwd.
+ */
+#include "cli.h"
+
+int cmd_key(int argc, char **argv)
+{
+	if (argc < 1)
+		return usage();
+	const char *sub = argv[0];
+	if (strcmp(sub, "list") && strcmp(sub, "add") && strcmp(sub, "remove") && strcmp(sub, "passwd"))
+		return die("key: unknown command %s (list, add, remove, passwd)", sub);
+	if ((strcmp(sub, "remove") == 0) != (argc == 2) || argc > 2)
+		return usage();
+	rix_repo *r;
+	if (open_repo(&r))
+		return 1;
+	int rc = 0;
+	if (strcmp(sub, "list") == 0) {
+		struct lister l = { 0 };
+		if (g.json)
+			putchar('[');
+		rc = rix_repo_key_list(r, print_name, &l);
+		if (g.json)
+			puts("]");
+		if (!g.json && !g.quiet)
+			fprintf(stderr, "(in use: %s)\n", rix_repo_key_name(r));
+	} else if (strcmp(sub, "remove") == 0) {
+		rc = rix_repo_key_remove(r, argv[1]);
+		if (rc == 0 && !g.quiet)
+			printf("removed key %s\n", argv[1]);
+	} else { /* add, passwd */
+		char pw[1024], name[65];
+		const char *pf = getenv("RIX_NEW_PASSWORD_FILE");
+		int bad = pf != NULL ? read_password_file(pf, pw, sizeof(pw)) : prompt("enter new password: ", pw, sizeof(pw));
+		if (bad) {
+			rix_repo_free(r);
+			return 1;
+		}
+		if (pw[0] == '\0') {
+			rix_repo_free(r);
+			return die("an empty password is not a password");
+		}
+		rc = rix_repo_key_add(name, r, pw, strlen(pw));
+		sodium_memzero(pw, sizeof(pw));
+		if (rc == 0 && strcmp(sub, "passwd") == 0) {
+			char old[65];
+			memcpy(old, rix_repo_key_name(r), 65);
+			/* The old key goes once the new one is stored; the repository is open with the old. */
+			rix_backend *b = rix_repo_backend(r);
+			rc = rix_backend_remove(b, RIX_FILE_KEY, old);
+		}
+		if (rc == 0 && !g.quiet)
+			printf("%s key %s\n", strcmp(sub, "add") == 0 ? "saved new" : "changed password: new", name);
+	}
+	if (rc != 0)
+		rc = fail(rc);
+	rix_repo_free(r);
+	return rc;
+}

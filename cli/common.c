@@ -1,0 +1,216 @@
+/*
+ * cli/common.c — what the commands share: errors, passwords, opening the repository and its index (cli.h).
+ */
+#include "cli.h"
+
+struct cli_globals g = { .version = 2 };
+
+int die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("rix: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	return 1;
+}
+
+int fail(int rc)
+{
+	const char *m = rix_error_last();
+	return die("%s", m[0] ? m : rix_strerror(rc));
+}
+
+/* ---- password ------------------------------------------------------------------------------ */
+
+int read_password_file(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return die("cannot read password file %s: %s", path, strerror(errno));
+	size_t n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *nl = strchr(buf, '\n'); /* the first line, as restic reads it */
+	if (nl != NULL)
+		*nl = '\0';
+	return 0;
+}
+
+int prompt(const char *what, char *buf, size_t cap)
+{
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return die("no password: set RIX_PASSWORD or use --password-file (no terminal to ask on)");
+	struct termios old, quiet;
+	int tty = tcgetattr(fd, &old) == 0;
+	if (tty) {
+		quiet = old;
+		quiet.c_lflag &= ~(tcflag_t)ECHO;
+		tcsetattr(fd, TCSAFLUSH, &quiet);
+	}
+	if (write(fd, what, strlen(what)) < 0) {
+		/* nothing to do: the read below still works */
+	}
+	size_t n = 0;
+	char c;
+	while (n + 1 < cap && read(fd, &c, 1) == 1 && c != '\n')
+		buf[n++] = c;
+	buf[n] = '\0';
+	if (tty)
+		tcsetattr(fd, TCSAFLUSH, &old);
+	if (write(fd, "\n", 1) < 0) {
+	}
+	close(fd);
+	return 0;
+}
+
+int get_password(char *buf, size_t cap, int is_new)
+{
+	const char *file = g.password_file;
+	const char *env = getenv("RIX_PASSWORD");
+	if (env == NULL)
+		env = getenv("RESTIC_PASSWORD");
+	if (file == NULL && env != NULL) {
+		snprintf(buf, cap, "%s", env);
+		return 0;
+	}
+	if (file == NULL)
+		file = getenv("RIX_PASSWORD_FILE");
+	if (file == NULL)
+		file = getenv("RESTIC_PASSWORD_FILE");
+	if (file != NULL)
+		return read_password_file(file, buf, cap);
+	if (prompt(is_new ? "enter password for new repository: " : "enter password for repository: ", buf, cap))
+		return 1;
+	if (is_new) {
+		char again[1024];
+		if (prompt("enter password again: ", again, sizeof(again)))
+			return 1;
+		if (strcmp(buf, again) != 0)
+			return die("passwords do not match");
+	}
+	return 0;
+}
+
+/* ---- opening ------------------------------------------------------------------------------- */
+
+const char *repo_path(void)
+{
+	const char *r = g.repo;
+	if (r == NULL)
+		r = getenv("RIX_REPOSITORY");
+	if (r == NULL)
+		r = getenv("RESTIC_REPOSITORY");
+	if (r != NULL && strncmp(r, "local:", 6) == 0)
+		r += 6;
+	return r;
+}
+
+/* "rest:http://..." or a local path ("local:" optional). */
+int open_backend(const char *path, int create, rix_backend **b)
+{
+	if (strncmp(path, "rest:", 5) == 0)
+		return rix_backend_rest_open(b, path, create);
+	if (strchr(path, ':') != NULL && path[0] != '/' && path[0] != '.')
+		return rix_error_set(RIX_EINVAL, "%s: unknown repository kind (local paths and rest: URLs)", path);
+	return rix_backend_local_open(b, path, create);
+}
+
+/* The index-loading progress line on a terminal, rewritten in place. */
+void load_progress(void *arg, size_t done, size_t total)
+{
+	(void)arg;
+	fprintf(stderr, "\rloading index: %zu of %zu files ", done, total);
+}
+
+int open_repo(rix_repo **r)
+{
+	const char *path = repo_path();
+	if (path == NULL || *path == '\0')
+		return die("no repository: use -r or set RIX_REPOSITORY");
+	rix_backend *b;
+	int rc = open_backend(path, 0, &b);
+	if (rc != 0)
+		return fail(rc);
+	char pw[1024];
+	if (get_password(pw, sizeof(pw), 0)) {
+		rix_backend_free(b);
+		return 1;
+	}
+	rix_repo_options o = RIX_REPO_OPTIONS_INIT;
+	o.key_hint = g.key_hint != NULL ? g.key_hint : getenv("RIX_KEY_HINT");
+	if (!g.quiet && isatty(2))
+		o.load_progress = load_progress;
+	if (o.key_hint == NULL)
+		o.key_hint = getenv("RESTIC_KEY_HINT");
+	rc = rix_repo_open(r, b, pw, strlen(pw), &o);
+	sodium_memzero(pw, sizeof(pw));
+	if (rc != 0) {
+		rix_backend_free(b);
+		return fail(rc);
+	}
+	return 0;
+}
+
+void index_error(void *arg, const char *name, int code, const char *msg)
+{
+	(void)arg;
+	(void)code;
+	fprintf(stderr, "rix: index %s skipped: %s\n", name, msg);
+}
+
+double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs)
+{
+	int progress = !g.quiet && isatty(2);
+	double t0 = now_s();
+	int rc = rix_repo_load_index(st, r, index_error, NULL);
+	if (secs != NULL)
+		*secs = now_s() - t0;
+	if (progress)
+		fputs("\r\033[K", stderr);
+	return rc != 0 ? fail(rc) : 0;
+}
+
+int parse_id(const char *hex, rix_id *id)
+{
+	if (strlen(hex) != 64 || rix_id_from_hex(id, hex, 64) != 0)
+		return die("%s is not an ID (64 hex digits)", hex);
+	return 0;
+}
+
+/* ---- commands ------------------------------------------------------------------------------ */
+
+/* s as a JSON string (quoted, escaped). */
+void put_json_string(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+int print_name(void *arg, const char *name, uint64_t size)
+{
+	struct lister *l = arg;
+	(void)size;
+	if (g.json)
+		printf("%s\"%s\"", l->n++ ? "," : "", name);
+	else
+		printf("%s\n", name);
+	return 0;
+}
