@@ -5,7 +5,7 @@
  * locations), indexmap.h (the hash table), index.h (one index file, JSON codec),
  * master_index.h (all indexes, merged), crypto.h (keys, seal/open, SHA-256), pack.h (pack
  * headers and blobs, unpacked files), config.h (the repository config file, chunker polynomial),
- * chunker.h (restic's content-defined chunker).
+ * chunker.h (restic's content-defined chunker), tree.h (tree blobs in restic's bytes).
  */
 #ifndef RIX_RIX_H
 #define RIX_RIX_H
@@ -23,4 +23,5 @@
 #include "rix/repo.h"
 #include "rix/config.h"
 #include "rix/chunker.h"
+#include "rix/tree.h"
 #endif
