@@ -222,8 +222,7 @@ static int is_leap(long y)
 	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
 
-/* RFC 3339 with nanoseconds as Go's time.Time marshals it, years clamped as restic's FixTime. */
-static void put_time(rix_tree_enc *e, const rix_time *t)
+size_t rix_time_format(char out[RIX_TIME_MAX], const rix_time *t)
 {
 	time_t local = (time_t)(t->sec + t->utc_offset);
 	struct tm tm;
@@ -255,8 +254,16 @@ static void put_time(rix_tree_enc *e, const rix_time *t)
 		snprintf(b + k, sizeof(b) - (size_t)k, "%c%02d:%02d", t->utc_offset < 0 ? '-' : '+', off / 3600,
 			 off / 60 % 60);
 	}
+	snprintf(out, RIX_TIME_MAX, "%s", b);
+	return strlen(out);
+}
+
+static void put_time(rix_tree_enc *e, const rix_time *t)
+{
+	char b[RIX_TIME_MAX];
+	size_t n = rix_time_format(b, t);
 	put(e, "\"", 1);
-	puts_(e, b);
+	put(e, b, n);
 	put(e, "\"", 1);
 }
 

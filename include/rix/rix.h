@@ -24,4 +24,5 @@
 #include "rix/config.h"
 #include "rix/chunker.h"
 #include "rix/tree.h"
+#include "rix/archiver.h"
 #endif

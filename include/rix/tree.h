@@ -73,6 +73,14 @@ typedef struct rix_time {
 	int32_t utc_offset;
 } rix_time;
 
+/*
+ * t as RFC 3339 with nanoseconds, the way Go's time.Time marshals it (trailing zeros of the
+ * fraction dropped, "Z" or +hh:mm; years clamped to 0..9999 as restic does), NUL-terminated in
+ * out. @return its length.
+ */
+#define RIX_TIME_MAX 64
+RIX_EXPORT size_t rix_time_format(char out[RIX_TIME_MAX], const rix_time *t);
+
 typedef struct rix_xattr {
 	const char *name; /* NUL-terminated */
 	const uint8_t *value;
