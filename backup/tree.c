@@ -243,7 +243,7 @@ size_t rix_time_format(char out[RIX_TIME_MAX], const rix_time *t)
 		char f[16];
 		snprintf(f, sizeof(f), ".%09u", t->nsec);
 		size_t fl = strlen(f);
-		while (f[fl - 1] == '0')
+		while (fl > 1 && f[fl - 1] == '0')
 			f[--fl] = '\0';
 		k += snprintf(b + k, sizeof(b) - (size_t)k, "%s", f);
 	}
