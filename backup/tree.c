@@ -12,6 +12,10 @@
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "rix/tree.h"
+#include "../common/jansson_alloc.h"
+
+#include <jansson.h>
+#include <sodium.h>
 
 struct rix_tree_enc {
 	uint8_t *buf;
@@ -485,5 +489,364 @@ int rix_tree_enc_finish(const uint8_t **data, size_t *len, rix_tree_enc *e)
 	*data = e->buf;
 	*len = e->len;
 	e->len = mark; /* a later add goes on before the closing bytes */
+	return 0;
+}
+
+/* ---- decoding --------------------------------------------------------------------------- */
+
+struct rix_tree {
+	rix_node *nodes;
+	size_t n;
+	/* Everything the nodes point to, in one arena per tree. */
+	uint8_t **blocks;
+	size_t nblocks, blocks_cap;
+};
+
+static void *tree_alloc(rix_tree *t, size_t n)
+{
+	if (t->nblocks == t->blocks_cap) {
+		size_t c = t->blocks_cap ? t->blocks_cap * 2 : 16;
+		uint8_t **b = rix_realloc(t->blocks, c * sizeof(*b));
+		if (b == NULL)
+			return NULL;
+		t->blocks = b;
+		t->blocks_cap = c;
+	}
+	uint8_t *p = rix_malloc(n ? n : 1);
+	if (p != NULL)
+		t->blocks[t->nblocks++] = p;
+	return p;
+}
+
+void rix_tree_free(rix_tree *t)
+{
+	if (t == NULL)
+		return;
+	for (size_t i = 0; i < t->nblocks; i++)
+		rix_free(t->blocks[i]);
+	rix_free(t->blocks);
+	rix_free(t->nodes);
+	rix_free(t);
+}
+
+size_t rix_tree_count(const rix_tree *t)
+{
+	return t->n;
+}
+
+const rix_node *rix_tree_node(const rix_tree *t, size_t i)
+{
+	return i < t->n ? &t->nodes[i] : NULL;
+}
+
+const rix_node *rix_tree_find(const rix_tree *t, const char *name, size_t len)
+{
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const rix_node *m = &t->nodes[mid];
+		int c = name_cmp((const uint8_t *)m->name, m->name_len, (const uint8_t *)name, len);
+		if (c == 0)
+			return m;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int hexval(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Go's strconv.Unquote of "s" (the quotes implied): into out (at least len bytes); its length or -1. */
+static long go_unquote(uint8_t *out, const char *s, size_t len)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < len;) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"')
+			return -1;
+		if (c != '\\') {
+			out[k++] = c;
+			i++;
+			continue;
+		}
+		if (++i >= len)
+			return -1;
+		c = (unsigned char)s[i++];
+		switch (c) {
+		case 'a': out[k++] = 7; break;
+		case 'b': out[k++] = 8; break;
+		case 'f': out[k++] = 12; break;
+		case 'n': out[k++] = 10; break;
+		case 'r': out[k++] = 13; break;
+		case 't': out[k++] = 9; break;
+		case 'v': out[k++] = 11; break;
+		case '\\': out[k++] = '\\'; break;
+		case '"': out[k++] = '"'; break;
+		case 'x': {
+			if (i + 2 > len || hexval(s[i]) < 0 || hexval(s[i + 1]) < 0)
+				return -1;
+			out[k++] = (uint8_t)(hexval(s[i]) << 4 | hexval(s[i + 1]));
+			i += 2;
+			break;
+		}
+		case 'u':
+		case 'U': {
+			size_t digits = c == 'u' ? 4 : 8;
+			int32_t r = 0;
+			if (i + digits > len)
+				return -1;
+			for (size_t d = 0; d < digits; d++) {
+				int v = hexval(s[i + d]);
+				if (v < 0)
+					return -1;
+				r = r << 4 | v;
+			}
+			i += digits;
+			if (r < 0 || r > 0x10FFFF || (r >= 0xD800 && r <= 0xDFFF))
+				return -1;
+			put_utf8(out, &k, r);
+			break;
+		}
+		default:
+			if (c >= '0' && c <= '7') { /* \NNN octal */
+				if (i + 2 > len || s[i] < '0' || s[i] > '7' || s[i + 1] < '0' || s[i + 1] > '7')
+					return -1;
+				int v = (c - '0') << 6 | (s[i] - '0') << 3 | (s[i + 1] - '0');
+				if (v > 255)
+					return -1;
+				out[k++] = (uint8_t)v;
+				i += 2;
+				break;
+			}
+			return -1;
+		}
+	}
+	return (long)k;
+}
+
+/* RFC 3339 (Go's time.Time text): "YYYY-MM-DDTHH:MM:SS[.frac](Z|+hh:mm)". */
+static int parse_time(rix_time *t, const char *s)
+{
+	int Y, M, D, h, m, sec, n = 0;
+	if (s == NULL || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 || n != 19)
+		return -1;
+	const char *p = s + 19;
+	uint32_t nsec = 0;
+	if (*p == '.') {
+		int digits = 0;
+		for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+			if (digits < 9)
+				nsec = nsec * 10 + (uint32_t)(*p - '0');
+		if (digits == 0)
+			return -1;
+		for (; digits < 9; digits++)
+			nsec *= 10;
+	}
+	int32_t off = 0;
+	if (*p == 'Z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int oh, om;
+		if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2 || strlen(p) != 6)
+			return -1;
+		off = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+		p += 6;
+	} else {
+		return -1;
+	}
+	if (*p != '\0')
+		return -1;
+	struct tm tm = { .tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D, .tm_hour = h, .tm_min = m, .tm_sec = sec };
+	int64_t local = (int64_t)timegm(&tm);
+	*t = (rix_time){ local - off, nsec, off };
+	return 0;
+}
+
+static char *tree_strdup(rix_tree *t, const char *s, size_t n)
+{
+	char *p = tree_alloc(t, n + 1);
+	if (p != NULL) {
+		memcpy(p, s, n);
+		p[n] = '\0';
+	}
+	return p;
+}
+
+static int tree_id(rix_id *id, json_t *v)
+{
+	const char *s = json_string_value(v);
+	return s == NULL || json_string_length(v) != 64 || rix_id_from_hex(id, s, 64) != 0 ? -1 : 0;
+}
+
+/* base64 (standard, padded) of s into a tree block: *out, *n. */
+static int tree_b64(rix_tree *t, const char *s, uint8_t **out, size_t *n)
+{
+	size_t sl = strlen(s);
+	uint8_t *b = tree_alloc(t, sl / 4 * 3 + 3);
+	if (b == NULL)
+		return RIX_ENOMEM;
+	size_t bl;
+	if (sodium_base642bin(b, sl / 4 * 3 + 3, s, sl, NULL, &bl, NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
+		return RIX_ECORRUPT;
+	*out = b;
+	*n = bl;
+	return 0;
+}
+
+static int decode_node(rix_tree *t, rix_node *n, json_t *o)
+{
+	static const char *const types[] = { "file", "dir", "symlink", "dev", "chardev", "fifo", "socket" };
+	if (!json_is_object(o))
+		return RIX_ECORRUPT;
+	json_t *name = json_object_get(o, "name");
+	const char *ty = json_string_value(json_object_get(o, "type"));
+	if (!json_is_string(name) || ty == NULL)
+		return RIX_ECORRUPT;
+	size_t ql = json_string_length(name);
+	uint8_t *raw = tree_alloc(t, ql + 1);
+	if (raw == NULL)
+		return RIX_ENOMEM;
+	long nl = go_unquote(raw, json_string_value(name), ql);
+	if (nl <= 0)
+		return RIX_ECORRUPT;
+	raw[nl] = '\0';
+	n->name = (const char *)raw;
+	n->name_len = (size_t)nl;
+	int k = 0;
+	while (k < 7 && strcmp(ty, types[k]) != 0)
+		k++;
+	if (k == 7)
+		return RIX_ECORRUPT;
+	n->type = (rix_node_type)k;
+	n->mode = (uint32_t)json_integer_value(json_object_get(o, "mode"));
+	if (parse_time(&n->mtime, json_string_value(json_object_get(o, "mtime"))) != 0 ||
+	    parse_time(&n->atime, json_string_value(json_object_get(o, "atime"))) != 0 ||
+	    parse_time(&n->ctime, json_string_value(json_object_get(o, "ctime"))) != 0)
+		return RIX_ECORRUPT;
+	n->uid = (uint32_t)json_integer_value(json_object_get(o, "uid"));
+	n->gid = (uint32_t)json_integer_value(json_object_get(o, "gid"));
+	static const char *const strf[] = { "user", "group", "error" };
+	const char **strs[] = { &n->user, &n->group, &n->error };
+	for (int i = 0; i < 3; i++) {
+		json_t *v = json_object_get(o, strf[i]);
+		if (json_is_string(v) && (*strs[i] = tree_strdup(t, json_string_value(v), json_string_length(v))) == NULL)
+			return RIX_ENOMEM;
+	}
+	n->inode = (uint64_t)json_integer_value(json_object_get(o, "inode"));
+	n->device_id = (uint64_t)json_integer_value(json_object_get(o, "device_id"));
+	n->size = (uint64_t)json_integer_value(json_object_get(o, "size"));
+	n->links = (uint64_t)json_integer_value(json_object_get(o, "links"));
+	n->device = (uint64_t)json_integer_value(json_object_get(o, "device"));
+	json_t *raw_lt = json_object_get(o, "linktarget_raw"), *lt = json_object_get(o, "linktarget");
+	if (json_is_string(raw_lt)) {
+		uint8_t *b;
+		size_t bl;
+		int rc = tree_b64(t, json_string_value(raw_lt), &b, &bl);
+		if (rc != 0)
+			return rc;
+		n->linktarget = (const char *)b;
+		n->linktarget_len = bl;
+	} else if (json_is_string(lt)) {
+		if ((n->linktarget = tree_strdup(t, json_string_value(lt), json_string_length(lt))) == NULL)
+			return RIX_ENOMEM;
+		n->linktarget_len = json_string_length(lt);
+	}
+	json_t *xa = json_object_get(o, "extended_attributes");
+	if (json_is_array(xa) && json_array_size(xa) > 0) {
+		rix_xattr *v = tree_alloc(t, json_array_size(xa) * sizeof(*v));
+		if (v == NULL)
+			return RIX_ENOMEM;
+		size_t i;
+		json_t *x;
+		json_array_foreach(xa, i, x)
+		{
+			json_t *xn = json_object_get(x, "name"), *xv = json_object_get(x, "value");
+			if (!json_is_string(xn))
+				return RIX_ECORRUPT;
+			v[i].name = tree_strdup(t, json_string_value(xn), json_string_length(xn));
+			if (v[i].name == NULL)
+				return RIX_ENOMEM;
+			v[i].value = NULL;
+			v[i].len = 0;
+			if (json_is_string(xv)) {
+				uint8_t *b;
+				int rc = tree_b64(t, json_string_value(xv), &b, &v[i].len);
+				if (rc != 0)
+					return rc;
+				v[i].value = b;
+			}
+		}
+		n->xattrs = v;
+		n->nxattrs = json_array_size(xa);
+	}
+	json_t *content = json_object_get(o, "content");
+	if (json_is_array(content)) {
+		size_t cn = json_array_size(content);
+		rix_id *ids = tree_alloc(t, cn * sizeof(*ids));
+		if (ids == NULL)
+			return RIX_ENOMEM;
+		for (size_t i = 0; i < cn; i++)
+			if (tree_id(&ids[i], json_array_get(content, i)) != 0)
+				return RIX_ECORRUPT;
+		n->content = ids;
+		n->content_len = cn;
+	}
+	json_t *st = json_object_get(o, "subtree");
+	if (st != NULL && !json_is_null(st)) {
+		rix_id *id = tree_alloc(t, sizeof(*id));
+		if (id == NULL)
+			return RIX_ENOMEM;
+		if (tree_id(id, st) != 0)
+			return RIX_ECORRUPT;
+		n->subtree = id;
+	}
+	return 0;
+}
+
+int rix_tree_decode(rix_tree **out, const uint8_t *json, size_t len)
+{
+	*out = NULL;
+	rix_tree *t = rix_calloc(1, sizeof(*t));
+	if (t == NULL)
+		return rix_error_set(RIX_ENOMEM, "tree: out of memory");
+	json_t *root;
+	json_error_t jerr;
+	int rc = rix__jansson_load(&root, (const char *)json, len, &jerr);
+	if (rc != 0) {
+		rix_tree_free(t);
+		return rc == RIX_ENOMEM ? rix_error_set(RIX_ENOMEM, "tree: out of memory")
+					: rix_error_set(RIX_ECORRUPT, "tree: not JSON (%s)", jerr.text);
+	}
+	json_t *nodes = json_object_get(root, "nodes");
+	if (!json_is_array(nodes)) {
+		rc = rix_error_set(RIX_ECORRUPT, "tree: no \"nodes\" array");
+	} else {
+		t->n = json_array_size(nodes);
+		t->nodes = rix_calloc(t->n ? t->n : 1, sizeof(*t->nodes));
+		if (t->nodes == NULL)
+			rc = rix_error_set(RIX_ENOMEM, "tree: out of memory");
+		for (size_t i = 0; rc == 0 && i < t->n; i++) {
+			rc = decode_node(t, &t->nodes[i], json_array_get(nodes, i));
+			if (rc == 0 && i > 0 &&
+			    name_cmp((const uint8_t *)t->nodes[i - 1].name, t->nodes[i - 1].name_len,
+				     (const uint8_t *)t->nodes[i].name, t->nodes[i].name_len) >= 0)
+				rc = RIX_ECORRUPT;
+			if (rc == RIX_ECORRUPT)
+				rc = rix_error_set(RIX_ECORRUPT, "tree: node %zu is not what restic writes", i);
+			else if (rc == RIX_ENOMEM)
+				rc = rix_error_set(RIX_ENOMEM, "tree: out of memory");
+		}
+	}
+	json_decref(root);
+	if (rc != 0) {
+		rix_tree_free(t);
+		return rc;
+	}
+	*out = t;
 	return 0;
 }

@@ -45,6 +45,20 @@ static void test_escapes(void **state)
 	const char *want = "{\"nodes\":[{\"name\":\"a\\\\\\\"b\\\\\\\\c\\u003cd\\u003e\\u0026\\\\t\\\\x01\\\\xff\xc3\xa9\",\"type\":\"file\",\"mode\":420,\"mtime\":\"2023-11-14T22:13:20.12Z\",\"atime\":\"2023-11-14T23:13:20+01:00\",\"ctime\":\"2023-11-14T20:13:20.000000005-02:00\",\"uid\":1,\"gid\":2,\"user\":\"u\\u003c\",\"size\":3,\"links\":1,\"content\":[]}]}\n";
 	if (len != strlen(want) || memcmp(d, want, len) != 0)
 		fail_msg("got  %.*s\nwant %s", (int)len, (const char *)d, want);
+	/* Decoded: the raw name back, and the same bytes once encoded again. */
+	rix_tree *t;
+	MUST(rix_tree_decode(&t, d, len));
+	assert_int_equal(rix_tree_count(t), 1);
+	assert_int_equal(rix_tree_node(t, 0)->name_len, n.name_len);
+	assert_memory_equal(rix_tree_node(t, 0)->name, n.name, n.name_len);
+	assert_int_equal(rix_tree_node(t, 0)->ctime.nsec, 5);
+	assert_int_equal(rix_tree_node(t, 0)->ctime.utc_offset, -7200);
+	assert_int_equal(rix_tree_node(t, 0)->ctime.sec, 1700000000);
+	rix_tree_free(t);
+	static const char *const bad[] = { "{}", "{\"nodes\":[{\"type\":\"file\"}]}", "[1]",
+					   "{\"nodes\":[{\"name\":\"a\\\\q\",\"type\":\"file\",\"mtime\":\"x\"}]}" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(rix_tree_decode(&t, (const uint8_t *)bad[i], strlen(bad[i])), RIX_ECORRUPT);
 	/* Order and names. */
 	rix_node m = n;
 	assert_int_equal(rix_tree_enc_add(e, &m), RIX_EINVAL); /* the same name again */
@@ -317,6 +331,23 @@ static void test_against_restic(void **state)
 	char hex[65];
 	rix_id_to_hex(hex, &mine);
 	assert_string_equal(hex, id);
+	/* Decoded and encoded again: the same bytes (raw names, times with their zones, xattrs). */
+	rix_tree *dt;
+	MUST(rix_tree_decode(&dt, (const uint8_t *)theirs, len));
+	rix_tree_enc *re;
+	MUST(rix_tree_enc_new(&re));
+	for (size_t i = 0; i < rix_tree_count(dt); i++)
+		MUST(rix_tree_enc_add(re, rix_tree_node(dt, i)));
+	const uint8_t *again;
+	size_t alen;
+	MUST(rix_tree_enc_finish(&again, &alen, re));
+	assert_int_equal(alen, len);
+	assert_memory_equal(again, theirs, len);
+	assert_non_null(rix_tree_find(dt, "bad\xff\xfe", 5));
+	assert_non_null(rix_tree_find(dt, "tab\tnl\nname", 11));
+	assert_null(rix_tree_find(dt, "nope", 4));
+	rix_tree_enc_free(re);
+	rix_tree_free(dt);
 	free(theirs);
 	free(bytes);
 	/* The subtree's ID in restic's tree is the one rix computes for sub. */

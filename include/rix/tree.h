@@ -129,6 +129,26 @@ RIX_EXPORT RIX_NODISCARD int rix_tree_enc_add(rix_tree_enc *e, const rix_node *n
  */
 RIX_EXPORT RIX_NODISCARD int rix_tree_enc_finish(const uint8_t **data, size_t *len, rix_tree_enc *e);
 
+/*
+ * A decoded tree blob: its nodes in the blob's order (restic's: by name), every string and
+ * array owned by the tree. Names come back as their raw bytes (Go-unquoted); a symlink target
+ * from linktarget_raw when there is one.
+ */
+typedef struct rix_tree rix_tree;
+/*
+ * Decodes tree blob json[0..len). *out is the caller's (rix_tree_free).
+ * @return 0; RIX_ECORRUPT (not JSON, no "nodes" array, a node without a name or with an
+ * unknown type, a name that does not unquote, names out of order, a bad ID, time or base64);
+ * RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_tree_decode(rix_tree **out, const uint8_t *json, size_t len);
+RIX_EXPORT void rix_tree_free(rix_tree *t);
+RIX_EXPORT size_t rix_tree_count(const rix_tree *t);
+/* Node i (< count), borrowed from t. */
+RIX_EXPORT const rix_node *rix_tree_node(const rix_tree *t, size_t i);
+/* The node named name[0..len) (binary search), or NULL. Borrowed from t. */
+RIX_EXPORT const rix_node *rix_tree_find(const rix_tree *t, const char *name, size_t len);
+
 #ifdef __cplusplus
 }
 #endif
