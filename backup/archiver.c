@@ -208,9 +208,33 @@ static int save_file(struct arch *a, const char *path, struct held *h)
 	return 0;
 }
 
-static int save_dir(struct arch *a, const char *path, rix_id *tree);
+static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id *parent);
 struct tnode;
-static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree);
+static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent);
+
+/* The parent's tree id, decoded (NULL when there is none or it cannot be read: warned). */
+static rix_tree *parent_tree(struct arch *a, const char *path, const rix_id *id)
+{
+	if (id == NULL)
+		return NULL;
+	uint8_t *data;
+	size_t n;
+	rix_tree *t = NULL;
+	if (rix_repo_load_blob(&data, &n, a->r, RIX_BLOB_TREE, id) != 0) {
+		if (a->opt.warn != NULL)
+			a->opt.warn(a->opt.payload, path, "the parent snapshot's tree cannot be read: every file is read");
+		return NULL;
+	}
+	if (rix_tree_decode(&t, data, n) != 0 && a->opt.warn != NULL)
+		a->opt.warn(a->opt.payload, path, "the parent snapshot's tree cannot be decoded: every file is read");
+	rix_free(data);
+	return t;
+}
+
+static int same_time(const rix_time *x, const rix_time *y)
+{
+	return x->sec == y->sec && x->nsec == y->nsec;
+}
 
 static int read_xattrs(struct held *h, const char *path)
 {
@@ -256,7 +280,8 @@ static int read_xattrs(struct held *h, const char *path)
  * ancestor of targets (virt), a directory whose subtree holds only what is under virt.
  * Returns 1 when it cannot be read (warned: left out), 0, or a repository error.
  */
-static int save_entry(struct arch *a, const char *path, const char *name, struct held *h, struct tnode *virt)
+static int save_entry(struct arch *a, const char *path, const char *name, struct held *h, struct tnode *virt,
+		      const rix_node *old)
 {
 	struct stat st;
 	if (lstat(path, &st) != 0) {
@@ -284,18 +309,35 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 	case S_IFREG:
 		n->type = RIX_NODE_FILE;
 		n->links = st.st_nlink;
+		if (!a->opt.force && old != NULL && old->type == RIX_NODE_FILE && old->size == (uint64_t)st.st_size &&
+		    same_time(&old->mtime, &n->mtime) && same_time(&old->ctime, &n->ctime) && old->inode == st.st_ino &&
+		    (old->content != NULL || old->content_len == 0)) {
+			/* Unchanged since the parent: its content list, without reading the file. */
+			for (size_t i = 0; rc == 0 && i < old->content_len; i++)
+				rc = push_content(h, &old->content[i]);
+			n->size = old->size;
+			n->content = h->content;
+			n->content_len = h->ncontent;
+			if (rc == 0) {
+				a->sum->files++;
+				a->sum->files_unmodified++;
+			}
+			break;
+		}
 		rc = save_file(a, path, h);
 		if (rc == 0)
 			a->sum->files++;
 		break;
-	case S_IFDIR:
+	case S_IFDIR: {
 		n->type = RIX_NODE_DIR;
-		rc = virt != NULL ? save_virtual(a, virt, &h->subtree) : save_dir(a, path, &h->subtree);
+		const rix_id *ps = old != NULL && old->type == RIX_NODE_DIR ? old->subtree : NULL;
+		rc = virt != NULL ? save_virtual(a, virt, &h->subtree, ps) : save_dir(a, path, &h->subtree, ps);
 		if (rc == 0) {
 			n->subtree = &h->subtree;
 			a->sum->dirs++;
 		}
 		break;
+	}
 	case S_IFLNK: {
 		n->type = RIX_NODE_SYMLINK;
 		n->links = st.st_nlink;
@@ -362,8 +404,9 @@ static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree)
 	return rc;
 }
 
-static int save_dir(struct arch *a, const char *path, rix_id *tree)
+static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id *parent)
 {
+	rix_tree *old = parent_tree(a, path, parent);
 	struct dirent **ents;
 	int ne = scandir(path, &ents, NULL, by_bytes);
 	if (ne < 0) {
@@ -385,7 +428,7 @@ static int save_dir(struct arch *a, const char *path, rix_id *tree)
 			break;
 		}
 		snprintf(child, need, "%s%s%s", path, pl > 0 && path[pl - 1] == '/' ? "" : "/", nm);
-		int src = save_entry(a, child, nm, &h[i], NULL);
+		int src = save_entry(a, child, nm, &h[i], NULL, old != NULL ? rix_tree_find(old, nm, strlen(nm)) : NULL);
 		free(child);
 		if (src == 1) { /* left out */
 			held_free(&h[i]);
@@ -403,6 +446,7 @@ static int save_dir(struct arch *a, const char *path, rix_id *tree)
 	}
 	free(ents);
 	free(h);
+	rix_tree_free(old);
 	return rc;
 }
 
@@ -454,8 +498,9 @@ static int cmp_tnode(const void *x, const void *y)
 }
 
 /* The tree of a trie node that is not a target: its children, each saved or recursed into. */
-static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree)
+static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent)
 {
+	rix_tree *old = parent_tree(a, "/", parent);
 	qsort(t->kids, t->nkids, sizeof(*t->kids), cmp_tnode);
 	struct held *h = calloc(t->nkids ? t->nkids : 1, sizeof(*h));
 	if (h == NULL)
@@ -464,7 +509,8 @@ static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree)
 	for (size_t i = 0; rc == 0 && i < t->nkids; i++) {
 		struct tnode *k = &t->kids[i];
 		/* An ancestor of a target: its own metadata, its subtree of what is backed up. */
-		int src = save_entry(a, k->fspath, k->name, &h[i], k->target ? NULL : k);
+		int src = save_entry(a, k->fspath, k->name, &h[i], k->target ? NULL : k,
+				     old != NULL ? rix_tree_find(old, k->name, strlen(k->name)) : NULL);
 		if (src == 1) {
 			held_free(&h[i]);
 			memset(&h[i], 0, sizeof(h[i]));
@@ -477,6 +523,7 @@ static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree)
 	for (size_t i = 0; i < t->nkids; i++)
 		held_free(&h[i]);
 	free(h);
+	rix_tree_free(old);
 	return rc;
 }
 
@@ -526,6 +573,7 @@ static int is_dot(const char *p)
 
 static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *const *abs, size_t n)
 {
+	const rix_id *parent = a->sum->has_parent ? &a->sum->parent_id : NULL;
 	char when[RIX_TIME_MAX], host[256], treehex[65];
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -542,6 +590,11 @@ static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *c
 	json_t *o = json_object(), *paths = json_array(), *tags = NULL;
 	int bad = o == NULL || paths == NULL;
 	bad |= json_object_set_new(o, "time", json_string(when)) != 0;
+	if (parent != NULL) {
+		char ph[65];
+		rix_id_to_hex(ph, parent);
+		bad |= json_object_set_new(o, "parent", json_string(ph)) != 0;
+	}
 	bad |= json_object_set_new(o, "tree", json_string(treehex)) != 0;
 	for (size_t i = 0; i < n; i++)
 		bad |= json_array_append_new(paths, json_string(abs[i])) != 0;
@@ -568,6 +621,118 @@ static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *c
 		return rix__jansson_out_of_memory() ? rix_error_set(RIX_ENOMEM, "backup: out of memory")
 						    : rix_error_set(RIX_EINVAL, "backup: a host, user, path or tag is not UTF-8");
 	return 0;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* A snapshot's JSON: its tree and time, and whether host and sorted paths are these. */
+static int snapshot_matches(json_t *j, const char *host, char **paths, size_t n)
+{
+	const char *h = json_string_value(json_object_get(j, "hostname"));
+	if (strcmp(h != NULL ? h : "", host) != 0)
+		return 0;
+	json_t *p = json_object_get(j, "paths");
+	if (!json_is_array(p) || json_array_size(p) != n)
+		return 0;
+	const char *v[4096];
+	if (n > 4096)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((v[i] = json_string_value(json_array_get(p, i))) == NULL)
+			return 0;
+	qsort(v, n, sizeof(v[0]), cmp_str);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], paths[i]) != 0)
+			return 0;
+	return 1;
+}
+
+struct snap_list {
+	rix_id *v;
+	size_t n, cap;
+};
+
+static int collect_snap(void *arg, const char *name, uint64_t size)
+{
+	(void)size;
+	struct snap_list *l = arg;
+	if (l->n == l->cap) {
+		size_t c = l->cap ? l->cap * 2 : 16;
+		rix_id *v = realloc(l->v, c * sizeof(*v));
+		if (v == NULL)
+			return RIX_ENOMEM;
+		l->v = v;
+		l->cap = c;
+	}
+	return rix_id_from_hex(&l->v[l->n++], name, 64);
+}
+
+/*
+ * The parent's tree into *tree: opt->parent's, or the latest snapshot's of this host with the
+ * same paths. @return 1 found, 0 none, or an error (opt->parent that cannot be read).
+ */
+static int find_parent(struct arch *a, char *const *abs, size_t n, rix_id *tree)
+{
+	char host[256];
+	if (a->opt.hostname != NULL)
+		snprintf(host, sizeof(host), "%s", a->opt.hostname);
+	else if (gethostname(host, sizeof(host)) != 0)
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
+	char **sorted = malloc((n ? n : 1) * sizeof(*sorted));
+	if (sorted == NULL)
+		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	memcpy(sorted, abs, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_str);
+	struct snap_list l = { 0 };
+	int rc = 0;
+	if (a->opt.parent != NULL) {
+		l.v = malloc(sizeof(*l.v));
+		rc = l.v == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
+		if (rc == 0) {
+			l.v[0] = *a->opt.parent;
+			l.n = 1;
+		}
+	} else {
+		rc = rix_backend_list(rix_repo_backend(a->r), RIX_FILE_SNAPSHOT, collect_snap, &l);
+	}
+	char best_time[64] = "";
+	int found = 0;
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		uint8_t *data;
+		size_t dl;
+		int frc = rix_repo_read_file(&data, &dl, a->r, RIX_FILE_SNAPSHOT, &l.v[i]);
+		if (frc != 0) {
+			if (a->opt.parent != NULL)
+				rc = frc;
+			continue;
+		}
+		json_t *j;
+		json_error_t jerr;
+		frc = rix__jansson_load(&j, (const char *)data, dl, &jerr);
+		rix_free(data);
+		if (frc != 0) {
+			if (a->opt.parent != NULL)
+				rc = rix_error_set(frc, "backup: the parent snapshot is not JSON");
+			continue;
+		}
+		const char *t = json_string_value(json_object_get(j, "time"));
+		const char *tr = json_string_value(json_object_get(j, "tree"));
+		if (t != NULL && tr != NULL && (a->opt.parent != NULL || snapshot_matches(j, host, sorted, n)) &&
+		    strcmp(t, best_time) > 0 && rix_id_from_hex(tree, tr, strlen(tr)) == 0) {
+			snprintf(best_time, sizeof(best_time), "%s", t);
+			found = 1;
+			a->sum->has_parent = true;
+			a->sum->parent_id = l.v[i];
+		}
+		json_decref(j);
+	}
+	free(l.v);
+	free(sorted);
+	return rc != 0 ? rc : found;
 }
 
 int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, const char *const *paths, size_t n,
@@ -623,9 +788,19 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	if (rc == 0 && (rc = rix_chunker_new(&a.ch, rix_repo_config(r)->chunker_polynomial)) == 0 &&
 	    ((a.rbuf = malloc(READ_PIECE)) == NULL || (a.chunk = malloc(RIX_CHUNK_MAX)) == NULL))
 		rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	/* The parent: given, or the latest snapshot of this host with the same paths. */
+	rix_id ptree;
+	const rix_id *pt = NULL;
+	if (rc == 0 && !a.opt.force) {
+		int prc = find_parent(&a, abs, n, &ptree);
+		if (prc < 0)
+			rc = prc;
+		else if (prc == 1)
+			pt = &ptree;
+	}
 	rix_id tree;
 	if (rc == 0)
-		rc = root.target ? save_dir(&a, root.fspath, &tree) : save_virtual(&a, &root, &tree);
+		rc = root.target ? save_dir(&a, root.fspath, &tree, pt) : save_virtual(&a, &root, &tree, pt);
 	/* Packs, then index files, then the snapshot that names them. */
 	if (rc == 0)
 		rc = rix_repo_flush(r);

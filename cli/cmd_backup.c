@@ -34,6 +34,7 @@ static void human(char *out, size_t cap, uint64_t b)
 int cmd_backup(int argc, char **argv)
 {
 	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
+	rix_id parent;
 	const char *tags[64];
 	size_t ntags = 0;
 	const char *paths[4096];
@@ -45,6 +46,13 @@ int cmd_backup(int argc, char **argv)
 			bo.hostname = argv[++i];
 		else if (strcmp(argv[i], "--with-atime") == 0)
 			bo.with_atime = true;
+		else if (strcmp(argv[i], "--force") == 0)
+			bo.force = true;
+		else if (strcmp(argv[i], "--parent") == 0 && i + 1 < argc) {
+			if (parse_id(argv[++i], &parent))
+				return 1;
+			bo.parent = &parent;
+		}
 		else if (argv[i][0] == '-' && argv[i][1] != '\0')
 			return die("backup: unknown flag %s", argv[i]);
 		else if (npaths < 4096)
@@ -82,21 +90,28 @@ int cmd_backup(int argc, char **argv)
 	char hex[65];
 	rix_id_to_hex(hex, &snap);
 	if (g.json) {
-		printf("{\"message_type\":\"summary\",\"files_new\":%llu,\"dirs_new\":%llu,\"data_blobs\":%llu,"
+		printf("{\"message_type\":\"summary\",\"files_new\":%llu,\"files_unmodified\":%llu,\"dirs_new\":%llu,\"data_blobs\":%llu,"
 		       "\"tree_blobs\":%llu,\"data_added\":%llu,\"total_files_processed\":%llu,"
 		       "\"total_bytes_processed\":%llu,\"total_duration\":%.3f,\"snapshot_id\":\"%s\"}\n",
-		       (unsigned long long)s.files, (unsigned long long)s.dirs, (unsigned long long)s.data_blobs,
+		       (unsigned long long)(s.files - s.files_unmodified), (unsigned long long)s.files_unmodified,
+		       (unsigned long long)s.dirs, (unsigned long long)s.data_blobs,
 		       (unsigned long long)s.tree_blobs, (unsigned long long)s.data_added,
 		       (unsigned long long)(s.files + s.others), (unsigned long long)s.bytes, secs, hex);
 	} else if (!g.quiet) {
 		char added[32], total[32];
 		human(added, sizeof(added), s.data_added);
 		human(total, sizeof(total), s.bytes);
-		printf("Files:       %6llu, dirs: %llu, others: %llu\n", (unsigned long long)s.files,
+		if (s.has_parent) {
+			char ph[65];
+			rix_id_to_hex(ph, &s.parent_id);
+			printf("using parent snapshot %.8s\n", ph);
+		}
+		printf("Files:       %6llu read, %6llu unmodified (not read); dirs: %llu, others: %llu\n",
+		       (unsigned long long)(s.files - s.files_unmodified), (unsigned long long)s.files_unmodified,
 		       (unsigned long long)s.dirs, (unsigned long long)s.others);
 		printf("Added to the repository: %s (%llu data blobs, %llu trees)\n\n", added,
 		       (unsigned long long)s.data_blobs, (unsigned long long)s.tree_blobs);
-		printf("processed %llu files, %s in %.1f s\n", (unsigned long long)s.files, total, secs);
+		printf("processed %llu files, read %s in %.1f s\n", (unsigned long long)s.files, total, secs);
 		printf("snapshot %.8s saved\n", hex);
 	}
 	return s.errors > 0 ? 3 : 0;

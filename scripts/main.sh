@@ -17,7 +17,7 @@ echo "== rix init $repo"
 $rix -r "$repo" init
 echo "== rix backup $src"
 $rix -r "$repo" backup "$src"
-echo "== rix backup $src (again: the same data, nothing new stored)"
+echo "== rix backup $src (again: the first snapshot is the parent, no file is read, nothing new stored)"
 $rix -r "$repo" backup "$src"
 echo "== rix snapshots"
 $rix -r "$repo" snapshots

@@ -126,6 +126,29 @@ static void test_rix_backup_restic_restore(void **state)
 	rix_id snap2;
 	MUST(rix_backup(&snap2, &again, r, paths, 1, &bo));
 	assert_int_equal(again.data_blobs, 0);
+	/* The first snapshot is the parent: no file was read. */
+	assert_true(again.has_parent);
+	assert_memory_equal(again.parent_id.b, snap.b, RIX_ID_SIZE);
+	assert_int_equal(again.files_unmodified, again.files);
+	assert_int_equal(again.bytes, 0);
+	/* One file changed: it alone is read; --force reads them all. */
+	char changed[4400];
+	snprintf(changed, sizeof(changed), "%s/small", src);
+	rix_test_put_file(src, "small", "changed!", 8);
+	rix_backup_summary third;
+	rix_id snap3;
+	MUST(rix_backup(&snap3, &third, r, paths, 1, &bo));
+	assert_int_equal(third.files_unmodified, third.files - 2); /* small and its hard link "hard" */
+	assert_int_equal(third.bytes, 16);
+	assert_int_equal(third.data_blobs, 1);
+	bo.force = true;
+	rix_backup_summary forced;
+	rix_id snap4;
+	MUST(rix_backup(&snap4, &forced, r, paths, 1, &bo));
+	bo.force = false;
+	assert_int_equal(forced.files_unmodified, 0);
+	assert_int_equal(forced.data_blobs, 0);
+	assert_true(forced.bytes > (5u << 20));
 	size_t depth = 0;
 	for (const char *c = src; *c; c++)
 		depth += *c == '/';
@@ -183,6 +206,10 @@ static void test_restic_then_rix(void **state)
 	/* The same bytes: no new data blob; the same metadata: the same trees, root included. */
 	assert_int_equal(sum.data_blobs, 0);
 	assert_int_equal(sum.tree_blobs, 0);
+	/* restic's snapshot was the parent: nothing was read. */
+	assert_true(sum.has_parent);
+	assert_int_equal(sum.files_unmodified, sum.files);
+	assert_int_equal(sum.bytes, 0);
 	char mine[65];
 	latest_tree(repo, mine);
 	assert_string_equal(mine, theirs);

@@ -11,7 +11,11 @@
  * The order of writes is what makes a backup survive a crash: a snapshot is written only after
  * every blob it references is in a pack named by an index file.
  *
- * Status: the first version. One thread; no parent snapshot (every file is read); no excludes.
+ * Parent snapshot: by default the latest snapshot of the same host and the same paths (restic's
+ * rule), or opt->parent. A file whose size, mtime, ctime and inode equal its node in the
+ * parent's tree reuses that node's content list without being read (opt->force rereads all).
+ *
+ * Status: one thread; no excludes.
  * A path is backed up under its absolute name, with its ancestors as directory nodes (as
  * restic 0.14 does), except "." style relative targets, which become the snapshot's root.
  */
@@ -40,6 +44,8 @@ typedef struct rix_backup_options {
 	const char *const *tags;          /* ntags strings */
 	size_t ntags;
 	bool with_atime;                  /* store atimes (restic's --with-atime); else the mtime */
+	const rix_id *parent;             /* the parent snapshot; NULL: the latest of this host and paths */
+	bool force;                       /* read every file, whatever the parent says */
 	rix_backup_warn_fn warn;          /* may be NULL */
 	void *payload;                    /* given to warn */
 } rix_backup_options;
@@ -47,6 +53,9 @@ typedef struct rix_backup_options {
 
 typedef struct rix_backup_summary {
 	uint64_t files, dirs, others;     /* entries backed up */
+	uint64_t files_unmodified;        /* files taken from the parent without being read */
+	bool has_parent;                  /* a parent snapshot was used: parent_id */
+	rix_id parent_id;
 	uint64_t bytes;                   /* bytes of the files read */
 	uint64_t data_blobs, data_added;  /* data blobs stored now, and their plaintext bytes */
 	uint64_t tree_blobs;              /* tree blobs stored now */
