@@ -18,6 +18,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -50,6 +51,7 @@ struct names_cache {
 };
 
 struct arch {
+	dev_t dev;      /* the current target's device (one_file_system) */
 	rix_repo *r;
 	rix_backup_options opt;
 	rix_backup_summary *sum;
@@ -208,9 +210,105 @@ static int save_file(struct arch *a, const char *path, struct held *h)
 	return 0;
 }
 
-static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id *parent);
+static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id *parent, const char *only);
 struct tnode;
 static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent);
+struct held;
+static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree);
+static int abs_clean(char *out, size_t cap, const char *path);
+
+/* ---- excludes ---------------------------------------------------------------------------- */
+
+/* Whether pattern components p[0..np) match path components s[0..ns) or a prefix of them. */
+static int match_parts(char **p, size_t np, char **s, size_t ns, int icase)
+{
+	if (np == 0)
+		return 1; /* the whole pattern matched: a prefix of the path (its directory) */
+	if (strcmp(p[0], "**") == 0) {
+		for (size_t k = 0; k <= ns; k++)
+			if (match_parts(p + 1, np - 1, s + k, ns - k, icase))
+				return 1;
+		return 0;
+	}
+	if (ns == 0)
+		return 0;
+	if (fnmatch(p[0], s[0], icase ? FNM_CASEFOLD : 0) != 0)
+		return 0;
+	return match_parts(p + 1, np - 1, s + 1, ns - 1, icase);
+}
+
+/* Splits a copy of s on '/' into at most max parts. */
+static size_t split(char *s, char **parts, size_t max)
+{
+	size_t n = 0;
+	for (char *save = NULL, *c = strtok_r(s, "/", &save); c != NULL && n < max; c = strtok_r(NULL, "/", &save))
+		n++[parts] = c;
+	return n;
+}
+
+static int excluded_by(const char *pattern, const char *path, int icase)
+{
+	char pbuf[4096], sbuf[8192];
+	char *pp[256], *sp[512];
+	if (pattern[0] == '\0')
+		return 0;
+	snprintf(pbuf, sizeof(pbuf), "%s%s", pattern[0] == '/' ? "" : "**/", pattern);
+	snprintf(sbuf, sizeof(sbuf), "%s", path);
+	size_t np = split(pbuf, pp, 256), ns = split(sbuf, sp, 512);
+	return np > 0 && match_parts(pp, np, sp, ns, icase);
+}
+
+static int is_excluded(struct arch *a, const char *path)
+{
+	for (size_t i = 0; i < a->opt.nexcludes; i++)
+		if (excluded_by(a->opt.excludes[i], path, 0))
+			return 1;
+	for (size_t i = 0; i < a->opt.niexcludes; i++)
+		if (excluded_by(a->opt.iexcludes[i], path, 1))
+			return 1;
+	return 0;
+}
+
+/* Whether directory path holds file name (whose content starts with text, when given). */
+static int holds(const char *path, const char *name, const char *text)
+{
+	char f[8192];
+	snprintf(f, sizeof(f), "%s/%s", path, name);
+	if (text == NULL)
+		return access(f, F_OK) == 0;
+	FILE *fp = fopen(f, "rb");
+	if (fp == NULL)
+		return 0;
+	size_t tl = strlen(text);
+	char buf[256];
+	size_t got = tl < sizeof(buf) ? fread(buf, 1, tl, fp) : 0;
+	fclose(fp);
+	return tl < sizeof(buf) && got == tl && memcmp(buf, text, tl) == 0;
+}
+
+/*
+ * A directory marked to be left out (restic keeps it and its marker file, nothing else): the
+ * marker's name into only[cap], 1; else 0.
+ */
+static int dir_marked(struct arch *a, const char *path, char *only, size_t cap)
+{
+	if (a->opt.exclude_caches && holds(path, "CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55")) {
+		snprintf(only, cap, "CACHEDIR.TAG");
+		return 1;
+	}
+	for (size_t i = 0; i < a->opt.nif_present; i++) {
+		char spec[1024];
+		snprintf(spec, sizeof(spec), "%s", a->opt.if_present[i]);
+		char *colon = strchr(spec, ':');
+		if (colon != NULL)
+			*colon = '\0';
+		if (holds(path, spec, colon != NULL ? colon + 1 : NULL)) {
+			snprintf(only, cap, "%s", spec);
+			return 1;
+		}
+	}
+	return 0;
+}
 
 /* The parent's tree id, decoded (NULL when there is none or it cannot be read: warned). */
 static rix_tree *parent_tree(struct arch *a, const char *path, const rix_id *id)
@@ -331,7 +429,13 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 	case S_IFDIR: {
 		n->type = RIX_NODE_DIR;
 		const rix_id *ps = old != NULL && old->type == RIX_NODE_DIR ? old->subtree : NULL;
-		rc = virt != NULL ? save_virtual(a, virt, &h->subtree, ps) : save_dir(a, path, &h->subtree, ps);
+		char only[1024];
+		if (virt == NULL && a->opt.one_file_system && st.st_dev != a->dev) /* a mount point: kept empty */
+			rc = save_tree(a, NULL, 0, &h->subtree);
+		else if (virt != NULL)
+			rc = save_virtual(a, virt, &h->subtree, ps);
+		else
+			rc = save_dir(a, path, &h->subtree, ps, dir_marked(a, path, only, sizeof(only)) ? only : NULL);
 		if (rc == 0) {
 			n->subtree = &h->subtree;
 			a->sum->dirs++;
@@ -391,7 +495,7 @@ static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree)
 {
 	rix_tree_enc *e;
 	int rc = rix_tree_enc_new(&e);
-	for (size_t i = 0; rc == 0 && i < n; i++)
+	for (size_t i = 0; rc == 0 && held != NULL && i < n; i++)
 		if (held[i].name != NULL)
 			rc = rix_tree_enc_add(e, &held[i].n);
 	const uint8_t *d;
@@ -404,7 +508,7 @@ static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree)
 	return rc;
 }
 
-static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id *parent)
+static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id *parent, const char *only)
 {
 	rix_tree *old = parent_tree(a, path, parent);
 	struct dirent **ents;
@@ -421,6 +525,10 @@ static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id
 		const char *nm = ents[i]->d_name;
 		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
 			continue;
+		if (only != NULL && strcmp(nm, only) != 0) { /* a marked directory: its marker alone */
+			a->sum->excluded++;
+			continue;
+		}
 		size_t need = pl + strlen(nm) + 2;
 		char *child = malloc(need);
 		if (child == NULL) {
@@ -428,6 +536,13 @@ static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id
 			break;
 		}
 		snprintf(child, need, "%s%s%s", path, pl > 0 && path[pl - 1] == '/' ? "" : "/", nm);
+		char absbuf[8192];
+		if ((a->opt.nexcludes > 0 || a->opt.niexcludes > 0) && abs_clean(absbuf, sizeof(absbuf), child) == 0 &&
+		    is_excluded(a, absbuf)) {
+			a->sum->excluded++;
+			free(child);
+			continue;
+		}
 		int src = save_entry(a, child, nm, &h[i], NULL, old != NULL ? rix_tree_find(old, nm, strlen(nm)) : NULL);
 		free(child);
 		if (src == 1) { /* left out */
@@ -509,6 +624,9 @@ static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix
 	for (size_t i = 0; rc == 0 && i < t->nkids; i++) {
 		struct tnode *k = &t->kids[i];
 		/* An ancestor of a target: its own metadata, its subtree of what is backed up. */
+		struct stat tst;
+		if (k->target && lstat(k->fspath, &tst) == 0)
+			a->dev = tst.st_dev; /* one_file_system: the target's device */
 		int src = save_entry(a, k->fspath, k->name, &h[i], k->target ? NULL : k,
 				     old != NULL ? rix_tree_find(old, k->name, strlen(k->name)) : NULL);
 		if (src == 1) {
@@ -799,8 +917,11 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 			pt = &ptree;
 	}
 	rix_id tree;
+	struct stat rst;
+	if (root.target && lstat(root.fspath, &rst) == 0)
+		a.dev = rst.st_dev;
 	if (rc == 0)
-		rc = root.target ? save_dir(&a, root.fspath, &tree, pt) : save_virtual(&a, &root, &tree, pt);
+		rc = root.target ? save_dir(&a, root.fspath, &tree, pt, NULL) : save_virtual(&a, &root, &tree, pt);
 	/* Packs, then index files, then the snapshot that names them. */
 	if (rc == 0)
 		rc = rix_repo_flush(r);

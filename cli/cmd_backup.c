@@ -31,8 +31,36 @@ static void human(char *out, size_t cap, uint64_t b)
 	snprintf(out, cap, i == 0 ? "%.0f %s" : "%.3f %s", v, u[i]);
 }
 
+/* Patterns of an exclude file: a line each; empty lines and lines starting with # skipped. */
+static int read_patterns(const char *path, const char **v, size_t *n, size_t max)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return die("backup: %s: %s", path, strerror(errno));
+	char line[4096];
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\r\n")] = '\0';
+		char *s = line;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (*s == '\0' || *s == '#')
+			continue;
+		if (*n >= max) {
+			fclose(f);
+			return die("backup: more than %zu patterns", max);
+		}
+		if ((v[(*n)++] = strdup(s)) == NULL) {
+			fclose(f);
+			return die("backup: out of memory");
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
 int cmd_backup(int argc, char **argv)
 {
+	static const char *ex[1024], *iex[1024], *present[64];
 	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
 	rix_id parent;
 	const char *tags[64];
@@ -48,6 +76,22 @@ int cmd_backup(int argc, char **argv)
 			bo.with_atime = true;
 		else if (strcmp(argv[i], "--force") == 0)
 			bo.force = true;
+		else if (strcmp(argv[i], "--exclude") == 0 && i + 1 < argc && bo.nexcludes < 1024)
+			ex[bo.nexcludes++] = argv[++i];
+		else if (strcmp(argv[i], "--iexclude") == 0 && i + 1 < argc && bo.niexcludes < 1024)
+			iex[bo.niexcludes++] = argv[++i];
+		else if (strcmp(argv[i], "--exclude-file") == 0 && i + 1 < argc) {
+			if (read_patterns(argv[++i], ex, &bo.nexcludes, 1024))
+				return 1;
+		} else if (strcmp(argv[i], "--iexclude-file") == 0 && i + 1 < argc) {
+			if (read_patterns(argv[++i], iex, &bo.niexcludes, 1024))
+				return 1;
+		} else if (strcmp(argv[i], "--exclude-if-present") == 0 && i + 1 < argc && bo.nif_present < 64)
+			present[bo.nif_present++] = argv[++i];
+		else if (strcmp(argv[i], "--exclude-caches") == 0)
+			bo.exclude_caches = true;
+		else if (strcmp(argv[i], "--one-file-system") == 0 || strcmp(argv[i], "-x") == 0)
+			bo.one_file_system = true;
 		else if (strcmp(argv[i], "--parent") == 0 && i + 1 < argc) {
 			if (parse_id(argv[++i], &parent))
 				return 1;
@@ -60,6 +104,9 @@ int cmd_backup(int argc, char **argv)
 	}
 	if (npaths == 0)
 		return die("backup: nothing to back up (give one or more paths)");
+	bo.excludes = ex;
+	bo.iexcludes = iex;
+	bo.if_present = present;
 	bo.tags = tags;
 	bo.ntags = ntags;
 	bo.warn = backup_warn;

@@ -223,11 +223,71 @@ static void test_restic_then_rix(void **state)
 	rix_test_free_dir(work);
 }
 
+/* The same excludes give restic's tree exactly: the same entries were left out. */
+static void test_excludes_like_restic(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char *work = rix_test_new_dir("rix-backup");
+	char src[4200], repo[4200], p[4400];
+	snprintf(src, sizeof(src), "%s/src", work);
+	snprintf(repo, sizeof(repo), "%s/repo", work);
+	make_tree(src);
+	rix_test_put_file(src, "a.o", "o", 1);
+	rix_test_put_file(src, "b.c", "c", 1);
+	snprintf(p, sizeof(p), "%s/d1", src);
+	rix_test_put_file(p, "x.o", "o", 1);
+	rix_test_put_file(p, "KEEP.tmp", "t", 1);
+	snprintf(p, sizeof(p), "%s/cache", src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	rix_test_put_file(p, "CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# a cache\n", 57);
+	rix_test_put_file(p, "data", "cached", 6);
+	snprintf(p, sizeof(p), "%s/skipme", src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	rix_test_put_file(p, ".nobackup", "", 0);
+	rix_test_put_file(p, "f", "f", 1);
+	const char *flags = "--exclude '*.o' --exclude 'd1/d2' --iexclude '*.TMP' --exclude-if-present .nobackup "
+			    "--exclude-caches";
+	assert_int_equal(restic(repo, "init"), 0);
+	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RESTIC_PASSWORD=%s restic --no-cache -q -r '%s' backup %s . >/dev/null",
+				      src, PW, repo, flags),
+			 0);
+	char theirs[65];
+	latest_tree(repo, theirs);
+	rix_repo *r = open_or_init(repo, 0);
+	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
+	bo.warn = warn_fail;
+	const char *ex[] = { "*.o", "d1/d2" }, *iex[] = { "*.TMP" }, *present[] = { ".nobackup" };
+	bo.excludes = ex;
+	bo.nexcludes = 2;
+	bo.iexcludes = iex;
+	bo.niexcludes = 1;
+	bo.if_present = present;
+	bo.nif_present = 1;
+	bo.exclude_caches = true;
+	bo.force = true; /* read everything: the tree must still be restic's */
+	const char *paths[] = { "." };
+	char cwd[4200];
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(src), 0);
+	rix_id snap;
+	rix_backup_summary sum;
+	MUST(rix_backup(&snap, &sum, r, paths, 1, &bo));
+	assert_int_equal(chdir(cwd), 0);
+	rix_repo_free(r);
+	assert_true(sum.excluded >= 6);
+	char mine[65];
+	latest_tree(repo, mine);
+	assert_string_equal(mine, theirs);
+	rix_test_free_dir(work);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rix_backup_restic_restore),
 		cmocka_unit_test(test_restic_then_rix),
+		cmocka_unit_test(test_excludes_like_restic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,16 @@
  * rule), or opt->parent. A file whose size, mtime, ctime and inode equal its node in the
  * parent's tree reuses that node's content list without being read (opt->force rereads all).
  *
- * Status: one thread; no excludes.
+ * Excludes (restic's flags): patterns matched against an entry's absolute path, one path
+ * component per pattern component, `*`, `?` and `[...]` within a component, `**` for any
+ * number of components; a pattern not starting with '/' may match at any depth ("*.o" is
+ * "**" + "/" + "*.o"); iexcludes ignore case. An excluded directory is not descended into.
+ * exclude_if_present: a directory holding a file of that name keeps that file alone ("NAME:TEXT":
+ * only when the file starts with TEXT), as restic does; exclude_caches: the same for
+ * CACHEDIR.TAG with its standard signature. one_file_system: entries on another device than their target are left
+ * out (the mount point itself is kept, empty).
+ *
+ * Status: one thread.
  * A path is backed up under its absolute name, with its ancestors as directory nodes (as
  * restic 0.14 does), except "." style relative targets, which become the snapshot's root.
  */
@@ -46,6 +55,14 @@ typedef struct rix_backup_options {
 	bool with_atime;                  /* store atimes (restic's --with-atime); else the mtime */
 	const rix_id *parent;             /* the parent snapshot; NULL: the latest of this host and paths */
 	bool force;                       /* read every file, whatever the parent says */
+	const char *const *excludes;      /* nexcludes patterns (--exclude) */
+	size_t nexcludes;
+	const char *const *iexcludes;     /* the same, ignoring case (--iexclude) */
+	size_t niexcludes;
+	const char *const *if_present;    /* --exclude-if-present NAME[:TEXT] */
+	size_t nif_present;
+	bool exclude_caches;              /* --exclude-caches */
+	bool one_file_system;             /* --one-file-system */
 	rix_backup_warn_fn warn;          /* may be NULL */
 	void *payload;                    /* given to warn */
 } rix_backup_options;
@@ -60,6 +77,7 @@ typedef struct rix_backup_summary {
 	uint64_t data_blobs, data_added;  /* data blobs stored now, and their plaintext bytes */
 	uint64_t tree_blobs;              /* tree blobs stored now */
 	uint64_t errors;                  /* entries left out (warn told which) */
+	uint64_t excluded;                /* entries left out by the excludes */
 } rix_backup_summary;
 
 /*
