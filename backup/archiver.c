@@ -59,6 +59,7 @@ struct arch {
 	uint8_t *rbuf;  /* READ_PIECE */
 	uint8_t *chunk; /* RIX_CHUNK_MAX */
 	struct names_cache users, groups;
+	char start[RIX_TIME_MAX]; /* when the backup began (the snapshot's time) */
 };
 
 static void warn(struct arch *a, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -205,6 +206,7 @@ static int save_file(struct arch *a, const char *path, struct held *h)
 	/* What was read is what the snapshot records (a file that changed meanwhile: its bytes now). */
 	h->n.size = total;
 	a->sum->bytes += total;
+	a->sum->bytes_total += total;
 	h->n.content = h->content;
 	h->n.content_len = h->ncontent;
 	return 0;
@@ -414,6 +416,7 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 			for (size_t i = 0; rc == 0 && i < old->content_len; i++)
 				rc = push_content(h, &old->content[i]);
 			n->size = old->size;
+			a->sum->bytes_total += old->size;
 			n->content = h->content;
 			n->content_len = h->ncontent;
 			if (rc == 0) {
@@ -423,8 +426,13 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 			break;
 		}
 		rc = save_file(a, path, h);
-		if (rc == 0)
+		if (rc == 0) {
 			a->sum->files++;
+			if (old == NULL || old->type != RIX_NODE_FILE)
+				a->sum->files_new++;
+			else
+				a->sum->files_changed++;
+		}
 		break;
 	case S_IFDIR: {
 		n->type = RIX_NODE_DIR;
@@ -439,6 +447,12 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		if (rc == 0) {
 			n->subtree = &h->subtree;
 			a->sum->dirs++;
+			if (ps == NULL)
+				a->sum->dirs_new++;
+			else if (memcmp(ps->b, h->subtree.b, RIX_ID_SIZE) == 0)
+				a->sum->dirs_unmodified++;
+			else
+				a->sum->dirs_changed++;
 		}
 		break;
 	}
@@ -692,11 +706,8 @@ static int is_dot(const char *p)
 static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *const *abs, size_t n)
 {
 	const rix_id *parent = a->sum->has_parent ? &a->sum->parent_id : NULL;
-	char when[RIX_TIME_MAX], host[256], treehex[65];
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	rix_time t = to_time(now);
-	rix_time_format(when, &t);
+	char host[256], treehex[65];
+	const char *when = a->start;
 	if (a->opt.hostname != NULL)
 		snprintf(host, sizeof(host), "%s", a->opt.hostname);
 	else if (gethostname(host, sizeof(host)) != 0)
@@ -731,6 +742,28 @@ static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *c
 		bad |= tags == NULL || json_object_set(o, "tags", tags) != 0;
 	}
 	bad |= json_object_set_new(o, "program_version", json_string("rix 0.1.0")) != 0;
+	/* restic 0.17's summary object. */
+	json_t *s = json_object();
+	char end[RIX_TIME_MAX];
+	struct timespec fin;
+	clock_gettime(CLOCK_REALTIME, &fin);
+	rix_time te = to_time(fin);
+	rix_time_format(end, &te);
+	bad |= s == NULL;
+	if (s != NULL) {
+		const rix_backup_summary *m = a->sum;
+		bad |= json_object_set_new(s, "backup_start", json_string(a->start)) != 0;
+		bad |= json_object_set_new(s, "backup_end", json_string(end)) != 0;
+		const char *names[] = { "files_new", "files_changed", "files_unmodified", "dirs_new", "dirs_changed",
+					"dirs_unmodified", "data_blobs", "tree_blobs", "data_added",
+					"total_files_processed", "total_bytes_processed" };
+		const uint64_t vals[] = { m->files_new, m->files_changed, m->files_unmodified, m->dirs_new,
+					  m->dirs_changed, m->dirs_unmodified, m->data_blobs, m->tree_blobs,
+					  m->data_added, m->files + m->others, m->bytes_total };
+		for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+			bad |= json_object_set_new(s, names[i], json_integer((json_int_t)vals[i])) != 0;
+		bad |= json_object_set_new(o, "summary", s) != 0;
+	}
 	*out = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(paths);
 	json_decref(tags);
@@ -867,6 +900,10 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 		a.opt = *opt;
 	if (n == 0)
 		return rix_error_set(RIX_EINVAL, "backup: nothing to back up");
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	rix_time t0 = to_time(now);
+	rix_time_format(a.start, &t0);
 	struct tnode root = { 0 };
 	char **abs = calloc(n, sizeof(*abs));
 	int rc = abs == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;

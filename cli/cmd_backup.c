@@ -137,13 +137,16 @@ int cmd_backup(int argc, char **argv)
 	char hex[65];
 	rix_id_to_hex(hex, &snap);
 	if (g.json) {
-		printf("{\"message_type\":\"summary\",\"files_new\":%llu,\"files_unmodified\":%llu,\"dirs_new\":%llu,\"data_blobs\":%llu,"
+		printf("{\"message_type\":\"summary\",\"files_new\":%llu,\"files_changed\":%llu,\"files_unmodified\":%llu,"
+		       "\"dirs_new\":%llu,\"dirs_changed\":%llu,\"dirs_unmodified\":%llu,\"data_blobs\":%llu,"
 		       "\"tree_blobs\":%llu,\"data_added\":%llu,\"total_files_processed\":%llu,"
 		       "\"total_bytes_processed\":%llu,\"total_duration\":%.3f,\"snapshot_id\":\"%s\"}\n",
-		       (unsigned long long)(s.files - s.files_unmodified), (unsigned long long)s.files_unmodified,
-		       (unsigned long long)s.dirs, (unsigned long long)s.data_blobs,
-		       (unsigned long long)s.tree_blobs, (unsigned long long)s.data_added,
-		       (unsigned long long)(s.files + s.others), (unsigned long long)s.bytes, secs, hex);
+		       (unsigned long long)s.files_new, (unsigned long long)s.files_changed,
+		       (unsigned long long)s.files_unmodified, (unsigned long long)s.dirs_new,
+		       (unsigned long long)s.dirs_changed, (unsigned long long)s.dirs_unmodified,
+		       (unsigned long long)s.data_blobs, (unsigned long long)s.tree_blobs,
+		       (unsigned long long)s.data_added, (unsigned long long)(s.files + s.others),
+		       (unsigned long long)s.bytes_total, secs, hex);
 	} else if (!g.quiet) {
 		char added[32], total[32];
 		human(added, sizeof(added), s.data_added);
@@ -153,12 +156,15 @@ int cmd_backup(int argc, char **argv)
 			rix_id_to_hex(ph, &s.parent_id);
 			printf("using parent snapshot %.8s\n", ph);
 		}
-		printf("Files:       %6llu read, %6llu unmodified (not read); dirs: %llu, others: %llu\n",
-		       (unsigned long long)(s.files - s.files_unmodified), (unsigned long long)s.files_unmodified,
-		       (unsigned long long)s.dirs, (unsigned long long)s.others);
+		printf("Files:       %5llu new, %5llu changed, %5llu unmodified\n", (unsigned long long)s.files_new,
+		       (unsigned long long)s.files_changed, (unsigned long long)s.files_unmodified);
+		printf("Dirs:        %5llu new, %5llu changed, %5llu unmodified\n", (unsigned long long)s.dirs_new,
+		       (unsigned long long)s.dirs_changed, (unsigned long long)s.dirs_unmodified);
 		printf("Added to the repository: %s (%llu data blobs, %llu trees)\n\n", added,
 		       (unsigned long long)s.data_blobs, (unsigned long long)s.tree_blobs);
-		printf("processed %llu files, read %s in %.1f s\n", (unsigned long long)s.files, total, secs);
+		char all[32];
+		human(all, sizeof(all), s.bytes_total);
+		printf("processed %llu files, %s (read %s) in %.1f s\n", (unsigned long long)s.files, all, total, secs);
 		printf("snapshot %.8s saved\n", hex);
 	}
 	return s.errors > 0 ? 3 : 0;

@@ -118,6 +118,9 @@ static void test_rix_backup_restic_restore(void **state)
 	rix_backup_summary sum;
 	MUST(rix_backup(&snap, &sum, r, paths, 1, &bo));
 	assert_int_equal(sum.files, 7); /* big small empty odd café deep hard */
+	assert_int_equal(sum.files_new, 7);
+	assert_int_equal(sum.files_changed + sum.files_unmodified, 0);
+	assert_int_equal(sum.dirs_new, sum.dirs);
 	assert_int_equal(sum.errors, 0);
 	assert_true(sum.data_blobs >= 7);
 	/* Again: no new data; new trees at most for src's ancestors, whose metadata may have moved
@@ -141,6 +144,8 @@ static void test_rix_backup_restic_restore(void **state)
 	assert_int_equal(third.files_unmodified, third.files - 2); /* small and its hard link "hard" */
 	assert_int_equal(third.bytes, 16);
 	assert_int_equal(third.data_blobs, 1);
+	assert_int_equal(third.files_changed, 2);
+	assert_int_equal(third.files_new, 0);
 	bo.force = true;
 	rix_backup_summary forced;
 	rix_id snap4;
@@ -154,7 +159,17 @@ static void test_rix_backup_restic_restore(void **state)
 		depth += *c == '/';
 	assert_true(again.tree_blobs <= depth);
 	MUST(rix_lock_free(l));
+	/* The snapshot carries restic 0.17's summary (restic 0.14's `cat snapshot` would drop it). */
+	uint8_t *sj;
+	size_t sl;
+	MUST(rix_repo_read_file(&sj, &sl, r, RIX_FILE_SNAPSHOT, &snap3));
+	json_t *sn = json_loadb((const char *)sj, sl, 0, NULL);
+	rix_free(sj);
 	rix_repo_free(r);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(sn, "summary"), "files_changed")), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(sn, "summary"), "total_files_processed")), 7 + 2); /* and the symlink and the FIFO */
+	assert_non_null(json_object_get(sn, "parent"));
+	json_decref(sn);
 
 	assert_int_equal(restic(repo, "check --read-data"), 0);
 	assert_int_equal(restic(repo, "restore latest --target '%s'", out), 0);

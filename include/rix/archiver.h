@@ -70,10 +70,12 @@ typedef struct rix_backup_options {
 
 typedef struct rix_backup_summary {
 	uint64_t files, dirs, others;     /* entries backed up */
-	uint64_t files_unmodified;        /* files taken from the parent without being read */
+	uint64_t files_new, files_changed, files_unmodified; /* against the parent (unmodified: not read) */
+	uint64_t dirs_new, dirs_changed, dirs_unmodified;
 	bool has_parent;                  /* a parent snapshot was used: parent_id */
 	rix_id parent_id;
 	uint64_t bytes;                   /* bytes of the files read */
+	uint64_t bytes_total;             /* bytes of all files, read or taken from the parent */
 	uint64_t data_blobs, data_added;  /* data blobs stored now, and their plaintext bytes */
 	uint64_t tree_blobs;              /* tree blobs stored now */
 	uint64_t errors;                  /* entries left out (warn told which) */
