@@ -154,6 +154,8 @@ static int push_content(struct held *h, const rix_id *id)
 	return 0;
 }
 
+static int save_fd(struct arch *a, const char *path, struct held *h, int fd);
+
 /* A file's chunks: 1 = it could not be read (warned, left out); 0; a repository error. */
 static int save_file(struct arch *a, const char *path, struct held *h)
 {
@@ -164,6 +166,14 @@ static int save_file(struct arch *a, const char *path, struct held *h)
 		warn(a, path, "open: %s", strerror(errno));
 		return 1;
 	}
+	int rc = save_fd(a, path, h, fd);
+	close(fd);
+	return rc;
+}
+
+/* The chunks of what fd holds (read to its end). 1: a read failed (warned); 0; an error. */
+static int save_fd(struct arch *a, const char *path, struct held *h, int fd)
+{
 	rix_chunker_reset(a->ch);
 	size_t clen = 0;
 	int rc = 0;
@@ -174,7 +184,6 @@ static int save_file(struct arch *a, const char *path, struct held *h)
 			continue;
 		if (got < 0) {
 			warn(a, path, "read: %s", strerror(errno));
-			close(fd);
 			return 1;
 		}
 		if (got == 0)
@@ -189,15 +198,12 @@ static int save_file(struct arch *a, const char *path, struct held *h)
 			off += k;
 			if (cut) {
 				rix_id id;
-				if ((rc = save(a, RIX_BLOB_DATA, a->chunk, clen, &id)) != 0 || (rc = push_content(h, &id)) != 0) {
-					close(fd);
+				if ((rc = save(a, RIX_BLOB_DATA, a->chunk, clen, &id)) != 0 || (rc = push_content(h, &id)) != 0)
 					return rc;
-				}
 				clen = 0;
 			}
 		}
 	}
-	close(fd);
 	if (clen > 0) {
 		rix_id id;
 		if ((rc = save(a, RIX_BLOB_DATA, a->chunk, clen, &id)) != 0 || (rc = push_content(h, &id)) != 0)
@@ -774,6 +780,37 @@ static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *c
 	return 0;
 }
 
+/* Standard input as one file at the root (restic's --stdin): mode 0644, now, this user. */
+static int save_stdin(struct arch *a, rix_id *tree)
+{
+	struct held h = { 0 };
+	h.name = strdup(a->opt.stdin_name);
+	if (h.name == NULL)
+		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	rix_node *n = &h.n;
+	n->name = h.name;
+	n->name_len = strlen(h.name);
+	n->type = RIX_NODE_FILE;
+	n->mode = 0644;
+	n->mtime = n->atime = n->ctime = to_time(now);
+	n->uid = getuid();
+	n->gid = getgid();
+	n->user = cached_name(&a->users, n->uid, 0);
+	n->group = cached_name(&a->groups, n->gid, 1);
+	int rc = save_fd(a, "<stdin>", &h, 0);
+	if (rc == 1)
+		rc = rix_error_set(RIX_EIO, "backup: standard input cannot be read");
+	if (rc == 0) {
+		a->sum->files++;
+		a->sum->files_new++;
+		rc = save_tree(a, &h, 1, tree);
+	}
+	held_free(&h);
+	return rc;
+}
+
 static int cmp_str(const void *x, const void *y)
 {
 	return strcmp(*(char *const *)x, *(char *const *)y);
@@ -898,15 +935,26 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 				     RIX_BACKUP_OPTIONS_VERSION);
 	if (opt != NULL)
 		a.opt = *opt;
-	if (n == 0)
+	char stdin_path[4096];
+	if (a.opt.stdin_name != NULL) { /* the snapshot's one path: /NAME, as restic records it */
+		if (a.opt.stdin_name[0] == '\0' || strchr(a.opt.stdin_name, '/') != NULL)
+			return rix_error_set(RIX_EINVAL, "backup: --stdin-filename must be a file name");
+		snprintf(stdin_path, sizeof(stdin_path), "/%s", a.opt.stdin_name);
+		paths = NULL;
+		n = 0;
+	}
+	if (n == 0 && a.opt.stdin_name == NULL)
 		return rix_error_set(RIX_EINVAL, "backup: nothing to back up");
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	rix_time t0 = to_time(now);
 	rix_time_format(a.start, &t0);
 	struct tnode root = { 0 };
-	char **abs = calloc(n, sizeof(*abs));
+	const size_t nabs = a.opt.stdin_name != NULL ? 1 : n; /* the snapshot's paths */
+	char **abs = calloc(nabs, sizeof(*abs));
 	int rc = abs == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
+	if (rc == 0 && a.opt.stdin_name != NULL && (abs[0] = strdup(stdin_path)) == NULL)
+		rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		struct stat st;
 		if (lstat(paths[i], &st) != 0) {
@@ -946,8 +994,9 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	/* The parent: given, or the latest snapshot of this host with the same paths. */
 	rix_id ptree;
 	const rix_id *pt = NULL;
+	char *json = NULL;
 	if (rc == 0 && !a.opt.force) {
-		int prc = find_parent(&a, abs, n, &ptree);
+		int prc = find_parent(&a, abs, nabs, &ptree);
 		if (prc < 0)
 			rc = prc;
 		else if (prc == 1)
@@ -957,18 +1006,26 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	struct stat rst;
 	if (root.target && lstat(root.fspath, &rst) == 0)
 		a.dev = rst.st_dev;
-	if (rc == 0)
+	if (rc == 0 && a.opt.stdin_name != NULL)
+		rc = save_stdin(&a, &tree);
+	else if (rc == 0)
 		rc = root.target ? save_dir(&a, root.fspath, &tree, pt, NULL) : save_virtual(&a, &root, &tree, pt);
+	if (rc == 0 && a.opt.skip_if_unchanged && pt != NULL && memcmp(pt->b, tree.b, RIX_ID_SIZE) == 0) {
+		a.sum->skipped = true;
+		*snapshot_id = a.sum->parent_id;
+		rc = rix_repo_flush(r); /* nothing new, normally; written all the same */
+		goto done;
+	}
 	/* Packs, then index files, then the snapshot that names them. */
 	if (rc == 0)
 		rc = rix_repo_flush(r);
-	char *json = NULL;
 	if (rc == 0)
-		rc = snapshot_json(&json, &a, &tree, abs, n);
+		rc = snapshot_json(&json, &a, &tree, abs, nabs);
 	if (rc == 0)
 		rc = rix_repo_write_file(r, RIX_FILE_SNAPSHOT, json, strlen(json), snapshot_id);
+done:
 	rix__jansson_free(json);
-	for (size_t i = 0; abs != NULL && i < n; i++)
+	for (size_t i = 0; abs != NULL && i < nabs; i++)
 		free(abs[i]);
 	free(abs);
 	tnode_free(&root);

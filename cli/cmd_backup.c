@@ -63,9 +63,10 @@ int cmd_backup(int argc, char **argv)
 	static const char *ex[1024], *iex[1024], *present[64];
 	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
 	rix_id parent;
+	int use_stdin = 0;
 	const char *tags[64];
 	size_t ntags = 0;
-	const char *paths[4096];
+	static const char *paths[4096];
 	size_t npaths = 0;
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--tag") == 0 && i + 1 < argc && ntags < 64)
@@ -92,6 +93,16 @@ int cmd_backup(int argc, char **argv)
 			bo.exclude_caches = true;
 		else if (strcmp(argv[i], "--one-file-system") == 0 || strcmp(argv[i], "-x") == 0)
 			bo.one_file_system = true;
+		else if (strcmp(argv[i], "--skip-if-unchanged") == 0)
+			bo.skip_if_unchanged = true;
+		else if (strcmp(argv[i], "--stdin") == 0)
+			use_stdin = 1;
+		else if (strcmp(argv[i], "--stdin-filename") == 0 && i + 1 < argc)
+			bo.stdin_name = argv[++i];
+		else if (strcmp(argv[i], "--files-from") == 0 && i + 1 < argc) {
+			if (read_patterns(argv[++i], paths, &npaths, 4096))
+				return 1;
+		}
 		else if (strcmp(argv[i], "--parent") == 0 && i + 1 < argc) {
 			if (parse_id(argv[++i], &parent))
 				return 1;
@@ -102,8 +113,16 @@ int cmd_backup(int argc, char **argv)
 		else if (npaths < 4096)
 			paths[npaths++] = argv[i];
 	}
-	if (npaths == 0)
-		return die("backup: nothing to back up (give one or more paths)");
+	if (use_stdin) {
+		if (npaths > 0)
+			return die("backup: --stdin takes no paths");
+		if (bo.stdin_name == NULL)
+			bo.stdin_name = "stdin"; /* restic's default name */
+	} else if (bo.stdin_name != NULL) {
+		return die("backup: --stdin-filename needs --stdin");
+	} else if (npaths == 0) {
+		return die("backup: nothing to back up (give one or more paths, or --stdin)");
+	}
 	bo.excludes = ex;
 	bo.iexcludes = iex;
 	bo.if_present = present;
@@ -165,7 +184,10 @@ int cmd_backup(int argc, char **argv)
 		char all[32];
 		human(all, sizeof(all), s.bytes_total);
 		printf("processed %llu files, %s (read %s) in %.1f s\n", (unsigned long long)s.files, all, total, secs);
-		printf("snapshot %.8s saved\n", hex);
+		if (s.skipped)
+			printf("skipped creating snapshot: nothing changed since %.8s\n", hex);
+		else
+			printf("snapshot %.8s saved\n", hex);
 	}
 	return s.errors > 0 ? 3 : 0;
 }

@@ -297,12 +297,73 @@ static void test_excludes_like_restic(void **state)
 	rix_test_free_dir(work);
 }
 
+/* --stdin: a file named as asked, restic dumps its bytes; skip_if_unchanged writes nothing new. */
+static void test_stdin_and_skip(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char *work = rix_test_new_dir("rix-backup");
+	char src[4200], repo[4200], in[4300];
+	snprintf(src, sizeof(src), "%s/src", work);
+	snprintf(repo, sizeof(repo), "%s/repo", work);
+	snprintf(in, sizeof(in), "%s/input", work);
+	make_tree(src);
+	uint64_t st = 5;
+	size_t big = (3u << 20) + 17;
+	uint8_t *data = malloc(big);
+	rix_test_fill_random(data, big, &st);
+	rix_test_put_file(work, "input", data, big);
+	rix_repo *r = open_or_init(repo, 1);
+	int saved = dup(0), fd = open(in, O_RDONLY);
+	assert_true(saved >= 0 && fd >= 0);
+	assert_int_equal(dup2(fd, 0), 0);
+	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
+	bo.warn = warn_fail;
+	bo.stdin_name = "db.dump";
+	rix_id snap;
+	rix_backup_summary sum;
+	MUST(rix_backup(&snap, &sum, r, NULL, 0, &bo));
+	assert_int_equal(dup2(saved, 0), 0);
+	close(saved);
+	close(fd);
+	assert_int_equal(sum.bytes, big);
+	char *out;
+	size_t len;
+	assert_int_equal(rix_test_run(&out, &len, "RESTIC_PASSWORD=%s restic --no-cache -q -r '%s' dump latest /db.dump", PW, repo), 0);
+	assert_int_equal(len, big);
+	assert_memory_equal(out, data, big);
+	free(out);
+	/* skip_if_unchanged: the second backup of the same tree writes no snapshot. */
+	bo = (rix_backup_options)RIX_BACKUP_OPTIONS_INIT;
+	bo.warn = warn_fail;
+	bo.skip_if_unchanged = true;
+	const char *paths[] = { "." };
+	char cwd[4200];
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(src), 0);
+	rix_id s1, s2;
+	MUST(rix_backup(&s1, &sum, r, paths, 1, &bo));
+	assert_false(sum.skipped);
+	MUST(rix_backup(&s2, &sum, r, paths, 1, &bo));
+	assert_int_equal(chdir(cwd), 0);
+	assert_true(sum.skipped);
+	assert_memory_equal(s1.b, s2.b, RIX_ID_SIZE);
+	char sd[4300];
+	snprintf(sd, sizeof(sd), "%s/snapshots", repo);
+	char ids[8][65];
+	assert_int_equal(rix_test_list_ids(sd, ids, 8), 2);
+	rix_repo_free(r);
+	free(data);
+	rix_test_free_dir(work);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rix_backup_restic_restore),
 		cmocka_unit_test(test_restic_then_rix),
 		cmocka_unit_test(test_excludes_like_restic),
+		cmocka_unit_test(test_stdin_and_skip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,6 +62,8 @@ typedef struct rix_backup_options {
 	const char *const *if_present;    /* --exclude-if-present NAME[:TEXT] */
 	size_t nif_present;
 	bool exclude_caches;              /* --exclude-caches */
+	bool skip_if_unchanged;           /* no snapshot when the tree is the parent's (restic 0.17) */
+	const char *stdin_name;           /* back up standard input as this file (--stdin-filename); paths unused */
 	bool one_file_system;             /* --one-file-system */
 	rix_backup_warn_fn warn;          /* may be NULL */
 	void *payload;                    /* given to warn */
@@ -80,6 +82,7 @@ typedef struct rix_backup_summary {
 	uint64_t tree_blobs;              /* tree blobs stored now */
 	uint64_t errors;                  /* entries left out (warn told which) */
 	uint64_t excluded;                /* entries left out by the excludes */
+	bool skipped;                     /* skip_if_unchanged: no snapshot written (*snapshot_id is the parent) */
 } rix_backup_summary;
 
 /*
