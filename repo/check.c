@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "rix/alloc.h"
+#include "rix/crypto.h"
 #include "rix/error.h"
 #include "rix/repo.h"
 #include "repo_internal.h"
@@ -189,7 +190,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 	}
 	/* The index's entries against the header's (both in offset order; duplicates within a pack
 	 * are entries at the same offset). */
-	size_t i = 0, j = 0, bad = 0;
+	size_t i = 0, j = 0, bad = 0, unindexed = 0;
 	while (i < n || j < cnt) {
 		const rix_packed_blob *x = i < n ? &e[i] : NULL;
 		const rix_blob *h = j < cnt ? &hdr[j] : NULL;
@@ -201,7 +202,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 			rix_id_to_hex(hex, &h->id);
 			report(c, true, &c->rep->unindexed_blobs, "pack %s: %s blob %s at offset %u is in the pack but in no index",
 			       name, h->type == RIX_BLOB_TREE ? "tree" : "data", hex, h->offset);
-			j++;
+			j++, unindexed++;
 		} else {
 			if (x->type != h->type || x->length != h->length || x->uncompressed_length != h->uncompressed_length ||
 			    memcmp(x->id.b, h->id.b, RIX_ID_SIZE) != 0)
@@ -213,6 +214,21 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 	}
 	if (bad > 0)
 		report(c, true, &c->rep->header_mismatches, "pack %s: %zu index entries do not match its header", name, bad);
+	if (bad == 0 && unindexed == 0 && c->size[k] != 0) { /* 0: the backend did not say */
+		/* The header is the index's: the blobs, the sealed header and its length are the whole
+		 * file (restic: "unexpected file size"), nothing before, between or after them. */
+		uint64_t want = 4 + RIX_CRYPTO_OVERHEAD, end = 0;
+		for (j = 0; j < cnt; j++) {
+			want += hdr[j].length + (hdr[j].uncompressed_length ? RIX_PACK_ENTRY_SIZE_ZSTD : RIX_PACK_ENTRY_SIZE);
+			if (hdr[j].offset != end)
+				break;
+			end += hdr[j].length;
+		}
+		if (j < cnt || want != c->size[k])
+			report(c, true, &c->rep->damaged_packs, "pack %s: %llu bytes, its index entries make %llu%s", name,
+			       (unsigned long long)c->size[k], (unsigned long long)want,
+			       j < cnt ? " (blobs not end to end)" : "");
+	}
 	if (read_data) {
 		uint8_t *out = NULL;
 		size_t cap = 0;

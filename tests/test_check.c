@@ -11,14 +11,17 @@
  * a pack holds that no index names; each an error whose message names the damaged object (and
  * the snapshot, tree and path that led there); trees nested 3000 deep check clean.
  * The read-data subsets (test_check_subset): n/t by the pack ID's first byte, all n of t
- * together read every pack once; a percentage; a size; bad subsets refused.
+ * together read every pack once; a percentage; a size; bad subsets refused. A pack longer
+ * than its (index-matching) header accounts for: an error.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -347,7 +350,32 @@ static void test_check_subset(void **state)
 	co = (rix_check_options)RIX_CHECK_OPTIONS_INIT;
 	co.subset_percent = 101;
 	assert_int_equal(rix_repo_check(&rep, r, &co), RIX_EINVAL);
+
+	/* A pack with 16 bytes more before its blobs: its header reads and matches the index, its
+	 * size does not (restic's "unexpected file size"). */
+	rix_id *ids;
+	size_t nids;
+	MUST(rix_master_index_packs(&ids, &nids, rix_repo_master_index(r)));
+	char pack[65], path[800];
+	rix_id_to_hex(pack, &ids[0]);
+	rix_free(ids);
 	rix_repo_free(r);
+	snprintf(path, sizeof(path), "%s/data/%.2s/%s", dir, pack, pack);
+	size_t n;
+	uint8_t *bytes = rix_test_must_read(path, &n);
+	chmod(path, 0600);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite("0123456789abcdef", 1, 16, f), 16);
+	assert_int_equal(fwrite(bytes, 1, n, f), n);
+	fclose(f);
+	free(bytes);
+	struct lines l;
+	rep = run_check(dir, 0, RIX_ECORRUPT, &l);
+	assert_int_equal(rep.damaged_packs, 1);
+	assert_int_equal(rep.errors, 1);
+	assert_non_null(strstr(l.last_error, pack));
+	assert_non_null(strstr(l.last_error, "its index entries make"));
 	rix_test_free_dir(dir);
 }
 
