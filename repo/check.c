@@ -483,7 +483,8 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 			o.msg(o.payload, false, line);
 		}
 	}
-	qsort(e.v, e.n, sizeof(*e.v), cmp_entry);
+	if (e.n > 1)
+		qsort(e.v, e.n, sizeof(*e.v), cmp_entry);
 	if (seen.n > 1)
 		qsort(seen.v, seen.n, sizeof(*seen.v), cmp_seen);
 	/* The index's packs, each with its size in the backend (UINT64_MAX: missing). */
