@@ -1,7 +1,7 @@
 /*
  * cli/cmd_check.c — rix check [--read-data | --read-data-subset n/t|x%|size]: restic's check
  * (snapshots, trees, index against packs, optionally every byte). With --json, restic 0.18's
- * lines: {"message_type":"error","message":...} per error, then one
+ * lines: {"message_type":"error","message":...} per error on stderr, then on stdout one
  * {"message_type":"summary","num_errors":...,"broken_packs":[...],"suggest_repair_index":...,
  * "suggest_prune":...} with rix's counts added.
  */
@@ -40,10 +40,17 @@ static void check_msg(void *arg, bool is_error, const char *msg)
 	if (is_error)
 		note_broken(arg, msg);
 	if (g.json) {
-		if (is_error) {
-			printf("{\"message_type\":\"error\",\"message\":");
-			put_json_string(msg);
-			printf("}\n");
+		if (is_error) { /* on stderr, as restic's */
+			fputs("{\"message_type\":\"error\",\"message\":\"", stderr);
+			for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+				if (*p == '"' || *p == '\\')
+					fprintf(stderr, "\\%c", *p);
+				else if (*p < 0x20)
+					fprintf(stderr, "\\u%04x", *p);
+				else
+					fputc(*p, stderr);
+			}
+			fputs("\"}\n", stderr);
 		}
 		return;
 	}

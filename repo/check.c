@@ -399,8 +399,8 @@ static int subset_valid(const rix_check_options *o)
 /*
  * read[k] for the np packs (first entries' pack IDs e[start[k]].pack_id, sizes size[k]):
  * restic's rule. n/t: the packs whose ID's first byte % t is n - 1; a percentage: that share
- * of the packs (rounded down, at least one), at random; a size: packs at random until their
- * sizes reach it.
+ * of the packs (rounded down, at least one), at random; a size: the percentage it is of all
+ * the packs' sizes.
  */
 static void choose_packs(uint8_t *read, const struct checker *c, const rix_check_options *o, size_t *order)
 {
@@ -424,21 +424,19 @@ static void choose_packs(uint8_t *read, const struct checker *c, const rix_check
 		order[k - 1] = order[j];
 		order[j] = t;
 	}
-	if (o->subset_percent != 0) {
-		size_t want = (size_t)((double)np * o->subset_percent / 100.0);
-		if (want == 0 && np > 0)
-			want = 1;
-		for (size_t k = 0; k < want && k < np; k++)
-			read[order[k]] = 1;
-		return;
+	/* A size is the percentage it is of all the packs' sizes (restic's rule). */
+	double percent = o->subset_percent;
+	if (o->subset_bytes != 0) {
+		uint64_t total = 0;
+		for (size_t k = 0; k < np; k++)
+			total += c->size[k] == UINT64_MAX ? 0 : c->size[k];
+		percent = total ? (double)o->subset_bytes / (double)total * 100.0 : 100.0;
 	}
-	uint64_t sum = 0;
-	for (size_t k = 0; k < np && sum < o->subset_bytes; k++) {
-		if (c->size[order[k]] == UINT64_MAX)
-			continue;
+	size_t want = percent >= 100.0 ? np : (size_t)((double)np * percent / 100.0);
+	if (want == 0 && np > 0)
+		want = 1;
+	for (size_t k = 0; k < want; k++)
 		read[order[k]] = 1;
-		sum += c->size[order[k]];
-	}
 }
 
 int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_options *opt)

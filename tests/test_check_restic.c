@@ -7,7 +7,7 @@
  * wants both `restic check` and rix_repo_check to fail, rix naming the damaged object in a
  * message (and `rix --json check` to print restic 0.18's error and summary lines, exit 1):
  *
- *   test_pristine            nothing damaged: both pass
+ *   test_pristine            nothing damaged: both pass (and rix check --read-data-subset's forms)
  *   test_snapshot_truncated  a snapshot file cut short          damaged_snapshots, its ID
  *   test_snapshot_no_tree    a snapshot naming a tree that does not exist   missing_blobs, the tree
  *   test_index_deleted       the index file deleted: trees and packs in no index  missing_blobs, the root tree
@@ -183,12 +183,12 @@ static rix_check_report both_check(const char *dir, bool ok, const char *want, c
 	return rep;
 }
 
-/* `rix --json check`: exit 1, an error line naming want, and the summary with num_errors. */
+/* `rix --json check`: exit 1, an error line naming want (stderr), the summary with num_errors (stdout). */
 static void cli_json(const char *dir, size_t errors, const char *want)
 {
 	char *out = NULL;
 	size_t n;
-	int rc = rix_test_run(&out, &n, "RIX_PASSWORD='%s' '%s' -r '%s' --json check 2>/dev/null", PW, RIX_CLI_PATH, dir);
+	int rc = rix_test_run(&out, &n, "RIX_PASSWORD='%s' '%s' -r '%s' --json check 2>&1", PW, RIX_CLI_PATH, dir);
 	assert_int_equal(rc, errors ? 1 : 0);
 	char sum[100];
 	snprintf(sum, sizeof(sum), "{\"message_type\":\"summary\",\"num_errors\":%zu,", errors);
@@ -208,6 +208,32 @@ static void test_pristine(void **state)
 	assert_true(rep.trees >= 3); /* the backed-up folder's path, sub, deeper */
 	assert_int_equal(rep.errors, 0);
 	cli_json(dir, 0, NULL);
+	/* --read-data-subset: all of 1/1 reads every pack; 5% and 1K at least one; bad ones refused. */
+	char *out = NULL;
+	size_t n;
+	char want[64];
+	snprintf(want, sizeof(want), "\"packs\":%zu,", rep.packs);
+	const char *ok[] = { "1/1", "5%", "1K", "2/3" };
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(rix_test_run(&out, &n, "RIX_PASSWORD='%s' '%s' -r '%s' --json check --read-data-subset %s",
+					      PW, RIX_CLI_PATH, dir, ok[i]),
+				 0);
+		assert_non_null(strstr(out, want));
+		if (i == 0) {
+			snprintf(want, sizeof(want), "\"packs_read\":%zu,", rep.packs);
+			assert_non_null(strstr(out, want));
+			snprintf(want, sizeof(want), "\"packs\":%zu,", rep.packs);
+		}
+		free(out);
+	}
+	const char *bad[] = { "0/2", "3/2", "1/257", "0%", "101%", "x", "5Q" };
+	for (size_t i = 0; i < 7; i++) {
+		assert_int_equal(rix_test_run(&out, &n, "RIX_PASSWORD='%s' '%s' -r '%s' check --read-data-subset %s 2>&1",
+					      PW, RIX_CLI_PATH, dir, bad[i]),
+				 1);
+		assert_non_null(strstr(out, "--read-data-subset"));
+		free(out);
+	}
 	rix_test_free_dir(dir);
 }
 

@@ -283,7 +283,8 @@ typedef struct rix_check_options {
 	 * Read only a subset of the packs whole (as restic's --read-data-subset; read_data is then
 	 * ignored). At most one of: subset_n of subset_t (1 <= n <= t <= 256: the packs whose ID's
 	 * first byte % t == n - 1), subset_percent (0 < p <= 100: that share of the packs, at least
-	 * one, chosen at random), subset_bytes (packs chosen at random until their sizes reach it).
+	 * one, chosen at random), subset_bytes (the share of the packs that it is of their total
+	 * size, as a percentage).
 	 */
 	unsigned subset_n, subset_t;
 	double subset_percent;
