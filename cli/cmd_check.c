@@ -175,9 +175,11 @@ int cmd_check(int argc, char **argv)
 		printf("{\"message_type\":\"summary\",\"num_errors\":%zu,\"broken_packs\":[", rep.errors);
 		for (size_t i = 0; i < f.nbroken; i++)
 			printf("%s\"%s\"", i ? "," : "", f.broken[i]);
+		/* repair index: the index disagrees with the packs, or blobs are missing while packs no
+		 * index names may hold them; prune: only leftovers (no errors). */
 		bool repair_index = rep.unindexed_blobs || rep.header_mismatches || rep.damaged_index_files ||
-				    rep.missing_packs;
-		bool prune = rep.orphaned_packs || rep.duplicate_blobs;
+				    rep.missing_packs || (rep.orphaned_packs && rep.missing_blobs);
+		bool prune = rep.errors == 0 && (rep.orphaned_packs || rep.duplicate_blobs);
 		printf("],\"suggest_repair_index\":%s,\"suggest_prune\":%s,", repair_index ? "true" : "false",
 		       prune ? "true" : "false");
 		printf("\"errors\":%zu,\"snapshots\":%zu,\"damaged_snapshots\":%zu,\"trees\":%zu,\"damaged_trees\":%zu,"

@@ -289,6 +289,13 @@ static void test_index_deleted(void **state)
 	assert_true(rep.missing_blobs >= 1);
 	assert_true(rep.orphaned_packs >= 1);
 	cli_json(dir, rep.errors, tree);
+	char *out = NULL;
+	size_t n;
+	assert_int_equal(rix_test_run(&out, &n, "RIX_PASSWORD='%s' '%s' -r '%s' --json check 2>/dev/null", PW,
+				      RIX_CLI_PATH, dir),
+			 1);
+	assert_non_null(strstr(out, "\"suggest_repair_index\":true,\"suggest_prune\":false"));
+	free(out);
 	rix_test_free_dir(dir);
 }
 
