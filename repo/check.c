@@ -104,6 +104,7 @@ struct checker {
 	void *arg;
 	rix_check_report *rep;
 	const char *snapshot;     /* the snapshot being walked (its name) */
+	size_t walked;            /* data blobs looked up so far */
 	const uint8_t *read;      /* pack k read whole (read_data or the subset) */
 	const rix_packed_blob *e; /* sorted by pack */
 	size_t *start;            /* pack k: e[start[k], start[k+1]) */
@@ -306,6 +307,12 @@ static void index_error(void *arg, const char *name, int code, const char *msg)
 static int on_data_blob(void *payload, const rix_id *tree, const char *path, const rix_id *blob)
 {
 	struct checker *c = payload;
+	/* A long walk notices a lost lock too (each snapshot's start checks it as well). */
+	if (++c->walked % 4096 == 0) {
+		int rc = rix__repo_lock_ok(c->r);
+		if (rc != 0)
+			return rc;
+	}
 	rix_packed_blob pb;
 	if (rix_master_index_lookup(&pb, rix_repo_master_index(c->r), RIX_BLOB_DATA, blob) == 0)
 		return 0;
