@@ -151,6 +151,7 @@ void register_pack_benchmarks(void);
 void register_compress_benchmarks(void);
 void register_repo_benchmarks(void);
 void register_savepath_benchmarks(void);
+void register_chunker_benchmarks(void);
 /* Free the built tables and indexes a family keeps between its benchmarks. */
 void workload_caches_free(void);
 void restic_caches_free(void);

@@ -559,6 +559,7 @@ int main(int argc, char **argv)
 	register_compress_benchmarks();
 	register_repo_benchmarks();
 	register_savepath_benchmarks();
+	register_chunker_benchmarks();
 
 	regex_t re;
 	bool have_re = false;

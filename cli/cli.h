@@ -78,5 +78,7 @@ int cmd_stats(int argc, char **argv);
 int cmd_key(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_unlock(int argc, char **argv);
+int cmd_backup(int argc, char **argv);
+int cmd_snapshots(int argc, char **argv);
 
 #endif

@@ -24,6 +24,11 @@ int usage(void)
 	      "  key list|add|remove ID|passwd\n"
 	      "  check [--read-data]                  index against packs (and every blob)\n"
 	      "  unlock [--remove-all]                remove stale locks (or all)\n"
+	      "  backup [--tag T] [--host H] [--parent ID] [--force] [--with-atime] [--exclude P]\n"
+	      "         [--iexclude P] [--exclude-file F] [--iexclude-file F] [--exclude-if-present N]\n"
+	      "         [--exclude-caches] [--one-file-system] PATH...\n"
+	      "                                       back up files and directories\n"
+	      "  snapshots                            list snapshots\n"
 	      "\n"
 	      "The repository comes from -r or $RIX_REPOSITORY / $RESTIC_REPOSITORY; the password from\n"
 	      "--password-file, $RIX_PASSWORD / $RESTIC_PASSWORD, $RIX_PASSWORD_FILE /\n"
@@ -116,6 +121,10 @@ int main(int argc, char **argv)
 		return cmd_check(n, rest);
 	if (strcmp(cmd, "unlock") == 0)
 		return cmd_unlock(n, rest);
+	if (strcmp(cmd, "backup") == 0)
+		return cmd_backup(n, rest);
+	if (strcmp(cmd, "snapshots") == 0)
+		return cmd_snapshots(n, rest);
 	die("unknown command %s", cmd);
 	return usage();
 }

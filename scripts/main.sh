@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build (Release), then rix on a real local repository.
-# The repository is made once by the real restic (a backup of /usr/share/doc, cached in
-# $RIX_MAIN_REPO, default /var/tmp/rix-main-repo); rix opens it with the password, loads its
-# index, prints its stats, and reads and verifies every byte (`check --read-data`).
+# The main job: install what is missing, build (Release), then rix on a fresh local repository:
+# back up /usr/share/doc, back it up again (nothing new is stored), list the snapshots, print
+# the stats (dedup ratio, index memory), read and verify every byte, let the real restic check
+# the same repository, and back up the same files with restic on top (it stores nothing new).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=Release -DRIX_BUILD_TESTS=OFF >/dev/null
 cmake --build build-rel -j"$(nproc)" --target rix-cli >/dev/null
 repo=${RIX_MAIN_REPO:-/var/tmp/rix-main-repo}
-export RESTIC_PASSWORD=${RESTIC_PASSWORD:-rix-main-job}
-if [ ! -f "$repo/config" ]; then
-	echo "== restic makes $repo: a backup of /usr/share/doc (once)"
-	restic --no-cache -q -r "$repo" init
-	restic --no-cache -q -r "$repo" backup /usr/share/doc
-fi
-echo "== rix -r $repo stats"
-./build-rel/rix -r "$repo" stats "$@"
-echo "== rix -r $repo check --read-data"
-./build-rel/rix -r "$repo" check --read-data
+src=${RIX_MAIN_SOURCE:-/usr/share/doc}
+export RIX_PASSWORD=${RIX_PASSWORD:-rix-main-job} RESTIC_PASSWORD=${RIX_PASSWORD:-rix-main-job}
+rix=./build-rel/rix
+rm -rf "$repo"
+echo "== rix init $repo"
+$rix -r "$repo" init
+echo "== rix backup $src"
+$rix -r "$repo" backup "$src"
+echo "== rix backup $src (again: the first snapshot is the parent, no file is read, nothing new stored)"
+$rix -r "$repo" backup "$src"
+echo "== rix snapshots"
+$rix -r "$repo" snapshots
+echo "== rix stats"
+$rix -r "$repo" stats "$@"
+echo "== rix check --read-data"
+$rix -r "$repo" check --read-data
+echo "== restic check --read-data (the real restic reads what rix wrote)"
+restic --no-cache -q -r "$repo" check --read-data && echo "restic: no errors were found"
+echo "== restic backup $src (restic takes rix's snapshot as its parent: nothing new)"
+restic --no-cache -r "$repo" backup "$src" | tail -5

@@ -4,7 +4,8 @@
  * Families: error.h (codes, last message), alloc.h (allocator hook), types.h (IDs, blob
  * locations), indexmap.h (the hash table), index.h (one index file, JSON codec),
  * master_index.h (all indexes, merged), crypto.h (keys, seal/open, SHA-256), pack.h (pack
- * headers and blobs, unpacked files), config.h (the repository config file, chunker polynomial).
+ * headers and blobs, unpacked files), config.h (the repository config file, chunker polynomial),
+ * chunker.h (restic's content-defined chunker), tree.h (tree blobs in restic's bytes).
  */
 #ifndef RIX_RIX_H
 #define RIX_RIX_H
@@ -21,4 +22,7 @@
 #include "rix/pack.h"
 #include "rix/repo.h"
 #include "rix/config.h"
+#include "rix/chunker.h"
+#include "rix/tree.h"
+#include "rix/archiver.h"
 #endif

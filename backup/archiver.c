@@ -1,0 +1,942 @@
+/*
+ * backup/archiver.c — the backup (rix/archiver.h): walk, read, chunk, save, trees bottom-up,
+ * flush, snapshot.
+ *
+ *   targets ──> a trie of their path components ("/usr/share/doc" is usr -> share -> doc)
+ *   save(entry):  file      read in 1 MiB pieces, rix_chunker_scan, each chunk -> save_blob
+ *                 directory its entries in byte order of their names, each saved, then the
+ *                           tree blob (rix_tree_enc) -> save_blob; its ID is the subtree
+ *                 other     the node alone (symlink target, device number)
+ *   trie nodes that are not targets become directory nodes with their own metadata (restic
+ *   does the same for a target's ancestors); the trie's root is the snapshot's tree.
+ *   then rix_repo_flush, then the snapshot file: nothing names a blob before it is indexed.
+ *
+ * Node metadata follows restic 0.14 (node.go's fillExtra): size and links for files, links
+ * for symlinks and devices, the device number for devices, inode and device_id for all, user
+ * and group names looked up (cached), xattrs in the kernel's order, atime = mtime unless
+ * with_atime. Times are written in the local zone, as restic writes them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "rix/alloc.h"
+#include "rix/archiver.h"
+#include "rix/chunker.h"
+#include "rix/crypto.h"
+#include "rix/error.h"
+#include "rix/tree.h"
+#include "../common/jansson_alloc.h"
+
+#define READ_PIECE ((size_t)1 << 20)
+
+struct names_cache {
+	uint32_t id[64];
+	char name[64][64];
+	int n;
+};
+
+struct arch {
+	dev_t dev;      /* the current target's device (one_file_system) */
+	rix_repo *r;
+	rix_backup_options opt;
+	rix_backup_summary *sum;
+	rix_chunker *ch;
+	uint8_t *rbuf;  /* READ_PIECE */
+	uint8_t *chunk; /* RIX_CHUNK_MAX */
+	struct names_cache users, groups;
+};
+
+static void warn(struct arch *a, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void warn(struct arch *a, const char *path, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	a->sum->errors++;
+	if (a->opt.warn != NULL)
+		a->opt.warn(a->opt.payload, path, msg);
+}
+
+static const char *cached_name(struct names_cache *c, uint32_t id, int group)
+{
+	for (int i = 0; i < c->n; i++)
+		if (c->id[i] == id)
+			return c->name[i];
+	char buf[4096];
+	const char *name = "";
+	if (group) {
+		struct group g, *gp = NULL;
+		if (getgrgid_r(id, &g, buf, sizeof(buf), &gp) == 0 && gp != NULL)
+			name = gp->gr_name;
+	} else {
+		struct passwd p, *pp = NULL;
+		if (getpwuid_r(id, &p, buf, sizeof(buf), &pp) == 0 && pp != NULL)
+			name = pp->pw_name;
+	}
+	int slot = c->n < 64 ? c->n++ : (int)(id % 64);
+	c->id[slot] = id;
+	snprintf(c->name[slot], sizeof(c->name[slot]), "%s", name);
+	return c->name[slot];
+}
+
+static rix_time to_time(struct timespec t)
+{
+	struct tm tm;
+	time_t s = t.tv_sec;
+	long off = localtime_r(&s, &tm) != NULL ? tm.tm_gmtoff : 0;
+	return (rix_time){ t.tv_sec, (uint32_t)t.tv_nsec, (int32_t)off };
+}
+
+/* What a node points into while its tree is encoded. */
+struct held {
+	rix_node n;
+	char *name;
+	char target[4096];
+	rix_xattr *xa;
+	char *xbuf; /* names and values */
+	rix_id *content;
+	size_t ncontent, content_cap;
+	rix_id subtree;
+};
+
+static void held_free(struct held *h)
+{
+	free(h->name);
+	free(h->xa);
+	free(h->xbuf);
+	free(h->content);
+}
+
+static int save(struct arch *a, rix_blob_type t, const void *data, size_t n, rix_id *id)
+{
+	bool stored;
+	int rc = rix_repo_save_blob(id, &stored, a->r, t, data, n);
+	if (rc == 0 && stored) {
+		if (t == RIX_BLOB_DATA) {
+			a->sum->data_blobs++;
+			a->sum->data_added += n;
+		} else {
+			a->sum->tree_blobs++;
+		}
+	}
+	return rc;
+}
+
+static int push_content(struct held *h, const rix_id *id)
+{
+	if (h->ncontent == h->content_cap) {
+		size_t c = h->content_cap ? h->content_cap * 2 : 8;
+		rix_id *v = realloc(h->content, c * sizeof(*v));
+		if (v == NULL)
+			return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+		h->content = v;
+		h->content_cap = c;
+	}
+	h->content[h->ncontent++] = *id;
+	return 0;
+}
+
+/* A file's chunks: 1 = it could not be read (warned, left out); 0; a repository error. */
+static int save_file(struct arch *a, const char *path, struct held *h)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		warn(a, path, "open: %s", strerror(errno));
+		return 1;
+	}
+	rix_chunker_reset(a->ch);
+	size_t clen = 0;
+	int rc = 0;
+	uint64_t total = 0;
+	for (;;) {
+		ssize_t got = read(fd, a->rbuf, READ_PIECE);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			warn(a, path, "read: %s", strerror(errno));
+			close(fd);
+			return 1;
+		}
+		if (got == 0)
+			break;
+		total += (uint64_t)got;
+		size_t off = 0;
+		while (off < (size_t)got) {
+			bool cut;
+			size_t k = rix_chunker_scan(&cut, a->ch, a->rbuf + off, (size_t)got - off);
+			memcpy(a->chunk + clen, a->rbuf + off, k);
+			clen += k;
+			off += k;
+			if (cut) {
+				rix_id id;
+				if ((rc = save(a, RIX_BLOB_DATA, a->chunk, clen, &id)) != 0 || (rc = push_content(h, &id)) != 0) {
+					close(fd);
+					return rc;
+				}
+				clen = 0;
+			}
+		}
+	}
+	close(fd);
+	if (clen > 0) {
+		rix_id id;
+		if ((rc = save(a, RIX_BLOB_DATA, a->chunk, clen, &id)) != 0 || (rc = push_content(h, &id)) != 0)
+			return rc;
+	}
+	/* What was read is what the snapshot records (a file that changed meanwhile: its bytes now). */
+	h->n.size = total;
+	a->sum->bytes += total;
+	h->n.content = h->content;
+	h->n.content_len = h->ncontent;
+	return 0;
+}
+
+static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id *parent, const char *only);
+struct tnode;
+static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent);
+struct held;
+static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree);
+static int abs_clean(char *out, size_t cap, const char *path);
+
+/* ---- excludes ---------------------------------------------------------------------------- */
+
+/* Whether pattern components p[0..np) match path components s[0..ns) or a prefix of them. */
+static int match_parts(char **p, size_t np, char **s, size_t ns, int icase)
+{
+	if (np == 0)
+		return 1; /* the whole pattern matched: a prefix of the path (its directory) */
+	if (strcmp(p[0], "**") == 0) {
+		for (size_t k = 0; k <= ns; k++)
+			if (match_parts(p + 1, np - 1, s + k, ns - k, icase))
+				return 1;
+		return 0;
+	}
+	if (ns == 0)
+		return 0;
+	if (fnmatch(p[0], s[0], icase ? FNM_CASEFOLD : 0) != 0)
+		return 0;
+	return match_parts(p + 1, np - 1, s + 1, ns - 1, icase);
+}
+
+/* Splits a copy of s on '/' into at most max parts. */
+static size_t split(char *s, char **parts, size_t max)
+{
+	size_t n = 0;
+	for (char *save = NULL, *c = strtok_r(s, "/", &save); c != NULL && n < max; c = strtok_r(NULL, "/", &save))
+		n++[parts] = c;
+	return n;
+}
+
+static int excluded_by(const char *pattern, const char *path, int icase)
+{
+	char pbuf[4096], sbuf[8192];
+	char *pp[256], *sp[512];
+	if (pattern[0] == '\0')
+		return 0;
+	snprintf(pbuf, sizeof(pbuf), "%s%s", pattern[0] == '/' ? "" : "**/", pattern);
+	snprintf(sbuf, sizeof(sbuf), "%s", path);
+	size_t np = split(pbuf, pp, 256), ns = split(sbuf, sp, 512);
+	return np > 0 && match_parts(pp, np, sp, ns, icase);
+}
+
+static int is_excluded(struct arch *a, const char *path)
+{
+	for (size_t i = 0; i < a->opt.nexcludes; i++)
+		if (excluded_by(a->opt.excludes[i], path, 0))
+			return 1;
+	for (size_t i = 0; i < a->opt.niexcludes; i++)
+		if (excluded_by(a->opt.iexcludes[i], path, 1))
+			return 1;
+	return 0;
+}
+
+/* Whether directory path holds file name (whose content starts with text, when given). */
+static int holds(const char *path, const char *name, const char *text)
+{
+	char f[8192];
+	snprintf(f, sizeof(f), "%s/%s", path, name);
+	if (text == NULL)
+		return access(f, F_OK) == 0;
+	FILE *fp = fopen(f, "rb");
+	if (fp == NULL)
+		return 0;
+	size_t tl = strlen(text);
+	char buf[256];
+	size_t got = tl < sizeof(buf) ? fread(buf, 1, tl, fp) : 0;
+	fclose(fp);
+	return tl < sizeof(buf) && got == tl && memcmp(buf, text, tl) == 0;
+}
+
+/*
+ * A directory marked to be left out (restic keeps it and its marker file, nothing else): the
+ * marker's name into only[cap], 1; else 0.
+ */
+static int dir_marked(struct arch *a, const char *path, char *only, size_t cap)
+{
+	if (a->opt.exclude_caches && holds(path, "CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55")) {
+		snprintf(only, cap, "CACHEDIR.TAG");
+		return 1;
+	}
+	for (size_t i = 0; i < a->opt.nif_present; i++) {
+		char spec[1024];
+		snprintf(spec, sizeof(spec), "%s", a->opt.if_present[i]);
+		char *colon = strchr(spec, ':');
+		if (colon != NULL)
+			*colon = '\0';
+		if (holds(path, spec, colon != NULL ? colon + 1 : NULL)) {
+			snprintf(only, cap, "%s", spec);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The parent's tree id, decoded (NULL when there is none or it cannot be read: warned). */
+static rix_tree *parent_tree(struct arch *a, const char *path, const rix_id *id)
+{
+	if (id == NULL)
+		return NULL;
+	uint8_t *data;
+	size_t n;
+	rix_tree *t = NULL;
+	if (rix_repo_load_blob(&data, &n, a->r, RIX_BLOB_TREE, id) != 0) {
+		if (a->opt.warn != NULL)
+			a->opt.warn(a->opt.payload, path, "the parent snapshot's tree cannot be read: every file is read");
+		return NULL;
+	}
+	if (rix_tree_decode(&t, data, n) != 0 && a->opt.warn != NULL)
+		a->opt.warn(a->opt.payload, path, "the parent snapshot's tree cannot be decoded: every file is read");
+	rix_free(data);
+	return t;
+}
+
+static int same_time(const rix_time *x, const rix_time *y)
+{
+	return x->sec == y->sec && x->nsec == y->nsec;
+}
+
+static int read_xattrs(struct held *h, const char *path)
+{
+	ssize_t ll = llistxattr(path, NULL, 0);
+	if (ll <= 0)
+		return 0;
+	char *list = malloc((size_t)ll);
+	if (list == NULL)
+		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	ll = llistxattr(path, list, (size_t)ll);
+	size_t count = 0, bytes = 0;
+	for (ssize_t p = 0; ll > 0 && p < ll; p += (ssize_t)strlen(list + p) + 1) {
+		ssize_t vl = lgetxattr(path, list + p, NULL, 0);
+		count++;
+		bytes += strlen(list + p) + 1 + (vl > 0 ? (size_t)vl : 0);
+	}
+	h->xa = calloc(count ? count : 1, sizeof(*h->xa));
+	h->xbuf = malloc(bytes ? bytes : 1);
+	if (h->xa == NULL || h->xbuf == NULL) {
+		free(list);
+		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	}
+	size_t at = 0, k = 0;
+	for (ssize_t p = 0; ll > 0 && p < ll && k < count; p += (ssize_t)strlen(list + p) + 1) {
+		size_t nl = strlen(list + p) + 1;
+		char *name = h->xbuf + at;
+		memcpy(name, list + p, nl);
+		at += nl;
+		ssize_t vl = lgetxattr(path, name, h->xbuf + at, bytes - at);
+		if (vl < 0)
+			continue; /* gone meanwhile: restic skips it too */
+		h->xa[k++] = (rix_xattr){ name, (uint8_t *)h->xbuf + at, (size_t)vl };
+		at += (size_t)vl;
+	}
+	h->n.xattrs = h->xa;
+	h->n.nxattrs = k;
+	free(list);
+	return 0;
+}
+
+/*
+ * Fills h for the entry at path (named name in its directory) and saves what it holds; for an
+ * ancestor of targets (virt), a directory whose subtree holds only what is under virt.
+ * Returns 1 when it cannot be read (warned: left out), 0, or a repository error.
+ */
+static int save_entry(struct arch *a, const char *path, const char *name, struct held *h, struct tnode *virt,
+		      const rix_node *old)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0) {
+		warn(a, path, "lstat: %s", strerror(errno));
+		return 1;
+	}
+	h->name = strdup(name);
+	if (h->name == NULL)
+		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	rix_node *n = &h->n;
+	n->name = h->name;
+	n->name_len = strlen(name);
+	n->mode = rix_gomode_from_st_mode(st.st_mode);
+	n->mtime = to_time(st.st_mtim);
+	n->atime = a->opt.with_atime ? to_time(st.st_atim) : n->mtime;
+	n->ctime = to_time(st.st_ctim);
+	n->uid = st.st_uid;
+	n->gid = st.st_gid;
+	n->user = cached_name(&a->users, st.st_uid, 0);
+	n->group = cached_name(&a->groups, st.st_gid, 1);
+	n->inode = st.st_ino;
+	n->device_id = st.st_dev;
+	int rc = 0;
+	switch (st.st_mode & S_IFMT) {
+	case S_IFREG:
+		n->type = RIX_NODE_FILE;
+		n->links = st.st_nlink;
+		if (!a->opt.force && old != NULL && old->type == RIX_NODE_FILE && old->size == (uint64_t)st.st_size &&
+		    same_time(&old->mtime, &n->mtime) && same_time(&old->ctime, &n->ctime) && old->inode == st.st_ino &&
+		    (old->content != NULL || old->content_len == 0)) {
+			/* Unchanged since the parent: its content list, without reading the file. */
+			for (size_t i = 0; rc == 0 && i < old->content_len; i++)
+				rc = push_content(h, &old->content[i]);
+			n->size = old->size;
+			n->content = h->content;
+			n->content_len = h->ncontent;
+			if (rc == 0) {
+				a->sum->files++;
+				a->sum->files_unmodified++;
+			}
+			break;
+		}
+		rc = save_file(a, path, h);
+		if (rc == 0)
+			a->sum->files++;
+		break;
+	case S_IFDIR: {
+		n->type = RIX_NODE_DIR;
+		const rix_id *ps = old != NULL && old->type == RIX_NODE_DIR ? old->subtree : NULL;
+		char only[1024];
+		if (virt == NULL && a->opt.one_file_system && st.st_dev != a->dev) /* a mount point: kept empty */
+			rc = save_tree(a, NULL, 0, &h->subtree);
+		else if (virt != NULL)
+			rc = save_virtual(a, virt, &h->subtree, ps);
+		else
+			rc = save_dir(a, path, &h->subtree, ps, dir_marked(a, path, only, sizeof(only)) ? only : NULL);
+		if (rc == 0) {
+			n->subtree = &h->subtree;
+			a->sum->dirs++;
+		}
+		break;
+	}
+	case S_IFLNK: {
+		n->type = RIX_NODE_SYMLINK;
+		n->links = st.st_nlink;
+		ssize_t tl = readlink(path, h->target, sizeof(h->target));
+		if (tl < 0 || (size_t)tl >= sizeof(h->target)) {
+			warn(a, path, "readlink: %s", tl < 0 ? strerror(errno) : "target too long");
+			return 1;
+		}
+		n->linktarget = h->target;
+		n->linktarget_len = (size_t)tl;
+		a->sum->others++;
+		break;
+	}
+	case S_IFBLK:
+	case S_IFCHR:
+		n->type = S_ISBLK(st.st_mode) ? RIX_NODE_DEV : RIX_NODE_CHARDEV;
+		n->device = st.st_rdev;
+		n->links = st.st_nlink;
+		a->sum->others++;
+		break;
+	case S_IFIFO:
+		n->type = RIX_NODE_FIFO;
+		a->sum->others++;
+		break;
+	case S_IFSOCK:
+		n->type = RIX_NODE_SOCKET;
+		a->sum->others++;
+		break;
+	default:
+		warn(a, path, "unknown file type");
+		return 1;
+	}
+	if (virt != NULL && n->type != RIX_NODE_DIR) {
+		warn(a, path, "not a directory, but a path to back up goes through it");
+		return 1;
+	}
+	if (rc != 0)
+		return rc;
+	if (n->type != RIX_NODE_SYMLINK && (rc = read_xattrs(h, path)) != 0)
+		return rc;
+	return 0;
+}
+
+static int by_bytes(const struct dirent **x, const struct dirent **y)
+{
+	return strcmp((*x)->d_name, (*y)->d_name);
+}
+
+/* Encodes held[0..n) (in name order) as a tree blob and saves it. */
+static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree)
+{
+	rix_tree_enc *e;
+	int rc = rix_tree_enc_new(&e);
+	for (size_t i = 0; rc == 0 && held != NULL && i < n; i++)
+		if (held[i].name != NULL)
+			rc = rix_tree_enc_add(e, &held[i].n);
+	const uint8_t *d;
+	size_t len;
+	if (rc == 0)
+		rc = rix_tree_enc_finish(&d, &len, e);
+	if (rc == 0)
+		rc = save(a, RIX_BLOB_TREE, d, len, tree);
+	rix_tree_enc_free(e);
+	return rc;
+}
+
+static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id *parent, const char *only)
+{
+	rix_tree *old = parent_tree(a, path, parent);
+	struct dirent **ents;
+	int ne = scandir(path, &ents, NULL, by_bytes);
+	if (ne < 0) {
+		warn(a, path, "scandir: %s", strerror(errno));
+		ne = 0; /* an empty tree for it: restic records the directory too */
+		ents = NULL;
+	}
+	struct held *h = calloc(ne > 0 ? (size_t)ne : 1, sizeof(*h));
+	int rc = h == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
+	size_t pl = strlen(path);
+	for (int i = 0; rc == 0 && i < ne; i++) {
+		const char *nm = ents[i]->d_name;
+		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
+			continue;
+		if (only != NULL && strcmp(nm, only) != 0) { /* a marked directory: its marker alone */
+			a->sum->excluded++;
+			continue;
+		}
+		size_t need = pl + strlen(nm) + 2;
+		char *child = malloc(need);
+		if (child == NULL) {
+			rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
+			break;
+		}
+		snprintf(child, need, "%s%s%s", path, pl > 0 && path[pl - 1] == '/' ? "" : "/", nm);
+		char absbuf[8192];
+		if ((a->opt.nexcludes > 0 || a->opt.niexcludes > 0) && abs_clean(absbuf, sizeof(absbuf), child) == 0 &&
+		    is_excluded(a, absbuf)) {
+			a->sum->excluded++;
+			free(child);
+			continue;
+		}
+		int src = save_entry(a, child, nm, &h[i], NULL, old != NULL ? rix_tree_find(old, nm, strlen(nm)) : NULL);
+		free(child);
+		if (src == 1) { /* left out */
+			held_free(&h[i]);
+			memset(&h[i], 0, sizeof(h[i]));
+		} else {
+			rc = src;
+		}
+	}
+	if (rc == 0)
+		rc = save_tree(a, h, ne > 0 ? (size_t)ne : 0, tree);
+	for (int i = 0; i < ne; i++) {
+		if (h != NULL)
+			held_free(&h[i]);
+		free(ents[i]);
+	}
+	free(ents);
+	free(h);
+	rix_tree_free(old);
+	return rc;
+}
+
+/* ---- targets ---------------------------------------------------------------------------- */
+
+struct tnode {
+	char *name;      /* a component */
+	char *fspath;    /* the path on disk it stands for */
+	int target;      /* backed up whole */
+	struct tnode *kids;
+	size_t nkids, cap;
+};
+
+static void tnode_free(struct tnode *t)
+{
+	for (size_t i = 0; i < t->nkids; i++)
+		tnode_free(&t->kids[i]);
+	free(t->kids);
+	free(t->name);
+	free(t->fspath);
+}
+
+static struct tnode *tnode_child(struct tnode *t, const char *name, const char *fspath)
+{
+	for (size_t i = 0; i < t->nkids; i++)
+		if (strcmp(t->kids[i].name, name) == 0)
+			return &t->kids[i];
+	if (t->nkids == t->cap) {
+		size_t c = t->cap ? t->cap * 2 : 4;
+		struct tnode *k = realloc(t->kids, c * sizeof(*k));
+		if (k == NULL)
+			return NULL;
+		t->kids = k;
+		t->cap = c;
+	}
+	struct tnode *k = &t->kids[t->nkids];
+	*k = (struct tnode){ strdup(name), strdup(fspath), 0, NULL, 0, 0 };
+	if (k->name == NULL || k->fspath == NULL) {
+		tnode_free(k);
+		return NULL;
+	}
+	t->nkids++;
+	return k;
+}
+
+static int cmp_tnode(const void *x, const void *y)
+{
+	return strcmp(((const struct tnode *)x)->name, ((const struct tnode *)y)->name);
+}
+
+/* The tree of a trie node that is not a target: its children, each saved or recursed into. */
+static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent)
+{
+	rix_tree *old = parent_tree(a, "/", parent);
+	qsort(t->kids, t->nkids, sizeof(*t->kids), cmp_tnode);
+	struct held *h = calloc(t->nkids ? t->nkids : 1, sizeof(*h));
+	if (h == NULL)
+		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < t->nkids; i++) {
+		struct tnode *k = &t->kids[i];
+		/* An ancestor of a target: its own metadata, its subtree of what is backed up. */
+		struct stat tst;
+		if (k->target && lstat(k->fspath, &tst) == 0)
+			a->dev = tst.st_dev; /* one_file_system: the target's device */
+		int src = save_entry(a, k->fspath, k->name, &h[i], k->target ? NULL : k,
+				     old != NULL ? rix_tree_find(old, k->name, strlen(k->name)) : NULL);
+		if (src == 1) {
+			held_free(&h[i]);
+			memset(&h[i], 0, sizeof(h[i]));
+		} else {
+			rc = src;
+		}
+	}
+	if (rc == 0)
+		rc = save_tree(a, h, t->nkids, tree);
+	for (size_t i = 0; i < t->nkids; i++)
+		held_free(&h[i]);
+	free(h);
+	rix_tree_free(old);
+	return rc;
+}
+
+/* Lexically clean absolute form of path (as Go's filepath.Abs): into out[cap]. */
+static int abs_clean(char *out, size_t cap, const char *path)
+{
+	char buf[8192];
+	if (path[0] == '/') {
+		snprintf(buf, sizeof(buf), "%s", path);
+	} else {
+		char cwd[4096];
+		if (getcwd(cwd, sizeof(cwd)) == NULL)
+			return rix_error_set(RIX_EIO, "backup: getcwd: %s", strerror(errno));
+		snprintf(buf, sizeof(buf), "%s/%s", cwd, path);
+	}
+	size_t k = 0;
+	out[k++] = '/';
+	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c != NULL; c = strtok_r(NULL, "/", &save)) {
+		if (strcmp(c, ".") == 0)
+			continue;
+		if (strcmp(c, "..") == 0) {
+			while (k > 1 && out[k - 1] != '/')
+				k--;
+			if (k > 1)
+				k--;
+			continue;
+		}
+		size_t cl = strlen(c);
+		if (k + cl + 2 > cap)
+			return rix_error_set(RIX_EINVAL, "backup: path too long: %s", path);
+		if (k > 1)
+			out[k++] = '/';
+		memcpy(out + k, c, cl);
+		k += cl;
+	}
+	out[k] = '\0';
+	return 0;
+}
+
+/* "." and "./": the target is the snapshot's root, as restic 0.14 does for `backup .`. */
+static int is_dot(const char *p)
+{
+	while (p[0] == '.' && p[1] == '/')
+		p += 2;
+	return strcmp(p, ".") == 0 || p[0] == '\0';
+}
+
+static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *const *abs, size_t n)
+{
+	const rix_id *parent = a->sum->has_parent ? &a->sum->parent_id : NULL;
+	char when[RIX_TIME_MAX], host[256], treehex[65];
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	rix_time t = to_time(now);
+	rix_time_format(when, &t);
+	if (a->opt.hostname != NULL)
+		snprintf(host, sizeof(host), "%s", a->opt.hostname);
+	else if (gethostname(host, sizeof(host)) != 0)
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
+	const char *user = a->opt.username != NULL ? a->opt.username : cached_name(&a->users, getuid(), 0);
+	rix_id_to_hex(treehex, tree);
+	rix__jansson_begin();
+	json_t *o = json_object(), *paths = json_array(), *tags = NULL;
+	int bad = o == NULL || paths == NULL;
+	bad |= json_object_set_new(o, "time", json_string(when)) != 0;
+	if (parent != NULL) {
+		char ph[65];
+		rix_id_to_hex(ph, parent);
+		bad |= json_object_set_new(o, "parent", json_string(ph)) != 0;
+	}
+	bad |= json_object_set_new(o, "tree", json_string(treehex)) != 0;
+	for (size_t i = 0; i < n; i++)
+		bad |= json_array_append_new(paths, json_string(abs[i])) != 0;
+	bad |= json_object_set(o, "paths", paths) != 0;
+	bad |= json_object_set_new(o, "hostname", json_string(host)) != 0;
+	if (user[0] != '\0')
+		bad |= json_object_set_new(o, "username", json_string(user)) != 0;
+	if (getuid() != 0)
+		bad |= json_object_set_new(o, "uid", json_integer(getuid())) != 0;
+	if (getgid() != 0)
+		bad |= json_object_set_new(o, "gid", json_integer(getgid())) != 0;
+	if (a->opt.ntags > 0) {
+		tags = json_array();
+		for (size_t i = 0; tags != NULL && i < a->opt.ntags; i++)
+			bad |= json_array_append_new(tags, json_string(a->opt.tags[i])) != 0;
+		bad |= tags == NULL || json_object_set(o, "tags", tags) != 0;
+	}
+	bad |= json_object_set_new(o, "program_version", json_string("rix 0.1.0")) != 0;
+	*out = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(paths);
+	json_decref(tags);
+	json_decref(o);
+	if (*out == NULL)
+		return rix__jansson_out_of_memory() ? rix_error_set(RIX_ENOMEM, "backup: out of memory")
+						    : rix_error_set(RIX_EINVAL, "backup: a host, user, path or tag is not UTF-8");
+	return 0;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* A snapshot's JSON: its tree and time, and whether host and sorted paths are these. */
+static int snapshot_matches(json_t *j, const char *host, char **paths, size_t n)
+{
+	const char *h = json_string_value(json_object_get(j, "hostname"));
+	if (strcmp(h != NULL ? h : "", host) != 0)
+		return 0;
+	json_t *p = json_object_get(j, "paths");
+	if (!json_is_array(p) || json_array_size(p) != n)
+		return 0;
+	const char *v[4096];
+	if (n > 4096)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((v[i] = json_string_value(json_array_get(p, i))) == NULL)
+			return 0;
+	qsort(v, n, sizeof(v[0]), cmp_str);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], paths[i]) != 0)
+			return 0;
+	return 1;
+}
+
+struct snap_list {
+	rix_id *v;
+	size_t n, cap;
+};
+
+static int collect_snap(void *arg, const char *name, uint64_t size)
+{
+	(void)size;
+	struct snap_list *l = arg;
+	if (l->n == l->cap) {
+		size_t c = l->cap ? l->cap * 2 : 16;
+		rix_id *v = realloc(l->v, c * sizeof(*v));
+		if (v == NULL)
+			return RIX_ENOMEM;
+		l->v = v;
+		l->cap = c;
+	}
+	return rix_id_from_hex(&l->v[l->n++], name, 64);
+}
+
+/*
+ * The parent's tree into *tree: opt->parent's, or the latest snapshot's of this host with the
+ * same paths. @return 1 found, 0 none, or an error (opt->parent that cannot be read).
+ */
+static int find_parent(struct arch *a, char *const *abs, size_t n, rix_id *tree)
+{
+	char host[256];
+	if (a->opt.hostname != NULL)
+		snprintf(host, sizeof(host), "%s", a->opt.hostname);
+	else if (gethostname(host, sizeof(host)) != 0)
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
+	char **sorted = malloc((n ? n : 1) * sizeof(*sorted));
+	if (sorted == NULL)
+		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	memcpy(sorted, abs, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_str);
+	struct snap_list l = { 0 };
+	int rc = 0;
+	if (a->opt.parent != NULL) {
+		l.v = malloc(sizeof(*l.v));
+		rc = l.v == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
+		if (rc == 0) {
+			l.v[0] = *a->opt.parent;
+			l.n = 1;
+		}
+	} else {
+		rc = rix_backend_list(rix_repo_backend(a->r), RIX_FILE_SNAPSHOT, collect_snap, &l);
+	}
+	char best_time[64] = "";
+	int found = 0;
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		uint8_t *data;
+		size_t dl;
+		int frc = rix_repo_read_file(&data, &dl, a->r, RIX_FILE_SNAPSHOT, &l.v[i]);
+		if (frc != 0) {
+			if (a->opt.parent != NULL)
+				rc = frc;
+			continue;
+		}
+		json_t *j;
+		json_error_t jerr;
+		frc = rix__jansson_load(&j, (const char *)data, dl, &jerr);
+		rix_free(data);
+		if (frc != 0) {
+			if (a->opt.parent != NULL)
+				rc = rix_error_set(frc, "backup: the parent snapshot is not JSON");
+			continue;
+		}
+		const char *t = json_string_value(json_object_get(j, "time"));
+		const char *tr = json_string_value(json_object_get(j, "tree"));
+		if (t != NULL && tr != NULL && (a->opt.parent != NULL || snapshot_matches(j, host, sorted, n)) &&
+		    strcmp(t, best_time) > 0 && rix_id_from_hex(tree, tr, strlen(tr)) == 0) {
+			snprintf(best_time, sizeof(best_time), "%s", t);
+			found = 1;
+			a->sum->has_parent = true;
+			a->sum->parent_id = l.v[i];
+		}
+		json_decref(j);
+	}
+	free(l.v);
+	free(sorted);
+	return rc != 0 ? rc : found;
+}
+
+int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, const char *const *paths, size_t n,
+	       const rix_backup_options *opt)
+{
+	rix_backup_summary local = { 0 };
+	struct arch a = { .r = r, .sum = summary != NULL ? summary : &local };
+	*a.sum = (rix_backup_summary){ 0 };
+	a.opt = (rix_backup_options)RIX_BACKUP_OPTIONS_INIT;
+	if (opt != NULL && opt->version != RIX_BACKUP_OPTIONS_VERSION)
+		return rix_error_set(RIX_EINVAL, "backup: options of version %u, this librix knows %u", opt->version,
+				     RIX_BACKUP_OPTIONS_VERSION);
+	if (opt != NULL)
+		a.opt = *opt;
+	if (n == 0)
+		return rix_error_set(RIX_EINVAL, "backup: nothing to back up");
+	struct tnode root = { 0 };
+	char **abs = calloc(n, sizeof(*abs));
+	int rc = abs == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct stat st;
+		if (lstat(paths[i], &st) != 0) {
+			rc = rix_error_set(errno == ENOENT ? RIX_ENOTFOUND : RIX_EIO, "backup: %s: %s", paths[i], strerror(errno));
+			break;
+		}
+		char clean[8192];
+		if ((rc = abs_clean(clean, sizeof(clean), paths[i])) != 0 || (abs[i] = strdup(clean)) == NULL) {
+			rc = rc ? rc : rix_error_set(RIX_ENOMEM, "backup: out of memory");
+			break;
+		}
+		if (is_dot(paths[i])) {
+			if (n > 1) {
+				rc = rix_error_set(RIX_EINVAL, "backup: \".\" cannot be backed up with other paths");
+				break;
+			}
+			root.target = 1;
+			root.fspath = strdup(paths[i]);
+			continue;
+		}
+		struct tnode *t = &root;
+		char walk[8192] = "";
+		size_t wl = 0;
+		for (char *save = NULL, *c = strtok_r(clean, "/", &save); t != NULL && c != NULL; c = strtok_r(NULL, "/", &save)) {
+			wl += (size_t)snprintf(walk + wl, sizeof(walk) - wl, "/%s", c);
+			t = tnode_child(t, c, walk);
+		}
+		if (t == NULL) {
+			rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
+			break;
+		}
+		t->target = 1;
+	}
+	if (rc == 0 && (rc = rix_chunker_new(&a.ch, rix_repo_config(r)->chunker_polynomial)) == 0 &&
+	    ((a.rbuf = malloc(READ_PIECE)) == NULL || (a.chunk = malloc(RIX_CHUNK_MAX)) == NULL))
+		rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	/* The parent: given, or the latest snapshot of this host with the same paths. */
+	rix_id ptree;
+	const rix_id *pt = NULL;
+	if (rc == 0 && !a.opt.force) {
+		int prc = find_parent(&a, abs, n, &ptree);
+		if (prc < 0)
+			rc = prc;
+		else if (prc == 1)
+			pt = &ptree;
+	}
+	rix_id tree;
+	struct stat rst;
+	if (root.target && lstat(root.fspath, &rst) == 0)
+		a.dev = rst.st_dev;
+	if (rc == 0)
+		rc = root.target ? save_dir(&a, root.fspath, &tree, pt, NULL) : save_virtual(&a, &root, &tree, pt);
+	/* Packs, then index files, then the snapshot that names them. */
+	if (rc == 0)
+		rc = rix_repo_flush(r);
+	char *json = NULL;
+	if (rc == 0)
+		rc = snapshot_json(&json, &a, &tree, abs, n);
+	if (rc == 0)
+		rc = rix_repo_write_file(r, RIX_FILE_SNAPSHOT, json, strlen(json), snapshot_id);
+	rix__jansson_free(json);
+	for (size_t i = 0; abs != NULL && i < n; i++)
+		free(abs[i]);
+	free(abs);
+	tnode_free(&root);
+	rix_chunker_free(a.ch);
+	free(a.rbuf);
+	free(a.chunk);
+	return rc;
+}

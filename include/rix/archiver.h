@@ -1,0 +1,98 @@
+/*
+ * rix/archiver.h — backing up a directory into a repository, as restic does: every file cut
+ * with restic's chunker (rix/chunker.h) into data blobs, every directory a tree blob
+ * (rix/tree.h), and a snapshot naming the root tree. Blobs the repository has are not stored
+ * again, whichever tool stored them.
+ *
+ *   rix_backup(&snap_id, &summary, r, paths, n, &opt)
+ *       for each path: lstat, read, chunk, rix_repo_save_blob ... trees bottom-up
+ *       ──> rix_repo_flush (packs, then index files) ──> the snapshot file, last
+ *
+ * The order of writes is what makes a backup survive a crash: a snapshot is written only after
+ * every blob it references is in a pack named by an index file.
+ *
+ * Parent snapshot: by default the latest snapshot of the same host and the same paths (restic's
+ * rule), or opt->parent. A file whose size, mtime, ctime and inode equal its node in the
+ * parent's tree reuses that node's content list without being read (opt->force rereads all).
+ *
+ * Excludes (restic's flags): patterns matched against an entry's absolute path, one path
+ * component per pattern component, `*`, `?` and `[...]` within a component, `**` for any
+ * number of components; a pattern not starting with '/' may match at any depth ("*.o" is
+ * "**" + "/" + "*.o"); iexcludes ignore case. An excluded directory is not descended into.
+ * exclude_if_present: a directory holding a file of that name keeps that file alone ("NAME:TEXT":
+ * only when the file starts with TEXT), as restic does; exclude_caches: the same for
+ * CACHEDIR.TAG with its standard signature. one_file_system: entries on another device than their target are left
+ * out (the mount point itself is kept, empty).
+ *
+ * Status: one thread.
+ * A path is backed up under its absolute name, with its ancestors as directory nodes (as
+ * restic 0.14 does), except "." style relative targets, which become the snapshot's root.
+ */
+#ifndef RIX_ARCHIVER_H
+#define RIX_ARCHIVER_H
+
+#include "rix/common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include "rix/repo.h"
+#include "rix/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Called for a file or directory that could not be read (it is left out, the backup goes on). */
+typedef void (*rix_backup_warn_fn)(void *payload, const char *path, const char *msg);
+
+#define RIX_BACKUP_OPTIONS_VERSION 1u
+typedef struct rix_backup_options {
+	unsigned version;                 /* RIX_BACKUP_OPTIONS_VERSION */
+	const char *hostname;             /* NULL: this machine's name */
+	const char *username;             /* NULL: the user running */
+	const char *const *tags;          /* ntags strings */
+	size_t ntags;
+	bool with_atime;                  /* store atimes (restic's --with-atime); else the mtime */
+	const rix_id *parent;             /* the parent snapshot; NULL: the latest of this host and paths */
+	bool force;                       /* read every file, whatever the parent says */
+	const char *const *excludes;      /* nexcludes patterns (--exclude) */
+	size_t nexcludes;
+	const char *const *iexcludes;     /* the same, ignoring case (--iexclude) */
+	size_t niexcludes;
+	const char *const *if_present;    /* --exclude-if-present NAME[:TEXT] */
+	size_t nif_present;
+	bool exclude_caches;              /* --exclude-caches */
+	bool one_file_system;             /* --one-file-system */
+	rix_backup_warn_fn warn;          /* may be NULL */
+	void *payload;                    /* given to warn */
+} rix_backup_options;
+#define RIX_BACKUP_OPTIONS_INIT { .version = RIX_BACKUP_OPTIONS_VERSION }
+
+typedef struct rix_backup_summary {
+	uint64_t files, dirs, others;     /* entries backed up */
+	uint64_t files_unmodified;        /* files taken from the parent without being read */
+	bool has_parent;                  /* a parent snapshot was used: parent_id */
+	rix_id parent_id;
+	uint64_t bytes;                   /* bytes of the files read */
+	uint64_t data_blobs, data_added;  /* data blobs stored now, and their plaintext bytes */
+	uint64_t tree_blobs;              /* tree blobs stored now */
+	uint64_t errors;                  /* entries left out (warn told which) */
+	uint64_t excluded;                /* entries left out by the excludes */
+} rix_backup_summary;
+
+/*
+ * Backs up paths[0..n) (borrowed) into r, which must have its index loaded and should be held
+ * under a shared lock (rix_lock_acquire). *snapshot_id gets the new snapshot's ID; summary
+ * (may be NULL) the counts. opt may be NULL (the defaults).
+ * @return 0 (entries that could not be read are counted in summary->errors and left out);
+ * RIX_EINVAL (no paths, options of another version, a repository whose config names another
+ * chunker); RIX_ENOTFOUND (a path that does not exist); the repository's errors (RIX_ENOSPC,
+ * RIX_EIO, RIX_ELOCKED, ...: nothing of this backup is named by a snapshot then); RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r,
+					const char *const *paths, size_t n, const rix_backup_options *opt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,293 @@
+/*
+ * tests/test_backup.c — rix_backup against the real restic: a tree with every kind of entry
+ * backed up by rix is checked (--read-data) and restored byte- and metadata-exact by restic;
+ * backed up by restic first, the same tree backed up by rix stores no new data blob and gives
+ * the same root tree (byte-identical trees); and rix's snapshot is a parent restic accepts.
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "rix/rix.h"
+#include "testutil.h"
+
+#define PW "backup-test"
+
+static void make_tree(const char *src)
+{
+	char p[4400];
+	assert_int_equal(mkdir(src, 0755), 0);
+	uint64_t st = 77;
+	size_t big = 5u << 20;
+	uint8_t *r = malloc(big);
+	rix_test_fill_random(r, big, &st);
+	rix_test_put_file(src, "big", r, big);
+	rix_test_put_file(src, "small", r, 1000);
+	rix_test_put_file(src, "empty", r, 0);
+	rix_test_put_file(src, "odd <name> & \"q\"", r + 5, 10);
+	rix_test_put_file(src, "caf\xc3\xa9", r + 7, 10);
+	snprintf(p, sizeof(p), "%s/d1", src);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/d1/d2", src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	rix_test_put_file(p, "deep", r + 100, 3u << 20); /* shares no chunk with big (other offset) */
+	snprintf(p, sizeof(p), "%s/link", src);
+	assert_int_equal(symlink("small", p), 0);
+	snprintf(p, sizeof(p), "%s/fifo", src);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	char a[4400];
+	snprintf(a, sizeof(a), "%s/small", src);
+	snprintf(p, sizeof(p), "%s/hard", src);
+	assert_int_equal(link(a, p), 0);
+	free(r);
+}
+
+static rix_repo *open_or_init(const char *dir, int init)
+{
+	rix_backend *b;
+	MUST(rix_backend_local_open(&b, dir, init));
+	rix_repo_options o = RIX_REPO_OPTIONS_INIT;
+	o.scrypt_n = 128;
+	o.scrypt_r = 1;
+	o.scrypt_p = 1;
+	rix_repo *r;
+	if (init)
+		MUST(rix_repo_init(&r, b, PW, strlen(PW), &o));
+	else
+		MUST(rix_repo_open(&r, b, PW, strlen(PW), &o));
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	return r;
+}
+
+static void warn_fail(void *payload, const char *path, const char *msg)
+{
+	(void)payload;
+	fail_msg("warning for %s: %s", path, msg);
+}
+
+static int restic(const char *repo, const char *fmt, ...)
+{
+	char args[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	return rix_test_run(NULL, NULL, "RESTIC_PASSWORD=%s restic --no-cache -q -r '%s' %s >/dev/null", PW, repo, args);
+}
+
+/* The root tree of the latest snapshot. */
+static void latest_tree(const char *repo, char out[65])
+{
+	char *s;
+	size_t len;
+	assert_int_equal(rix_test_run(&s, &len, "RESTIC_PASSWORD=%s restic --no-cache -q -r '%s' snapshots --latest 1 --json", PW,
+				      repo),
+			 0);
+	json_t *j = json_loadb(s, len, 0, NULL);
+	free(s);
+	snprintf(out, 65, "%s", json_string_value(json_object_get(json_array_get(j, json_array_size(j) - 1), "tree")));
+	json_decref(j);
+}
+
+static void test_rix_backup_restic_restore(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char *work = rix_test_new_dir("rix-backup");
+	char src[4200], repo[4200], out[4200];
+	snprintf(src, sizeof(src), "%s/src", work);
+	snprintf(repo, sizeof(repo), "%s/repo", work);
+	snprintf(out, sizeof(out), "%s/out", work);
+	make_tree(src);
+	rix_repo *r = open_or_init(repo, 1);
+	rix_lock *l;
+	MUST(rix_lock_acquire(&l, r, false));
+	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
+	bo.warn = warn_fail;
+	const char *paths[] = { src };
+	rix_id snap;
+	rix_backup_summary sum;
+	MUST(rix_backup(&snap, &sum, r, paths, 1, &bo));
+	assert_int_equal(sum.files, 7); /* big small empty odd café deep hard */
+	assert_int_equal(sum.errors, 0);
+	assert_true(sum.data_blobs >= 7);
+	/* Again: no new data; new trees at most for src's ancestors, whose metadata may have moved
+	 * meanwhile (anyone making a file in /tmp changes its mtime). */
+	rix_backup_summary again;
+	rix_id snap2;
+	MUST(rix_backup(&snap2, &again, r, paths, 1, &bo));
+	assert_int_equal(again.data_blobs, 0);
+	/* The first snapshot is the parent: no file was read. */
+	assert_true(again.has_parent);
+	assert_memory_equal(again.parent_id.b, snap.b, RIX_ID_SIZE);
+	assert_int_equal(again.files_unmodified, again.files);
+	assert_int_equal(again.bytes, 0);
+	/* One file changed: it alone is read; --force reads them all. */
+	char changed[4400];
+	snprintf(changed, sizeof(changed), "%s/small", src);
+	rix_test_put_file(src, "small", "changed!", 8);
+	rix_backup_summary third;
+	rix_id snap3;
+	MUST(rix_backup(&snap3, &third, r, paths, 1, &bo));
+	assert_int_equal(third.files_unmodified, third.files - 2); /* small and its hard link "hard" */
+	assert_int_equal(third.bytes, 16);
+	assert_int_equal(third.data_blobs, 1);
+	bo.force = true;
+	rix_backup_summary forced;
+	rix_id snap4;
+	MUST(rix_backup(&snap4, &forced, r, paths, 1, &bo));
+	bo.force = false;
+	assert_int_equal(forced.files_unmodified, 0);
+	assert_int_equal(forced.data_blobs, 0);
+	assert_true(forced.bytes > (5u << 20));
+	size_t depth = 0;
+	for (const char *c = src; *c; c++)
+		depth += *c == '/';
+	assert_true(again.tree_blobs <= depth);
+	MUST(rix_lock_free(l));
+	rix_repo_free(r);
+
+	assert_int_equal(restic(repo, "check --read-data"), 0);
+	assert_int_equal(restic(repo, "restore latest --target '%s'", out), 0);
+	/* restic restores the absolute path under the target. */
+	/* Every regular file's bytes (diff -r trips over FIFOs), then names, modes, types, sizes,
+	 * mtimes, link counts and link targets of everything. */
+	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && find . -type f -exec cmp '{}' '%s%s/{}' ';' | grep -q . && exit 1; "
+					    "cd '%s' && find . -type f -exec cmp -s '{}' '%s%s/{}' ';'",
+				      src, out, src, src, out, src),
+			 0);
+	assert_int_equal(rix_test_run(NULL, NULL,
+				      "cd '%s' && find . -printf '%%p %%m %%y %%s %%T@ %%n %%l\\n' | sort > '%s/a.txt' && "
+				      "cd '%s%s' && find . -printf '%%p %%m %%y %%s %%T@ %%n %%l\\n' | sort > '%s/b.txt' && "
+				      "diff '%s/a.txt' '%s/b.txt'",
+				      src, work, out, src, work, work, work),
+			 0);
+	rix_test_free_dir(work);
+}
+
+static void test_restic_then_rix(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char *work = rix_test_new_dir("rix-backup");
+	char src[4200], repo[4200];
+	snprintf(src, sizeof(src), "%s/src", work);
+	snprintf(repo, sizeof(repo), "%s/repo", work);
+	make_tree(src);
+	/* `backup .` from inside src: the root tree is src itself, so the metadata of its ancestors
+	 * (/tmp's mtime moves whenever anyone makes a file there) does not enter the comparison. */
+	assert_int_equal(restic(repo, "init"), 0);
+	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RESTIC_PASSWORD=%s restic --no-cache -q -r '%s' backup . >/dev/null",
+				      src, PW, repo),
+			 0);
+	char theirs[65];
+	latest_tree(repo, theirs);
+	rix_repo *r = open_or_init(repo, 0);
+	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
+	bo.warn = warn_fail;
+	const char *paths[] = { "." };
+	rix_id snap;
+	rix_backup_summary sum;
+	char cwd[4200];
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(src), 0);
+	MUST(rix_backup(&snap, &sum, r, paths, 1, &bo));
+	assert_int_equal(chdir(cwd), 0);
+	rix_repo_free(r);
+	/* The same bytes: no new data blob; the same metadata: the same trees, root included. */
+	assert_int_equal(sum.data_blobs, 0);
+	assert_int_equal(sum.tree_blobs, 0);
+	/* restic's snapshot was the parent: nothing was read. */
+	assert_true(sum.has_parent);
+	assert_int_equal(sum.files_unmodified, sum.files);
+	assert_int_equal(sum.bytes, 0);
+	char mine[65];
+	latest_tree(repo, mine);
+	assert_string_equal(mine, theirs);
+	assert_int_equal(restic(repo, "check --read-data"), 0);
+	/* And restic backs up again on top of rix's snapshot (as its parent): the same tree. */
+	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RESTIC_PASSWORD=%s restic --no-cache -q -r '%s' backup . >/dev/null",
+				      src, PW, repo),
+			 0);
+	latest_tree(repo, theirs);
+	assert_string_equal(mine, theirs);
+	rix_test_free_dir(work);
+}
+
+/* The same excludes give restic's tree exactly: the same entries were left out. */
+static void test_excludes_like_restic(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char *work = rix_test_new_dir("rix-backup");
+	char src[4200], repo[4200], p[4400];
+	snprintf(src, sizeof(src), "%s/src", work);
+	snprintf(repo, sizeof(repo), "%s/repo", work);
+	make_tree(src);
+	rix_test_put_file(src, "a.o", "o", 1);
+	rix_test_put_file(src, "b.c", "c", 1);
+	snprintf(p, sizeof(p), "%s/d1", src);
+	rix_test_put_file(p, "x.o", "o", 1);
+	rix_test_put_file(p, "KEEP.tmp", "t", 1);
+	snprintf(p, sizeof(p), "%s/cache", src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	rix_test_put_file(p, "CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# a cache\n", 57);
+	rix_test_put_file(p, "data", "cached", 6);
+	snprintf(p, sizeof(p), "%s/skipme", src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	rix_test_put_file(p, ".nobackup", "", 0);
+	rix_test_put_file(p, "f", "f", 1);
+	const char *flags = "--exclude '*.o' --exclude 'd1/d2' --iexclude '*.TMP' --exclude-if-present .nobackup "
+			    "--exclude-caches";
+	assert_int_equal(restic(repo, "init"), 0);
+	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RESTIC_PASSWORD=%s restic --no-cache -q -r '%s' backup %s . >/dev/null",
+				      src, PW, repo, flags),
+			 0);
+	char theirs[65];
+	latest_tree(repo, theirs);
+	rix_repo *r = open_or_init(repo, 0);
+	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
+	bo.warn = warn_fail;
+	const char *ex[] = { "*.o", "d1/d2" }, *iex[] = { "*.TMP" }, *present[] = { ".nobackup" };
+	bo.excludes = ex;
+	bo.nexcludes = 2;
+	bo.iexcludes = iex;
+	bo.niexcludes = 1;
+	bo.if_present = present;
+	bo.nif_present = 1;
+	bo.exclude_caches = true;
+	bo.force = true; /* read everything: the tree must still be restic's */
+	const char *paths[] = { "." };
+	char cwd[4200];
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(src), 0);
+	rix_id snap;
+	rix_backup_summary sum;
+	MUST(rix_backup(&snap, &sum, r, paths, 1, &bo));
+	assert_int_equal(chdir(cwd), 0);
+	rix_repo_free(r);
+	assert_true(sum.excluded >= 6);
+	char mine[65];
+	latest_tree(repo, mine);
+	assert_string_equal(mine, theirs);
+	rix_test_free_dir(work);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rix_backup_restic_restore),
+		cmocka_unit_test(test_restic_then_rix),
+		cmocka_unit_test(test_excludes_like_restic),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
