@@ -2,22 +2,27 @@
  * repo/check.c — rix_repo_check: the index against the packs, and optionally every byte.
  *
  *   load index (damaged files counted) ──> entries sorted by (pack, offset)
+ *   snapshots: each file read (SHA-256 = name), decoded, its tree ──> tree_walk.c: each tree
+ *     reachable once (loaded = in the index + verified), each data blob a file names looked up
  *   list packs in the backend ──> missing (error) / orphaned (reported)
  *   workers, one pack at a time:
- *     header from the tail (two reads) == the index's entries for that pack
- *     read_data: the whole pack: SHA-256 == name, every header blob decodes and verifies
+ *     header from the tail (two reads) == the index's entries for that pack (both ways)
+ *     read_data (all packs, or restic's subset): the whole pack: SHA-256 == name, every blob
  */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rix/alloc.h"
+#include "rix/crypto.h"
 #include "rix/error.h"
 #include "rix/repo.h"
 #include "repo_internal.h"
+#include "tree_walk.h"
 #include "../common/pool.h"
 
 struct entries {
@@ -98,6 +103,9 @@ struct checker {
 	size_t done;
 	void *arg;
 	rix_check_report *rep;
+	const char *snapshot;     /* the snapshot being walked (its name) */
+	size_t walked;            /* data blobs looked up so far */
+	const uint8_t *read;      /* pack k read whole (read_data or the subset) */
 	const rix_packed_blob *e; /* sorted by pack */
 	size_t *start;            /* pack k: e[start[k], start[k+1]) */
 	uint64_t *size;           /* pack k's size in the backend, UINT64_MAX if missing */
@@ -112,7 +120,7 @@ static void report(struct checker *c, bool is_error, size_t *counter, const char
 	__attribute__((format(printf, 4, 5)));
 static void report(struct checker *c, bool is_error, size_t *counter, const char *fmt, ...)
 {
-	char line[1024];
+	char line[2048];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
@@ -145,7 +153,8 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 	rix_blob *hdr = NULL;
 	size_t cnt = 0;
 	int rc;
-	if (c->read_data) {
+	bool read_data = c->read[k] != 0;
+	if (read_data) {
 		/* The size is known from the listing: one read, no second stat. Offsets are u32, so a
 		 * pack over 4 GiB is damaged, whatever it holds. */
 		if (c->size[k] > UINT32_MAX)
@@ -159,6 +168,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 		if (rc == 0) {
 			pthread_mutex_lock(&c->mu);
 			c->rep->bytes_read += c->size[k];
+			c->rep->packs_read++;
 			pthread_mutex_unlock(&c->mu);
 			rix_id got;
 			rix_sha256(&got, pack, (size_t)c->size[k]);
@@ -181,14 +191,19 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 	}
 	/* The index's entries against the header's (both in offset order; duplicates within a pack
 	 * are entries at the same offset). */
-	size_t i = 0, j = 0, bad = 0;
-	while (i < n && j < cnt) {
-		const rix_packed_blob *x = &e[i];
-		const rix_blob *h = &hdr[j];
-		if (x->offset < h->offset) {
+	size_t i = 0, j = 0, bad = 0, unindexed = 0;
+	while (i < n || j < cnt) {
+		const rix_packed_blob *x = i < n ? &e[i] : NULL;
+		const rix_blob *h = j < cnt ? &hdr[j] : NULL;
+		if (h == NULL || (x != NULL && x->offset < h->offset)) {
 			bad++, i++;
-		} else if (x->offset > h->offset) {
-			j++; /* in the header only: a blob the index does not name (not an error: restic repacks) */
+		} else if (x == NULL || x->offset > h->offset) {
+			/* In the header only: a blob no index names (restic: "not contained in index"). */
+			char hex[65];
+			rix_id_to_hex(hex, &h->id);
+			report(c, true, &c->rep->unindexed_blobs, "pack %s: %s blob %s at offset %u is in the pack but in no index",
+			       name, h->type == RIX_BLOB_TREE ? "tree" : "data", hex, h->offset);
+			j++, unindexed++;
 		} else {
 			if (x->type != h->type || x->length != h->length || x->uncompressed_length != h->uncompressed_length ||
 			    memcmp(x->id.b, h->id.b, RIX_ID_SIZE) != 0)
@@ -198,10 +213,24 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 				j++;
 		}
 	}
-	bad += n - i;
 	if (bad > 0)
 		report(c, true, &c->rep->header_mismatches, "pack %s: %zu index entries do not match its header", name, bad);
-	if (c->read_data) {
+	if (bad == 0 && unindexed == 0 && c->size[k] != 0) { /* 0: the backend did not say */
+		/* The header is the index's: the blobs, the sealed header and its length are the whole
+		 * file (restic: "unexpected file size"), nothing before, between or after them. */
+		uint64_t want = 4 + RIX_CRYPTO_OVERHEAD, end = 0;
+		for (j = 0; j < cnt; j++) {
+			want += hdr[j].length + (hdr[j].uncompressed_length ? RIX_PACK_ENTRY_SIZE_ZSTD : RIX_PACK_ENTRY_SIZE);
+			if (hdr[j].offset != end)
+				break;
+			end += hdr[j].length;
+		}
+		if (j < cnt || want != c->size[k])
+			report(c, true, &c->rep->damaged_packs, "pack %s: %llu bytes, its index entries make %llu%s", name,
+			       (unsigned long long)c->size[k], (unsigned long long)want,
+			       j < cnt ? " (blobs not end to end)" : "");
+	}
+	if (read_data) {
 		uint8_t *out = NULL;
 		size_t cap = 0;
 		for (j = 0; j < cnt; j++) {
@@ -273,6 +302,150 @@ static void index_error(void *arg, const char *name, int code, const char *msg)
 	report(c, true, &c->rep->damaged_index_files, "index %s: %s", name, msg);
 }
 
+/* ---- the snapshots and their trees ---- */
+
+static int on_data_blob(void *payload, const rix_id *tree, const char *path, const rix_id *blob)
+{
+	struct checker *c = payload;
+	/* A long walk notices a lost lock too (each snapshot's start checks it as well). */
+	if (++c->walked % 4096 == 0) {
+		int rc = rix__repo_lock_ok(c->r);
+		if (rc != 0)
+			return rc;
+	}
+	rix_packed_blob pb;
+	if (rix_master_index_lookup(&pb, rix_repo_master_index(c->r), RIX_BLOB_DATA, blob) == 0)
+		return 0;
+	char th[65], bh[65];
+	rix_id_to_hex(th, tree);
+	rix_id_to_hex(bh, blob);
+	report(c, true, &c->rep->missing_blobs, "snapshot %s: tree %s: data blob %s is not in the index (file %s)",
+	       c->snapshot, th, bh, path);
+	return 0;
+}
+
+static int on_bad_tree(void *payload, const rix_id *tree, const char *path, int code, const char *msg)
+{
+	struct checker *c = payload;
+	if (code == RIX_ENOMEM || code == RIX_ELOCKED)
+		return rix_error_set(code, "%s", msg);
+	char th[65];
+	rix_id_to_hex(th, tree);
+	/* Not found: not in the index, or its pack is gone (a missing pack is also reported as such). */
+	report(c, true, code == RIX_ENOTFOUND ? &c->rep->missing_blobs : &c->rep->damaged_trees,
+	       "snapshot %s: tree %s: %s (path %s)", c->snapshot, th, msg, *path ? path : "/");
+	return 0;
+}
+
+/* Every snapshot, every tree reachable from them, every data blob they name. */
+static int check_snapshots(struct checker *c)
+{
+	struct rix__names s = { 0 };
+	rix__walk_ops ops = { .data_blob = on_data_blob, .bad_tree = on_bad_tree, .payload = c };
+	rix__walker *w = NULL;
+	int rc = rix__walker_new(&w, c->r, &ops);
+	if (rc == 0)
+		rc = rix__list_names(rix_repo_backend(c->r), RIX_FILE_SNAPSHOT, &s);
+	for (size_t i = 0; rc == 0 && i < s.n; i++) {
+		rc = rix__repo_lock_ok(c->r);
+		if (rc != 0)
+			break;
+		c->rep->snapshots++;
+		c->snapshot = s.v[i].s;
+		rix_id tree;
+		rc = rix__snapshot_tree(&tree, c->r, s.v[i].s);
+		if (rc == RIX_ENOMEM)
+			break;
+		if (rc != 0) {
+			report(c, true, &c->rep->damaged_snapshots, "snapshot %s: %s", s.v[i].s, rix_error_last());
+			rc = 0;
+			continue;
+		}
+		uint64_t files = 0, bytes = 0;
+		rc = rix__walker_walk(w, &tree, &files, &bytes);
+	}
+	if (w != NULL)
+		c->rep->trees = rix__walker_trees(w);
+	c->snapshot = NULL;
+	rix_free(s.v);
+	rix__walker_free(w);
+	return rc;
+}
+
+/* ---- which packs are read whole ---- */
+
+static uint64_t next_rand(uint64_t *x)
+{
+	/* splitmix64 */
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static bool has_subset(const rix_check_options *o)
+{
+	return o->subset_t != 0 || o->subset_n != 0 || o->subset_percent != 0 || o->subset_bytes != 0;
+}
+
+static int subset_valid(const rix_check_options *o)
+{
+	int kinds = (o->subset_t != 0 || o->subset_n != 0) + (o->subset_percent != 0) + (o->subset_bytes != 0);
+	if (kinds > 1)
+		return rix_error_set(RIX_EINVAL, "check: one read-data subset at a time (n/t, a percentage or a size)");
+	if ((o->subset_t != 0 || o->subset_n != 0) &&
+	    (o->subset_n < 1 || o->subset_t < 1 || o->subset_n > o->subset_t || o->subset_t > 256))
+		return rix_error_set(RIX_EINVAL, "check: read-data subset %u/%u: want 1 <= n <= t <= 256", o->subset_n,
+				     o->subset_t);
+	if (o->subset_percent != 0 && !(o->subset_percent > 0 && o->subset_percent <= 100))
+		return rix_error_set(RIX_EINVAL, "check: read-data subset %g%%: want over 0 and at most 100",
+				     o->subset_percent);
+	return 0;
+}
+
+/*
+ * read[k] for the np packs (first entries' pack IDs e[start[k]].pack_id, sizes size[k]):
+ * restic's rule. n/t: the packs whose ID's first byte % t is n - 1; a percentage: that share
+ * of the packs (rounded down, at least one), at random; a size: the percentage it is of all
+ * the packs' sizes.
+ */
+static void choose_packs(uint8_t *read, const struct checker *c, const rix_check_options *o, size_t *order)
+{
+	size_t np = c->npacks;
+	if (!has_subset(o)) {
+		memset(read, o->read_data ? 1 : 0, np);
+		return;
+	}
+	memset(read, 0, np);
+	if (o->subset_t != 0) {
+		for (size_t k = 0; k < np; k++)
+			read[k] = c->e[c->start[k]].pack_id.b[0] % o->subset_t == o->subset_n - 1;
+		return;
+	}
+	uint64_t seed = o->subset_seed != 0 ? o->subset_seed : (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
+	for (size_t k = 0; k < np; k++)
+		order[k] = k;
+	for (size_t k = np; k > 1; k--) { /* Fisher-Yates */
+		size_t j = (size_t)(next_rand(&seed) % k);
+		size_t t = order[k - 1];
+		order[k - 1] = order[j];
+		order[j] = t;
+	}
+	/* A size is the percentage it is of all the packs' sizes (restic's rule). */
+	double percent = o->subset_percent;
+	if (o->subset_bytes != 0) {
+		uint64_t total = 0;
+		for (size_t k = 0; k < np; k++)
+			total += c->size[k] == UINT64_MAX ? 0 : c->size[k];
+		percent = total ? (double)o->subset_bytes / (double)total * 100.0 : 100.0;
+	}
+	size_t want = percent >= 100.0 ? np : (size_t)((double)np * percent / 100.0);
+	if (want == 0 && np > 0)
+		want = 1;
+	for (size_t k = 0; k < want; k++)
+		read[order[k]] = 1;
+}
+
 int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_options *opt)
 {
 	rix_check_options o = RIX_CHECK_OPTIONS_INIT;
@@ -281,6 +454,8 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 				     "(start from RIX_CHECK_OPTIONS_INIT)", opt->version, RIX_CHECK_OPTIONS_VERSION);
 	if (opt != NULL)
 		o = *opt;
+	if (subset_valid(&o) != 0)
+		return RIX_EINVAL;
 	rix_check_report rep = { 0 };
 	struct checker c = { .r = r, .read_data = o.read_data, .msg = o.msg, .progress = o.progress, .arg = o.payload,
 			     .rep = &rep };
@@ -288,9 +463,13 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 	struct entries e = { 0 };
 	struct packs_seen seen = { 0 };
 	rix_repo_load_stats ls = { 0 };
+	uint8_t *read = NULL;
+	size_t *order = NULL;
 	int rc = rix_repo_load_index(&ls, r, index_error, &c);
 	rep.index_files = ls.files;
 	rix_master_index *mi = rix_repo_master_index(r);
+	if (rc == 0)
+		rc = check_snapshots(&c);
 	if (rc == 0)
 		rc = rix_master_index_foreach(mi, add_entry, &e);
 	if (rc == 0)
@@ -309,7 +488,8 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 			o.msg(o.payload, false, line);
 		}
 	}
-	qsort(e.v, e.n, sizeof(*e.v), cmp_entry);
+	if (e.n > 1)
+		qsort(e.v, e.n, sizeof(*e.v), cmp_entry);
 	if (seen.n > 1)
 		qsort(seen.v, seen.n, sizeof(*seen.v), cmp_seen);
 	/* The index's packs, each with its size in the backend (UINT64_MAX: missing). */
@@ -318,7 +498,9 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 		np += i == 0 || memcmp(e.v[i].pack_id.b, e.v[i - 1].pack_id.b, RIX_ID_SIZE) != 0;
 	c.start = rix_malloc((np + 1) * sizeof(size_t));
 	c.size = rix_malloc((np + 1) * sizeof(uint64_t));
-	if (c.start == NULL || c.size == NULL) {
+	read = rix_malloc(np + 1);
+	order = rix_malloc((np + 1) * sizeof(size_t));
+	if (c.start == NULL || c.size == NULL || read == NULL || order == NULL) {
 		rc = rix_error_set(RIX_ENOMEM, "check: out of memory");
 		goto out;
 	}
@@ -338,6 +520,8 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 	c.e = e.v;
 	c.npacks = np;
 	rep.packs = np;
+	choose_packs(read, &c, &o, order);
+	c.read = read;
 	for (size_t k = 0; k < seen.n; k++) {
 		if (seen.v[k].used)
 			continue;
@@ -358,6 +542,8 @@ out:
 	rix_free(seen.v);
 	rix_free(c.start);
 	rix_free(c.size);
+	rix_free(read);
+	rix_free(order);
 	pthread_mutex_destroy(&c.mu);
 	if (rep_out != NULL)
 		*rep_out = rep;

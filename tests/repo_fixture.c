@@ -137,3 +137,73 @@ rix_check_report run_check(const char *dir, int read_data, int want_rc, struct l
 	return rep;
 }
 
+
+struct index_names {
+	char v[64][65];
+	size_t n;
+};
+
+static int list_index_name(void *arg, const char *name, uint64_t size)
+{
+	(void)size;
+	struct index_names *x = arg;
+	if (x->n < 64)
+		memcpy(x->v[x->n++], name, 65);
+	return 0;
+}
+
+struct dropping {
+	rix_index *out;
+	const rix_id *id;
+};
+
+static int copy_pack_without(void *arg, const rix_id *pack_id, const rix_packed_blob *b, size_t n)
+{
+	struct dropping *d = arg;
+	rix_blob *v = calloc(n ? n : 1, sizeof(*v));
+	assert_non_null(v);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(b[i].id.b, d->id->b, RIX_ID_SIZE) != 0)
+			v[k++] = (rix_blob){ b[i].id, b[i].type, b[i].offset, b[i].length, b[i].uncompressed_length };
+	if (k > 0)
+		MUST(rix_index_store_pack(d->out, pack_id, v, k));
+	free(v);
+	return 0;
+}
+
+int drop_from_index(const char *dir, const rix_id *id)
+{
+	rix_repo *r = open_repo(dir, NULL);
+	struct index_names names = { .n = 0 };
+	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_INDEX, list_index_name, &names));
+	int dropped = 0;
+	for (size_t i = 0; i < names.n; i++) {
+		rix_id fid;
+		MUST(rix_id_from_hex(&fid, names.v[i], 64));
+		uint8_t *json;
+		size_t n;
+		MUST(rix_repo_read_file(&json, &n, r, RIX_FILE_INDEX, &fid));
+		rix_index *idx;
+		MUST(rix_index_decode(&idx, (const char *)json, n, NULL));
+		rix_free(json);
+		if (!rix_index_has(idx, RIX_BLOB_DATA, id) && !rix_index_has(idx, RIX_BLOB_TREE, id)) {
+			rix_index_free(idx);
+			continue;
+		}
+		struct dropping d = { .id = id };
+		MUST(rix_index_new(&d.out, 0));
+		MUST(rix_index_foreach_pack(idx, copy_pack_without, &d));
+		char *out;
+		size_t on;
+		MUST(rix_index_encode(&out, &on, d.out));
+		MUST(rix_repo_write_file(r, RIX_FILE_INDEX, out, on, NULL));
+		MUST(rix_backend_remove(rix_repo_backend(r), RIX_FILE_INDEX, names.v[i]));
+		rix_free(out);
+		rix_index_free(d.out);
+		rix_index_free(idx);
+		dropped++;
+	}
+	rix_repo_free(r);
+	return dropped;
+}

@@ -62,4 +62,11 @@ struct lines {
  */
 rix_check_report run_check(const char *dir, int read_data, int want_rc, struct lines *l);
 
+/*
+ * Rewrites every index file of the repository in dir (password PW) that names blob id without
+ * it (rix_repo_read_file, rix_index_decode, _encode, rix_repo_write_file; the old file
+ * removed): its pack still holds it. @return how many index files were rewritten.
+ */
+int drop_from_index(const char *dir, const rix_id *id);
+
 #endif

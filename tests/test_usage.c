@@ -19,7 +19,7 @@
  * With compression off a data blob is stored as its plaintext plus RIX_CRYPTO_OVERHEAD; with
  * compression, unique_bytes stays the plaintext size and unique_stored is what the index says.
  * Also: an empty repository (all zero), and snapshots and trees that are not what restic
- * writes (RIX_ECORRUPT; a tree not in the index: RIX_ENOTFOUND).
+ * writes (RIX_ECORRUPT; a tree not in the index: RIX_ENOTFOUND); trees nested 3000 deep (walked).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -247,16 +247,24 @@ static void test_usage_not_restic(void **state)
 		       RIX_ECORRUPT, "not a list of IDs");
 	expect_failure(r, "{\"nodes\":[{\"name\":\"d\",\"type\":\"dir\"}]}", NULL, RIX_ECORRUPT, "without a subtree");
 	expect_failure(r, NULL, &x.missing, RIX_ENOTFOUND, "not in the index");
-	/* Trees nested deeper than 1000: refused, not a stack overflow. */
+	/* Trees nested 3000 deep (over S): walked with an explicit stack, not refused, not a stack
+	 * overflow; each level one tree, S's file counted once more. */
 	rix_id t = x.s;
-	for (int depth = 0; depth < 1002; depth++) {
+	for (int depth = 0; depth < 3000; depth++) {
 		char node[200], json[300];
 		dir_node(node, sizeof(node), "d", &t);
 		snprintf(json, sizeof(json), "{\"nodes\":[%s]}\n", node);
 		save_tree(r, json, &t);
 	}
 	MUST(rix_repo_flush(r));
-	expect_failure(r, NULL, &t, RIX_ECORRUPT, "nested over 1000");
+	char deep[65];
+	put_snapshot(r, &t, 58, deep);
+	MUST(rix_repo_usage_compute(&u, r));
+	assert_int_equal(u.snapshots, 4);
+	assert_int_equal(u.trees, 3 + 3000);
+	assert_int_equal(u.files, 7 + 1);
+	assert_int_equal(u.logical_bytes, 18500 + 3000);
+	MUST(rix_backend_remove(rix_repo_backend(r), RIX_FILE_SNAPSHOT, deep));
 	/* With the bad snapshots gone, the figures are as before. */
 	MUST(rix_repo_usage_compute(&u, r));
 	check_figures(&u, 6000 + 3 * RIX_CRYPTO_OVERHEAD);

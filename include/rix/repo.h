@@ -253,6 +253,14 @@ typedef struct rix_check_report {
 	size_t duplicate_blobs;   /* entries beyond the first of a blob (not an error) */
 	uint64_t bytes_read;      /* read_data: pack bytes read */
 	size_t errors;            /* the sum of the error counts */
+	/* The snapshots and their trees (as restic's check), and the packs' headers both ways. */
+	size_t snapshots;         /* snapshot files */
+	size_t damaged_snapshots; /* unreadable, SHA-256 not its name, not JSON or no tree (error) */
+	size_t trees;             /* distinct trees reachable from the snapshots, loaded and decoded */
+	size_t damaged_trees;     /* trees that fail to load (MAC, SHA-256...) or decode (error) */
+	size_t missing_blobs;     /* trees and data blobs a snapshot or tree names, not in the index (error) */
+	size_t unindexed_blobs;   /* blobs a pack's header holds that no index names (error) */
+	size_t packs_read;        /* packs read whole (read_data, or its subset) */
 } rix_check_report;
 
 /* Receives each finding as one line (errors with is_error set). */
@@ -271,20 +279,35 @@ typedef struct rix_check_options {
 	rix_check_msg_fn msg;           /* each finding; may be NULL */
 	rix_check_progress_fn progress; /* after each pack; may be NULL */
 	void *payload;                  /* given to msg and progress */
+	/*
+	 * Read only a subset of the packs whole (as restic's --read-data-subset; read_data is then
+	 * ignored). At most one of: subset_n of subset_t (1 <= n <= t <= 256: the packs whose ID's
+	 * first byte % t == n - 1), subset_percent (0 < p <= 100: that share of the packs, at least
+	 * one, chosen at random), subset_bytes (the share of the packs that it is of their total
+	 * size, as a percentage).
+	 */
+	unsigned subset_n, subset_t;
+	double subset_percent;
+	uint64_t subset_bytes;
+	uint64_t subset_seed; /* the random choice's seed (0: from the clock) */
 } rix_check_options;
 #define RIX_CHECK_OPTIONS_INIT { .version = RIX_CHECK_OPTIONS_VERSION }
 
 /*
- * Checks the repository: every index file loads; every pack the index names exists, and its
- * header (read from its tail) lists exactly the blobs the index says, at the same offsets and
- * lengths; packs no index names are reported. With read_data every pack is read whole: its
- * SHA-256 must be its name and every blob must verify. Packs are checked by
+ * Checks the repository as restic's check does. Every index file loads. Every snapshot file
+ * reads (SHA-256 = its name), decrypts, decodes and names a tree; every tree reachable from the
+ * snapshots (each once, any depth) loads, verifies and decodes, and every blob it names (subtrees,
+ * files' content) is in the index; errors name the snapshot, tree, blob and path. Every pack the
+ * index names exists, and its header (read from its tail) lists exactly the blobs the index
+ * says, at the same offsets and lengths (a header blob no index names is an error); packs no
+ * index names are reported (not an error). With read_data (or a subset) packs are read whole:
+ * SHA-256 must be the name and every blob must verify. Packs are checked by
  * rix_repo_options.workers threads (0: one per CPU, at most 64). Loads the index itself (on a
  * repository whose index is not loaded). rep (may be NULL) gets the counts; opt may be NULL
- * (the defaults: no read_data, no callbacks).
+ * (the defaults: no read_data, no callbacks). Messages about a pack start "pack <64 hex>:".
  * @return 0 when no error was found; RIX_ECORRUPT when some were (rep says which); RIX_ELOCKED
- * (the repository's lock was lost: the check stopped); RIX_EINVAL (opt of another version);
- * backend errors that stop the check; RIX_ENOMEM.
+ * (the repository's lock was lost: the check stopped); RIX_EINVAL (opt of another version, or a
+ * subset out of range); backend errors that stop the check; RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_check(rix_check_report *rep, rix_repo *r, const rix_check_options *opt);
 

@@ -1,0 +1,113 @@
+/*
+ * tests/test_check_faults.c — rix_repo_check's snapshot and tree walk under backend faults
+ * (tests/faultbackend.h): a repository with two snapshots over nested trees; for every n, the
+ * n-th backend operation of the check fails (EIO, or a short read), once. Whenever a fault was
+ * injected the check must fail (a backend error, or RIX_ECORRUPT with the fault counted as an
+ * error), never pass, crash or leak; once n is past the check's last operation it passes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rix/rix.h"
+#include "faultbackend.h"
+#include "repo_fixture.h"
+#include "testutil.h"
+
+static void put_snapshot(rix_repo *r, const rix_id *tree, int sec)
+{
+	char hex[65], json[400];
+	rix_id_to_hex(hex, tree);
+	snprintf(json, sizeof(json),
+		 "{\"time\":\"2024-05-06T07:08:%02d.5Z\",\"tree\":\"%s\",\"paths\":[\"/data\"],\"hostname\":\"h\","
+		 "\"username\":\"u\"}",
+		 sec, hex);
+	MUST(rix_repo_write_file(r, RIX_FILE_SNAPSHOT, json, strlen(json), NULL));
+}
+
+/* Snapshot 1 -> A: file a (d0 d1), dir sub -> S: file s (d2); snapshot 2 -> B: dir sub -> S. */
+static void make_repo(const char *dir)
+{
+	rix_repo *r = init_repo(dir, 2);
+	rix_id d[3], a, b, s;
+	char h[3][65], sh[65], json[1000];
+	for (int i = 0; i < 3; i++) {
+		char text[64];
+		snprintf(text, sizeof(text), "data blob %d of the fault test", i);
+		MUST(rix_repo_save_blob(&d[i], NULL, r, RIX_BLOB_DATA, text, strlen(text)));
+		rix_id_to_hex(h[i], &d[i]);
+	}
+	snprintf(json, sizeof(json), "{\"nodes\":[{\"name\":\"s\",\"type\":\"file\",\"size\":30,\"content\":[\"%s\"]}]}\n",
+		 h[2]);
+	MUST(rix_repo_save_blob(&s, NULL, r, RIX_BLOB_TREE, json, strlen(json)));
+	rix_id_to_hex(sh, &s);
+	snprintf(json, sizeof(json),
+		 "{\"nodes\":[{\"name\":\"a\",\"type\":\"file\",\"size\":60,\"content\":[\"%s\",\"%s\"]},"
+		 "{\"name\":\"sub\",\"type\":\"dir\",\"subtree\":\"%s\"}]}\n",
+		 h[0], h[1], sh);
+	MUST(rix_repo_save_blob(&a, NULL, r, RIX_BLOB_TREE, json, strlen(json)));
+	snprintf(json, sizeof(json), "{\"nodes\":[{\"name\":\"sub\",\"type\":\"dir\",\"subtree\":\"%s\"}]}\n", sh);
+	MUST(rix_repo_save_blob(&b, NULL, r, RIX_BLOB_TREE, json, strlen(json)));
+	MUST(rix_repo_flush(r));
+	put_snapshot(r, &a, 1);
+	put_snapshot(r, &b, 2);
+	rix_repo_free(r);
+}
+
+/* One check with the n-th operation failing; 1 when a fault was injected. */
+static int check_with_fault(const char *dir, long n, rix_test_fault_effect effect)
+{
+	rix_test_fault f;
+	rix_test_fault_init(&f);
+	rix_backend *inner, *b;
+	MUST(rix_backend_local_open(&inner, dir, 0));
+	MUST(rix_test_fault_backend(&b, inner, &f));
+	rix_repo *r;
+	MUST(rix_repo_open(&r, b, PW, strlen(PW), &fast));
+	rix_test_fault_arm(&f, &(rix_test_fault_plan){ RIX_TEST_FAULT_ANY, n, RIX_TEST_FAULT_ONCE, effect });
+	rix_check_report rep;
+	int rc = rix_repo_check(&rep, r, NULL);
+	long injected = rix_test_fault_injected(&f);
+	rix_repo_free(r);
+	rix_test_fault_destroy(&f);
+	if (injected == 0) {
+		if (rc != 0)
+			fail_msg("no fault at %ld, and the check failed: %d (%s)", n, rc, rix_error_last());
+		assert_int_equal(rep.snapshots, 2);
+		assert_int_equal(rep.trees, 3);
+		assert_int_equal(rep.errors, 0);
+		return 0;
+	}
+	if (rc == 0)
+		fail_msg("%s at operation %ld: the check passed", rix_test_fault_effect_name(effect), n);
+	if (rc == RIX_ECORRUPT)
+		assert_true(rep.errors > 0);
+	return 1;
+}
+
+static void test_check_faults(void **state)
+{
+	(void)state;
+	char *dir = rix_test_new_dir("rix-check-faults");
+	make_repo(dir);
+	const rix_test_fault_effect effects[] = { RIX_TEST_FAULT_EIO, RIX_TEST_FAULT_SHORT };
+	for (size_t e = 0; e < 2; e++) {
+		long n = 1;
+		while (check_with_fault(dir, n, effects[e]))
+			n++;
+		assert_true(n > 5); /* list and read the index, the snapshots, the trees, the packs */
+	}
+	rix_test_free_dir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_check_faults),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
