@@ -724,10 +724,14 @@ static int decode_node(rix_tree *t, rix_node *n, json_t *o)
 		return RIX_ECORRUPT;
 	n->type = (rix_node_type)k;
 	n->mode = (uint32_t)json_integer_value(json_object_get(o, "mode"));
-	if (parse_time(&n->mtime, json_string_value(json_object_get(o, "mtime"))) != 0 ||
-	    parse_time(&n->atime, json_string_value(json_object_get(o, "atime"))) != 0 ||
-	    parse_time(&n->ctime, json_string_value(json_object_get(o, "ctime"))) != 0)
-		return RIX_ECORRUPT;
+	/* A time restic leaves out (Go's zero time) is the zero time here too; a malformed one is not. */
+	static const char *const tf[] = { "mtime", "atime", "ctime" };
+	rix_time *tv[] = { &n->mtime, &n->atime, &n->ctime };
+	for (int i = 0; i < 3; i++) {
+		json_t *v = json_object_get(o, tf[i]);
+		if (v != NULL && !json_is_null(v) && parse_time(tv[i], json_string_value(v)) != 0)
+			return RIX_ECORRUPT;
+	}
 	n->uid = (uint32_t)json_integer_value(json_object_get(o, "uid"));
 	n->gid = (uint32_t)json_integer_value(json_object_get(o, "gid"));
 	static const char *const strf[] = { "user", "group", "error" };
