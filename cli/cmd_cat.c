@@ -67,8 +67,10 @@ int cmd_cat(int argc, char **argv)
 	if (needs_id && parse_id(argv[1], &id))
 		return 1;
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
+	rix_lock *lock;
+	int lrc = open_repo_locked(&r, &lock, false);
+	if (lrc != 0)
+		return lrc;
 	int rc = 0;
 	if (strcmp(what, "config") == 0) {
 		char *json;
@@ -89,7 +91,7 @@ int cmd_cat(int argc, char **argv)
 	} else if (strcmp(what, "blob") == 0) {
 		rc = load_index(r, NULL, NULL);
 		if (rc != 0) {
-			rix_repo_free(r);
+			close_repo(r, lock);
 			return rc;
 		}
 		uint8_t *data;
@@ -128,6 +130,6 @@ int cmd_cat(int argc, char **argv)
 	}
 	if (rc != 0)
 		rc = fail(rc);
-	rix_repo_free(r);
+	close_repo(r, lock);
 	return rc;
 }

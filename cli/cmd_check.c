@@ -29,13 +29,14 @@ int cmd_check(int argc, char **argv)
 			return usage();
 	}
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
+	int orc = open_repo(&r);
+	if (orc != 0)
+		return orc;
 	rix_lock *lock;
-	int rc = rix_lock_acquire(&lock, r, 0);
+	int rc = cli_lock(&lock, r, false);
 	if (rc != 0) {
 		rix_repo_free(r);
-		return fail(rc);
+		return rc;
 	}
 	if (!g.quiet && !g.json)
 		printf("check %s%s\n", repo_path(), read_data ? " (reading all data)" : "");
@@ -48,7 +49,7 @@ int cmd_check(int argc, char **argv)
 	rc = rix_repo_check(&rep, r, &co);
 	if (tty)
 		fputs("\r\033[K", stderr);
-	rix_lock_free(lock);
+	cli_unlock(lock);
 	if (g.json)
 		printf("{\"errors\":%zu,\"index_files\":%zu,\"damaged_index_files\":%zu,\"packs\":%zu,"
 		       "\"missing_packs\":%zu,\"orphaned_packs\":%zu,\"header_mismatches\":%zu,\"damaged_packs\":%zu,"

@@ -13,8 +13,10 @@ int cmd_key(int argc, char **argv)
 	if ((strcmp(sub, "remove") == 0) != (argc == 2) || argc > 2)
 		return usage();
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
+	rix_lock *lock;
+	int lrc = open_repo_locked(&r, &lock, strcmp(sub, "remove") == 0 || strcmp(sub, "passwd") == 0);
+	if (lrc != 0)
+		return lrc;
 	int rc = 0;
 	if (strcmp(sub, "list") == 0) {
 		struct lister l = { 0 };
@@ -34,11 +36,11 @@ int cmd_key(int argc, char **argv)
 		const char *pf = getenv("RIX_NEW_PASSWORD_FILE");
 		int bad = pf != NULL ? read_password_file(pf, pw, sizeof(pw)) : prompt("enter new password: ", pw, sizeof(pw));
 		if (bad) {
-			rix_repo_free(r);
+			close_repo(r, lock);
 			return 1;
 		}
 		if (pw[0] == '\0') {
-			rix_repo_free(r);
+			close_repo(r, lock);
 			return die("an empty password is not a password");
 		}
 		rc = rix_repo_key_add(name, r, pw, strlen(pw));
@@ -55,6 +57,6 @@ int cmd_key(int argc, char **argv)
 	}
 	if (rc != 0)
 		rc = fail(rc);
-	rix_repo_free(r);
+	close_repo(r, lock);
 	return rc;
 }

@@ -22,13 +22,15 @@ int cmd_stats(int argc, char **argv)
 	if (argc != 0)
 		return usage();
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
+	rix_lock *lock;
+	int lrc = open_repo_locked(&r, &lock, false);
+	if (lrc != 0)
+		return lrc;
 	rix_repo_load_stats st;
 	double secs;
 	int rc = load_index(r, &st, &secs);
 	if (rc != 0) {
-		rix_repo_free(r);
+		close_repo(r, lock);
 		return rc;
 	}
 	rix_master_index *mi = rix_repo_master_index(r);
@@ -36,13 +38,13 @@ int cmd_stats(int argc, char **argv)
 	rc = rix_master_index_foreach(mi, sum_blob, &s);
 	size_t npacks = rix_master_index_pack_count(mi); /* no sort: restic names each pack once */
 	if (rc != 0) {
-		rix_repo_free(r);
+		close_repo(r, lock);
 		return fail(rc);
 	}
 	rix_repo_usage u;
 	rc = rix_repo_usage_compute(&u, r);
 	if (rc != 0) {
-		rix_repo_free(r);
+		close_repo(r, lock);
 		return fail(rc);
 	}
 	double dedup = u.unique_bytes ? (double)u.logical_bytes / (double)u.unique_bytes : 0.0;
@@ -81,6 +83,6 @@ int cmd_stats(int argc, char **argv)
 		       blobs ? (double)mem / (double)blobs : 0.0);
 		printf("Peak memory (RSS):        %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
 	}
-	rix_repo_free(r);
+	close_repo(r, lock);
 	return 0;
 }

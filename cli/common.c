@@ -19,7 +19,80 @@ int die(const char *fmt, ...)
 int fail(int rc)
 {
 	const char *m = rix_error_last();
-	return die("%s", m[0] ? m : rix_strerror(rc));
+	die("%s", m[0] ? m : rix_strerror(rc));
+	return rc == RIX_ELOCKED ? EXIT_LOCKED : EXIT_FAIL;
+}
+
+/* ---- signals and the lock ------------------------------------------------------------------ */
+
+/* The lock the command holds, and the mutex that orders its taking and release with a signal. */
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+static rix_lock *held;
+static sigset_t signals;
+
+static void *signal_thread(void *arg)
+{
+	(void)arg;
+	int sig = 0;
+	while (sigwait(&signals, &sig) != 0)
+		;
+	static const char msg[] = "rix: interrupted, cleaning up\n";
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+	}
+	/*
+	 * Taking held_mu waits for a lock being taken (its file is written) and keeps cli_unlock
+	 * from freeing it meanwhile. The main thread runs on until _exit: the lock's release stops
+	 * its refresh thread, and the main thread's next look at the lock finds none.
+	 */
+	pthread_mutex_lock(&held_mu);
+	if (held != NULL && rix_lock_free(held) != 0) {
+		static const char left[] = "rix: the lock file could not be removed (`rix unlock` removes it)\n";
+		if (write(2, left, sizeof(left) - 1) < 0) {
+		}
+	}
+	_exit(sig == SIGINT ? 130 : sig == SIGTERM ? 143 : 128 + sig);
+}
+
+void signals_start(void)
+{
+	sigemptyset(&signals);
+	sigaddset(&signals, SIGINT);
+	sigaddset(&signals, SIGTERM);
+	sigaddset(&signals, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &signals, NULL);
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &a, signal_thread, NULL) != 0)
+		pthread_sigmask(SIG_UNBLOCK, &signals, NULL); /* no thread: the default actions */
+	pthread_attr_destroy(&a);
+}
+
+int cli_lock(rix_lock **out, rix_repo *r, bool exclusive)
+{
+	*out = NULL;
+	if (g.no_lock)
+		return 0;
+	pthread_mutex_lock(&held_mu);
+	int rc = rix_lock_acquire(out, r, exclusive);
+	if (rc == 0)
+		held = *out;
+	pthread_mutex_unlock(&held_mu);
+	return rc != 0 ? fail(rc) : 0;
+}
+
+void cli_unlock(rix_lock *l)
+{
+	if (l == NULL)
+		return;
+	pthread_mutex_lock(&held_mu);
+	if (held == l)
+		held = NULL;
+	int rc = rix_lock_free(l);
+	pthread_mutex_unlock(&held_mu);
+	if (rc != 0)
+		fprintf(stderr, "rix: the lock file could not be removed (`rix unlock` removes it): %s\n", rix_error_last());
 }
 
 /* ---- password ------------------------------------------------------------------------------ */
@@ -128,12 +201,16 @@ void load_progress(void *arg, size_t done, size_t total)
 int open_repo(rix_repo **r)
 {
 	const char *path = repo_path();
-	if (path == NULL || *path == '\0')
-		return die("no repository: use -r or set RIX_REPOSITORY");
+	if (path == NULL || *path == '\0') {
+		die("no repository: use -r or set RIX_REPOSITORY");
+		return EXIT_NO_REPO;
+	}
 	rix_backend *b;
 	int rc = open_backend(path, 0, &b);
-	if (rc != 0)
-		return fail(rc);
+	if (rc != 0) {
+		fail(rc);
+		return rc == RIX_ENOTFOUND ? EXIT_NO_REPO : EXIT_FAIL;
+	}
 	char pw[1024];
 	if (get_password(pw, sizeof(pw), 0)) {
 		rix_backend_free(b);
@@ -149,9 +226,30 @@ int open_repo(rix_repo **r)
 	sodium_memzero(pw, sizeof(pw));
 	if (rc != 0) {
 		rix_backend_free(b);
-		return fail(rc);
+		fail(rc);
+		return rc == RIX_EAUTH ? EXIT_WRONG_PASSWORD : rc == RIX_ENOTFOUND ? EXIT_NO_REPO : EXIT_FAIL;
 	}
 	return 0;
+}
+
+int open_repo_locked(rix_repo **r, rix_lock **l, bool exclusive)
+{
+	*l = NULL;
+	int rc = open_repo(r);
+	if (rc != 0)
+		return rc;
+	rc = cli_lock(l, *r, exclusive);
+	if (rc != 0) {
+		rix_repo_free(*r);
+		*r = NULL;
+	}
+	return rc;
+}
+
+void close_repo(rix_repo *r, rix_lock *l)
+{
+	cli_unlock(l);
+	rix_repo_free(r);
 }
 
 void index_error(void *arg, const char *name, int code, const char *msg)

@@ -29,7 +29,7 @@ int usage(void)
 	      "--password-file, $RIX_PASSWORD / $RESTIC_PASSWORD, $RIX_PASSWORD_FILE /\n"
 	      "$RESTIC_PASSWORD_FILE, or a prompt.\n",
 	      stderr);
-	return 2;
+	return EXIT_FAIL;
 }
 
 /*
@@ -59,6 +59,8 @@ static int global_option(int argc, char **argv, int *i)
 	}
 	if (strcmp(a, "--json") == 0)
 		g.json = 1;
+	else if (strcmp(a, "--no-lock") == 0)
+		g.no_lock = 1;
 	else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
 		g.quiet = 1;
 	else if (strcmp(a, "--version") == 0)
@@ -78,6 +80,7 @@ int main(int argc, char **argv)
 	 * free, which would leave later ones in the heap and the peak RSS higher.
 	 */
 	mallopt(M_MMAP_THRESHOLD, 1 << 20);
+	signals_start(); /* before any thread starts: they inherit the blocked signals */
 	/* Global options before the command, and after it as restic allows; the rest is the command's. */
 	const char *cmd = NULL;
 	int n = 0;

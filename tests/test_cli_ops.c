@@ -1,0 +1,199 @@
+/*
+ * tests/test_cli_ops.c — the rix command as restic users expect it to behave around the work
+ * itself: signals (the lock released, exit 130 / 143), locks per command and --no-lock, exit
+ * codes, secrets never printed, passwords and repositories given the ways restic takes them,
+ * help. restic runs beside it where it defines the behaviour.
+ *
+ * The repositories are made through the library (repo_fixture: a cheap scrypt, password PW).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "rix/rix.h"
+#include "repo_fixture.h"
+#include "testutil.h"
+
+static char work[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	rix_test_mkdtemp(work, sizeof(work), "rix-cli-ops");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	rix_test_rmtree(work);
+	return 0;
+}
+
+/* Files in dir (-1: no such folder). */
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return -1;
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d)) != NULL;)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* `rix <args>` with PW in the environment (2>&1 into *out); its exit status. */
+static int rix(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int rix(char **out, const char *fmt, ...)
+{
+	char args[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	size_t n;
+	return rix_test_run(out, &n, "RIX_PASSWORD='%s' RESTIC_PASSWORD= '%s' %s 2>&1", PW, RIX_CLI_PATH, args);
+}
+
+/* A repository in <work>/name with about mib MiB of random data (version 1: no compression). */
+static void make_repo(char *dir, size_t cap, const char *name, int sets)
+{
+	snprintf(dir, cap, "%s/%s", work, name);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	rix_repo *r = init_repo(dir, 1);
+	for (int i = 0; i < sets; i++) {
+		struct blobs s;
+		make_blobs(&s, 400, 1000 + (uint64_t)i);
+		save_all(r, &s);
+		free_blobs(&s);
+	}
+	assert_int_equal(rix_repo_flush(r), 0);
+	rix_repo_free(r);
+}
+
+/*
+ * Starts `rix -r dir check --read-data`, waits for its lock file, sends sig while it is stopped
+ * (so that it arrives mid-check), and returns the exit status.
+ */
+static int check_interrupted(const char *dir, int sig)
+{
+	char locks[300];
+	snprintf(locks, sizeof(locks), "%s/locks", dir);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		setenv("RIX_PASSWORD", PW, 1);
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		execl(RIX_CLI_PATH, "rix", "-r", dir, "check", "--read-data", (char *)NULL);
+		_exit(127);
+	}
+	struct timespec ms = { 0, 1000000 };
+	int seen = 0;
+	for (int i = 0; i < 30000 && !seen; i++) {
+		seen = count_entries(locks) > 0;
+		if (!seen)
+			nanosleep(&ms, NULL);
+	}
+	assert_true(seen);
+	kill(pid, SIGSTOP);
+	kill(pid, sig);
+	kill(pid, SIGCONT);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* SIGINT and SIGTERM during check --read-data: exit 130 / 143, no lock left, restic check passes. */
+static void test_signal_releases_lock(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char dir[300], locks[320];
+	make_repo(dir, sizeof(dir), "sig", 4);
+	snprintf(locks, sizeof(locks), "%s/locks", dir);
+	assert_int_equal(check_interrupted(dir, SIGINT), 130);
+	assert_int_equal(count_entries(locks), 0);
+	assert_int_equal(check_interrupted(dir, SIGTERM), 143);
+	assert_int_equal(count_entries(locks), 0);
+	char *out = NULL;
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RESTIC_PASSWORD='%s' restic --no-cache -q -r '%s' check 2>&1", PW, dir), 0);
+	free(out);
+}
+
+/*
+ * Locks: list, cat, stats, find-blob, check take a shared lock (a second reader runs beside a
+ * held shared lock; an exclusive holder stops them with exit 11); --no-lock takes none, so a
+ * repository whose locks/ cannot be written (a file in its place) can still be read and checked.
+ */
+static void test_locks_and_no_lock(void **state)
+{
+	(void)state;
+	char dir[300], locks[320];
+	make_repo(dir, sizeof(dir), "locks", 1);
+	snprintf(locks, sizeof(locks), "%s/locks", dir);
+	char *out = NULL;
+	/* A live exclusive lock (ours: this process) blocks readers with exit 11. */
+	rix_repo *r = open_repo(dir, NULL);
+	rix_lock *l;
+	assert_int_equal(rix_lock_acquire(&l, r, true), 0);
+	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 11);
+	assert_non_null(strstr(out, "locked exclusively"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' cat config", dir), 11);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' stats", dir), 11);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' check", dir), 11);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' --no-lock check", dir), 0);
+	free(out);
+	assert_int_equal(rix_lock_free(l), 0);
+	/* A shared one lets them run, and stops key passwd / remove (exclusive). */
+	assert_int_equal(rix_lock_acquire(&l, r, false), 0);
+	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 0);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' key remove 0000000000000000000000000000000000000000000000000000000000000000", dir), 11);
+	free(out);
+	assert_int_equal(rix_lock_free(l), 0);
+	rix_repo_free(r);
+	assert_int_equal(count_entries(locks), 0);
+	/* locks/ a file: with a lock, reading fails; --no-lock reads and checks. */
+	assert_int_equal(rmdir(locks), 0);
+	rix_test_put_file(dir, "locks", "x", 1);
+	assert_int_not_equal(rix(&out, "-r '%s' check", dir), 0);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' --no-lock check", dir), 0);
+	assert_non_null(strstr(out, "no errors were found"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' list blobs --no-lock", dir), 0);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' --no-lock stats --json", dir), 0);
+	free(out);
+	assert_int_equal(unlink(locks), 0);
+	assert_int_equal(mkdir(locks, 0700), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_signal_releases_lock),
+		cmocka_unit_test(test_locks_and_no_lock),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
