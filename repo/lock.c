@@ -13,7 +13,9 @@
  *             rix_lock_check and every long operation of the repository fail with RIX_ELOCKED
  *   release:  stop the thread, remove the file
  *
- * A lock file that cannot be read or decoded is taken as held (restic does the same): plain
+ * A lock file that cannot be read or decoded is taken as held (restic 0.15+ does the same; 0.14
+ * ignored it, which let a lock unreadable for a moment be overlooked), an empty one, a failed
+ * upload, is ignored (restic 0.16+): plain
  * `unlock` leaves it (its age cannot be told), `unlock --remove-all` removes it. The host in a
  * lock is this machine's name (the PID check of a stale lock is only meaningful there); the
  * user is the repository's (rix_repo_options.username, else the account running).
@@ -190,9 +192,15 @@ static int find_conflict(rix_repo *r, int exclusive, const char *ours)
 			break;
 		}
 		if (lrc != 0) {
+			/* An empty file is a failed upload, never a lock: restic (0.16+) ignores it too. */
+			uint64_t size = 1;
+			if (rix_backend_stat(&size, rix_repo_backend(r), RIX_FILE_LOCK, l.v[i].s) == 0 && size == 0)
+				continue;
+			char why[256]; /* a copy: rix_error_set writes the buffer rix_error_last reads */
+			snprintf(why, sizeof(why), "%s", rix_error_last());
 			rc = rix_error_set(RIX_ELOCKED, "repository is locked: lock file %.16s cannot be read (%s); "
 							"`rix unlock --remove-all` removes it",
-					   l.v[i].s, rix_error_last());
+					   l.v[i].s, why);
 			break;
 		}
 		if (is_stale(&li) || (!exclusive && !li.exclusive))
