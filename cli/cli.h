@@ -80,6 +80,7 @@ void close_repo(rix_repo *r, rix_lock *l);
 
 int get_password(char *buf, size_t cap, int is_new);
 void index_error(void *arg, const char *name, int code, const char *msg);
+/* Loads the index; an index file that cannot be read fails it (each named on stderr). 0 or 1. */
 int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs);
 void load_progress(void *arg, size_t done, size_t total);
 double now_s(void);

@@ -96,9 +96,12 @@ int cmd_cat(int argc, char **argv)
 		}
 		uint8_t *data;
 		size_t n;
-		rc = rix_repo_load_blob(&data, &n, r, RIX_BLOB_DATA, &id);
-		if (rc == RIX_ENOTFOUND)
-			rc = rix_repo_load_blob(&data, &n, r, RIX_BLOB_TREE, &id);
+		/* The type the index knows it by: a missing pack is then reported as such. */
+		rix_packed_blob pb;
+		rix_blob_type t = rix_master_index_lookup(&pb, rix_repo_master_index(r), RIX_BLOB_DATA, &id) == 0
+					  ? RIX_BLOB_DATA
+					  : RIX_BLOB_TREE;
+		rc = rix_repo_load_blob(&data, &n, r, t, &id);
 		if (rc == 0) {
 			fwrite(data, 1, n, stdout);
 			rix_free(data);

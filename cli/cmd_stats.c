@@ -56,12 +56,13 @@ int cmd_stats(int argc, char **argv)
 		printf("{\"total_blob_count\":%llu,\"data_blobs\":%llu,\"tree_blobs\":%llu,\"total_size\":%llu,"
 		       "\"total_uncompressed_size\":%llu,\"packs\":%zu,\"index_files\":%zu,\"index_bytes\":%llu,"
 		       "\"index_memory\":%zu,\"load_seconds\":%.3f,\"max_rss_kib\":%ld,\"snapshots\":%zu,"
-		       "\"files\":%llu,\"logical_size\":%llu,\"referenced_size\":%llu,\"dedup_ratio\":%.3f}\n",
+		       "\"files\":%llu,\"logical_size\":%llu,\"referenced_size\":%llu,\"dedup_ratio\":%.3f,"
+		       "\"missing_blobs\":%llu}\n",
 		       (unsigned long long)blobs, (unsigned long long)s.count[0], (unsigned long long)s.count[1],
 		       (unsigned long long)s.stored, (unsigned long long)s.plain, npacks, st.loaded,
 		       (unsigned long long)st.bytes, mem, secs, ru.ru_maxrss, u.snapshots,
 		       (unsigned long long)u.files, (unsigned long long)u.logical_bytes,
-		       (unsigned long long)u.unique_bytes, dedup);
+		       (unsigned long long)u.unique_bytes, dedup, (unsigned long long)u.missing_blobs);
 	} else {
 		printf("Total Blob Count:         %llu (data %llu, tree %llu)\n", (unsigned long long)blobs,
 		       (unsigned long long)s.count[0], (unsigned long long)s.count[1]);

@@ -254,9 +254,10 @@ void close_repo(rix_repo *r, rix_lock *l)
 
 void index_error(void *arg, const char *name, int code, const char *msg)
 {
-	(void)arg;
 	(void)code;
-	fprintf(stderr, "rix: index %s skipped: %s\n", name, msg);
+	if (arg != NULL)
+		++*(size_t *)arg;
+	fprintf(stderr, "rix: index %s could not be read: %s\n", name, msg);
 }
 
 double now_s(void)
@@ -270,12 +271,18 @@ int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs)
 {
 	int progress = !g.quiet && isatty(2);
 	double t0 = now_s();
-	int rc = rix_repo_load_index(st, r, index_error, NULL);
+	size_t bad = 0;
+	int rc = rix_repo_load_index(st, r, index_error, &bad);
 	if (secs != NULL)
 		*secs = now_s() - t0;
 	if (progress)
 		fputs("\r\033[K", stderr);
-	return rc != 0 ? fail(rc) : 0;
+	if (rc != 0)
+		return fail(rc);
+	/* What the index says would be incomplete: restic stops there too. */
+	if (bad != 0)
+		return die("%zu index file%s could not be read (`rix check` tells more)", bad, bad == 1 ? "" : "s");
+	return 0;
 }
 
 int parse_id(const char *hex, rix_id *id)

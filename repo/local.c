@@ -343,6 +343,8 @@ int rix_backend_local_open(rix_backend **out, const char *path, bool create)
 	struct stat st;
 	snprintf(p, sizeof(p), "%s/config", path);
 	int has_config = stat(p, &st) == 0;
+	if (!has_config && errno != ENOENT && errno != ENOTDIR)
+		return io_error("cannot open", p, errno); /* permission denied, ...: said as such */
 	if (create && has_config)
 		return rix_error_set(RIX_EEXISTS, "local: %s already holds a repository (config file)", path);
 	if (!create && !has_config) {

@@ -189,11 +189,75 @@ static void test_locks_and_no_lock(void **state)
 	assert_int_equal(mkdir(locks, 0700), 0);
 }
 
+/* The first file of a folder, its path into path. */
+static void first_file(const char *dir, char *path, size_t cap)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	path[0] = '\0';
+	for (struct dirent *e; (e = readdir(d)) != NULL;)
+		if (e->d_name[0] != '.') {
+			snprintf(path, cap, "%s/%s", dir, e->d_name);
+			break;
+		}
+	closedir(d);
+	assert_true(path[0] != '\0');
+}
+
+/*
+ * Exit codes and what the errors say: no repository 10, wrong password 12, usage 1; a damaged
+ * index file fails list blobs, find-blob and stats (exit 1, the file named) where they printed
+ * part of the blobs with 0; cat blob of a blob whose pack is gone says the pack is missing.
+ */
+static void test_exit_codes_and_damage(void **state)
+{
+	(void)state;
+	char dir[300], sub[340], path[700];
+	char *out = NULL;
+	assert_int_equal(rix(&out, "-r '%s/none' list blobs", work), 10);
+	free(out);
+	make_repo(dir, sizeof(dir), "codes", 1);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD=wrong '%s' -r '%s' list keys 2>&1", RIX_CLI_PATH, dir), 12);
+	assert_non_null(strstr(out, "wrong password"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' list", dir), 1);
+	free(out);
+	/* A blob and its pack, then the pack removed. */
+	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 0);
+	char type[8], id[65];
+	assert_int_equal(sscanf(out, "%7s %64s", type, id), 2);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' find-blob %s", dir, id), 0);
+	char *in = strstr(out, "in pack ");
+	assert_non_null(in);
+	char pack[65];
+	assert_int_equal(sscanf(in, "in pack %64[0-9a-f]", pack), 1);
+	free(out);
+	snprintf(path, sizeof(path), "%s/data/%.2s/%s", dir, pack, pack);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rix(&out, "-r '%s' cat blob %s", dir, id), 1);
+	assert_non_null(strstr(out, pack));
+	assert_non_null(strstr(out, "missing"));
+	free(out);
+	/* A damaged index file. */
+	snprintf(sub, sizeof(sub), "%s/index", dir);
+	first_file(sub, path, sizeof(path));
+	flip_byte(path, 40);
+	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 1);
+	assert_non_null(strstr(out, "could not be read"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' find-blob %s", dir, id), 1);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' stats --json", dir), 1);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_signal_releases_lock),
 		cmocka_unit_test(test_locks_and_no_lock),
+		cmocka_unit_test(test_exit_codes_and_damage),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
