@@ -92,6 +92,9 @@ int prompt(const char *what, char *buf, size_t cap);
 void put_json_string(const char *s);
 int read_password_file(const char *path, char *buf, size_t cap);
 
+/* The repository as given (-r, RIX_REPOSITORY, ...; "local:" dropped): what opens it. */
+const char *repo_location(void);
+/* The same as shown to the user, text and JSON: a URL's password as "user:***@". */
 const char *repo_path(void);
 
 /* rix_backend_list callback printing file names (text: one a line; JSON: an array, n counts). */

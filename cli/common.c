@@ -169,7 +169,34 @@ int get_password(char *buf, size_t cap, int is_new)
 
 /* ---- opening ------------------------------------------------------------------------------- */
 
+/* s with the password of a URL's "user:password@" as "***" (into buf). */
+static const char *redact(const char *s, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s", s);
+	char *scheme = strstr(buf, "://");
+	if (scheme == NULL)
+		return buf;
+	char *host = scheme + 3, *end = host + strcspn(host, "/?#"), *at = NULL;
+	for (char *p = host; p < end; p++)
+		if (*p == '@')
+			at = p; /* the last '@' before the path: a password may hold one */
+	char *colon = at != NULL ? memchr(host, ':', (size_t)(at - host)) : NULL;
+	if (colon == NULL)
+		return buf;
+	char rest[4096];
+	snprintf(rest, sizeof(rest), "%s", at);
+	snprintf(colon, cap - (size_t)(colon - buf), ":***%s", rest);
+	return buf;
+}
+
 const char *repo_path(void)
+{
+	static char shown[4096];
+	const char *r = repo_location();
+	return r != NULL ? redact(r, shown, sizeof(shown)) : NULL;
+}
+
+const char *repo_location(void)
 {
 	const char *r = g.repo;
 	if (r == NULL)
@@ -186,8 +213,11 @@ int open_backend(const char *path, int create, rix_backend **b)
 {
 	if (strncmp(path, "rest:", 5) == 0)
 		return rix_backend_rest_open(b, path, create);
-	if (strchr(path, ':') != NULL && path[0] != '/' && path[0] != '.')
-		return rix_error_set(RIX_EINVAL, "%s: unknown repository kind (local paths and rest: URLs)", path);
+	if (strchr(path, ':') != NULL && path[0] != '/' && path[0] != '.') {
+		char shown[4096];
+		return rix_error_set(RIX_EINVAL, "%s: unknown repository kind (local paths and rest: URLs)",
+				     redact(path, shown, sizeof(shown)));
+	}
 	return rix_backend_local_open(b, path, create);
 }
 
@@ -200,7 +230,7 @@ void load_progress(void *arg, size_t done, size_t total)
 
 int open_repo(rix_repo **r)
 {
-	const char *path = repo_path();
+	const char *path = repo_location();
 	if (path == NULL || *path == '\0') {
 		die("no repository: use -r or set RIX_REPOSITORY");
 		return EXIT_NO_REPO;

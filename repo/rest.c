@@ -35,7 +35,9 @@
 
 typedef struct rest {
 	char *url;     /* ends with '/'; without credentials, so it may appear in messages */
-	char *userpwd; /* "user:password" from the URL, given to curl apart; NULL if none */
+	char *userpwd; /* "user\0password" from the URL, percent-decoded, given to curl apart; NULL if none */
+	char *pwd;     /* in userpwd: the password (NULL: none) */
+	size_t userpwd_len;
 	pthread_mutex_t mu;
 	CURL *pool[POOL];
 	int npool;
@@ -147,8 +149,11 @@ static CURL *begin(rest *r, const char *url)
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
-	if (r->userpwd != NULL)
-		curl_easy_setopt(c, CURLOPT_USERPWD, r->userpwd);
+	if (r->userpwd != NULL) {
+		curl_easy_setopt(c, CURLOPT_USERNAME, r->userpwd);
+		if (r->pwd != NULL)
+			curl_easy_setopt(c, CURLOPT_PASSWORD, r->pwd);
+	}
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -357,7 +362,7 @@ static void rest_close(void *self)
 	pthread_mutex_destroy(&r->mu);
 	rix_free(r->url);
 	if (r->userpwd != NULL)
-		sodium_memzero(r->userpwd, strlen(r->userpwd));
+		sodium_memzero(r->userpwd, r->userpwd_len);
 	rix_free(r->userpwd);
 	rix_free(r);
 }
@@ -373,6 +378,35 @@ static const rix_backend_ops rest_ops = {
 	.temp_dir = NULL,
 	.close = rest_close,
 };
+
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/*
+ * "user:pass" (n bytes, %XX-encoded) into out (n + 1 bytes) as "user\0pass", decoded; *pwd
+ * points at the password, or is NULL when there is no ':'.
+ */
+static void percent_decode(char *out, const char *in, size_t n, char **pwd)
+{
+	*pwd = NULL;
+	char *o = out;
+	for (size_t i = 0; i < n; i++) {
+		int hi, lo;
+		if (in[i] == ':' && *pwd == NULL) {
+			*o++ = '\0';
+			*pwd = o;
+		} else if (in[i] == '%' && i + 2 < n && (hi = hex_digit(in[i + 1])) >= 0 &&
+			   (lo = hex_digit(in[i + 2])) >= 0) {
+			*o++ = (char)(hi * 16 + lo);
+			i += 2;
+		} else {
+			*o++ = in[i];
+		}
+	}
+	*o = '\0';
+}
 
 int rix_backend_rest_open(rix_backend **out, const char *url, bool create)
 {
@@ -393,15 +427,19 @@ int rix_backend_rest_open(rix_backend **out, const char *url, bool create)
 	pthread_mutex_init(&r->mu, NULL);
 	/* "scheme://user:password@host/..." -> url "scheme://host/...", credentials apart. */
 	const char *host = strstr(url, "://") + 3;
-	const char *at = strchr(host, '@'), *slash = strchr(host, '/');
-	if (at != NULL && (slash == NULL || at < slash)) {
+	/* The last '@' of the authority, as Go's url.Parse (restic) takes it. */
+	const char *at = NULL, *end = host + strcspn(host, "/?#");
+	for (const char *p = host; p < end; p++)
+		if (*p == '@')
+			at = p;
+	if (at != NULL) {
 		size_t ul = (size_t)(at - host), pre = (size_t)(host - url);
 		if ((r->userpwd = rix_malloc(ul + 1)) == NULL) {
 			rest_close(r);
 			return rix_error_set(RIX_ENOMEM, "rest: out of memory");
 		}
-		memcpy(r->userpwd, host, ul);
-		r->userpwd[ul] = '\0';
+		r->userpwd_len = ul + 1;
+		percent_decode(r->userpwd, host, ul, &r->pwd);
 		memcpy(r->url, url, pre);
 		memcpy(r->url + pre, at + 1, n - pre - ul); /* with the NUL */
 		n -= ul + 1;

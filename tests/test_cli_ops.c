@@ -252,12 +252,89 @@ static void test_exit_codes_and_damage(void **state)
 	free(out);
 }
 
+/* rclone serve restic over root with user "u", password "s3cr:et@x" (a ':' and an '@' in it). */
+static pid_t start_rest(const char *root, char *base, size_t cap)
+{
+	assert_int_equal(system("command -v rclone >/dev/null 2>&1"), 0);
+	srand((unsigned)time(NULL) ^ (unsigned)getpid());
+	for (int attempt = 0; attempt < 10; attempt++) {
+		int port = 20000 + rand() % 20000;
+		char addr[64];
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+		snprintf(base, cap, "rest:http://u:s3cr%%3Aet%%40x@%s/", addr);
+		pid_t pid = fork();
+		if (pid == 0) {
+			int devnull = open("/dev/null", O_WRONLY);
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+			execlp("rclone", "rclone", "serve", "restic", "--addr", addr, "--user", "u", "--pass", "s3cr:et@x", root,
+			       (char *)NULL);
+			_exit(127);
+		}
+		for (int i = 0; i < 100; i++) {
+			usleep(100000);
+			int st;
+			if (waitpid(pid, &st, WNOHANG) == pid)
+				break;
+			char probe[300];
+			snprintf(probe, sizeof(probe), "%sprobe/", base);
+			rix_backend *b = NULL;
+			int rc = rix_backend_rest_open(&b, probe, 0);
+			rix_backend_free(b);
+			if (rc != RIX_EIO)
+				return pid;
+		}
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+	}
+	fail_msg("rclone serve restic did not start");
+	return -1;
+}
+
+/* A REST URL's password never shows: init, check, errors, text and --json. */
+static void test_secrets_not_printed(void **state)
+{
+	(void)state;
+	char root[300], base[200];
+	snprintf(root, sizeof(root), "%s/rest", work);
+	assert_int_equal(mkdir(root, 0700), 0);
+	pid_t srv = start_rest(root, base, sizeof(base));
+	char *out = NULL;
+	assert_int_equal(rix(&out, "-r '%srepo' init", base), 0);
+	assert_null(strstr(out, "s3cr"));
+	assert_non_null(strstr(out, "u:***@"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%srepo' init --json", base), 1); /* exists */
+	assert_null(strstr(out, "s3cr"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%srepo2' --json init", base), 0);
+	assert_null(strstr(out, "s3cr"));
+	assert_non_null(strstr(out, "u:***@"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%srepo' check", base), 0);
+	assert_null(strstr(out, "s3cr"));
+	assert_non_null(strstr(out, "u:***@"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%snone' list keys", base), 10);
+	assert_null(strstr(out, "s3cr"));
+	free(out);
+	kill(srv, SIGTERM);
+	waitpid(srv, NULL, 0);
+	assert_int_not_equal(rix(&out, "-r '%srepo' list keys", base), 0);
+	assert_null(strstr(out, "s3cr"));
+	free(out);
+	assert_int_equal(rix(&out, "-r 'xx://u:s3cr@h/' list keys"), 1);
+	assert_null(strstr(out, "s3cr"));
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_signal_releases_lock),
 		cmocka_unit_test(test_locks_and_no_lock),
 		cmocka_unit_test(test_exit_codes_and_damage),
+		cmocka_unit_test(test_secrets_not_printed),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
