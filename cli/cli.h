@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,7 +37,9 @@
 /* The global options (main.c parses them, before and after the command). */
 struct cli_globals {
 	const char *repo;
+	const char *repository_file;
 	const char *password_file;
+	const char *password_command;
 	const char *key_hint;
 	int json;
 	int quiet;
@@ -78,7 +81,18 @@ void cli_unlock(rix_lock *l);
 int open_repo_locked(rix_repo **r, rix_lock **l, bool exclusive);
 void close_repo(rix_repo *r, rix_lock *l);
 
+/*
+ * The repository's password into buf, as restic finds it: --password-file or --password-command
+ * (else RIX_/RESTIC_PASSWORD_FILE or _COMMAND; both at once is an error), RIX_/RESTIC_PASSWORD,
+ * a line of standard input when it is not a terminal, else the terminal (twice when is_new).
+ * Files and command output lose surrounding white space (a CRLF too). 0, or 1 (reported; buf
+ * wiped). The caller wipes buf (sodium_memzero) once used.
+ */
 int get_password(char *buf, size_t cap, int is_new);
+/* A new key's password: file (--new-password-file), else RIX_/RESTIC_NEW_PASSWORD_FILE, else the terminal twice. */
+int get_new_password(char *buf, size_t cap, const char *file);
+/* g.repo from -r, --repository-file, RIX_/RESTIC_REPOSITORY, RIX_/RESTIC_REPOSITORY_FILE. 0 or 1. */
+int resolve_repository(void);
 void index_error(void *arg, const char *name, int code, const char *msg);
 /* Loads the index; an index file that cannot be read fails it (each named on stderr). 0 or 1. */
 int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs);

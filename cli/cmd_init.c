@@ -26,8 +26,10 @@ int cmd_init(int argc, char **argv)
 		return die("an empty password is not a password");
 	rix_backend *b;
 	int rc = open_backend(path, 1, &b);
-	if (rc != 0)
+	if (rc != 0) {
+		sodium_memzero(pw, sizeof(pw));
 		return fail(rc);
+	}
 	rix_repo_options o = RIX_REPO_OPTIONS_INIT;
 	o.repo_version = g.version;
 	rix_repo *r;

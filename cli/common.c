@@ -97,25 +97,87 @@ void cli_unlock(rix_lock *l)
 
 /* ---- password ------------------------------------------------------------------------------ */
 
+/* An environment variable, NULL when unset or empty. */
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/* Leading and trailing white space (CR, LF, tabs, spaces) removed in place, as Go's TrimSpace. */
+static void trim_space(char *buf)
+{
+	size_t n = strlen(buf), start = 0;
+	while (n > 0 && strchr(" \t\r\n\v\f", buf[n - 1]) != NULL)
+		buf[--n] = '\0';
+	while (buf[start] != '\0' && strchr(" \t\r\n\v\f", buf[start]) != NULL)
+		start++;
+	memmove(buf, buf + start, n - start + 1);
+}
+
+/* Up to cap - 1 bytes of f into buf; 1 when there was more (buf wiped), else 0. */
+static int read_all(FILE *f, char *buf, size_t cap)
+{
+	size_t n = fread(buf, 1, cap - 1, f);
+	buf[n] = '\0';
+	if (n == cap - 1 && fgetc(f) != EOF) {
+		sodium_memzero(buf, cap);
+		return 1;
+	}
+	return 0;
+}
+
+/* The file's text less surrounding white space (a CRLF too), as restic reads a password file. */
 int read_password_file(const char *path, char *buf, size_t cap)
 {
+	buf[0] = '\0';
 	FILE *f = fopen(path, "r");
 	if (f == NULL)
 		return die("cannot read password file %s: %s", path, strerror(errno));
-	size_t n = fread(buf, 1, cap - 1, f);
+	int big = read_all(f, buf, cap);
 	fclose(f);
-	buf[n] = '\0';
-	char *nl = strchr(buf, '\n'); /* the first line, as restic reads it */
-	if (nl != NULL)
-		*nl = '\0';
+	if (big)
+		return die("password file %s: over %zu bytes", path, cap - 1);
+	trim_space(buf);
+	return 0;
+}
+
+/* The standard output of `sh -c cmd`, less surrounding white space; it must exit 0. */
+static int run_password_command(const char *cmd, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	fflush(NULL);
+	FILE *f = popen(cmd, "r");
+	if (f == NULL)
+		return die("password command: cannot run it: %s", strerror(errno));
+	int big = read_all(f, buf, cap);
+	int st = pclose(f);
+	if (big || st != 0) {
+		sodium_memzero(buf, cap);
+		return big ? die("password command: over %zu bytes of output", cap - 1)
+			   : die("password command failed (exit status %d)", st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	trim_space(buf);
+	return 0;
+}
+
+/* One line of standard input (not a terminal), its LF or CRLF dropped. */
+static int read_stdin_line(char *buf, size_t cap)
+{
+	if (fgets(buf, (int)cap, stdin) == NULL) {
+		buf[0] = '\0';
+		return die("no password: standard input is empty");
+	}
+	buf[strcspn(buf, "\r\n")] = '\0';
 	return 0;
 }
 
 int prompt(const char *what, char *buf, size_t cap)
 {
+	buf[0] = '\0';
 	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
 	if (fd < 0)
-		return die("no password: set RIX_PASSWORD or use --password-file (no terminal to ask on)");
+		return die("no password: use --password-file, --password-command or RIX_PASSWORD (no terminal to ask on)");
 	struct termios old, quiet;
 	int tty = tcgetattr(fd, &old) == 0;
 	if (tty) {
@@ -131,6 +193,7 @@ int prompt(const char *what, char *buf, size_t cap)
 	while (n + 1 < cap && read(fd, &c, 1) == 1 && c != '\n')
 		buf[n++] = c;
 	buf[n] = '\0';
+	c = 0;
 	if (tty)
 		tcsetattr(fd, TCSAFLUSH, &old);
 	if (write(fd, "\n", 1) < 0) {
@@ -139,31 +202,95 @@ int prompt(const char *what, char *buf, size_t cap)
 	return 0;
 }
 
+/* The same password twice on the terminal; with is_new, an empty one is refused. */
+static int prompt_twice(const char *first, char *buf, size_t cap)
+{
+	if (prompt(first, buf, cap))
+		return 1;
+	char again[1024];
+	int rc = prompt("enter password again: ", again, sizeof(again));
+	if (rc == 0 && strcmp(buf, again) != 0)
+		rc = die("passwords do not match");
+	sodium_memzero(again, sizeof(again));
+	if (rc != 0)
+		sodium_memzero(buf, cap);
+	return rc;
+}
+
 int get_password(char *buf, size_t cap, int is_new)
 {
-	const char *file = g.password_file;
-	const char *env = getenv("RIX_PASSWORD");
-	if (env == NULL)
-		env = getenv("RESTIC_PASSWORD");
-	if (file == NULL && env != NULL) {
-		snprintf(buf, cap, "%s", env);
-		return 0;
+	buf[0] = '\0';
+	const char *file = g.password_file, *cmd = g.password_command;
+	if (file == NULL && cmd == NULL) { /* the environment's, when no option names one */
+		file = env("RIX_PASSWORD_FILE") != NULL ? env("RIX_PASSWORD_FILE") : env("RESTIC_PASSWORD_FILE");
+		cmd = env("RIX_PASSWORD_COMMAND") != NULL ? env("RIX_PASSWORD_COMMAND") : env("RESTIC_PASSWORD_COMMAND");
 	}
-	if (file == NULL)
-		file = getenv("RIX_PASSWORD_FILE");
-	if (file == NULL)
-		file = getenv("RESTIC_PASSWORD_FILE");
+	if (file != NULL && cmd != NULL)
+		return die("a password file and a password command are mutually exclusive (--password-file, "
+			   "--password-command and their RIX_/RESTIC_ variables)");
 	if (file != NULL)
 		return read_password_file(file, buf, cap);
-	if (prompt(is_new ? "enter password for new repository: " : "enter password for repository: ", buf, cap))
-		return 1;
-	if (is_new) {
-		char again[1024];
-		if (prompt("enter password again: ", again, sizeof(again)))
-			return 1;
-		if (strcmp(buf, again) != 0)
-			return die("passwords do not match");
+	if (cmd != NULL)
+		return run_password_command(cmd, buf, cap);
+	const char *pw = env("RIX_PASSWORD") != NULL ? env("RIX_PASSWORD") : env("RESTIC_PASSWORD");
+	if (pw != NULL) {
+		if (strlen(pw) >= cap)
+			return die("the password is over %zu bytes", cap - 1);
+		snprintf(buf, cap, "%s", pw);
+		return 0;
 	}
+	if (!isatty(0))
+		return read_stdin_line(buf, cap);
+	if (is_new)
+		return prompt_twice("enter password for new repository: ", buf, cap);
+	return prompt("enter password for repository: ", buf, cap);
+}
+
+int get_new_password(char *buf, size_t cap, const char *file)
+{
+	buf[0] = '\0';
+	if (file == NULL)
+		file = env("RIX_NEW_PASSWORD_FILE") != NULL ? env("RIX_NEW_PASSWORD_FILE") : env("RESTIC_NEW_PASSWORD_FILE");
+	int rc;
+	if (file != NULL) {
+		rc = read_password_file(file, buf, cap);
+	} else {
+		int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return die("no new password: use --new-password-file FILE (or RIX_NEW_PASSWORD_FILE); there is "
+				   "no terminal to ask on");
+		close(fd);
+		rc = prompt_twice("enter new password: ", buf, cap);
+	}
+	if (rc == 0 && buf[0] == '\0')
+		rc = die("an empty password is not a password");
+	return rc;
+}
+
+/* ---- the repository ------------------------------------------------------------------------ */
+
+int resolve_repository(void)
+{
+	static char from_file[4096];
+	const char *file = g.repository_file;
+	if (g.repo != NULL && file != NULL)
+		return die("-r and --repository-file are mutually exclusive");
+	if (g.repo == NULL && file == NULL) {
+		g.repo = env("RIX_REPOSITORY") != NULL ? env("RIX_REPOSITORY") : env("RESTIC_REPOSITORY");
+		if (g.repo == NULL)
+			file = env("RIX_REPOSITORY_FILE") != NULL ? env("RIX_REPOSITORY_FILE") : env("RESTIC_REPOSITORY_FILE");
+	}
+	if (file == NULL)
+		return 0;
+	FILE *f = fopen(file, "r");
+	if (f == NULL)
+		return die("cannot read repository file %s: %s", file, strerror(errno));
+	int big = read_all(f, from_file, sizeof(from_file));
+	fclose(f);
+	if (big)
+		return die("repository file %s: over %zu bytes", file, sizeof(from_file) - 1);
+	trim_space(from_file);
+	g.repo = from_file;
 	return 0;
 }
 
@@ -198,11 +325,7 @@ const char *repo_path(void)
 
 const char *repo_location(void)
 {
-	const char *r = g.repo;
-	if (r == NULL)
-		r = getenv("RIX_REPOSITORY");
-	if (r == NULL)
-		r = getenv("RESTIC_REPOSITORY");
+	const char *r = g.repo; /* resolve_repository set it */
 	if (r != NULL && strncmp(r, "local:", 6) == 0)
 		r += 6;
 	return r;
@@ -232,7 +355,7 @@ int open_repo(rix_repo **r)
 {
 	const char *path = repo_location();
 	if (path == NULL || *path == '\0') {
-		die("no repository: use -r or set RIX_REPOSITORY");
+		die("no repository: use -r, --repository-file, or set RIX_REPOSITORY");
 		return EXIT_NO_REPO;
 	}
 	rix_backend *b;
@@ -243,6 +366,7 @@ int open_repo(rix_repo **r)
 	}
 	char pw[1024];
 	if (get_password(pw, sizeof(pw), 0)) {
+		sodium_memzero(pw, sizeof(pw));
 		rix_backend_free(b);
 		return 1;
 	}

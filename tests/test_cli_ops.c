@@ -328,6 +328,112 @@ static void test_secrets_not_printed(void **state)
 	free(out);
 }
 
+/* `sh -c cmd` without a controlling terminal, without RIX_/RESTIC_ variables; its status. */
+static int bare(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bare(char **out, const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return rix_test_run(out, &(size_t){ 0 },
+			    "env -u RIX_PASSWORD -u RESTIC_PASSWORD -u RIX_REPOSITORY -u RESTIC_REPOSITORY setsid -w sh -c '%s' 2>&1",
+			    cmd);
+}
+
+/*
+ * Passwords and repositories as restic takes them: a password file ending in CRLF, a password
+ * command (option and variables), the password on standard input, --repository-file and
+ * RESTIC_REPOSITORY_FILE, key add's --new-password-file (restic opens with it) and the message
+ * naming it when there is none.
+ */
+static void test_passwords_and_repository_file(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char dir[300], f[400], f2[400], rf[400];
+	make_repo(dir, sizeof(dir), "pw", 0);
+	char *out = NULL;
+	rix_test_put_file(work, "crlf", PW "\r\n", strlen(PW) + 2);
+	snprintf(f, sizeof(f), "%s/crlf", work);
+	assert_int_equal(bare(&out, "%s -r %s --password-file %s list keys", RIX_CLI_PATH, dir, f), 0);
+	free(out);
+	assert_int_equal(bare(&out, "RESTIC_PASSWORD_FILE=%s %s -r %s list keys", f, RIX_CLI_PATH, dir), 0);
+	free(out);
+	assert_int_equal(bare(&out, "%s -r %s --password-command \"cat %s\" list keys", RIX_CLI_PATH, dir, f), 0);
+	free(out);
+	assert_int_equal(bare(&out, "RESTIC_PASSWORD_COMMAND=\"cat %s\" %s -r %s list keys", f, RIX_CLI_PATH, dir), 0);
+	free(out);
+	assert_int_equal(bare(&out, "RIX_PASSWORD_COMMAND=false %s -r %s list keys", RIX_CLI_PATH, dir), 1);
+	assert_non_null(strstr(out, "password command failed"));
+	free(out);
+	assert_int_equal(bare(&out, "%s -r %s --password-file %s --password-command true list keys", RIX_CLI_PATH, dir, f), 1);
+	assert_non_null(strstr(out, "mutually exclusive"));
+	free(out);
+	assert_int_equal(bare(&out, "printf \"%s\\r\\n\" | %s -r %s list keys", PW, RIX_CLI_PATH, dir), 0);
+	free(out);
+	assert_int_equal(bare(&out, "%s -r %s list keys </dev/null", RIX_CLI_PATH, dir), 1);
+	assert_non_null(strstr(out, "no password"));
+	free(out);
+	/* The repository from a file. */
+	rix_test_put_file(work, "repofile", dir, strlen(dir));
+	snprintf(rf, sizeof(rf), "%s/repofile", work);
+	assert_int_equal(bare(&out, "%s --repository-file %s --password-file %s list keys", RIX_CLI_PATH, rf, f), 0);
+	free(out);
+	assert_int_equal(bare(&out, "RESTIC_REPOSITORY_FILE=%s %s --password-file %s list keys", rf, RIX_CLI_PATH, f), 0);
+	free(out);
+	assert_int_equal(bare(&out, "%s -r %s --repository-file %s --password-file %s list keys", RIX_CLI_PATH, dir, rf, f), 1);
+	assert_non_null(strstr(out, "mutually exclusive"));
+	free(out);
+	/* key add: no new password names --new-password-file; with it, restic opens with the new one. */
+	assert_int_equal(bare(&out, "%s -r %s --password-file %s key add", RIX_CLI_PATH, dir, f), 1);
+	assert_non_null(strstr(out, "--new-password-file"));
+	free(out);
+	rix_test_put_file(work, "newpw", "new one\r\n", 9);
+	snprintf(f2, sizeof(f2), "%s/newpw", work);
+	assert_int_equal(bare(&out, "%s -r %s --password-file %s key add --new-password-file %s", RIX_CLI_PATH, dir, f, f2), 0);
+	free(out);
+	assert_int_equal(bare(&out, "restic --no-cache -q -r %s --password-file %s cat config >/dev/null", dir, f2), 0);
+	free(out);
+}
+
+/*
+ * A repository without its empty folders (as copied through object storage): rix check takes
+ * its lock (locks/ made again), the library saves and flushes (data/xx/, index/, snapshots/
+ * made as needed), and restic checks the result.
+ */
+static void test_missing_empty_folders(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char dir[300];
+	make_repo(dir, sizeof(dir), "bare", 1);
+	char *out = NULL;
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "find '%s' -mindepth 1 -type d -empty -delete && ls '%s'", dir, dir), 0);
+	assert_null(strstr(out, "locks"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' check", dir), 0);
+	assert_non_null(strstr(out, "no errors were found"));
+	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "find '%s' -mindepth 1 -type d -empty -delete", dir), 0);
+	free(out);
+	rix_repo *r = open_repo(dir, NULL);
+	rix_lock *l;
+	assert_int_equal(rix_lock_acquire(&l, r, false), 0);
+	struct blobs s;
+	make_blobs(&s, 60, 4242);
+	save_all(r, &s);
+	free_blobs(&s);
+	assert_int_equal(rix_repo_flush(r), 0);
+	assert_int_equal(rix_lock_free(l), 0);
+	rix_repo_free(r);
+	assert_int_equal(rix(&out, "-r '%s' check --read-data", dir), 0);
+	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RESTIC_PASSWORD='%s' restic --no-cache -q -r '%s' check 2>&1", PW, dir), 0);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +441,8 @@ int main(void)
 		cmocka_unit_test(test_locks_and_no_lock),
 		cmocka_unit_test(test_exit_codes_and_damage),
 		cmocka_unit_test(test_secrets_not_printed),
+		cmocka_unit_test(test_passwords_and_repository_file),
+		cmocka_unit_test(test_missing_empty_folders),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
