@@ -45,6 +45,7 @@ struct cli_globals {
 	int quiet;
 	int version; /* init */
 	int no_lock;
+	int verbose;
 };
 extern struct cli_globals g;
 
@@ -99,6 +100,9 @@ int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs);
 void load_progress(void *arg, size_t done, size_t total);
 double now_s(void);
 int open_backend(const char *path, int create, rix_backend **b);
+/* The REST backend's options (--cacert, --insecure-tls, --limit-*: bytes/s; RIX_REST_TRIES,
+ * RIX_REST_FIRST_DELAY_MS). 0, or RIX_EINVAL (an unreadable CA file). */
+int rest_settings(const char *cacert, bool insecure_tls, uint64_t limit_upload, uint64_t limit_download);
 /* Opens the repository (-r, ...): 0, or the exit status of a failure (reported: 10, 12, 1). */
 int open_repo(rix_repo **r);
 int parse_id(const char *hex, rix_id *id);

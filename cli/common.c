@@ -331,11 +331,28 @@ const char *repo_location(void)
 	return r;
 }
 
+static rix_rest_options rest_o = RIX_REST_OPTIONS_INIT;
+
+int rest_settings(const char *cacert, bool insecure_tls, uint64_t limit_upload, uint64_t limit_download)
+{
+	rest_o.cacert = cacert;
+	rest_o.insecure_tls = insecure_tls;
+	rest_o.limit_upload = limit_upload;
+	rest_o.limit_download = limit_download;
+	/* Tuning, for tests mostly: how often and how soon a failed request is tried again. */
+	const char *t = env("RIX_REST_TRIES"), *d = env("RIX_REST_FIRST_DELAY_MS");
+	rest_o.tries = t != NULL ? (unsigned)strtoul(t, NULL, 10) : 0;
+	rest_o.first_delay_ms = d != NULL ? (unsigned)strtoul(d, NULL, 10) : 0;
+	if (cacert != NULL && access(cacert, R_OK) != 0)
+		return rix_error_set(RIX_EINVAL, "--cacert %s: %s", cacert, strerror(errno));
+	return 0;
+}
+
 /* "rest:http://..." or a local path ("local:" optional). */
 int open_backend(const char *path, int create, rix_backend **b)
 {
 	if (strncmp(path, "rest:", 5) == 0)
-		return rix_backend_rest_open(b, path, create);
+		return rix_backend_rest_open_opts(b, path, create, &rest_o);
 	if (strchr(path, ':') != NULL && path[0] != '/' && path[0] != '.') {
 		char shown[4096];
 		return rix_error_set(RIX_EINVAL, "%s: unknown repository kind (local paths and rest: URLs)",
