@@ -188,6 +188,20 @@ static void test_locks_and_no_lock(void **state)
 	free(out);
 	assert_int_equal(unlink(locks), 0);
 	assert_int_equal(mkdir(locks, 0700), 0);
+	/* A lock file that cannot be read: exit 11, said clearly; unlock leaves it, --remove-all not. */
+	rix_test_put_file(locks, "abababababababababababababababababababababababababababababababab", "junk", 4);
+	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 11);
+	assert_non_null(strstr(out, "cannot be read"));
+	assert_non_null(strstr(out, "unlock --remove-all"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' unlock", dir), 0);
+	free(out);
+	assert_int_equal(count_entries(locks), 1);
+	assert_int_equal(rix(&out, "-r '%s' unlock --remove-all", dir), 0);
+	free(out);
+	assert_int_equal(count_entries(locks), 0);
+	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 0);
+	free(out);
 }
 
 /* The first file of a folder, its path into path. */
