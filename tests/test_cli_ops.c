@@ -265,6 +265,15 @@ static void test_exit_codes_and_damage(void **state)
 	free(out);
 	assert_int_equal(rix(&out, "-r '%s' stats --json", dir), 1);
 	free(out);
+	/* Permission denied is said so, not "not a repository" (as another user: the tests run as root). */
+	assert_int_equal(chmod(dir, 0700), 0);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 },
+				      "cd / && RIX_PASSWORD=x setpriv --reuid=65534 --regid=65534 --clear-groups '%s' -r '%s' list keys 2>&1",
+				      RIX_CLI_PATH, dir),
+			 1);
+	assert_non_null(strstr(out, "Permission denied"));
+	assert_null(strstr(out, "not a repository"));
+	free(out);
 }
 
 /* rclone serve restic over root with user "u", password "s3cr:et@x" (a ':' and an '@' in it). */
