@@ -30,6 +30,19 @@ static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static rix_lock *held;
 static sigset_t signals;
 
+/* A signal while the first is being handled (a release stuck on a server that went away): out now. */
+static void *second_signal(void *arg)
+{
+	(void)arg;
+	int sig = 0;
+	while (sigwait(&signals, &sig) != 0)
+		;
+	static const char msg[] = "rix: interrupted again: the lock may be left (`rix unlock` removes it)\n";
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+	}
+	_exit(sig == SIGINT ? 130 : sig == SIGTERM ? 143 : 128 + sig);
+}
+
 static void *signal_thread(void *arg)
 {
 	(void)arg;
@@ -41,9 +54,13 @@ static void *signal_thread(void *arg)
 	}
 	/*
 	 * Taking held_mu waits for a lock being taken (its file is written) and keeps cli_unlock
-	 * from freeing it meanwhile. The main thread runs on until _exit: the lock's release stops
-	 * its refresh thread, and the main thread's next look at the lock finds none.
+	 * from freeing it meanwhile. The command runs on until _exit: the lock's release stops its
+	 * refresh thread, waits for the workers looking at it (repo/lock.c counts them), and their
+	 * next look finds none. A second signal meanwhile ends rix at once (second_signal).
 	 */
+	pthread_t t;
+	if (pthread_create(&t, NULL, second_signal, NULL) == 0)
+		pthread_detach(t);
 	pthread_mutex_lock(&held_mu);
 	if (held != NULL && rix_lock_free(held) != 0) {
 		static const char left[] = "rix: the lock file could not be removed (`rix unlock` removes it)\n";

@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
@@ -291,9 +292,21 @@ void rix_lock_set_intervals(rix_lock *l, unsigned refresh_ms, unsigned retry_ms,
 	pthread_mutex_unlock(&l->mu);
 }
 
+/*
+ * Lookers at a repository's held lock (rix__repo_lock_ok) are counted, so that rix_lock_free of
+ * the held lock, once it has unset it, waits for those that may still have it in hand before
+ * freeing it: a lock released by another thread (the rix command's signal thread) while workers
+ * check it is never read after it is freed. Dekker's order: the looker counts itself, then
+ * reads; the freer unsets, then reads the count (both sequentially consistent).
+ */
+static atomic_int lookers;
+
 int rix__repo_lock_ok(struct rix_repo *r)
 {
-	return rix_lock_check(rix__repo_held_lock(r));
+	atomic_fetch_add(&lookers, 1);
+	int rc = rix_lock_check(rix__repo_held_lock(r));
+	atomic_fetch_sub(&lookers, 1);
+	return rc;
 }
 
 int rix_lock_acquire(rix_lock **out, rix_repo *r, bool exclusive)
@@ -358,8 +371,12 @@ int rix_lock_free(rix_lock *l)
 		pthread_mutex_unlock(&l->mu);
 		pthread_join(l->thread, NULL);
 	}
-	if (rix__repo_held_lock(l->r) == l)
+	if (rix__repo_held_lock(l->r) == l) {
 		rix__repo_set_held_lock(l->r, NULL);
+		atomic_thread_fence(memory_order_seq_cst);
+		while (atomic_load(&lookers) != 0)
+			sched_yield();
+	}
 	int rc = rix_backend_remove(rix_repo_backend(l->r), RIX_FILE_LOCK, l->name);
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->mu);
