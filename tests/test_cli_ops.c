@@ -185,6 +185,7 @@ static void test_locks_and_no_lock(void **state)
 	assert_int_equal(rix(&out, "-r '%s' list blobs --no-lock", dir), 0);
 	free(out);
 	assert_int_equal(rix(&out, "-r '%s' --no-lock stats --json", dir), 0);
+	assert_non_null(strstr(out, "\"missing_blobs\":0"));
 	free(out);
 	assert_int_equal(unlink(locks), 0);
 	assert_int_equal(mkdir(locks, 0700), 0);
