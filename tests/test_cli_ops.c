@@ -302,8 +302,11 @@ static void test_exit_codes_and_damage(void **state)
 	free(out);
 }
 
-/* rclone serve restic over root with user "u", password "s3cr:et@x" (a ':' and an '@' in it). */
-static pid_t start_rest(const char *root, char *base, size_t cap)
+/*
+ * rclone serve restic over root with user "u", password "s3cr:et@x" (a ':' and an '@' in it);
+ * https with cert and key when cert is not NULL. Its URL (rest:..., ending in '/') into base.
+ */
+static pid_t start_rest_tls(const char *root, char *base, size_t cap, const char *cert, const char *key)
 {
 	assert_int_equal(system("command -v rclone >/dev/null 2>&1"), 0);
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
@@ -311,14 +314,18 @@ static pid_t start_rest(const char *root, char *base, size_t cap)
 		int port = 20000 + rand() % 20000;
 		char addr[64];
 		snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-		snprintf(base, cap, "rest:http://u:s3cr%%3Aet%%40x@%s/", addr);
+		snprintf(base, cap, "rest:%s://u:s3cr%%3Aet%%40x@%s/", cert != NULL ? "https" : "http", addr);
 		pid_t pid = fork();
 		if (pid == 0) {
 			int devnull = open("/dev/null", O_WRONLY);
 			dup2(devnull, 1);
 			dup2(devnull, 2);
-			execlp("rclone", "rclone", "serve", "restic", "--addr", addr, "--user", "u", "--pass", "s3cr:et@x", root,
-			       (char *)NULL);
+			if (cert != NULL)
+				execlp("rclone", "rclone", "serve", "restic", "--addr", addr, "--user", "u", "--pass", "s3cr:et@x",
+				       "--cert", cert, "--key", key, root, (char *)NULL);
+			else
+				execlp("rclone", "rclone", "serve", "restic", "--addr", addr, "--user", "u", "--pass", "s3cr:et@x",
+				       root, (char *)NULL);
 			_exit(127);
 		}
 		for (int i = 0; i < 100; i++) {
@@ -331,6 +338,7 @@ static pid_t start_rest(const char *root, char *base, size_t cap)
 			rix_backend *b = NULL;
 			rix_rest_options once = RIX_REST_OPTIONS_INIT;
 			once.tries = 1;
+			once.cacert = cert;
 			int rc = rix_backend_rest_open_opts(&b, probe, 0, &once);
 			rix_backend_free(b);
 			if (rc != RIX_EIO)
@@ -341,6 +349,42 @@ static pid_t start_rest(const char *root, char *base, size_t cap)
 	}
 	fail_msg("rclone serve restic did not start");
 	return -1;
+}
+
+static pid_t start_rest(const char *root, char *base, size_t cap)
+{
+	return start_rest_tls(root, base, cap, NULL, NULL);
+}
+
+/* https: the server's certificate is refused unless --cacert names its CA, or --insecure-tls. */
+static void test_tls_options(void **state)
+{
+	(void)state;
+	char root[300], base[200], cert[320], key[320];
+	snprintf(root, sizeof(root), "%s/tls", work);
+	assert_int_equal(mkdir(root, 0700), 0);
+	snprintf(cert, sizeof(cert), "%s/cert.pem", work);
+	snprintf(key, sizeof(key), "%s/key.pem", work);
+	char *out = NULL;
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 },
+				      "openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
+				      "-days 2 -keyout '%s' -out '%s' 2>&1",
+				      key, cert),
+			 0);
+	free(out);
+	pid_t srv = start_rest_tls(root, base, sizeof(base), cert, key);
+	assert_int_equal(rix(&out, "-r '%srepo' init", base), 1);
+	assert_null(strstr(out, "s3cr"));
+	free(out);
+	assert_int_equal(rix(&out, "--cacert '%s' -r '%srepo' init", cert, base), 0);
+	free(out);
+	assert_int_equal(rix(&out, "--insecure-tls -r '%srepo' list keys", base), 0);
+	free(out);
+	assert_int_equal(rix(&out, "--cacert '%s/none.pem' -r '%srepo' list keys", work, base), 1);
+	assert_non_null(strstr(out, "none.pem"));
+	free(out);
+	kill(srv, SIGTERM);
+	waitpid(srv, NULL, 0);
 }
 
 /* A REST URL's password never shows: init, check, errors, text and --json. */
@@ -554,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_passwords_and_repository_file),
 		cmocka_unit_test(test_missing_empty_folders),
 		cmocka_unit_test(test_help_and_flags),
+		cmocka_unit_test(test_tls_options),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
