@@ -125,7 +125,7 @@ static int check_interrupted(const char *dir, int sig)
 	return WEXITSTATUS(st);
 }
 
-/* SIGINT and SIGTERM during check --read-data: exit 130 / 143, no lock left, restic check passes. */
+/* SIGINT, SIGTERM, SIGHUP during check --read-data: exit 130 / 143 / 129, no lock left, restic check passes. */
 static void test_signal_releases_lock(void **state)
 {
 	(void)state;
@@ -136,6 +136,8 @@ static void test_signal_releases_lock(void **state)
 	assert_int_equal(check_interrupted(dir, SIGINT), 130);
 	assert_int_equal(count_entries(locks), 0);
 	assert_int_equal(check_interrupted(dir, SIGTERM), 143);
+	assert_int_equal(count_entries(locks), 0);
+	assert_int_equal(check_interrupted(dir, SIGHUP), 129);
 	assert_int_equal(count_entries(locks), 0);
 	char *out = NULL;
 	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RESTIC_PASSWORD='%s' restic --no-cache -q -r '%s' check 2>&1", PW, dir), 0);
