@@ -38,17 +38,17 @@ int cmd_list(int argc, char **argv)
 	if (lrc != 0)
 		return lrc;
 	struct lister l = { 0 };
-	int rc = 0;
-	if (g.json)
-		putchar('[');
-	if (which >= 0) {
-		rc = rix_backend_list(rix_repo_backend(r), files[which].t, print_name, &l);
-	} else if ((rc = load_index(r, NULL, NULL)) == 0) {
-		rc = rix_master_index_foreach(rix_repo_master_index(r), print_blob, &l);
-	} else {
+	int rc = which < 0 ? load_index(r, NULL, NULL) : 0; /* before any output: all or nothing */
+	if (rc != 0) {
 		close_repo(r, lock);
 		return rc;
 	}
+	if (g.json)
+		putchar('[');
+	if (which >= 0)
+		rc = rix_backend_list(rix_repo_backend(r), files[which].t, print_name, &l);
+	else
+		rc = rix_master_index_foreach(rix_repo_master_index(r), print_blob, &l);
 	if (g.json)
 		puts("]");
 	if (rc != 0)

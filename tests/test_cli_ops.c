@@ -289,6 +289,11 @@ static void test_exit_codes_and_damage(void **state)
 	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 1);
 	assert_non_null(strstr(out, "could not be read"));
 	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='%s' '%s' -r '%s' --json list blobs 2>/dev/null", PW,
+				      RIX_CLI_PATH, dir),
+			 1);
+	assert_string_equal(out, ""); /* nothing on stdout, not part of the blobs */
+	free(out);
 	assert_int_equal(rix(&out, "-r '%s' find-blob %s", dir, id), 1);
 	free(out);
 	assert_int_equal(rix(&out, "-r '%s' stats --json", dir), 1);
