@@ -26,6 +26,7 @@ int cmd_key(int argc, char **argv)
 		return die("key: unknown command %s (list, add, remove, passwd)", sub);
 	if ((strcmp(sub, "remove") == 0) != (argc == 2) || argc > 2)
 		return usage();
+	g.no_lock = 0; /* restic's key commands lock whatever --no-lock says: they write */
 	rix_repo *r;
 	rix_lock *lock;
 	int lrc = open_repo_locked(&r, &lock, strcmp(sub, "remove") == 0 || strcmp(sub, "passwd") == 0);

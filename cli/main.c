@@ -50,12 +50,12 @@ static const char global_help[] =
 	"      --password-command CMD  the password from a command's output (else $RIX_/$RESTIC_PASSWORD_COMMAND)\n"
 	"                              (else $RIX_PASSWORD / $RESTIC_PASSWORD, standard input, the terminal)\n"
 	"      --key-hint ID           the key to try first (else $RIX_/$RESTIC_KEY_HINT)\n"
-	"      --no-lock               take no lock (read-only commands: list, cat, find-blob, stats, check)\n"
+	"      --no-lock               take no lock (list, cat, find-blob, stats, check; key commands always lock)\n"
 	"      --json                  JSON output\n"
 	"  -q, --quiet                 no progress, fewer messages\n"
 	"  -v, --verbose               more messages (accepted; rix prints what it has at any level)\n"
 	"      --no-cache              accepted: rix keeps no local cache\n"
-	"      --cacert FILE           CA certificates for a https REST server (PEM)\n"
+	"      --cacert FILE           CA certificates for a https REST server, PEM (else $RIX_/$RESTIC_CACERT)\n"
 	"      --insecure-tls          do not verify the REST server's certificate\n"
 	"      --limit-upload KiB/s    limit the REST backend's uploads\n"
 	"      --limit-download KiB/s  limit the REST backend's downloads\n"
@@ -290,6 +290,8 @@ int main(int argc, char **argv)
 	}
 	if (resolve_repository())
 		return EXIT_FAIL;
+	if (cacert == NULL)
+		cacert = getenv("RIX_CACERT") != NULL ? getenv("RIX_CACERT") : getenv("RESTIC_CACERT");
 	int rc = rest_settings(cacert, insecure_tls != 0, limit_up * 1024, limit_down * 1024);
 	if (rc != 0)
 		return fail(rc);

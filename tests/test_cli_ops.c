@@ -178,6 +178,9 @@ static void test_locks_and_no_lock(void **state)
 	free(out);
 	assert_int_equal(rix(&out, "-r '%s' key remove 0000000000000000000000000000000000000000000000000000000000000000", dir), 11);
 	free(out);
+	assert_int_equal(rix(&out, "-r '%s' --no-lock key remove 0000000000000000000000000000000000000000000000000000000000000000", dir),
+			 11); /* key commands lock anyway */
+	free(out);
 	assert_int_equal(rix_lock_free(l), 0);
 	rix_repo_free(r);
 	assert_int_equal(count_entries(locks), 0);
@@ -386,6 +389,10 @@ static void test_tls_options(void **state)
 	assert_int_equal(rix(&out, "--cacert '%s' -r '%srepo' init", cert, base), 0);
 	free(out);
 	assert_int_equal(rix(&out, "--insecure-tls -r '%srepo' list keys", base), 0);
+	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RESTIC_CACERT='%s' RIX_PASSWORD='%s' '%s' -r '%srepo' list keys 2>&1", cert,
+				      PW, RIX_CLI_PATH, base),
+			 0);
 	free(out);
 	assert_int_equal(rix(&out, "--cacert '%s/none.pem' -r '%srepo' list keys", work, base), 1);
 	assert_non_null(strstr(out, "none.pem"));
