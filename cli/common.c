@@ -77,6 +77,9 @@ void signals_start(void)
 	sigaddset(&signals, SIGTERM);
 	sigaddset(&signals, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &signals, NULL);
+	/* A reader gone (`rix list blobs | head`): writes fail with EPIPE and the command ends as
+	 * usual, releasing its lock, where SIGPIPE would have killed it holding the lock. */
+	signal(SIGPIPE, SIG_IGN);
 	pthread_t t;
 	pthread_attr_t a;
 	pthread_attr_init(&a);

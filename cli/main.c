@@ -295,5 +295,11 @@ int main(int argc, char **argv)
 	int rc = rest_settings(cacert, insecure_tls != 0, limit_up * 1024, limit_down * 1024);
 	if (rc != 0)
 		return fail(rc);
-	return current->fn(n, rest);
+	rc = current->fn(n, rest);
+	if (fflush(stdout) != 0 || ferror(stdout)) { /* output lost: not a success */
+		if (errno != EPIPE) /* a reader that went away knows */
+			die("cannot write the output: %s", strerror(errno));
+		rc = rc != 0 ? rc : EXIT_FAIL;
+	}
+	return rc;
 }

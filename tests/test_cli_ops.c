@@ -139,6 +139,12 @@ static void test_signal_releases_lock(void **state)
 	assert_int_equal(count_entries(locks), 0);
 	assert_int_equal(check_interrupted(dir, SIGHUP), 129);
 	assert_int_equal(count_entries(locks), 0);
+	/* A reader that goes away (SIGPIPE): the lock is released all the same. */
+	char *head = NULL;
+	assert_int_equal(rix_test_run(&head, &(size_t){ 0 }, "RIX_PASSWORD='%s' '%s' -r '%s' list blobs | head -c 10", PW, RIX_CLI_PATH, dir),
+			 0);
+	free(head);
+	assert_int_equal(count_entries(locks), 0);
 	char *out = NULL;
 	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RESTIC_PASSWORD='%s' restic --no-cache -q -r '%s' check 2>&1", PW, dir), 0);
 	free(out);
