@@ -1,8 +1,19 @@
 /*
  * tests/test_cli_ops.c — the rix command as restic users expect it to behave around the work
- * itself: signals (the lock released, exit 130 / 143), locks per command and --no-lock, exit
- * codes, secrets never printed, passwords and repositories given the ways restic takes them,
- * help. restic runs beside it where it defines the behaviour.
+ * itself, restic beside it where it defines the behaviour:
+ *   test_signal_releases_lock        SIGINT/SIGTERM/SIGHUP mid check --read-data: 130/143/129,
+ *                                    no lock left, restic check passes; a reader gone (SIGPIPE)
+ *   test_locks_and_no_lock           shared/exclusive locks per command (exit 11), --no-lock on
+ *                                    a repository whose locks/ cannot be written or that is
+ *                                    mounted read-only, an unreadable lock file
+ *   test_exit_codes_and_damage       10, 12, 1; a missing pack named by cat blob; a damaged index
+ *                                    file fails list/find-blob/stats; permission denied said so
+ *   test_secrets_not_printed         user:***@ in init/check/errors, text and JSON; REST retries
+ *   test_passwords_and_repository_file  password command/file/stdin/CRLF, --repository-file,
+ *                                    --new-password-file
+ *   test_missing_empty_folders       a repository without its empty folders: check, save, flush
+ *   test_help_and_flags              help, unknown flags/commands named, restic's global flags
+ *   test_tls_options                 https REST with --cacert / --insecure-tls
  *
  * The repositories are made through the library (repo_fixture: a cheap scrypt, password PW).
  */
