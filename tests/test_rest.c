@@ -278,6 +278,61 @@ static void test_server_back(void **state)
 	rix_backend_free(b);
 }
 
+/*
+ * A busy server (a Python one answering 503 twice, then 404): with 2 tries the request fails
+ * naming HTTP 503 and the tries; with more it gets through to the 404 (not tried again: a 4xx
+ * is an answer).
+ */
+static void test_server_busy(void **state)
+{
+	(void)state;
+	char dir[300], script[400], ready[400];
+	rix_test_mkdtemp(dir, sizeof(dir), "rix-busy");
+	snprintf(script, sizeof(script), "%s/busy.py", dir);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	static const char py[] =
+		"import http.server, sys\n"
+		"n = [0]\n"
+		"class H(http.server.BaseHTTPRequestHandler):\n"
+		"    def answer(self):\n"
+		"        n[0] += 1\n"
+		"        self.send_response(503 if n[0] <= 2 else 404)\n"
+		"        self.send_header('Content-Length', '0')\n"
+		"        self.end_headers()\n"
+		"    do_HEAD = answer\n"
+		"    do_GET = answer\n"
+		"    def log_message(self, *a): pass\n"
+		"s = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
+		"open(sys.argv[1] + '.tmp', 'w').write(str(s.server_address[1]))\n"
+		"import os; os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
+		"s.serve_forever()\n";
+	rix_test_put_file(dir, "busy.py", py, sizeof(py) - 1);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execlp("python3", "python3", script, ready, (char *)NULL);
+		_exit(127);
+	}
+	char *port = NULL;
+	for (int i = 0; i < 100 && (port = rix_test_read_file(ready, &(size_t){ 0 })) == NULL; i++)
+		usleep(50000);
+	assert_non_null(port);
+	char url[200];
+	snprintf(url, sizeof(url), "rest:http://127.0.0.1:%s/busy/", port);
+	free(port);
+	rix_rest_options o = RIX_REST_OPTIONS_INIT;
+	o.tries = 2;
+	o.first_delay_ms = 20;
+	rix_backend *b = NULL;
+	assert_int_equal(rix_backend_rest_open_opts(&b, url, 0, &o), RIX_EIO);
+	assert_non_null(strstr(rix_error_last(), "HTTP 503 (2 tries"));
+	o.tries = 5;
+	assert_int_equal(rix_backend_rest_open_opts(&b, url, 0, &o), RIX_ENOTFOUND);
+	assert_null(strstr(rix_error_last(), "tries"));
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	rix_test_rmtree(dir);
+}
+
 /* Last: the server goes away; every call fails cleanly with curl's reason, after its tries. */
 static void test_server_gone(void **state)
 {
@@ -308,6 +363,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_backend_ops),
 		cmocka_unit_test(test_repository_over_rest),
+		cmocka_unit_test(test_server_busy),
 		cmocka_unit_test(test_server_back),
 		cmocka_unit_test(test_server_gone),
 	};
