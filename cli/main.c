@@ -46,7 +46,7 @@ static const char global_help[] =
 	"  -r, --repo REPO             the repository: a folder, local:PATH or rest:http(s)://[user:pass@]host/path\n"
 	"                              (else $RIX_REPOSITORY / $RESTIC_REPOSITORY)\n"
 	"      --repository-file FILE  the repository from a file (else $RIX_/$RESTIC_REPOSITORY_FILE)\n"
-	"      --password-file FILE    the password from a file (else $RIX_/$RESTIC_PASSWORD_FILE)\n"
+	"  -p, --password-file FILE    the password from a file (else $RIX_/$RESTIC_PASSWORD_FILE)\n"
 	"      --password-command CMD  the password from a command's output (else $RIX_/$RESTIC_PASSWORD_COMMAND)\n"
 	"                              (else $RIX_PASSWORD / $RESTIC_PASSWORD, standard input, the terminal)\n"
 	"      --key-hint ID           the key to try first (else $RIX_/$RESTIC_KEY_HINT)\n"
