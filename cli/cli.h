@@ -11,6 +11,8 @@
 
 /* The system headers every command file uses, in one place. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,33 +37,82 @@
 /* The global options (main.c parses them, before and after the command). */
 struct cli_globals {
 	const char *repo;
+	const char *repository_file;
 	const char *password_file;
+	const char *password_command;
 	const char *key_hint;
 	int json;
 	int quiet;
 	int version; /* init */
+	int no_lock;
+	int verbose;
 };
 extern struct cli_globals g;
 
+/*
+ * Exit statuses, restic's (0.17): 0 success, 1 a failure (a usage error too), 3 some data could
+ * not be read (restic backup's; unused), 10 no repository, 11 the lock could not be taken,
+ * 12 wrong password; 130 / 143 / 129 interrupted by SIGINT / SIGTERM / SIGHUP.
+ */
+#define EXIT_FAIL 1
+#define EXIT_NO_REPO 10
+#define EXIT_LOCKED 11
+#define EXIT_WRONG_PASSWORD 12
+
 /* "rix: <message>" on stderr; returns 1 (the exit status of a failure). */
 int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* die() with rix's last error message (or rc's name). */
+/* die() with rix's last error message (or rc's name); returns 11 for RIX_ELOCKED, else 1. */
 int fail(int rc);
-/* The usage text on stderr; returns 2. */
+/* The usage text on stderr; returns 1 (restic's status for a usage error). */
 int usage(void);
 
+/*
+ * Signals: SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by one thread of
+ * their own (signals_start, first thing in main, before any other thread), which releases the
+ * lock the command holds (cli_lock) and exits 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).
+ */
+void signals_start(void);
+/*
+ * Takes the repository's lock (shared or exclusive) unless --no-lock; *out is NULL then. Returns
+ * 0, or the exit status of a failure (reported). A lock taken so is released by cli_unlock.
+ */
+int cli_lock(rix_lock **out, rix_repo *r, bool exclusive);
+void cli_unlock(rix_lock *l);
+/* open_repo, then cli_lock; close_repo releases both (either may be NULL). */
+int open_repo_locked(rix_repo **r, rix_lock **l, bool exclusive);
+void close_repo(rix_repo *r, rix_lock *l);
+
+/*
+ * The repository's password into buf, as restic finds it: --password-file or --password-command
+ * (else RIX_/RESTIC_PASSWORD_FILE or _COMMAND; both at once is an error), RIX_/RESTIC_PASSWORD,
+ * a line of standard input when it is not a terminal, else the terminal (twice when is_new).
+ * Files and command output lose surrounding white space (a CRLF too). 0, or 1 (reported; buf
+ * wiped). The caller wipes buf (sodium_memzero) once used.
+ */
 int get_password(char *buf, size_t cap, int is_new);
+/* A new key's password: file (--new-password-file), else RIX_/RESTIC_NEW_PASSWORD_FILE, else the terminal twice. */
+int get_new_password(char *buf, size_t cap, const char *file);
+/* g.repo from -r, --repository-file, RIX_/RESTIC_REPOSITORY, RIX_/RESTIC_REPOSITORY_FILE. 0 or 1. */
+int resolve_repository(void);
 void index_error(void *arg, const char *name, int code, const char *msg);
+/* Loads the index; an index file that cannot be read fails it (each named on stderr). 0 or 1. */
 int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs);
 void load_progress(void *arg, size_t done, size_t total);
 double now_s(void);
 int open_backend(const char *path, int create, rix_backend **b);
+/* The REST backend's options (--cacert, --insecure-tls, --limit-*: bytes/s; RIX_REST_TRIES,
+ * RIX_REST_FIRST_DELAY_MS). 0, or RIX_EINVAL (an unreadable CA file). */
+int rest_settings(const char *cacert, bool insecure_tls, uint64_t limit_upload, uint64_t limit_download);
+/* Opens the repository (-r, ...): 0, or the exit status of a failure (reported: 10, 12, 1). */
 int open_repo(rix_repo **r);
 int parse_id(const char *hex, rix_id *id);
 int prompt(const char *what, char *buf, size_t cap);
 void put_json_string(const char *s);
 int read_password_file(const char *path, char *buf, size_t cap);
 
+/* The repository as given (-r, RIX_REPOSITORY, ...; "local:" dropped): what opens it. */
+const char *repo_location(void);
+/* The same as shown to the user, text and JSON: a URL's password as "user:***@". */
 const char *repo_path(void);
 
 /* rix_backend_list callback printing file names (text: one a line; JSON: an array, n counts). */

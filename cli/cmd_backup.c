@@ -130,17 +130,13 @@ int cmd_backup(int argc, char **argv)
 	bo.ntags = ntags;
 	bo.warn = backup_warn;
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
-	rix_lock *lock = NULL;
-	int rc = load_index(r, NULL, NULL);
-	if (rc != 0) {
-		rix_repo_free(r);
+	rix_lock *lock;
+	int rc = open_repo_locked(&r, &lock, false); /* shared, released on a signal too */
+	if (rc != 0)
 		return rc;
-	}
-	if ((rc = rix_lock_acquire(&lock, r, false)) != 0) {
-		rix_repo_free(r);
-		return fail(rc);
+	if ((rc = load_index(r, NULL, NULL)) != 0) {
+		close_repo(r, lock);
+		return rc;
 	}
 	double t0 = now_s();
 	rix_id snap;
@@ -149,8 +145,7 @@ int cmd_backup(int argc, char **argv)
 	double secs = now_s() - t0;
 	if (rc != 0)
 		rc = fail(rc);
-	rix_lock_free(lock);
-	rix_repo_free(r);
+	close_repo(r, lock);
 	if (rc != 0)
 		return rc;
 	char hex[65];

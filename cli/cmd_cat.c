@@ -67,8 +67,10 @@ int cmd_cat(int argc, char **argv)
 	if (needs_id && parse_id(argv[1], &id))
 		return 1;
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
+	rix_lock *lock;
+	int lrc = open_repo_locked(&r, &lock, false);
+	if (lrc != 0)
+		return lrc;
 	int rc = 0;
 	if (strcmp(what, "config") == 0) {
 		char *json;
@@ -89,14 +91,17 @@ int cmd_cat(int argc, char **argv)
 	} else if (strcmp(what, "blob") == 0) {
 		rc = load_index(r, NULL, NULL);
 		if (rc != 0) {
-			rix_repo_free(r);
+			close_repo(r, lock);
 			return rc;
 		}
 		uint8_t *data;
 		size_t n;
-		rc = rix_repo_load_blob(&data, &n, r, RIX_BLOB_DATA, &id);
-		if (rc == RIX_ENOTFOUND)
-			rc = rix_repo_load_blob(&data, &n, r, RIX_BLOB_TREE, &id);
+		/* The type the index knows it by: a missing pack is then reported as such. */
+		rix_packed_blob pb;
+		rix_blob_type t = rix_master_index_lookup(&pb, rix_repo_master_index(r), RIX_BLOB_DATA, &id) == 0
+					  ? RIX_BLOB_DATA
+					  : RIX_BLOB_TREE;
+		rc = rix_repo_load_blob(&data, &n, r, t, &id);
 		if (rc == 0) {
 			fwrite(data, 1, n, stdout);
 			rix_free(data);
@@ -128,6 +133,6 @@ int cmd_cat(int argc, char **argv)
 	}
 	if (rc != 0)
 		rc = fail(rc);
-	rix_repo_free(r);
+	close_repo(r, lock);
 	return rc;
 }

@@ -145,13 +145,14 @@ int cmd_check(int argc, char **argv)
 	if (subset != NULL && co.read_data)
 		return die("--read-data and --read-data-subset: one or the other");
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
+	int orc = open_repo(&r);
+	if (orc != 0)
+		return orc;
 	rix_lock *lock;
-	int rc = rix_lock_acquire(&lock, r, 0);
+	int rc = cli_lock(&lock, r, false);
 	if (rc != 0) {
 		rix_repo_free(r);
-		return fail(rc);
+		return rc;
 	}
 	if (!g.quiet && !g.json)
 		printf("check %s%s\n", repo_path(),
@@ -165,7 +166,7 @@ int cmd_check(int argc, char **argv)
 	rc = rix_repo_check(&rep, r, &co);
 	if (tty)
 		fputs("\r\033[K", stderr);
-	rix_lock_free(lock);
+	cli_unlock(lock);
 	if (rc != 0 && rc != RIX_ECORRUPT) {
 		free(f.broken);
 		rix_repo_free(r);

@@ -8,8 +8,10 @@ int cmd_find_blob(int argc, char **argv)
 	if (argc < 1)
 		return usage();
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
+	rix_lock *lock;
+	int lrc = open_repo_locked(&r, &lock, false);
+	if (lrc != 0)
+		return lrc;
 	int rc = load_index(r, NULL, NULL), missing = 0;
 	if (g.json && rc == 0)
 		putchar('[');
@@ -47,6 +49,6 @@ int cmd_find_blob(int argc, char **argv)
 	}
 	if (g.json && rc == 0)
 		puts("]");
-	rix_repo_free(r);
+	close_repo(r, lock);
 	return rc != 0 ? rc : missing != 0;
 }

@@ -15,9 +15,10 @@ int cmd_init(int argc, char **argv)
 	}
 	if (g.version != 1 && g.version != 2)
 		return die("repository version %d: 1 or 2", g.version);
-	const char *path = repo_path();
+	const char *path = repo_location();
 	if (path == NULL || *path == '\0')
 		return die("no repository: use -r or set RIX_REPOSITORY");
+	const char *shown = repo_path();
 	char pw[1024];
 	if (get_password(pw, sizeof(pw), 1))
 		return 1;
@@ -25,8 +26,10 @@ int cmd_init(int argc, char **argv)
 		return die("an empty password is not a password");
 	rix_backend *b;
 	int rc = open_backend(path, 1, &b);
-	if (rc != 0)
+	if (rc != 0) {
+		sodium_memzero(pw, sizeof(pw));
 		return fail(rc);
+	}
 	rix_repo_options o = RIX_REPO_OPTIONS_INIT;
 	o.repo_version = g.version;
 	rix_repo *r;
@@ -40,11 +43,11 @@ int cmd_init(int argc, char **argv)
 	rix_id_to_hex(hex, &rix_repo_config(r)->id);
 	if (g.json) {
 		printf("{\"message_type\":\"initialized\",\"id\":\"%s\",\"repository\":", hex);
-		put_json_string(path);
+		put_json_string(shown);
 		printf(",\"version\":%d}\n", g.version);
 	}
 	else if (!g.quiet)
-		printf("created rix repository %.10s at %s (version %d)\n", hex, path, g.version);
+		printf("created rix repository %.10s at %s (version %d)\n", hex, shown, g.version);
 	rix_repo_free(r);
 	return 0;
 }

@@ -5,6 +5,20 @@
 
 int cmd_key(int argc, char **argv)
 {
+	const char *new_pw_file = NULL;
+	int n = 0;
+	for (int i = 0; i < argc; i++) { /* --new-password-file FILE, anywhere; the rest in order */
+		if (strcmp(argv[i], "--new-password-file") == 0) {
+			if (i + 1 >= argc)
+				return die("key: --new-password-file needs a file");
+			new_pw_file = argv[++i];
+		} else if (strncmp(argv[i], "--new-password-file=", 20) == 0) {
+			new_pw_file = argv[i] + 20;
+		} else {
+			argv[n++] = argv[i];
+		}
+	}
+	argc = n;
 	if (argc < 1)
 		return usage();
 	const char *sub = argv[0];
@@ -12,9 +26,12 @@ int cmd_key(int argc, char **argv)
 		return die("key: unknown command %s (list, add, remove, passwd)", sub);
 	if ((strcmp(sub, "remove") == 0) != (argc == 2) || argc > 2)
 		return usage();
+	g.no_lock = 0; /* restic's key commands lock whatever --no-lock says: they write */
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
+	rix_lock *lock;
+	int lrc = open_repo_locked(&r, &lock, strcmp(sub, "remove") == 0 || strcmp(sub, "passwd") == 0);
+	if (lrc != 0)
+		return lrc;
 	int rc = 0;
 	if (strcmp(sub, "list") == 0) {
 		struct lister l = { 0 };
@@ -31,15 +48,10 @@ int cmd_key(int argc, char **argv)
 			printf("removed key %s\n", argv[1]);
 	} else { /* add, passwd */
 		char pw[1024], name[65];
-		const char *pf = getenv("RIX_NEW_PASSWORD_FILE");
-		int bad = pf != NULL ? read_password_file(pf, pw, sizeof(pw)) : prompt("enter new password: ", pw, sizeof(pw));
-		if (bad) {
-			rix_repo_free(r);
+		if (get_new_password(pw, sizeof(pw), new_pw_file)) {
+			sodium_memzero(pw, sizeof(pw));
+			close_repo(r, lock);
 			return 1;
-		}
-		if (pw[0] == '\0') {
-			rix_repo_free(r);
-			return die("an empty password is not a password");
 		}
 		rc = rix_repo_key_add(name, r, pw, strlen(pw));
 		sodium_memzero(pw, sizeof(pw));
@@ -55,6 +67,6 @@ int cmd_key(int argc, char **argv)
 	}
 	if (rc != 0)
 		rc = fail(rc);
-	rix_repo_free(r);
+	close_repo(r, lock);
 	return rc;
 }

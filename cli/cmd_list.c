@@ -33,24 +33,26 @@ int cmd_list(int argc, char **argv)
 	if (which < 0 && strcmp(argv[0], "blobs") != 0)
 		return die("list: unknown type %s (blobs, packs, index, keys, snapshots, locks)", argv[0]);
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
+	rix_lock *lock;
+	int lrc = open_repo_locked(&r, &lock, false);
+	if (lrc != 0)
+		return lrc;
 	struct lister l = { 0 };
-	int rc = 0;
-	if (g.json)
-		putchar('[');
-	if (which >= 0) {
-		rc = rix_backend_list(rix_repo_backend(r), files[which].t, print_name, &l);
-	} else if ((rc = load_index(r, NULL, NULL)) == 0) {
-		rc = rix_master_index_foreach(rix_repo_master_index(r), print_blob, &l);
-	} else {
-		rix_repo_free(r);
+	int rc = which < 0 ? load_index(r, NULL, NULL) : 0; /* before any output: all or nothing */
+	if (rc != 0) {
+		close_repo(r, lock);
 		return rc;
 	}
+	if (g.json)
+		putchar('[');
+	if (which >= 0)
+		rc = rix_backend_list(rix_repo_backend(r), files[which].t, print_name, &l);
+	else
+		rc = rix_master_index_foreach(rix_repo_master_index(r), print_blob, &l);
 	if (g.json)
 		puts("]");
 	if (rc != 0)
 		rc = fail(rc);
-	rix_repo_free(r);
+	close_repo(r, lock);
 	return rc;
 }

@@ -45,8 +45,10 @@ int cmd_snapshots(int argc, char **argv)
 	if (argc != 0)
 		return die("snapshots: unknown argument %s", argv[0]);
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
+	rix_lock *lock;
+	int orc = open_repo_locked(&r, &lock, false);
+	if (orc != 0)
+		return orc;
 	struct {
 		struct snap *v;
 		size_t n, cap;
@@ -71,7 +73,7 @@ int cmd_snapshots(int argc, char **argv)
 	}
 	if (rc != 0) {
 		free(l.v);
-		rix_repo_free(r);
+		close_repo(r, lock);
 		return fail(rc);
 	}
 	size_t k = 0; /* the readable ones, by time */
@@ -125,6 +127,6 @@ int cmd_snapshots(int argc, char **argv)
 	for (size_t i = 0; i < k; i++)
 		json_decref(l.v[i].j);
 	free(l.v);
-	rix_repo_free(r);
+	close_repo(r, lock);
 	return bad;
 }

@@ -22,13 +22,15 @@ int cmd_stats(int argc, char **argv)
 	if (argc != 0)
 		return usage();
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
+	rix_lock *lock;
+	int lrc = open_repo_locked(&r, &lock, false);
+	if (lrc != 0)
+		return lrc;
 	rix_repo_load_stats st;
 	double secs;
 	int rc = load_index(r, &st, &secs);
 	if (rc != 0) {
-		rix_repo_free(r);
+		close_repo(r, lock);
 		return rc;
 	}
 	rix_master_index *mi = rix_repo_master_index(r);
@@ -36,13 +38,13 @@ int cmd_stats(int argc, char **argv)
 	rc = rix_master_index_foreach(mi, sum_blob, &s);
 	size_t npacks = rix_master_index_pack_count(mi); /* no sort: restic names each pack once */
 	if (rc != 0) {
-		rix_repo_free(r);
+		close_repo(r, lock);
 		return fail(rc);
 	}
 	rix_repo_usage u;
 	rc = rix_repo_usage_compute(&u, r);
 	if (rc != 0) {
-		rix_repo_free(r);
+		close_repo(r, lock);
 		return fail(rc);
 	}
 	double dedup = u.unique_bytes ? (double)u.logical_bytes / (double)u.unique_bytes : 0.0;
@@ -54,12 +56,13 @@ int cmd_stats(int argc, char **argv)
 		printf("{\"total_blob_count\":%llu,\"data_blobs\":%llu,\"tree_blobs\":%llu,\"total_size\":%llu,"
 		       "\"total_uncompressed_size\":%llu,\"packs\":%zu,\"index_files\":%zu,\"index_bytes\":%llu,"
 		       "\"index_memory\":%zu,\"load_seconds\":%.3f,\"max_rss_kib\":%ld,\"snapshots\":%zu,"
-		       "\"files\":%llu,\"logical_size\":%llu,\"referenced_size\":%llu,\"dedup_ratio\":%.3f}\n",
+		       "\"files\":%llu,\"logical_size\":%llu,\"referenced_size\":%llu,\"dedup_ratio\":%.3f,"
+		       "\"missing_blobs\":%llu}\n",
 		       (unsigned long long)blobs, (unsigned long long)s.count[0], (unsigned long long)s.count[1],
 		       (unsigned long long)s.stored, (unsigned long long)s.plain, npacks, st.loaded,
 		       (unsigned long long)st.bytes, mem, secs, ru.ru_maxrss, u.snapshots,
 		       (unsigned long long)u.files, (unsigned long long)u.logical_bytes,
-		       (unsigned long long)u.unique_bytes, dedup);
+		       (unsigned long long)u.unique_bytes, dedup, (unsigned long long)u.missing_blobs);
 	} else {
 		printf("Total Blob Count:         %llu (data %llu, tree %llu)\n", (unsigned long long)blobs,
 		       (unsigned long long)s.count[0], (unsigned long long)s.count[1]);
@@ -81,6 +84,6 @@ int cmd_stats(int argc, char **argv)
 		       blobs ? (double)mem / (double)blobs : 0.0);
 		printf("Peak memory (RSS):        %.1f MiB\n", (double)ru.ru_maxrss / 1024.0);
 	}
-	rix_repo_free(r);
+	close_repo(r, lock);
 	return 0;
 }

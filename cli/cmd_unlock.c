@@ -13,8 +13,9 @@ int cmd_unlock(int argc, char **argv)
 			return usage();
 	}
 	rix_repo *r;
-	if (open_repo(&r))
-		return 1;
+	int orc = open_repo(&r);
+	if (orc != 0)
+		return orc;
 	size_t removed;
 	int rc = rix_lock_remove(&removed, r, all);
 	rix_repo_free(r);

@@ -19,30 +19,185 @@ int die(const char *fmt, ...)
 int fail(int rc)
 {
 	const char *m = rix_error_last();
-	return die("%s", m[0] ? m : rix_strerror(rc));
+	die("%s", m[0] ? m : rix_strerror(rc));
+	return rc == RIX_ELOCKED ? EXIT_LOCKED : EXIT_FAIL;
+}
+
+/* ---- signals and the lock ------------------------------------------------------------------ */
+
+/* The lock the command holds, and the mutex that orders its taking and release with a signal. */
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+static rix_lock *held;
+static sigset_t signals;
+
+/* A signal while the first is being handled (a release stuck on a server that went away): out now. */
+static void *second_signal(void *arg)
+{
+	(void)arg;
+	int sig = 0;
+	while (sigwait(&signals, &sig) != 0)
+		;
+	static const char msg[] = "rix: interrupted again: the lock may be left (`rix unlock` removes it)\n";
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+	}
+	_exit(sig == SIGINT ? 130 : sig == SIGTERM ? 143 : 128 + sig);
+}
+
+static void *signal_thread(void *arg)
+{
+	(void)arg;
+	int sig = 0;
+	while (sigwait(&signals, &sig) != 0)
+		;
+	static const char msg[] = "rix: interrupted, cleaning up\n";
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+	}
+	/*
+	 * Taking held_mu waits for a lock being taken (its file is written) and keeps cli_unlock
+	 * from freeing it meanwhile. The command runs on until _exit: the lock's release stops its
+	 * refresh thread, waits for the workers looking at it (repo/lock.c counts them), and their
+	 * next look finds none. A second signal meanwhile ends rix at once (second_signal).
+	 */
+	pthread_t t;
+	if (pthread_create(&t, NULL, second_signal, NULL) == 0)
+		pthread_detach(t);
+	pthread_mutex_lock(&held_mu);
+	if (held != NULL && rix_lock_free(held) != 0) {
+		static const char left[] = "rix: the lock file could not be removed (`rix unlock` removes it)\n";
+		if (write(2, left, sizeof(left) - 1) < 0) {
+		}
+	}
+	_exit(sig == SIGINT ? 130 : sig == SIGTERM ? 143 : 128 + sig);
+}
+
+void signals_start(void)
+{
+	sigemptyset(&signals);
+	sigaddset(&signals, SIGINT);
+	sigaddset(&signals, SIGTERM);
+	sigaddset(&signals, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &signals, NULL);
+	/* A reader gone (`rix list blobs | head`): writes fail with EPIPE and the command ends as
+	 * usual, releasing its lock, where SIGPIPE would have killed it holding the lock. */
+	signal(SIGPIPE, SIG_IGN);
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &a, signal_thread, NULL) != 0)
+		pthread_sigmask(SIG_UNBLOCK, &signals, NULL); /* no thread: the default actions */
+	pthread_attr_destroy(&a);
+}
+
+int cli_lock(rix_lock **out, rix_repo *r, bool exclusive)
+{
+	*out = NULL;
+	if (g.no_lock)
+		return 0;
+	pthread_mutex_lock(&held_mu);
+	int rc = rix_lock_acquire(out, r, exclusive);
+	if (rc == 0)
+		held = *out;
+	pthread_mutex_unlock(&held_mu);
+	return rc != 0 ? fail(rc) : 0;
+}
+
+void cli_unlock(rix_lock *l)
+{
+	if (l == NULL)
+		return;
+	pthread_mutex_lock(&held_mu);
+	if (held == l)
+		held = NULL;
+	int rc = rix_lock_free(l);
+	pthread_mutex_unlock(&held_mu);
+	if (rc != 0)
+		fprintf(stderr, "rix: the lock file could not be removed (`rix unlock` removes it): %s\n", rix_error_last());
 }
 
 /* ---- password ------------------------------------------------------------------------------ */
 
+/* An environment variable, NULL when unset or empty. */
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/* Leading and trailing white space (CR, LF, tabs, spaces) removed in place, as Go's TrimSpace. */
+static void trim_space(char *buf)
+{
+	size_t n = strlen(buf), start = 0;
+	while (n > 0 && strchr(" \t\r\n\v\f", buf[n - 1]) != NULL)
+		buf[--n] = '\0';
+	while (buf[start] != '\0' && strchr(" \t\r\n\v\f", buf[start]) != NULL)
+		start++;
+	memmove(buf, buf + start, n - start + 1);
+}
+
+/* Up to cap - 1 bytes of f into buf; 1 when there was more (buf wiped), else 0. */
+static int read_all(FILE *f, char *buf, size_t cap)
+{
+	size_t n = fread(buf, 1, cap - 1, f);
+	buf[n] = '\0';
+	if (n == cap - 1 && fgetc(f) != EOF) {
+		sodium_memzero(buf, cap);
+		return 1;
+	}
+	return 0;
+}
+
+/* The file's text less surrounding white space (a CRLF too), as restic reads a password file. */
 int read_password_file(const char *path, char *buf, size_t cap)
 {
+	buf[0] = '\0';
 	FILE *f = fopen(path, "r");
 	if (f == NULL)
 		return die("cannot read password file %s: %s", path, strerror(errno));
-	size_t n = fread(buf, 1, cap - 1, f);
+	int big = read_all(f, buf, cap);
 	fclose(f);
-	buf[n] = '\0';
-	char *nl = strchr(buf, '\n'); /* the first line, as restic reads it */
-	if (nl != NULL)
-		*nl = '\0';
+	if (big)
+		return die("password file %s: over %zu bytes", path, cap - 1);
+	trim_space(buf);
+	return 0;
+}
+
+/* The standard output of `sh -c cmd`, less surrounding white space; it must exit 0. */
+static int run_password_command(const char *cmd, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	fflush(NULL);
+	FILE *f = popen(cmd, "r");
+	if (f == NULL)
+		return die("password command: cannot run it: %s", strerror(errno));
+	int big = read_all(f, buf, cap);
+	int st = pclose(f);
+	if (big || st != 0) {
+		sodium_memzero(buf, cap);
+		return big ? die("password command: over %zu bytes of output", cap - 1)
+			   : die("password command failed (exit status %d)", st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	trim_space(buf);
+	return 0;
+}
+
+/* One line of standard input (not a terminal), its LF or CRLF dropped. */
+static int read_stdin_line(char *buf, size_t cap)
+{
+	if (fgets(buf, (int)cap, stdin) == NULL) {
+		buf[0] = '\0';
+		return die("no password: standard input is empty");
+	}
+	buf[strcspn(buf, "\r\n")] = '\0';
 	return 0;
 }
 
 int prompt(const char *what, char *buf, size_t cap)
 {
+	buf[0] = '\0';
 	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
 	if (fd < 0)
-		return die("no password: set RIX_PASSWORD or use --password-file (no terminal to ask on)");
+		return die("no password: use --password-file, --password-command or RIX_PASSWORD (no terminal to ask on)");
 	struct termios old, quiet;
 	int tty = tcgetattr(fd, &old) == 0;
 	if (tty) {
@@ -58,6 +213,7 @@ int prompt(const char *what, char *buf, size_t cap)
 	while (n + 1 < cap && read(fd, &c, 1) == 1 && c != '\n')
 		buf[n++] = c;
 	buf[n] = '\0';
+	c = 0;
 	if (tty)
 		tcsetattr(fd, TCSAFLUSH, &old);
 	if (write(fd, "\n", 1) < 0) {
@@ -66,55 +222,162 @@ int prompt(const char *what, char *buf, size_t cap)
 	return 0;
 }
 
+/* The same password twice on the terminal; with is_new, an empty one is refused. */
+static int prompt_twice(const char *first, char *buf, size_t cap)
+{
+	if (prompt(first, buf, cap))
+		return 1;
+	char again[1024];
+	int rc = prompt("enter password again: ", again, sizeof(again));
+	if (rc == 0 && strcmp(buf, again) != 0)
+		rc = die("passwords do not match");
+	sodium_memzero(again, sizeof(again));
+	if (rc != 0)
+		sodium_memzero(buf, cap);
+	return rc;
+}
+
 int get_password(char *buf, size_t cap, int is_new)
 {
-	const char *file = g.password_file;
-	const char *env = getenv("RIX_PASSWORD");
-	if (env == NULL)
-		env = getenv("RESTIC_PASSWORD");
-	if (file == NULL && env != NULL) {
-		snprintf(buf, cap, "%s", env);
-		return 0;
+	buf[0] = '\0';
+	const char *file = g.password_file, *cmd = g.password_command;
+	if (file == NULL && cmd == NULL) { /* the environment's, when no option names one */
+		file = env("RIX_PASSWORD_FILE") != NULL ? env("RIX_PASSWORD_FILE") : env("RESTIC_PASSWORD_FILE");
+		cmd = env("RIX_PASSWORD_COMMAND") != NULL ? env("RIX_PASSWORD_COMMAND") : env("RESTIC_PASSWORD_COMMAND");
 	}
-	if (file == NULL)
-		file = getenv("RIX_PASSWORD_FILE");
-	if (file == NULL)
-		file = getenv("RESTIC_PASSWORD_FILE");
+	if (file != NULL && cmd != NULL)
+		return die("a password file and a password command are mutually exclusive (--password-file, "
+			   "--password-command and their RIX_/RESTIC_ variables)");
 	if (file != NULL)
 		return read_password_file(file, buf, cap);
-	if (prompt(is_new ? "enter password for new repository: " : "enter password for repository: ", buf, cap))
-		return 1;
-	if (is_new) {
-		char again[1024];
-		if (prompt("enter password again: ", again, sizeof(again)))
-			return 1;
-		if (strcmp(buf, again) != 0)
-			return die("passwords do not match");
+	if (cmd != NULL)
+		return run_password_command(cmd, buf, cap);
+	const char *pw = env("RIX_PASSWORD") != NULL ? env("RIX_PASSWORD") : env("RESTIC_PASSWORD");
+	if (pw != NULL) {
+		if (strlen(pw) >= cap)
+			return die("the password is over %zu bytes", cap - 1);
+		snprintf(buf, cap, "%s", pw);
+		return 0;
 	}
+	if (!isatty(0))
+		return read_stdin_line(buf, cap);
+	if (is_new)
+		return prompt_twice("enter password for new repository: ", buf, cap);
+	return prompt("enter password for repository: ", buf, cap);
+}
+
+int get_new_password(char *buf, size_t cap, const char *file)
+{
+	buf[0] = '\0';
+	if (file == NULL)
+		file = env("RIX_NEW_PASSWORD_FILE") != NULL ? env("RIX_NEW_PASSWORD_FILE") : env("RESTIC_NEW_PASSWORD_FILE");
+	int rc;
+	if (file != NULL) {
+		rc = read_password_file(file, buf, cap);
+	} else {
+		int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return die("no new password: use --new-password-file FILE (or RIX_NEW_PASSWORD_FILE); there is "
+				   "no terminal to ask on");
+		close(fd);
+		rc = prompt_twice("enter new password: ", buf, cap);
+	}
+	if (rc == 0 && buf[0] == '\0')
+		rc = die("an empty password is not a password");
+	return rc;
+}
+
+/* ---- the repository ------------------------------------------------------------------------ */
+
+int resolve_repository(void)
+{
+	static char from_file[4096];
+	const char *file = g.repository_file;
+	if (g.repo != NULL && file != NULL)
+		return die("-r and --repository-file are mutually exclusive");
+	if (g.repo == NULL && file == NULL) {
+		g.repo = env("RIX_REPOSITORY") != NULL ? env("RIX_REPOSITORY") : env("RESTIC_REPOSITORY");
+		if (g.repo == NULL)
+			file = env("RIX_REPOSITORY_FILE") != NULL ? env("RIX_REPOSITORY_FILE") : env("RESTIC_REPOSITORY_FILE");
+	}
+	if (file == NULL)
+		return 0;
+	FILE *f = fopen(file, "r");
+	if (f == NULL)
+		return die("cannot read repository file %s: %s", file, strerror(errno));
+	int big = read_all(f, from_file, sizeof(from_file));
+	fclose(f);
+	if (big)
+		return die("repository file %s: over %zu bytes", file, sizeof(from_file) - 1);
+	trim_space(from_file);
+	g.repo = from_file;
 	return 0;
 }
 
 /* ---- opening ------------------------------------------------------------------------------- */
 
+/* s with the password of a URL's "user:password@" as "***" (into buf). */
+static const char *redact(const char *s, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s", s);
+	char *scheme = strstr(buf, "://");
+	if (scheme == NULL)
+		return buf;
+	char *host = scheme + 3, *end = host + strcspn(host, "/?#"), *at = NULL;
+	for (char *p = host; p < end; p++)
+		if (*p == '@')
+			at = p; /* the last '@' before the path: a password may hold one */
+	char *colon = at != NULL ? memchr(host, ':', (size_t)(at - host)) : NULL;
+	if (colon == NULL)
+		return buf;
+	char rest[4096];
+	snprintf(rest, sizeof(rest), "%s", at);
+	snprintf(colon, cap - (size_t)(colon - buf), ":***%s", rest);
+	return buf;
+}
+
 const char *repo_path(void)
 {
-	const char *r = g.repo;
-	if (r == NULL)
-		r = getenv("RIX_REPOSITORY");
-	if (r == NULL)
-		r = getenv("RESTIC_REPOSITORY");
+	static char shown[4096];
+	const char *r = repo_location();
+	return r != NULL ? redact(r, shown, sizeof(shown)) : NULL;
+}
+
+const char *repo_location(void)
+{
+	const char *r = g.repo; /* resolve_repository set it */
 	if (r != NULL && strncmp(r, "local:", 6) == 0)
 		r += 6;
 	return r;
+}
+
+static rix_rest_options rest_o = RIX_REST_OPTIONS_INIT;
+
+int rest_settings(const char *cacert, bool insecure_tls, uint64_t limit_upload, uint64_t limit_download)
+{
+	rest_o.cacert = cacert;
+	rest_o.insecure_tls = insecure_tls;
+	rest_o.limit_upload = limit_upload;
+	rest_o.limit_download = limit_download;
+	/* Tuning, for tests mostly: how often and how soon a failed request is tried again. */
+	const char *t = env("RIX_REST_TRIES"), *d = env("RIX_REST_FIRST_DELAY_MS");
+	rest_o.tries = t != NULL ? (unsigned)strtoul(t, NULL, 10) : 0;
+	rest_o.first_delay_ms = d != NULL ? (unsigned)strtoul(d, NULL, 10) : 0;
+	if (cacert != NULL && access(cacert, R_OK) != 0)
+		return rix_error_set(RIX_EINVAL, "--cacert %s: %s", cacert, strerror(errno));
+	return 0;
 }
 
 /* "rest:http://..." or a local path ("local:" optional). */
 int open_backend(const char *path, int create, rix_backend **b)
 {
 	if (strncmp(path, "rest:", 5) == 0)
-		return rix_backend_rest_open(b, path, create);
-	if (strchr(path, ':') != NULL && path[0] != '/' && path[0] != '.')
-		return rix_error_set(RIX_EINVAL, "%s: unknown repository kind (local paths and rest: URLs)", path);
+		return rix_backend_rest_open_opts(b, path, create, &rest_o);
+	if (strchr(path, ':') != NULL && path[0] != '/' && path[0] != '.') {
+		char shown[4096];
+		return rix_error_set(RIX_EINVAL, "%s: unknown repository kind (local paths and rest: URLs)",
+				     redact(path, shown, sizeof(shown)));
+	}
 	return rix_backend_local_open(b, path, create);
 }
 
@@ -127,15 +390,20 @@ void load_progress(void *arg, size_t done, size_t total)
 
 int open_repo(rix_repo **r)
 {
-	const char *path = repo_path();
-	if (path == NULL || *path == '\0')
-		return die("no repository: use -r or set RIX_REPOSITORY");
+	const char *path = repo_location();
+	if (path == NULL || *path == '\0') {
+		die("no repository: use -r, --repository-file, or set RIX_REPOSITORY");
+		return EXIT_NO_REPO;
+	}
 	rix_backend *b;
 	int rc = open_backend(path, 0, &b);
-	if (rc != 0)
-		return fail(rc);
+	if (rc != 0) {
+		fail(rc);
+		return rc == RIX_ENOTFOUND ? EXIT_NO_REPO : EXIT_FAIL;
+	}
 	char pw[1024];
 	if (get_password(pw, sizeof(pw), 0)) {
+		sodium_memzero(pw, sizeof(pw));
 		rix_backend_free(b);
 		return 1;
 	}
@@ -149,16 +417,38 @@ int open_repo(rix_repo **r)
 	sodium_memzero(pw, sizeof(pw));
 	if (rc != 0) {
 		rix_backend_free(b);
-		return fail(rc);
+		fail(rc);
+		return rc == RIX_EAUTH ? EXIT_WRONG_PASSWORD : rc == RIX_ENOTFOUND ? EXIT_NO_REPO : EXIT_FAIL;
 	}
 	return 0;
 }
 
+int open_repo_locked(rix_repo **r, rix_lock **l, bool exclusive)
+{
+	*l = NULL;
+	int rc = open_repo(r);
+	if (rc != 0)
+		return rc;
+	rc = cli_lock(l, *r, exclusive);
+	if (rc != 0) {
+		rix_repo_free(*r);
+		*r = NULL;
+	}
+	return rc;
+}
+
+void close_repo(rix_repo *r, rix_lock *l)
+{
+	cli_unlock(l);
+	rix_repo_free(r);
+}
+
 void index_error(void *arg, const char *name, int code, const char *msg)
 {
-	(void)arg;
 	(void)code;
-	fprintf(stderr, "rix: index %s skipped: %s\n", name, msg);
+	if (arg != NULL)
+		++*(size_t *)arg;
+	fprintf(stderr, "rix: index %s could not be read: %s\n", name, msg);
 }
 
 double now_s(void)
@@ -172,12 +462,18 @@ int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs)
 {
 	int progress = !g.quiet && isatty(2);
 	double t0 = now_s();
-	int rc = rix_repo_load_index(st, r, index_error, NULL);
+	size_t bad = 0;
+	int rc = rix_repo_load_index(st, r, index_error, &bad);
 	if (secs != NULL)
 		*secs = now_s() - t0;
 	if (progress)
 		fputs("\r\033[K", stderr);
-	return rc != 0 ? fail(rc) : 0;
+	if (rc != 0)
+		return fail(rc);
+	/* What the index says would be incomplete: restic stops there too. */
+	if (bad != 0)
+		return die("%zu index file%s could not be read (`rix check` tells more)", bad, bad == 1 ? "" : "s");
+	return 0;
 }
 
 int parse_id(const char *hex, rix_id *id)

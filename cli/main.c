@@ -3,77 +3,234 @@
  *
  *   rix [global options] <command> [arguments]
  *
- * Global options: -r/--repo PATH (or RIX_REPOSITORY, RESTIC_REPOSITORY), --password-file FILE
- * (or RIX_PASSWORD, RESTIC_PASSWORD, RIX_PASSWORD_FILE, RESTIC_PASSWORD_FILE; else a prompt on
- * the terminal), --json, -q/--quiet, -h/--help, --version.
+ * Global options (before or after the command, as restic takes them): see global_help below.
+ * The repository: -r/--repo, --repository-file, RIX_/RESTIC_REPOSITORY, RIX_/RESTIC_REPOSITORY_FILE.
+ * The password: --password-file, --password-command, their RIX_/RESTIC_ variables,
+ * RIX_/RESTIC_PASSWORD, standard input when it is not a terminal, else the terminal.
  *
- * Exit status: 0 success, 1 a failure (one line on stderr: "rix: <message>"), 2 a usage error.
+ * Exit status (restic's): 0 success; 1 a failure or a usage error (one line on stderr,
+ * "rix: <message>"); 10 no repository; 11 the lock could not be taken; 12 wrong password;
+ * 130 / 143 / 129 interrupted (SIGINT / SIGTERM / SIGHUP; the lock is released).
  */
 #include "cli.h"
 
+/* A command: its function, one line of synopsis, its flags (for help and checking). */
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *synopsis;
+	const char *what;
+	const char *flags; /* "--flag[=] text\n" lines; '=' marks a flag with a value */
+};
+
+static const struct command commands[] = {
+	{ "init", cmd_init, "init [--repository-version 1|2]", "make a repository",
+	  "--repository-version= 1 or 2 (default 2: compression)\n" },
+	{ "list", cmd_list, "list blobs|packs|index|keys|snapshots|locks", "list the repository's files or blobs", "" },
+	{ "cat", cmd_cat, "cat config|index ID|blob ID|pack-header ID", "print an object of the repository", "" },
+	{ "find-blob", cmd_find_blob, "find-blob ID...", "where blobs are stored (packs, offsets)", "" },
+	{ "stats", cmd_stats, "stats", "blobs, sizes, snapshots, the index's memory and load time", "" },
+	{ "key", cmd_key, "key list|add|remove ID|passwd [--new-password-file FILE]", "manage the keys (passwords)",
+	  "--new-password-file= the new key's password (else RIX_NEW_PASSWORD_FILE, else the terminal)\n" },
+	{ "check", cmd_check, "check [--read-data | --read-data-subset n/t|x%|SIZE]",
+	  "check snapshots, trees, the index and the packs (and their data)",
+	  "--read-data read and verify every blob of every pack\n"
+	  "--read-data-subset= read and verify a subset of the packs: n/t (restic's rule), x% or a size (50M)\n" },
+	{ "backup", cmd_backup, "backup [flags] PATH... | --stdin [--stdin-filename NAME]",
+	  "back up files and directories (or standard input)",
+	  "--tag= a tag for the snapshot (repeatable)\n"
+	  "--host= the host name recorded (default: this machine's)\n"
+	  "--parent= the parent snapshot (default: the latest of this host and these paths)\n"
+	  "--force read every file, whatever the parent says\n"
+	  "--with-atime store access times (else the modification time, as restic)\n"
+	  "--exclude= leave out what matches (repeatable; * ? [..] within a component, ** any depth)\n"
+	  "--iexclude= the same, ignoring case\n"
+	  "--exclude-file= patterns from a file, one a line\n"
+	  "--iexclude-file= the same, ignoring case\n"
+	  "--exclude-if-present= leave out directories holding this file (NAME[:TEXT]), but the file\n"
+	  "--exclude-caches leave out cache directories (CACHEDIR.TAG), but the tag\n"
+	  "--one-file-system stay on each path's file system (also -x)\n"
+	  "-x stay on each path's file system\n"
+	  "--skip-if-unchanged no snapshot when nothing changed since the parent\n"
+	  "--files-from= paths from a file, one a line\n"
+	  "--stdin back up standard input\n"
+	  "--stdin-filename= its name in the snapshot (default: stdin)\n" },
+	{ "snapshots", cmd_snapshots, "snapshots", "list the snapshots, oldest first", "" },
+	{ "unlock", cmd_unlock, "unlock [--remove-all]", "remove stale locks (or all)",
+	  "--remove-all remove every lock, not only the stale ones\n" },
+	{ "version", NULL, "version", "print the version", "" },
+	{ "help", NULL, "help [COMMAND]", "this text, or a command's", "" },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const char global_help[] =
+	"global options:\n"
+	"  -r, --repo REPO             the repository: a folder, local:PATH or rest:http(s)://[user:pass@]host/path\n"
+	"                              (else $RIX_REPOSITORY / $RESTIC_REPOSITORY)\n"
+	"      --repository-file FILE  the repository from a file (else $RIX_/$RESTIC_REPOSITORY_FILE)\n"
+	"  -p, --password-file FILE    the password from a file (else $RIX_/$RESTIC_PASSWORD_FILE)\n"
+	"      --password-command CMD  the password from a command's output (else $RIX_/$RESTIC_PASSWORD_COMMAND)\n"
+	"                              (else $RIX_PASSWORD / $RESTIC_PASSWORD, standard input, the terminal)\n"
+	"      --key-hint ID           the key to try first (else $RIX_/$RESTIC_KEY_HINT)\n"
+	"      --no-lock               take no lock (list, cat, find-blob, stats, check; key commands always lock)\n"
+	"      --json                  JSON output\n"
+	"  -q, --quiet                 no progress, fewer messages\n"
+	"  -v, --verbose               more messages (accepted; rix prints what it has at any level)\n"
+	"      --no-cache              accepted: rix keeps no local cache\n"
+	"      --cacert FILE           CA certificates for a https REST server, PEM (else $RIX_/$RESTIC_CACERT)\n"
+	"      --insecure-tls          do not verify the REST server's certificate\n"
+	"      --limit-upload KiB/s    limit the REST backend's uploads\n"
+	"      --limit-download KiB/s  limit the REST backend's downloads\n"
+	"      --cache-dir, -o         refused: rix has no cache and no backend options\n"
+	"  -h, --help                  help (also `rix help COMMAND`, `rix COMMAND --help`)\n"
+	"      --version               the version\n";
+
+static const struct command *current;
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+static void print_help(FILE *f, const struct command *c)
+{
+	if (c == NULL) {
+		fputs("usage: rix [global options] <command> [arguments]\n\ncommands:\n", f);
+		for (size_t i = 0; i < NCOMMANDS; i++)
+			fprintf(f, "  %-58s %s\n", commands[i].synopsis, commands[i].what);
+		fprintf(f, "\n%s\nExit status: 0 success, 1 failure or usage error, 10 no repository, 11 lock failed,\n"
+			   "12 wrong password, 130/143 interrupted (SIGINT/SIGTERM).\n",
+			global_help);
+		return;
+	}
+	fprintf(f, "usage: rix [global options] %s\n\n%s\n", c->synopsis, c->what);
+	if (c->flags[0] != '\0') {
+		fputs("\nflags:\n", f);
+		for (const char *p = c->flags; *p;) {
+			size_t n = strcspn(p, "\n"), nm = strcspn(p, " =");
+			int val = p[nm] == '=';
+			char name[64];
+			snprintf(name, sizeof(name), "%.*s%s", (int)nm, p, val ? " VALUE" : "");
+			fprintf(f, "  %-26s  %.*s\n", name, (int)(n - nm - 1 - val), p + nm + 1 + val);
+			p += n + (p[n] == '\n');
+		}
+	}
+	fprintf(f, "\n%s", global_help);
+}
+
 int usage(void)
 {
-	fputs("usage: rix [-r REPO] [--password-file FILE] [--key-hint ID] [--json] [-q] <command> [args]\n"
-	      "\n"
-	      "commands:\n"
-	      "  init [--repository-version 1|2]      make a repository\n"
-	      "  list blobs|packs|index|keys|snapshots|locks\n"
-	      "  cat config|index ID|blob ID|pack-header ID\n"
-	      "  find-blob ID...                      where a blob is stored\n"
-	      "  stats                                load the index: blobs, sizes, memory, time\n"
-	      "  key list|add|remove ID|passwd\n"
-	      "  check [--read-data]                  index against packs (and every blob)\n"
-	      "  unlock [--remove-all]                remove stale locks (or all)\n"
-	      "  backup [--tag T] [--host H] [--parent ID] [--force] [--with-atime] [--exclude P]\n"
-	      "         [--iexclude P] [--exclude-file F] [--iexclude-file F] [--exclude-if-present N]\n"
-	      "         [--exclude-caches] [--one-file-system] [--skip-if-unchanged] [--files-from F]\n"
-	      "         PATH... | --stdin [--stdin-filename NAME]\n"
-	      "                                       back up files and directories\n"
-	      "  snapshots                            list snapshots\n"
-	      "\n"
-	      "The repository comes from -r or $RIX_REPOSITORY / $RESTIC_REPOSITORY; the password from\n"
-	      "--password-file, $RIX_PASSWORD / $RESTIC_PASSWORD, $RIX_PASSWORD_FILE /\n"
-	      "$RESTIC_PASSWORD_FILE, or a prompt.\n",
-	      stderr);
-	return 2;
+	if (current != NULL)
+		fprintf(stderr, "usage: rix [global options] %s\n(`rix help %s` for more)\n", current->synopsis,
+			current->name);
+	else
+		print_help(stderr, NULL);
+	return EXIT_FAIL;
+}
+
+/* Whether flag (its name up to '=') is one of c's; *value set when it takes a value. */
+static int command_flag(const struct command *c, const char *flag, int *value)
+{
+	size_t fl = strcspn(flag, "=");
+	for (const char *p = c->flags; *p;) {
+		size_t n = strcspn(p, "\n"), nm = strcspn(p, " =");
+		if (nm == fl && strncmp(p, flag, fl) == 0) {
+			*value = p[nm] == '=' && flag[fl] != '=';
+			return 1;
+		}
+		p += n + (p[n] == '\n');
+	}
+	return 0;
+}
+
+static unsigned long limit_up, limit_down;
+static const char *cacert;
+static int insecure_tls;
+
+static int parse_limit(const char *flag, const char *v, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long k = strtoul(v, &end, 10);
+	if (errno != 0 || end == v || *end != '\0')
+		return die("%s: %s is not a number of KiB/s", flag, v);
+	*out = k;
+	return 0;
 }
 
 /*
  * A global option at argv[*i] (advancing *i past its value): 1 when it was one, 0 when not,
- * 2 when it was --version or --help (printed), -1 when its value is missing.
+ * 2 when it was --version or --help (handled), -1 on an error (reported).
  */
 static int global_option(int argc, char **argv, int *i)
 {
 	const char *a = argv[*i];
+	static const char *limit_up_s, *limit_down_s, *refused;
 	static const struct {
 		const char *name;
 		const char **dst;
-	} with_value[] = { { "-r", &g.repo }, { "--repo", &g.repo }, { "--password-file", &g.password_file },
-			   { "--key-hint", &g.key_hint } };
+	} with_value[] = { { "-r", &g.repo },
+			   { "--repo", &g.repo },
+			   { "--password-file", &g.password_file },
+			   { "-p", &g.password_file },
+			   { "--password-command", &g.password_command },
+			   { "--repository-file", &g.repository_file },
+			   { "--key-hint", &g.key_hint },
+			   { "--cacert", &cacert },
+			   { "--limit-upload", &limit_up_s },
+			   { "--limit-download", &limit_down_s },
+			   { "--cache-dir", &refused },
+			   { "-o", &refused },
+			   { "--option", &refused } };
 	for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
-		size_t len = strlen(with_value[k].name);
-		if (strcmp(a, with_value[k].name) == 0) {
+		const char *name = with_value[k].name, *v = NULL;
+		size_t len = strlen(name);
+		if (strcmp(a, name) == 0) {
 			if (*i + 1 >= argc)
-				return -1;
-			*with_value[k].dst = argv[++*i];
-			return 1;
+				return die("%s needs a value", name), -1;
+			v = argv[++*i];
+		} else if (strncmp(a, name, len) == 0 && a[len] == '=' && a[1] == '-') {
+			v = a + len + 1;
+		} else {
+			continue;
 		}
-		if (strncmp(a, with_value[k].name, len) == 0 && a[len] == '=' && a[1] == '-') {
-			*with_value[k].dst = a + len + 1;
-			return 1;
-		}
+		*with_value[k].dst = v;
+		if (with_value[k].dst == &refused)
+			return die("%s: rix %s", name,
+				   strcmp(name, "--cache-dir") == 0 ? "keeps no local cache (--no-cache is accepted)"
+								   : "has no backend options (-o)"),
+			       -1;
+		if (with_value[k].dst == &limit_up_s)
+			return parse_limit(name, v, &limit_up) ? -1 : 1;
+		if (with_value[k].dst == &limit_down_s)
+			return parse_limit(name, v, &limit_down) ? -1 : 1;
+		return 1;
 	}
 	if (strcmp(a, "--json") == 0)
 		g.json = 1;
+	else if (strcmp(a, "--no-lock") == 0)
+		g.no_lock = 1;
 	else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
 		g.quiet = 1;
-	else if (strcmp(a, "--version") == 0)
+	else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0 || strcmp(a, "-vv") == 0 ||
+		 strncmp(a, "--verbose=", 10) == 0)
+		g.verbose++;
+	else if (strcmp(a, "--no-cache") == 0 || strcmp(a, "--cleanup-cache") == 0)
+		; /* rix keeps no cache */
+	else if (strcmp(a, "--insecure-tls") == 0)
+		insecure_tls = 1;
+	else if (strcmp(a, "--version") == 0) {
 		printf("rix %s\n", RIX_CLI_VERSION);
-	else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
-		usage();
-	else
+		return 2;
+	} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+		print_help(stdout, current);
+		return 2;
+	} else
 		return 0;
-	return strcmp(a, "--version") == 0 || strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 ? 2 : 1;
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -84,48 +241,87 @@ int main(int argc, char **argv)
 	 * free, which would leave later ones in the heap and the peak RSS higher.
 	 */
 	mallopt(M_MMAP_THRESHOLD, 1 << 20);
-	/* Global options before the command, and after it as restic allows; the rest is the command's. */
+	signals_start(); /* before any thread starts: they inherit the blocked signals */
+	/* The command first (its --help needs it), then the options before and after it. */
 	const char *cmd = NULL;
-	int n = 0;
+	for (int i = 1; i < argc && cmd == NULL; i++) {
+		static const char *const valued[] = { "-r", "--repo", "--password-file", "-p", "--password-command",
+						       "--repository-file", "--key-hint", "--cacert", "--limit-upload",
+						       "--limit-download", "--cache-dir", "-o", "--option" };
+		int skip = 0;
+		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
+			skip |= strcmp(argv[i], valued[k]) == 0;
+		if (skip)
+			i++;
+		else if (argv[i][0] != '-')
+			cmd = argv[i];
+	}
+	if (cmd != NULL && (current = find_command(cmd)) == NULL) {
+		die("unknown command \"%s\" (`rix help` lists them)", cmd);
+		return EXIT_FAIL;
+	}
+	int n = 0, seen_cmd = 0, after_dashes = 0;
 	char **rest = argv + 1;
 	for (int i = 1; i < argc; i++) {
-		int k = global_option(argc, argv, &i);
-		if (k == 1)
+		if (!after_dashes && seen_cmd && strcmp(argv[i], "--") == 0) {
+			after_dashes = 1;
 			continue;
-		if (k == 2) { /* --version, --help */
-			return 0;
 		}
-		if (k < 0)
-			return usage();
-		if (cmd == NULL && argv[i][0] == '-')
-			return usage(); /* an unknown option before the command */
-		if (cmd == NULL)
-			cmd = argv[i];
+		if (!after_dashes && argv[i][0] == '-' && argv[i][1] != '\0') {
+			int value = 0;
+			if (current != NULL && seen_cmd && command_flag(current, argv[i], &value)) {
+				rest[n++] = argv[i];
+				if (value && i + 1 < argc)
+					rest[n++] = argv[++i];
+				continue;
+			}
+			int k = global_option(argc, argv, &i);
+			if (k == 2)
+				return 0;
+			if (k < 0)
+				return EXIT_FAIL;
+			if (k == 0) {
+				if (current != NULL)
+					die("unknown flag %s for `rix %s` (`rix help %s` lists its flags)", argv[i], current->name,
+					    current->name);
+				else
+					die("unknown flag %s (`rix help` lists the options)", argv[i]);
+				return EXIT_FAIL;
+			}
+			continue;
+		}
+		if (!seen_cmd && argv[i] == cmd)
+			seen_cmd = 1;
 		else
 			rest[n++] = argv[i];
 	}
-	if (cmd == NULL)
+	if (current == NULL)
 		return usage();
-	if (strcmp(cmd, "init") == 0)
-		return cmd_init(n, rest);
-	if (strcmp(cmd, "list") == 0)
-		return cmd_list(n, rest);
-	if (strcmp(cmd, "cat") == 0)
-		return cmd_cat(n, rest);
-	if (strcmp(cmd, "find-blob") == 0)
-		return cmd_find_blob(n, rest);
-	if (strcmp(cmd, "stats") == 0)
-		return cmd_stats(n, rest);
-	if (strcmp(cmd, "key") == 0)
-		return cmd_key(n, rest);
-	if (strcmp(cmd, "check") == 0)
-		return cmd_check(n, rest);
-	if (strcmp(cmd, "unlock") == 0)
-		return cmd_unlock(n, rest);
-	if (strcmp(cmd, "backup") == 0)
-		return cmd_backup(n, rest);
-	if (strcmp(cmd, "snapshots") == 0)
-		return cmd_snapshots(n, rest);
-	die("unknown command %s", cmd);
-	return usage();
+	if (strcmp(current->name, "help") == 0) {
+		const struct command *c = NULL;
+		if (n > 0 && (c = find_command(rest[0])) == NULL) {
+			die("unknown command \"%s\" (`rix help` lists them)", rest[0]);
+			return EXIT_FAIL;
+		}
+		print_help(stdout, c);
+		return 0;
+	}
+	if (strcmp(current->name, "version") == 0) {
+		printf("rix %s\n", RIX_CLI_VERSION);
+		return 0;
+	}
+	if (resolve_repository())
+		return EXIT_FAIL;
+	if (cacert == NULL)
+		cacert = getenv("RIX_CACERT") != NULL ? getenv("RIX_CACERT") : getenv("RESTIC_CACERT");
+	int rc = rest_settings(cacert, insecure_tls != 0, limit_up * 1024, limit_down * 1024);
+	if (rc != 0)
+		return fail(rc);
+	rc = current->fn(n, rest);
+	if (fflush(stdout) != 0 || ferror(stdout)) { /* output lost: not a success */
+		if (errno != EPIPE) /* a reader that went away knows */
+			die("cannot write the output: %s", strerror(errno));
+		rc = rc != 0 ? rc : EXIT_FAIL;
+	}
+	return rc;
 }

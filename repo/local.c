@@ -3,7 +3,9 @@
  *
  *   <root>/config
  *   <root>/{keys,locks,snapshots,index}/<id>
- *   <root>/data/<id[0..2)>/<id>            256 folders, made by create
+ *   <root>/data/<id[0..2)>/<id>            256 folders, made by create (and by a write that
+ *                                           misses one, as restic does: a repository copied
+ *                                           through object storage has lost its empty folders)
  *   <root>/.rix-tmp/                        rix's temporary pack files (same file system, so a
  *                                           finished pack is renamed into data/, not copied)
  *
@@ -196,7 +198,27 @@ static int write_all(int fd, const void *data, size_t n, const char *path)
 	return 0;
 }
 
-/* A temporary file next to path: fd and its name in tmp. */
+/*
+ * The folder of path made, with its parent (data/ of data/xx/): a repository copied through
+ * object storage has lost its empty folders, and restic makes them again when it writes too.
+ */
+static int make_folder_of(const char *path)
+{
+	char dir[4096], parent[4096];
+	dir_of(path, dir, sizeof(dir));
+	if (mkdir(dir, 0700) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return io_error("cannot create folder", dir, errno);
+	dir_of(dir, parent, sizeof(parent));
+	if (mkdir(parent, 0700) != 0 && errno != EEXIST)
+		return io_error("cannot create folder", parent, errno);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return io_error("cannot create folder", dir, errno);
+	return 0;
+}
+
+/* A temporary file next to path (its folder made if missing): fd and its name in tmp. */
 static int temp_next_to(const char *path, char *tmp, size_t cap, int *fd)
 {
 	char dir[4096];
@@ -204,6 +226,13 @@ static int temp_next_to(const char *path, char *tmp, size_t cap, int *fd)
 	const char *base = strrchr(path, '/');
 	snprintf(tmp, cap, "%s/.%s-tmp-XXXXXX", dir, base != NULL ? base + 1 : path);
 	*fd = mkostemp(tmp, O_CLOEXEC);
+	if (*fd < 0 && errno == ENOENT) {
+		int rc = make_folder_of(path);
+		if (rc != 0)
+			return rc;
+		snprintf(tmp, cap, "%s/.%s-tmp-XXXXXX", dir, base != NULL ? base + 1 : path);
+		*fd = mkostemp(tmp, O_CLOEXEC);
+	}
 	if (*fd < 0)
 		return io_error("cannot create a temporary file in", dir, errno);
 	return 0;
@@ -242,7 +271,14 @@ static int local_write_file(void *self, rix_file_type t, const char *name, int f
 			return io_error("cannot chmod", src, errno);
 		if (fsync(fd) != 0)
 			return io_error("cannot sync", src, errno);
-		if (rename(src, path) == 0) {
+		int moved = rename(src, path) == 0;
+		if (!moved && errno == ENOENT && access(src, F_OK) == 0) { /* the folder is missing */
+			int rc = make_folder_of(path);
+			if (rc != 0)
+				return rc;
+			moved = rename(src, path) == 0;
+		}
+		if (moved) {
 			*taken = 1;
 			char dir[4096];
 			dir_of(path, dir, sizeof(dir));
@@ -343,6 +379,8 @@ int rix_backend_local_open(rix_backend **out, const char *path, bool create)
 	struct stat st;
 	snprintf(p, sizeof(p), "%s/config", path);
 	int has_config = stat(p, &st) == 0;
+	if (!has_config && errno != ENOENT && errno != ENOTDIR)
+		return io_error("cannot open", p, errno); /* permission denied, ...: said as such */
 	if (create && has_config)
 		return rix_error_set(RIX_EEXISTS, "local: %s already holds a repository (config file)", path);
 	if (!create && !has_config) {

@@ -13,13 +13,16 @@
  *             rix_lock_check and every long operation of the repository fail with RIX_ELOCKED
  *   release:  stop the thread, remove the file
  *
- * A lock file that cannot be read or decoded is taken as held (restic does the same): plain
+ * A lock file that cannot be read or decoded is taken as held (restic 0.15+ does the same; 0.14
+ * ignored it, which let a lock unreadable for a moment be overlooked), an empty one, a failed
+ * upload, is ignored (restic 0.16+): plain
  * `unlock` leaves it (its age cannot be told), `unlock --remove-all` removes it. The host in a
  * lock is this machine's name (the PID check of a stale lock is only meaningful there); the
  * user is the repository's (rix_repo_options.username, else the account running).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
@@ -190,9 +193,15 @@ static int find_conflict(rix_repo *r, int exclusive, const char *ours)
 			break;
 		}
 		if (lrc != 0) {
+			/* An empty file is a failed upload, never a lock: restic (0.16+) ignores it too. */
+			uint64_t size = 1;
+			if (rix_backend_stat(&size, rix_repo_backend(r), RIX_FILE_LOCK, l.v[i].s) == 0 && size == 0)
+				continue;
+			char why[256]; /* a copy: rix_error_set writes the buffer rix_error_last reads */
+			snprintf(why, sizeof(why), "%s", rix_error_last());
 			rc = rix_error_set(RIX_ELOCKED, "repository is locked: lock file %.16s cannot be read (%s); "
 							"`rix unlock --remove-all` removes it",
-					   l.v[i].s, rix_error_last());
+					   l.v[i].s, why);
 			break;
 		}
 		if (is_stale(&li) || (!exclusive && !li.exclusive))
@@ -283,9 +292,21 @@ void rix_lock_set_intervals(rix_lock *l, unsigned refresh_ms, unsigned retry_ms,
 	pthread_mutex_unlock(&l->mu);
 }
 
+/*
+ * Lookers at a repository's held lock (rix__repo_lock_ok) are counted, so that rix_lock_free of
+ * the held lock, once it has unset it, waits for those that may still have it in hand before
+ * freeing it: a lock released by another thread (the rix command's signal thread) while workers
+ * check it is never read after it is freed. Dekker's order: the looker counts itself, then
+ * reads; the freer unsets, then reads the count (both sequentially consistent).
+ */
+static atomic_int lookers;
+
 int rix__repo_lock_ok(struct rix_repo *r)
 {
-	return rix_lock_check(rix__repo_held_lock(r));
+	atomic_fetch_add(&lookers, 1);
+	int rc = rix_lock_check(rix__repo_held_lock(r));
+	atomic_fetch_sub(&lookers, 1);
+	return rc;
 }
 
 int rix_lock_acquire(rix_lock **out, rix_repo *r, bool exclusive)
@@ -350,8 +371,12 @@ int rix_lock_free(rix_lock *l)
 		pthread_mutex_unlock(&l->mu);
 		pthread_join(l->thread, NULL);
 	}
-	if (rix__repo_held_lock(l->r) == l)
+	if (rix__repo_held_lock(l->r) == l) {
 		rix__repo_set_held_lock(l->r, NULL);
+		atomic_thread_fence(memory_order_seq_cst);
+		while (atomic_load(&lookers) != 0)
+			sched_yield();
+	}
 	int rc = rix_backend_remove(rix_repo_backend(l->r), RIX_FILE_LOCK, l->name);
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->mu);

@@ -15,10 +15,12 @@
  * HTTP 404 is RIX_ENOTFOUND; other non-2xx statuses and transport errors are RIX_EIO with the
  * status or curl's message; 507 (Insufficient Storage) is RIX_ENOSPC.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -35,7 +37,11 @@
 
 typedef struct rest {
 	char *url;     /* ends with '/'; without credentials, so it may appear in messages */
-	char *userpwd; /* "user:password" from the URL, given to curl apart; NULL if none */
+	char *userpwd; /* "user\0password" from the URL, percent-decoded, given to curl apart; NULL if none */
+	char *pwd;     /* in userpwd: the password (NULL: none) */
+	size_t userpwd_len;
+	char *cacert; /* NULL: the system's */
+	rix_rest_options o;
 	pthread_mutex_t mu;
 	CURL *pool[POOL];
 	int npool;
@@ -119,20 +125,51 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
 }
 
 /* The outcome of a request as a RIX_E* code, with a message naming what and where. */
-static int status(CURL *c, CURLcode cc, const char *what, const char *url)
+static int status_of(CURL *c, CURLcode cc, const char *what, const char *url, const char *after)
 {
 	long code = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	if (code < 400 && cc != CURLE_OK) /* transport (an HTTP error is told by its status below) */
-		return rix_error_set(RIX_EIO, "rest: %s %s: %s", what, url, curl_easy_strerror(cc));
+		return rix_error_set(RIX_EIO, "rest: %s %s: %s%s", what, url, curl_easy_strerror(cc), after);
 	if (code >= 200 && code < 300)
 		return 0;
 	if (code == 404)
 		return rix_error_set(RIX_ENOTFOUND, "rest: %s %s: not found", what, url);
 	if (code == 507)
 		return rix_error_set(RIX_ENOSPC, "rest: %s %s: the server is out of space (507)", what, url);
-	return rix_error_set(RIX_EIO, "rest: %s %s: HTTP %ld", what, url, code);
+	return rix_error_set(RIX_EIO, "rest: %s %s: HTTP %ld%s", what, url, code, after);
 }
+
+/* Whether a failed attempt may succeed when tried again. */
+static int transient(CURL *c, CURLcode cc)
+{
+	long code = 0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	if (code >= 400)
+		return code == 408 || code == 429 || (code >= 500 && code != 501 && code != 507);
+	switch (cc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * curl_easy_perform, tried again while it fails transiently (RIX_REST_TRIES, growing waits);
+ * the sink and the source start over each time. The outcome as status_of tells it, the tries
+ * named when there were several.
+ */
+struct source;
+static int perform(rest *r, CURL *c, const char *what, const char *url, struct sink *s, struct source *src);
+
 
 /*
  * A pooled handle set up for url (NULL when out of memory, with the message set). HTTP errors
@@ -147,8 +184,21 @@ static CURL *begin(rest *r, const char *url)
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
-	if (r->userpwd != NULL)
-		curl_easy_setopt(c, CURLOPT_USERPWD, r->userpwd);
+	if (r->userpwd != NULL) {
+		curl_easy_setopt(c, CURLOPT_USERNAME, r->userpwd);
+		if (r->pwd != NULL)
+			curl_easy_setopt(c, CURLOPT_PASSWORD, r->pwd);
+	}
+	if (r->cacert != NULL)
+		curl_easy_setopt(c, CURLOPT_CAINFO, r->cacert);
+	if (r->o.insecure_tls) {
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (r->o.limit_upload)
+		curl_easy_setopt(c, CURLOPT_MAX_SEND_SPEED_LARGE, (curl_off_t)r->o.limit_upload);
+	if (r->o.limit_download)
+		curl_easy_setopt(c, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)r->o.limit_download);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -169,9 +219,9 @@ static int rest_list(void *self, rix_file_type t, rix_backend_list_fn fn, void *
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-	CURLcode cc = curl_easy_perform(c);
-	int rc = s.overflow ? rix_error_set(RIX_EIO, "rest: list %s: the answer is over %zu bytes", url, LIST_MAX)
-			    : status(c, cc, "list", url);
+	int rc = perform(r, c, "list", url, &s, NULL);
+	if (s.overflow)
+		rc = rix_error_set(RIX_EIO, "rest: list %s: the answer is over %zu bytes", url, LIST_MAX);
 	curl_slist_free_all(h);
 	give(r, c);
 	if (rc == RIX_ENOTFOUND) { /* a folder not made yet holds nothing */
@@ -216,7 +266,7 @@ static int rest_stat(void *self, rix_file_type t, const char *name, uint64_t *si
 	if (c == NULL)
 		return RIX_ENOMEM;
 	curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-	int rc = status(c, curl_easy_perform(c), "stat", url);
+	int rc = perform(r, c, "stat", url, NULL, NULL);
 	curl_off_t len = -1;
 	if (rc == 0 && (curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len) != CURLE_OK || len < 0))
 		rc = rix_error_set(RIX_EIO, "rest: stat %s: no Content-Length", url);
@@ -241,9 +291,9 @@ static int rest_read(void *self, rix_file_type t, const char *name, uint64_t off
 	curl_easy_setopt(c, CURLOPT_RANGE, range);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-	CURLcode cc = curl_easy_perform(c);
-	int rc = s.overflow ? rix_error_set(RIX_EIO, "rest: read %s: the server sent more than the %zu bytes asked", url, len)
-			    : status(c, cc, "read", url);
+	int rc = perform(r, c, "read", url, &s, NULL);
+	if (s.overflow)
+		rc = rix_error_set(RIX_EIO, "rest: read %s: the server sent more than the %zu bytes asked", url, len);
 	if (rc == 0) {
 		long code = 0;
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
@@ -286,6 +336,41 @@ static size_t on_read(char *dst, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+static int perform(rest *r, CURL *c, const char *what, const char *url, struct sink *s, struct source *src)
+{
+	unsigned tries = r->o.tries ? r->o.tries : RIX_REST_TRIES;
+	uint64_t delay = r->o.first_delay_ms ? r->o.first_delay_ms : RIX_REST_FIRST_DELAY_MS;
+	double waited = 0;
+	for (unsigned attempt = 1;; attempt++) {
+		if (s != NULL) {
+			s->len = 0;
+			s->overflow = 0;
+		}
+		if (src != NULL) {
+			src->off = 0;
+			src->err = 0;
+		}
+		CURLcode cc = curl_easy_perform(c);
+		if (s != NULL && s->overflow)
+			return cc == CURLE_OK ? 0 : RIX_EIO; /* the caller reports it */
+		if (src != NULL && src->err)
+			return RIX_EIO;
+		if (cc == CURLE_OK || attempt >= tries || !transient(c, cc)) {
+			char after[96] = "";
+			if (attempt > 1)
+				snprintf(after, sizeof(after), " (%u tries over %.1f s)", attempt, waited);
+			return status_of(c, cc, what, url, after);
+		}
+		struct timespec ts = { (time_t)(delay / 1000), (long)(delay % 1000) * 1000000 };
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+		waited += (double)delay / 1000.0;
+		delay = delay * 3 / 2;
+		if (delay > 60000)
+			delay = 60000;
+	}
+}
+
 static int post(rest *r, const char *url, struct source *src)
 {
 	CURL *c = begin(r, url);
@@ -301,9 +386,9 @@ static int post(rest *r, const char *url, struct source *src)
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)src->len);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &drop);
-	CURLcode cc = curl_easy_perform(c);
-	int rc = src->err ? rix_error_set(RIX_EIO, "rest: write %s: cannot read the file to send", url)
-			  : status(c, cc, "write", url);
+	int rc = perform(r, c, "write", url, &drop, src);
+	if (src->err)
+		rc = rix_error_set(RIX_EIO, "rest: write %s: cannot read the file to send", url);
 	curl_slist_free_all(h);
 	rix_free(drop.buf);
 	give(r, c);
@@ -343,7 +428,7 @@ static int rest_remove(void *self, rix_file_type t, const char *name)
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &drop);
-	int rc = status(c, curl_easy_perform(c), "remove", url);
+	int rc = perform(r, c, "remove", url, &drop, NULL);
 	rix_free(drop.buf);
 	give(r, c);
 	return rc;
@@ -357,8 +442,9 @@ static void rest_close(void *self)
 	pthread_mutex_destroy(&r->mu);
 	rix_free(r->url);
 	if (r->userpwd != NULL)
-		sodium_memzero(r->userpwd, strlen(r->userpwd));
+		sodium_memzero(r->userpwd, r->userpwd_len);
 	rix_free(r->userpwd);
+	rix_free(r->cacert);
 	rix_free(r);
 }
 
@@ -374,9 +460,49 @@ static const rix_backend_ops rest_ops = {
 	.close = rest_close,
 };
 
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/*
+ * "user:pass" (n bytes, %XX-encoded) into out (n + 1 bytes) as "user\0pass", decoded; *pwd
+ * points at the password, or is NULL when there is no ':'.
+ */
+static void percent_decode(char *out, const char *in, size_t n, char **pwd)
+{
+	*pwd = NULL;
+	char *o = out;
+	for (size_t i = 0; i < n; i++) {
+		int hi, lo;
+		if (in[i] == ':' && *pwd == NULL) {
+			*o++ = '\0';
+			*pwd = o;
+		} else if (in[i] == '%' && i + 2 < n && (hi = hex_digit(in[i + 1])) >= 0 &&
+			   (lo = hex_digit(in[i + 2])) >= 0) {
+			*o++ = (char)(hi * 16 + lo);
+			i += 2;
+		} else {
+			*o++ = in[i];
+		}
+	}
+	*o = '\0';
+}
+
 int rix_backend_rest_open(rix_backend **out, const char *url, bool create)
 {
+	return rix_backend_rest_open_opts(out, url, create, NULL);
+}
+
+int rix_backend_rest_open_opts(rix_backend **out, const char *url, bool create, const rix_rest_options *o)
+{
 	*out = NULL;
+	rix_rest_options defaults = RIX_REST_OPTIONS_INIT;
+	if (o == NULL)
+		o = &defaults;
+	if (o->version != RIX_REST_OPTIONS_VERSION)
+		return rix_error_set(RIX_EINVAL, "rest: options of version %u (this is %u)", o->version,
+				     RIX_REST_OPTIONS_VERSION);
 	pthread_once(&curl_once, curl_start);
 	if (!curl_ok)
 		return rix_error_set(RIX_EIO, "rest: libcurl failed to initialise");
@@ -391,17 +517,31 @@ int rix_backend_rest_open(rix_backend **out, const char *url, bool create)
 		return rix_error_set(RIX_ENOMEM, "rest: out of memory");
 	}
 	pthread_mutex_init(&r->mu, NULL);
+	r->o = *o;
+	r->o.cacert = NULL;
+	if (o->cacert != NULL) {
+		size_t cl = strlen(o->cacert) + 1;
+		if ((r->cacert = rix_malloc(cl)) == NULL) {
+			rest_close(r);
+			return rix_error_set(RIX_ENOMEM, "rest: out of memory");
+		}
+		memcpy(r->cacert, o->cacert, cl);
+	}
 	/* "scheme://user:password@host/..." -> url "scheme://host/...", credentials apart. */
 	const char *host = strstr(url, "://") + 3;
-	const char *at = strchr(host, '@'), *slash = strchr(host, '/');
-	if (at != NULL && (slash == NULL || at < slash)) {
+	/* The last '@' of the authority, as Go's url.Parse (restic) takes it. */
+	const char *at = NULL, *end = host + strcspn(host, "/?#");
+	for (const char *p = host; p < end; p++)
+		if (*p == '@')
+			at = p;
+	if (at != NULL) {
 		size_t ul = (size_t)(at - host), pre = (size_t)(host - url);
 		if ((r->userpwd = rix_malloc(ul + 1)) == NULL) {
 			rest_close(r);
 			return rix_error_set(RIX_ENOMEM, "rest: out of memory");
 		}
-		memcpy(r->userpwd, host, ul);
-		r->userpwd[ul] = '\0';
+		r->userpwd_len = ul + 1;
+		percent_decode(r->userpwd, host, ul, &r->pwd);
 		memcpy(r->url, url, pre);
 		memcpy(r->url + pre, at + 1, n - pre - ul); /* with the NUL */
 		n -= ul + 1;

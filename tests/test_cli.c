@@ -7,7 +7,7 @@
  * restic's, a pack's header and `find-blob` agree, `rix check --read-data` passes, `rix stats
  * --json` counts the same blobs and the same restore size. A repository rix made: `restic check` passes; keys added, listed,
  * changed and removed through `rix key`; `--json` output parses; errors print one line and exit
- * 1 (usage: 2); `rix unlock` on a repository without locks removes none.
+ * 1 (no repository: 10); `rix unlock` on a repository without locks removes none.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -281,7 +281,7 @@ static void test_rix_repo_and_keys(void **state)
 	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='second pw' RIX_NEW_PASSWORD_FILE='%s' '%s' -r '%s' key passwd",
 				      out2, RIX_CLI_PATH, repo), 0);
 	free(out);
-	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='second pw' '%s' -r '%s' key list 2>&1", RIX_CLI_PATH, repo), 1);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='second pw' '%s' -r '%s' key list 2>&1", RIX_CLI_PATH, repo), 12);
 	assert_non_null(strstr(out, "wrong password"));
 	free(out);
 	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='third pw' '%s' -r '%s' key list", RIX_CLI_PATH, repo), 0);
@@ -305,12 +305,12 @@ static void test_rix_repo_and_keys(void **state)
 	assert_int_equal(json_array_size(j), 1);
 	json_decref(j);
 	free(out);
-	/* Usage errors exit 2; unknown subcommands 1 with one line. */
-	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "'%s' 2>&1", RIX_CLI_PATH), 2);
+	/* Usage errors exit 1, as restic's; unknown subcommands 1 with one line. */
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "'%s' 2>&1", RIX_CLI_PATH), 1);
 	free(out);
 	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "'%s' -r '%s' list nonsense 2>&1", RIX_CLI_PATH, repo), 1);
 	free(out);
-	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "'%s' -r /nonexistent/repo stats 2>&1", RIX_CLI_PATH), 1);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "'%s' -r /nonexistent/repo stats 2>&1", RIX_CLI_PATH), 10);
 	assert_non_null(strstr(out, "does not exist"));
 	free(out);
 	/* unlock: no locks, nothing removed. */

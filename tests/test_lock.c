@@ -124,6 +124,14 @@ static void test_locks(void **state)
 	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_LOCK, junk, "junk", 4));
 	assert_int_equal(rix_lock_acquire(&a, r, 0), RIX_ELOCKED);
 	assert_non_null(strstr(rix_error_last(), "cannot be read"));
+	/* The message names the reason (copied before the new message is written over it). */
+	assert_non_null(strstr(rix_error_last(), "unlock --remove-all"));
+	assert_non_null(strstr(rix_error_last(), "(lock"));
+	MUST(rix_lock_remove(&removed, r, 1));
+	/* An empty lock file (a failed upload) is no lock, as with restic 0.16+. */
+	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_LOCK, junk, "", 0));
+	MUST(rix_lock_acquire(&a, r, 1));
+	MUST(rix_lock_free(a));
 	MUST(rix_lock_remove(&removed, r, 1));
 	rix_repo_free(r2);
 	rix_repo_free(r);

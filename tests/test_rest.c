@@ -31,6 +31,7 @@
 static pid_t server = -1;
 static char root[256];
 static char base[128]; /* http://127.0.0.1:<port>/ */
+static char addr_used[64];
 
 /* Starts rclone serve restic over a fresh directory; waits until it answers. */
 static int start_server(void **state)
@@ -47,6 +48,7 @@ static int start_server(void **state)
 		char addr[64];
 		snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 		snprintf(base, sizeof(base), "http://%s/", addr);
+		snprintf(addr_used, sizeof(addr_used), "%s", addr);
 		server = fork();
 		if (server == 0) {
 			int devnull = open("/dev/null", O_WRONLY);
@@ -66,7 +68,9 @@ static int start_server(void **state)
 			rix_backend *b = NULL;
 			char probe[200];
 			snprintf(probe, sizeof(probe), "rest:%sprobe/", base);
-			int rc = rix_backend_rest_open(&b, probe, 0);
+			rix_rest_options once = RIX_REST_OPTIONS_INIT;
+			once.tries = 1;
+			int rc = rix_backend_rest_open_opts(&b, probe, 0, &once);
 			rix_backend_free(b);
 			if (rc != RIX_EIO) {
 				int st2;
@@ -244,23 +248,114 @@ static void test_repository_over_rest(void **state)
 		free(blobs[i]);
 }
 
-/* Last: the server goes away; every call fails cleanly with curl's reason. */
+/*
+ * The server goes away for a moment (rclone stopped, started again on the same port 0.6 s
+ * later): a request is tried again with growing waits and succeeds once it is back.
+ */
+static void test_server_back(void **state)
+{
+	(void)state;
+	char url[256];
+	url_for(url, sizeof(url), "ops");
+	rix_rest_options o = RIX_REST_OPTIONS_INIT;
+	o.tries = 8;
+	o.first_delay_ms = 100; /* waits 0.1, 0.15, 0.225, ... s: about 5 s over 8 tries */
+	rix_backend *b;
+	MUST(rix_backend_rest_open_opts(&b, url, 0, &o));
+	kill(server, SIGTERM);
+	waitpid(server, NULL, 0);
+	server = fork();
+	if (server == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		usleep(600000);
+		execlp("rclone", "rclone", "serve", "restic", "--addr", addr_used, root, (char *)NULL);
+		_exit(127);
+	}
+	uint64_t size;
+	MUST(rix_backend_stat(&size, b, RIX_FILE_CONFIG, NULL));
+	rix_backend_free(b);
+}
+
+/*
+ * A busy server (a Python one answering 503 twice, then 404): with 2 tries the request fails
+ * naming HTTP 503 and the tries; with more it gets through to the 404 (not tried again: a 4xx
+ * is an answer).
+ */
+static void test_server_busy(void **state)
+{
+	(void)state;
+	char dir[300], script[400], ready[400];
+	rix_test_mkdtemp(dir, sizeof(dir), "rix-busy");
+	snprintf(script, sizeof(script), "%s/busy.py", dir);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	static const char py[] =
+		"import http.server, sys\n"
+		"n = [0]\n"
+		"class H(http.server.BaseHTTPRequestHandler):\n"
+		"    def answer(self):\n"
+		"        n[0] += 1\n"
+		"        self.send_response(503 if n[0] <= 2 else 404)\n"
+		"        self.send_header('Content-Length', '0')\n"
+		"        self.end_headers()\n"
+		"    do_HEAD = answer\n"
+		"    do_GET = answer\n"
+		"    def log_message(self, *a): pass\n"
+		"s = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
+		"open(sys.argv[1] + '.tmp', 'w').write(str(s.server_address[1]))\n"
+		"import os; os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
+		"s.serve_forever()\n";
+	rix_test_put_file(dir, "busy.py", py, sizeof(py) - 1);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execlp("python3", "python3", script, ready, (char *)NULL);
+		_exit(127);
+	}
+	char *port = NULL;
+	for (int i = 0; i < 100 && (port = rix_test_read_file(ready, &(size_t){ 0 })) == NULL; i++)
+		usleep(50000);
+	assert_non_null(port);
+	char url[200];
+	snprintf(url, sizeof(url), "rest:http://127.0.0.1:%s/busy/", port);
+	free(port);
+	rix_rest_options o = RIX_REST_OPTIONS_INIT;
+	o.tries = 2;
+	o.first_delay_ms = 20;
+	rix_backend *b = NULL;
+	assert_int_equal(rix_backend_rest_open_opts(&b, url, 0, &o), RIX_EIO);
+	assert_non_null(strstr(rix_error_last(), "HTTP 503 (2 tries"));
+	o.tries = 5;
+	assert_int_equal(rix_backend_rest_open_opts(&b, url, 0, &o), RIX_ENOTFOUND);
+	assert_null(strstr(rix_error_last(), "tries"));
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	rix_test_rmtree(dir);
+}
+
+/* Last: the server goes away; every call fails cleanly with curl's reason, after its tries. */
 static void test_server_gone(void **state)
 {
 	char url[256];
 	url_for(url, sizeof(url), "ops");
+	rix_rest_options o = RIX_REST_OPTIONS_INIT;
+	o.tries = 3;
+	o.first_delay_ms = 50;
 	rix_backend *b;
-	MUST(rix_backend_rest_open(&b, url, 0));
+	MUST(rix_backend_rest_open_opts(&b, url, 0, &o));
 	stop_server(state);
 	uint64_t size;
 	assert_int_equal(rix_backend_stat(&size, b, RIX_FILE_CONFIG, NULL), RIX_EIO);
 	assert_non_null(strstr(rix_error_last(), "rest: stat"));
+	assert_non_null(strstr(rix_error_last(), "(3 tries over 0.1 s)"));
 	uint8_t x[4];
 	assert_int_equal(rix_backend_read(b, RIX_FILE_CONFIG, NULL, 0, x, 4), RIX_EIO);
 	assert_int_equal(rix_backend_write(b, RIX_FILE_CONFIG, NULL, "c", 1), RIX_EIO);
 	rix_backend_free(b);
-	assert_int_equal(rix_backend_rest_open(&b, url, 0), RIX_EIO);
+	assert_int_equal(rix_backend_rest_open_opts(&b, url, 0, &o), RIX_EIO);
 	assert_non_null(strstr(rix_error_last(), "connect"));
+	o.version = 99;
+	assert_int_equal(rix_backend_rest_open_opts(&b, url, 0, &o), RIX_EINVAL);
 }
 
 int main(void)
@@ -268,6 +363,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_backend_ops),
 		cmocka_unit_test(test_repository_over_rest),
+		cmocka_unit_test(test_server_busy),
+		cmocka_unit_test(test_server_back),
 		cmocka_unit_test(test_server_gone),
 	};
 	return cmocka_run_group_tests(tests, start_server, stop_server);

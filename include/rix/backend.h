@@ -102,6 +102,32 @@ RIX_EXPORT RIX_NODISCARD int rix_backend_local_open(rix_backend **out, const cha
 RIX_EXPORT RIX_NODISCARD int rix_backend_rest_open(rix_backend **out, const char *url, bool create);
 
 /*
+ * Options of the REST backend. Start from RIX_REST_OPTIONS_INIT; another version is refused
+ * (RIX_EINVAL). A request that fails transiently (no connection, a connection dropped or timed
+ * out, HTTP 408, 429 or 5xx but 501 and 507) is tried again after a wait that starts at
+ * first_delay_ms and grows 1.5 times each try (up to 60 s), `tries` times in all, as restic's
+ * retrying backend does (10 tries from 500 ms: about 37 s of waiting); then its error names the
+ * operation, the URL and how many tries were made.
+ */
+typedef struct rix_rest_options {
+	unsigned version;
+	const char *cacert;      /* a PEM file of the CAs to trust for https (NULL: the system's); copied */
+	bool insecure_tls;       /* do not verify the server's certificate (nor its name) */
+	uint64_t limit_upload;   /* bytes per second, each transfer (0: no limit) */
+	uint64_t limit_download; /* bytes per second, each transfer (0: no limit) */
+	unsigned tries;          /* attempts of a request in all (0: RIX_REST_TRIES) */
+	unsigned first_delay_ms; /* the first wait between attempts (0: RIX_REST_FIRST_DELAY_MS) */
+} rix_rest_options;
+#define RIX_REST_OPTIONS_VERSION 1u
+#define RIX_REST_OPTIONS_INIT { .version = RIX_REST_OPTIONS_VERSION }
+#define RIX_REST_TRIES 10
+#define RIX_REST_FIRST_DELAY_MS 500
+
+/* rix_backend_rest_open with options (NULL: the defaults). The same return codes. */
+RIX_EXPORT RIX_NODISCARD int rix_backend_rest_open_opts(rix_backend **out, const char *url, bool create,
+							const rix_rest_options *o);
+
+/*
  * The operations, through any backend. name is a file name (64 lowercase hex digits; ignored
  * for RIX_FILE_CONFIG); any other name is refused with RIX_EINVAL before the backend sees it.
  * Every string and buffer passed in is borrowed for the call. Besides the codes listed, each
