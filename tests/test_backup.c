@@ -255,7 +255,8 @@ static void test_excludes_like_restic(void **state)
 	rix_test_put_file(p, "KEEP.tmp", "t", 1);
 	snprintf(p, sizeof(p), "%s/cache", src);
 	assert_int_equal(mkdir(p, 0755), 0);
-	rix_test_put_file(p, "CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# a cache\n", 57);
+	const char *tag = "Signature: 8a477f597d28d172789f06886806bc55\n# a cache\n";
+	rix_test_put_file(p, "CACHEDIR.TAG", tag, strlen(tag));
 	rix_test_put_file(p, "data", "cached", 6);
 	snprintf(p, sizeof(p), "%s/skipme", src);
 	assert_int_equal(mkdir(p, 0755), 0);
