@@ -17,6 +17,7 @@
  * with_atime. Times are written in the local zone, as restic writes them.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -50,17 +51,50 @@ struct names_cache {
 	int n;
 };
 
-struct arch {
-	dev_t dev;      /* the current target's device (one_file_system) */
-	rix_repo *r;
-	rix_backup_options opt;
-	rix_backup_summary *sum;
+/* What one thread needs to read and cut files. */
+struct worker {
 	rix_chunker *ch;
 	uint8_t *rbuf;  /* READ_PIECE */
 	uint8_t *chunk; /* RIX_CHUNK_MAX */
+};
+
+/* A file to read, handed to the workers by the directory that holds it. */
+struct job {
+	struct job *next;
+	char *path;
+	struct held *h;
+	const rix_node *old; /* its node in the parent (changed, not new), or NULL */
+	struct batch *b;
+};
+
+/* The files of one directory in flight: the directory waits for pending to reach 0. */
+struct batch {
+	size_t pending;
+	int rc;        /* the first repository error */
+	char msg[512]; /* its message (set on a worker's thread) */
+};
+
+struct arch {
+	dev_t dev;      /* the current target's device (one_file_system) */
+	pthread_mutex_t mu; /* sum, warnings, the job queue */
+	pthread_cond_t cv;  /* a job queued, a job done, or stop */
+	struct job *head, **tail;
+	int stop;
+	struct worker main; /* the calling thread's */
+	rix_repo *r;
+	rix_backup_options opt;
+	rix_backup_summary *sum;
 	struct names_cache users, groups;
 	char start[RIX_TIME_MAX]; /* when the backup began (the snapshot's time) */
 };
+
+/* The summary is updated from every thread reading files. */
+#define SUM(a, field, v)                                                                         \
+	do {                                                                                     \
+		pthread_mutex_lock(&(a)->mu);                                                    \
+		(a)->sum->field += (v);                                                          \
+		pthread_mutex_unlock(&(a)->mu);                                                  \
+	} while (0)
 
 static void warn(struct arch *a, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void warn(struct arch *a, const char *path, const char *fmt, ...)
@@ -70,9 +104,11 @@ static void warn(struct arch *a, const char *path, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	pthread_mutex_lock(&a->mu); /* one warning at a time, whichever thread */
 	a->sum->errors++;
 	if (a->opt.warn != NULL)
 		a->opt.warn(a->opt.payload, path, msg);
+	pthread_mutex_unlock(&a->mu);
 }
 
 static const char *cached_name(struct names_cache *c, uint32_t id, int group)
@@ -115,6 +151,7 @@ struct held {
 	rix_id *content;
 	size_t ncontent, content_cap;
 	rix_id subtree;
+	int left_out; /* a worker could not read the file (warned) */
 };
 
 static void held_free(struct held *h)
@@ -130,12 +167,14 @@ static int save(struct arch *a, rix_blob_type t, const void *data, size_t n, rix
 	bool stored;
 	int rc = rix_repo_save_blob(id, &stored, a->r, t, data, n);
 	if (rc == 0 && stored) {
+		pthread_mutex_lock(&a->mu);
 		if (t == RIX_BLOB_DATA) {
 			a->sum->data_blobs++;
 			a->sum->data_added += n;
 		} else {
 			a->sum->tree_blobs++;
 		}
+		pthread_mutex_unlock(&a->mu);
 	}
 	return rc;
 }
@@ -154,10 +193,10 @@ static int push_content(struct held *h, const rix_id *id)
 	return 0;
 }
 
-static int save_fd(struct arch *a, const char *path, struct held *h, int fd);
+static int save_fd(struct arch *a, struct worker *w, const char *path, struct held *h, int fd);
 
 /* A file's chunks: 1 = it could not be read (warned, left out); 0; a repository error. */
-static int save_file(struct arch *a, const char *path, struct held *h)
+static int save_file(struct arch *a, struct worker *w, const char *path, struct held *h)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
 	if (fd < 0 && errno == EPERM)
@@ -166,20 +205,20 @@ static int save_file(struct arch *a, const char *path, struct held *h)
 		warn(a, path, "open: %s", strerror(errno));
 		return 1;
 	}
-	int rc = save_fd(a, path, h, fd);
+	int rc = save_fd(a, w, path, h, fd);
 	close(fd);
 	return rc;
 }
 
 /* The chunks of what fd holds (read to its end). 1: a read failed (warned); 0; an error. */
-static int save_fd(struct arch *a, const char *path, struct held *h, int fd)
+static int save_fd(struct arch *a, struct worker *w, const char *path, struct held *h, int fd)
 {
-	rix_chunker_reset(a->ch);
+	rix_chunker_reset(w->ch);
 	size_t clen = 0;
 	int rc = 0;
 	uint64_t total = 0;
 	for (;;) {
-		ssize_t got = read(fd, a->rbuf, READ_PIECE);
+		ssize_t got = read(fd, w->rbuf, READ_PIECE);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0) {
@@ -192,13 +231,13 @@ static int save_fd(struct arch *a, const char *path, struct held *h, int fd)
 		size_t off = 0;
 		while (off < (size_t)got) {
 			bool cut;
-			size_t k = rix_chunker_scan(&cut, a->ch, a->rbuf + off, (size_t)got - off);
-			memcpy(a->chunk + clen, a->rbuf + off, k);
+			size_t k = rix_chunker_scan(&cut, w->ch, w->rbuf + off, (size_t)got - off);
+			memcpy(w->chunk + clen, w->rbuf + off, k);
 			clen += k;
 			off += k;
 			if (cut) {
 				rix_id id;
-				if ((rc = save(a, RIX_BLOB_DATA, a->chunk, clen, &id)) != 0 || (rc = push_content(h, &id)) != 0)
+				if ((rc = save(a, RIX_BLOB_DATA, w->chunk, clen, &id)) != 0 || (rc = push_content(h, &id)) != 0)
 					return rc;
 				clen = 0;
 			}
@@ -206,13 +245,13 @@ static int save_fd(struct arch *a, const char *path, struct held *h, int fd)
 	}
 	if (clen > 0) {
 		rix_id id;
-		if ((rc = save(a, RIX_BLOB_DATA, a->chunk, clen, &id)) != 0 || (rc = push_content(h, &id)) != 0)
+		if ((rc = save(a, RIX_BLOB_DATA, w->chunk, clen, &id)) != 0 || (rc = push_content(h, &id)) != 0)
 			return rc;
 	}
 	/* What was read is what the snapshot records (a file that changed meanwhile: its bytes now). */
 	h->n.size = total;
-	a->sum->bytes += total;
-	a->sum->bytes_total += total;
+	SUM(a, bytes, total);
+	SUM(a, bytes_total, total);
 	h->n.content = h->content;
 	h->n.content_len = h->ncontent;
 	return 0;
@@ -386,8 +425,28 @@ static int read_xattrs(struct held *h, const char *path)
  * ancestor of targets (virt), a directory whose subtree holds only what is under virt.
  * Returns 1 when it cannot be read (warned: left out), 0, or a repository error.
  */
+/* A file read and cut, counted as new or changed (against old, its parent node). */
+static int read_file_counted(struct arch *a, struct worker *w, const char *path, struct held *h, const rix_node *old)
+{
+	int rc = save_file(a, w, path, h);
+	if (rc == 0) {
+		pthread_mutex_lock(&a->mu);
+		a->sum->files++;
+		if (old == NULL || old->type != RIX_NODE_FILE)
+			a->sum->files_new++;
+		else
+			a->sum->files_changed++;
+		pthread_mutex_unlock(&a->mu);
+	}
+	return rc;
+}
+
+/*
+ * ... With defer not NULL, a regular file that must be read is not: 2 is returned with h
+ * filled but its content, for the caller to have it read (read_file_counted) elsewhere.
+ */
 static int save_entry(struct arch *a, const char *path, const char *name, struct held *h, struct tnode *virt,
-		      const rix_node *old)
+		      const rix_node *old, int *defer)
 {
 	struct stat st;
 	if (lstat(path, &st) != 0) {
@@ -422,23 +481,20 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 			for (size_t i = 0; rc == 0 && i < old->content_len; i++)
 				rc = push_content(h, &old->content[i]);
 			n->size = old->size;
-			a->sum->bytes_total += old->size;
+			SUM(a, bytes_total, old->size);
 			n->content = h->content;
 			n->content_len = h->ncontent;
 			if (rc == 0) {
-				a->sum->files++;
-				a->sum->files_unmodified++;
+				SUM(a, files, 1);
+				SUM(a, files_unmodified, 1);
 			}
 			break;
 		}
-		rc = save_file(a, path, h);
-		if (rc == 0) {
-			a->sum->files++;
-			if (old == NULL || old->type != RIX_NODE_FILE)
-				a->sum->files_new++;
-			else
-				a->sum->files_changed++;
+		if (defer != NULL) { /* read by a worker; xattrs first, the file after */
+			int xrc = read_xattrs(h, path);
+			return xrc != 0 ? xrc : 2;
 		}
+		rc = read_file_counted(a, &a->main, path, h, old);
 		break;
 	case S_IFDIR: {
 		n->type = RIX_NODE_DIR;
@@ -452,13 +508,13 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 			rc = save_dir(a, path, &h->subtree, ps, dir_marked(a, path, only, sizeof(only)) ? only : NULL);
 		if (rc == 0) {
 			n->subtree = &h->subtree;
-			a->sum->dirs++;
+			SUM(a, dirs, 1);
 			if (ps == NULL)
-				a->sum->dirs_new++;
+				SUM(a, dirs_new, 1);
 			else if (memcmp(ps->b, h->subtree.b, RIX_ID_SIZE) == 0)
-				a->sum->dirs_unmodified++;
+				SUM(a, dirs_unmodified, 1);
 			else
-				a->sum->dirs_changed++;
+				SUM(a, dirs_changed, 1);
 		}
 		break;
 	}
@@ -472,7 +528,7 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		}
 		n->linktarget = h->target;
 		n->linktarget_len = (size_t)tl;
-		a->sum->others++;
+		SUM(a, others, 1);
 		break;
 	}
 	case S_IFBLK:
@@ -480,15 +536,15 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		n->type = S_ISBLK(st.st_mode) ? RIX_NODE_DEV : RIX_NODE_CHARDEV;
 		n->device = st.st_rdev;
 		n->links = st.st_nlink;
-		a->sum->others++;
+		SUM(a, others, 1);
 		break;
 	case S_IFIFO:
 		n->type = RIX_NODE_FIFO;
-		a->sum->others++;
+		SUM(a, others, 1);
 		break;
 	case S_IFSOCK:
 		n->type = RIX_NODE_SOCKET;
-		a->sum->others++;
+		SUM(a, others, 1);
 		break;
 	default:
 		warn(a, path, "unknown file type");
@@ -528,9 +584,115 @@ static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree)
 	return rc;
 }
 
+/* ---- the workers -------------------------------------------------------------------------- */
+
+/* Runs job j on w and records its outcome (mu not held). Frees j. */
+static void run_job(struct arch *a, struct worker *w, struct job *j)
+{
+	int rc = read_file_counted(a, w, j->path, j->h, j->old);
+	pthread_mutex_lock(&a->mu);
+	if (rc == 1) {
+		j->h->left_out = 1;
+	} else if (rc != 0 && j->b->rc == 0) {
+		j->b->rc = rc;
+		snprintf(j->b->msg, sizeof(j->b->msg), "%s", rix_error_last());
+	}
+	j->b->pending--;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	free(j->path);
+	free(j);
+}
+
+static struct job *pop_job(struct arch *a) /* mu held */
+{
+	struct job *j = a->head;
+	if (j != NULL && (a->head = j->next) == NULL)
+		a->tail = &a->head;
+	return j;
+}
+
+struct worker_arg {
+	struct arch *a;
+	struct worker w;
+};
+
+static void *worker_main(void *p)
+{
+	struct worker_arg *wa = p;
+	struct arch *a = wa->a;
+	pthread_mutex_lock(&a->mu);
+	for (;;) {
+		struct job *j = pop_job(a);
+		if (j == NULL) {
+			if (a->stop)
+				break;
+			pthread_cond_wait(&a->cv, &a->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&a->mu);
+		run_job(a, &wa->w, j);
+		pthread_mutex_lock(&a->mu);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+/* Queues the reading of file path (owned by the job from now on, even on failure) into h. */
+static int submit(struct arch *a, struct batch *b, char *path, struct held *h, const rix_node *old)
+{
+	struct job *j = malloc(sizeof(*j));
+	if (j == NULL) {
+		free(path);
+		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	}
+	*j = (struct job){ NULL, path, h, old, b };
+	pthread_mutex_lock(&a->mu);
+	*a->tail = j;
+	a->tail = &j->next;
+	b->pending++;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	return 0;
+}
+
+/* Waits for b's files, reading queued ones meanwhile. @return b's first error or 0. */
+static int wait_batch(struct arch *a, struct batch *b)
+{
+	pthread_mutex_lock(&a->mu);
+	while (b->pending > 0) {
+		struct job *j = pop_job(a);
+		if (j == NULL) {
+			pthread_cond_wait(&a->cv, &a->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&a->mu);
+		run_job(a, &a->main, j);
+		pthread_mutex_lock(&a->mu);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return b->rc != 0 ? rix_error_set(b->rc, "%s", b->msg) : 0;
+}
+
+static int worker_init(struct worker *w, uint64_t pol)
+{
+	int rc = rix_chunker_new(&w->ch, pol);
+	if (rc == 0 && ((w->rbuf = malloc(READ_PIECE)) == NULL || (w->chunk = malloc(RIX_CHUNK_MAX)) == NULL))
+		rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	return rc;
+}
+
+static void worker_fini(struct worker *w)
+{
+	rix_chunker_free(w->ch);
+	free(w->rbuf);
+	free(w->chunk);
+}
+
 static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id *parent, const char *only)
 {
 	rix_tree *old = parent_tree(a, path, parent);
+	struct batch batch = { 0 };
 	struct dirent **ents;
 	int ne = scandir(path, &ents, NULL, by_bytes);
 	if (ne < 0) {
@@ -546,7 +708,7 @@ static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id
 		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
 			continue;
 		if (only != NULL && strcmp(nm, only) != 0) { /* a marked directory: its marker alone */
-			a->sum->excluded++;
+			SUM(a, excluded, 1);
 			continue;
 		}
 		size_t need = pl + strlen(nm) + 2;
@@ -559,11 +721,17 @@ static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id
 		char absbuf[8192];
 		if ((a->opt.nexcludes > 0 || a->opt.niexcludes > 0) && abs_clean(absbuf, sizeof(absbuf), child) == 0 &&
 		    is_excluded(a, absbuf)) {
-			a->sum->excluded++;
+			SUM(a, excluded, 1);
 			free(child);
 			continue;
 		}
-		int src = save_entry(a, child, nm, &h[i], NULL, old != NULL ? rix_tree_find(old, nm, strlen(nm)) : NULL);
+		const rix_node *on = old != NULL ? rix_tree_find(old, nm, strlen(nm)) : NULL;
+		int defer = 1;
+		int src = save_entry(a, child, nm, &h[i], NULL, on, &defer);
+		if (src == 2) { /* a file to read: to the workers */
+			src = submit(a, &batch, child, &h[i], on);
+			child = NULL; /* the job owns it */
+		}
 		free(child);
 		if (src == 1) { /* left out */
 			held_free(&h[i]);
@@ -572,6 +740,15 @@ static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id
 			rc = src;
 		}
 	}
+	/* Every file queued is read (even after an error: the jobs point into h). */
+	int brc = wait_batch(a, &batch);
+	if (rc == 0)
+		rc = brc;
+	for (int i = 0; h != NULL && i < ne; i++)
+		if (h[i].left_out) {
+			held_free(&h[i]);
+			memset(&h[i], 0, sizeof(h[i]));
+		}
 	if (rc == 0)
 		rc = save_tree(a, h, ne > 0 ? (size_t)ne : 0, tree);
 	for (int i = 0; i < ne; i++) {
@@ -648,7 +825,7 @@ static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix
 		if (k->target && lstat(k->fspath, &tst) == 0)
 			a->dev = tst.st_dev; /* one_file_system: the target's device */
 		int src = save_entry(a, k->fspath, k->name, &h[i], k->target ? NULL : k,
-				     old != NULL ? rix_tree_find(old, k->name, strlen(k->name)) : NULL);
+				     old != NULL ? rix_tree_find(old, k->name, strlen(k->name)) : NULL, NULL);
 		if (src == 1) {
 			held_free(&h[i]);
 			memset(&h[i], 0, sizeof(h[i]));
@@ -799,12 +976,12 @@ static int save_stdin(struct arch *a, rix_id *tree)
 	n->gid = getgid();
 	n->user = cached_name(&a->users, n->uid, 0);
 	n->group = cached_name(&a->groups, n->gid, 1);
-	int rc = save_fd(a, "<stdin>", &h, 0);
+	int rc = save_fd(a, &a->main, "<stdin>", &h, 0);
 	if (rc == 1)
 		rc = rix_error_set(RIX_EIO, "backup: standard input cannot be read");
 	if (rc == 0) {
-		a->sum->files++;
-		a->sum->files_new++;
+		SUM(a, files, 1);
+		SUM(a, files_new, 1);
 		rc = save_tree(a, &h, 1, tree);
 	}
 	held_free(&h);
@@ -928,6 +1105,9 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 {
 	rix_backup_summary local = { 0 };
 	struct arch a = { .r = r, .sum = summary != NULL ? summary : &local };
+	pthread_mutex_init(&a.mu, NULL);
+	pthread_cond_init(&a.cv, NULL);
+	a.tail = &a.head;
 	*a.sum = (rix_backup_summary){ 0 };
 	a.opt = (rix_backup_options)RIX_BACKUP_OPTIONS_INIT;
 	if (opt != NULL && opt->version != RIX_BACKUP_OPTIONS_VERSION)
@@ -988,9 +1168,31 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 		}
 		t->target = 1;
 	}
-	if (rc == 0 && (rc = rix_chunker_new(&a.ch, rix_repo_config(r)->chunker_polynomial)) == 0 &&
-	    ((a.rbuf = malloc(READ_PIECE)) == NULL || (a.chunk = malloc(RIX_CHUNK_MAX)) == NULL))
+	/* The readers: the calling thread (which also walks) and one thread per CPU. */
+	uint64_t pol = rix_repo_config(r)->chunker_polynomial;
+	if (rc == 0)
+		rc = worker_init(&a.main, pol);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nw = a.opt.read_concurrency ? a.opt.read_concurrency : cpus > 0 ? (size_t)cpus : 1;
+	if (nw > 64)
+		nw = 64;
+	struct worker_arg *wa = rc == 0 ? calloc(nw, sizeof(*wa)) : NULL;
+	pthread_t th[64];
+	size_t started = 0;
+	if (rc == 0 && wa == NULL)
 		rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	for (size_t i = 0; rc == 0 && i < nw; i++) {
+		wa[i].a = &a;
+		if ((rc = worker_init(&wa[i].w, pol)) != 0) {
+			worker_fini(&wa[i].w);
+			break;
+		}
+		if (pthread_create(&th[started], NULL, worker_main, &wa[i]) != 0) {
+			worker_fini(&wa[i].w);
+			break; /* fewer threads: the calling one reads too */
+		}
+		started++;
+	}
 	/* The parent: given, or the latest snapshot of this host with the same paths. */
 	rix_id ptree;
 	const rix_id *pt = NULL;
@@ -1029,8 +1231,17 @@ done:
 		free(abs[i]);
 	free(abs);
 	tnode_free(&root);
-	rix_chunker_free(a.ch);
-	free(a.rbuf);
-	free(a.chunk);
+	pthread_mutex_lock(&a.mu);
+	a.stop = 1;
+	pthread_cond_broadcast(&a.cv);
+	pthread_mutex_unlock(&a.mu);
+	for (size_t i = 0; i < started; i++) {
+		pthread_join(th[i], NULL);
+		worker_fini(&wa[i].w);
+	}
+	free(wa);
+	worker_fini(&a.main);
+	pthread_cond_destroy(&a.cv);
+	pthread_mutex_destroy(&a.mu);
 	return rc;
 }

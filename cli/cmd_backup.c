@@ -93,6 +93,8 @@ int cmd_backup(int argc, char **argv)
 			bo.exclude_caches = true;
 		else if (strcmp(argv[i], "--one-file-system") == 0 || strcmp(argv[i], "-x") == 0)
 			bo.one_file_system = true;
+		else if (strcmp(argv[i], "--read-concurrency") == 0 && i + 1 < argc)
+			bo.read_concurrency = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--skip-if-unchanged") == 0)
 			bo.skip_if_unchanged = true;
 		else if (strcmp(argv[i], "--stdin") == 0)

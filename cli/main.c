@@ -52,6 +52,7 @@ static const struct command commands[] = {
 	  "--one-file-system stay on each path's file system (also -x)\n"
 	  "-x stay on each path's file system\n"
 	  "--skip-if-unchanged no snapshot when nothing changed since the parent\n"
+	  "--read-concurrency= threads reading files (default: one per CPU)\n"
 	  "--files-from= paths from a file, one a line\n"
 	  "--stdin back up standard input\n"
 	  "--stdin-filename= its name in the snapshot (default: stdin)\n" },

@@ -24,7 +24,8 @@
  * CACHEDIR.TAG with its standard signature. one_file_system: entries on another device than their target are left
  * out (the mount point itself is kept, empty).
  *
- * Status: one thread.
+ * Files are read, cut and saved by read_concurrency threads (one per CPU by default) while the
+ * calling thread walks the directories; a directory's tree is written once its files are.
  * A path is backed up under its absolute name, with its ancestors as directory nodes (as
  * restic 0.14 does), except "." style relative targets, which become the snapshot's root.
  */
@@ -65,6 +66,7 @@ typedef struct rix_backup_options {
 	bool skip_if_unchanged;           /* no snapshot when the tree is the parent's (restic 0.17) */
 	const char *stdin_name;           /* back up standard input as this file (--stdin-filename); paths unused */
 	bool one_file_system;             /* --one-file-system */
+	unsigned read_concurrency;        /* threads reading files (and the caller); 0: one per CPU */
 	rix_backup_warn_fn warn;          /* may be NULL */
 	void *payload;                    /* given to warn */
 } rix_backup_options;
