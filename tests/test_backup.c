@@ -51,6 +51,40 @@ static void make_tree(const char *src)
 	free(r);
 }
 
+/* A work folder with a source tree (make_tree) and the path of a repository beside it. */
+struct fixture {
+	char *work;
+	char src[4200], repo[4200];
+};
+
+static void fixture_new(struct fixture *f)
+{
+	f->work = rix_test_new_dir("rix-backup");
+	snprintf(f->src, sizeof(f->src), "%s/src", f->work);
+	snprintf(f->repo, sizeof(f->repo), "%s/repo", f->work);
+	make_tree(f->src);
+}
+
+/* `restic backup [flags] .` from inside src: the snapshot's root is src itself. */
+static void restic_backup_dot(const struct fixture *f, const char *flags)
+{
+	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RESTIC_PASSWORD=%s restic --no-cache -q -r '%s' backup %s . >/dev/null",
+				      f->src, PW, f->repo, flags),
+			 0);
+}
+
+/* rix_backup of "." from inside src. */
+static void rix_backup_dot(rix_id *snap, rix_backup_summary *sum, rix_repo *r, const struct fixture *f,
+			   const rix_backup_options *bo)
+{
+	const char *paths[] = { "." };
+	char cwd[4200];
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(f->src), 0);
+	MUST(rix_backup(snap, sum, r, paths, 1, bo));
+	assert_int_equal(chdir(cwd), 0);
+}
+
 static rix_repo *open_or_init(const char *dir, int init)
 {
 	rix_backend *b;
@@ -102,12 +136,10 @@ static void test_rix_backup_restic_restore(void **state)
 {
 	(void)state;
 	rix_test_need_restic();
-	char *work = rix_test_new_dir("rix-backup");
-	char src[4200], repo[4200], out[4200];
-	snprintf(src, sizeof(src), "%s/src", work);
-	snprintf(repo, sizeof(repo), "%s/repo", work);
+	struct fixture f;
+	fixture_new(&f);
+	char *work = f.work, *src = f.src, *repo = f.repo, out[4200];
 	snprintf(out, sizeof(out), "%s/out", work);
-	make_tree(src);
 	rix_repo *r = open_or_init(repo, 1);
 	rix_lock *l;
 	MUST(rix_lock_acquire(&l, r, false));
@@ -193,30 +225,21 @@ static void test_restic_then_rix(void **state)
 {
 	(void)state;
 	rix_test_need_restic();
-	char *work = rix_test_new_dir("rix-backup");
-	char src[4200], repo[4200];
-	snprintf(src, sizeof(src), "%s/src", work);
-	snprintf(repo, sizeof(repo), "%s/repo", work);
-	make_tree(src);
+	struct fixture f;
+	fixture_new(&f);
+	char *work = f.work, *repo = f.repo;
 	/* `backup .` from inside src: the root tree is src itself, so the metadata of its ancestors
 	 * (/tmp's mtime moves whenever anyone makes a file there) does not enter the comparison. */
 	assert_int_equal(restic(repo, "init"), 0);
-	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RESTIC_PASSWORD=%s restic --no-cache -q -r '%s' backup . >/dev/null",
-				      src, PW, repo),
-			 0);
+	restic_backup_dot(&f, "");
 	char theirs[65];
 	latest_tree(repo, theirs);
 	rix_repo *r = open_or_init(repo, 0);
 	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
 	bo.warn = warn_fail;
-	const char *paths[] = { "." };
 	rix_id snap;
 	rix_backup_summary sum;
-	char cwd[4200];
-	assert_non_null(getcwd(cwd, sizeof(cwd)));
-	assert_int_equal(chdir(src), 0);
-	MUST(rix_backup(&snap, &sum, r, paths, 1, &bo));
-	assert_int_equal(chdir(cwd), 0);
+	rix_backup_dot(&snap, &sum, r, &f, &bo);
 	rix_repo_free(r);
 	/* The same bytes: no new data blob; the same metadata: the same trees, root included. */
 	assert_int_equal(sum.data_blobs, 0);
@@ -230,9 +253,7 @@ static void test_restic_then_rix(void **state)
 	assert_string_equal(mine, theirs);
 	assert_int_equal(restic(repo, "check --read-data"), 0);
 	/* And restic backs up again on top of rix's snapshot (as its parent): the same tree. */
-	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RESTIC_PASSWORD=%s restic --no-cache -q -r '%s' backup . >/dev/null",
-				      src, PW, repo),
-			 0);
+	restic_backup_dot(&f, "");
 	latest_tree(repo, theirs);
 	assert_string_equal(mine, theirs);
 	rix_test_free_dir(work);
@@ -243,11 +264,9 @@ static void test_excludes_like_restic(void **state)
 {
 	(void)state;
 	rix_test_need_restic();
-	char *work = rix_test_new_dir("rix-backup");
-	char src[4200], repo[4200], p[4400];
-	snprintf(src, sizeof(src), "%s/src", work);
-	snprintf(repo, sizeof(repo), "%s/repo", work);
-	make_tree(src);
+	struct fixture f;
+	fixture_new(&f);
+	char *work = f.work, *src = f.src, *repo = f.repo, p[4400];
 	rix_test_put_file(src, "a.o", "o", 1);
 	rix_test_put_file(src, "b.c", "c", 1);
 	snprintf(p, sizeof(p), "%s/d1", src);
@@ -265,9 +284,7 @@ static void test_excludes_like_restic(void **state)
 	const char *flags = "--exclude '*.o' --exclude 'd1/d2' --iexclude '*.TMP' --exclude-if-present .nobackup "
 			    "--exclude-caches";
 	assert_int_equal(restic(repo, "init"), 0);
-	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RESTIC_PASSWORD=%s restic --no-cache -q -r '%s' backup %s . >/dev/null",
-				      src, PW, repo, flags),
-			 0);
+	restic_backup_dot(&f, flags);
 	char theirs[65];
 	latest_tree(repo, theirs);
 	rix_repo *r = open_or_init(repo, 0);
@@ -282,14 +299,9 @@ static void test_excludes_like_restic(void **state)
 	bo.nif_present = 1;
 	bo.exclude_caches = true;
 	bo.force = true; /* read everything: the tree must still be restic's */
-	const char *paths[] = { "." };
-	char cwd[4200];
-	assert_non_null(getcwd(cwd, sizeof(cwd)));
-	assert_int_equal(chdir(src), 0);
 	rix_id snap;
 	rix_backup_summary sum;
-	MUST(rix_backup(&snap, &sum, r, paths, 1, &bo));
-	assert_int_equal(chdir(cwd), 0);
+	rix_backup_dot(&snap, &sum, r, &f, &bo);
 	rix_repo_free(r);
 	assert_true(sum.excluded >= 6);
 	char mine[65];
@@ -303,12 +315,10 @@ static void test_stdin_and_skip(void **state)
 {
 	(void)state;
 	rix_test_need_restic();
-	char *work = rix_test_new_dir("rix-backup");
-	char src[4200], repo[4200], in[4300];
-	snprintf(src, sizeof(src), "%s/src", work);
-	snprintf(repo, sizeof(repo), "%s/repo", work);
+	struct fixture f;
+	fixture_new(&f);
+	char *work = f.work, *repo = f.repo, in[4300];
 	snprintf(in, sizeof(in), "%s/input", work);
-	make_tree(src);
 	uint64_t st = 5;
 	size_t big = (3u << 20) + 17;
 	uint8_t *data = malloc(big);
@@ -338,15 +348,10 @@ static void test_stdin_and_skip(void **state)
 	bo = (rix_backup_options)RIX_BACKUP_OPTIONS_INIT;
 	bo.warn = warn_fail;
 	bo.skip_if_unchanged = true;
-	const char *paths[] = { "." };
-	char cwd[4200];
-	assert_non_null(getcwd(cwd, sizeof(cwd)));
-	assert_int_equal(chdir(src), 0);
 	rix_id s1, s2;
-	MUST(rix_backup(&s1, &sum, r, paths, 1, &bo));
+	rix_backup_dot(&s1, &sum, r, &f, &bo);
 	assert_false(sum.skipped);
-	MUST(rix_backup(&s2, &sum, r, paths, 1, &bo));
-	assert_int_equal(chdir(cwd), 0);
+	rix_backup_dot(&s2, &sum, r, &f, &bo);
 	assert_true(sum.skipped);
 	assert_memory_equal(s1.b, s2.b, RIX_ID_SIZE);
 	char sd[4300];
