@@ -886,16 +886,22 @@ static int is_dot(const char *p)
 	return strcmp(p, ".") == 0 || p[0] == '\0';
 }
 
+/* The host the snapshot records: opt->hostname, else this machine's name. */
+static void backup_host(const struct arch *a, char *host, size_t cap)
+{
+	if (a->opt.hostname != NULL)
+		snprintf(host, cap, "%s", a->opt.hostname);
+	else if (gethostname(host, cap) != 0)
+		host[0] = '\0';
+	host[cap - 1] = '\0';
+}
+
 static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *const *abs, size_t n)
 {
 	const rix_id *parent = a->sum->has_parent ? &a->sum->parent_id : NULL;
 	char host[256], treehex[65];
 	const char *when = a->start;
-	if (a->opt.hostname != NULL)
-		snprintf(host, sizeof(host), "%s", a->opt.hostname);
-	else if (gethostname(host, sizeof(host)) != 0)
-		host[0] = '\0';
-	host[sizeof(host) - 1] = '\0';
+	backup_host(a, host, sizeof(host));
 	const char *user = a->opt.username != NULL ? a->opt.username : cached_name(&a->users, getuid(), 0);
 	rix_id_to_hex(treehex, tree);
 	rix__jansson_begin();
@@ -1015,26 +1021,6 @@ static int snapshot_matches(json_t *j, const char *host, char **paths, size_t n)
 	return 1;
 }
 
-struct snap_list {
-	rix_id *v;
-	size_t n, cap;
-};
-
-static int collect_snap(void *arg, const char *name, uint64_t size)
-{
-	(void)size;
-	struct snap_list *l = arg;
-	if (l->n == l->cap) {
-		size_t c = l->cap ? l->cap * 2 : 16;
-		rix_id *v = realloc(l->v, c * sizeof(*v));
-		if (v == NULL)
-			return RIX_ENOMEM;
-		l->v = v;
-		l->cap = c;
-	}
-	return rix_id_from_hex(&l->v[l->n++], name, 64);
-}
-
 /*
  * The parent's tree into *tree: opt->parent's, or the latest snapshot's of this host with the
  * same paths. @return 1 found, 0 none, or an error (opt->parent that cannot be read).
@@ -1042,27 +1028,24 @@ static int collect_snap(void *arg, const char *name, uint64_t size)
 static int find_parent(struct arch *a, char *const *abs, size_t n, rix_id *tree)
 {
 	char host[256];
-	if (a->opt.hostname != NULL)
-		snprintf(host, sizeof(host), "%s", a->opt.hostname);
-	else if (gethostname(host, sizeof(host)) != 0)
-		host[0] = '\0';
-	host[sizeof(host) - 1] = '\0';
+	backup_host(a, host, sizeof(host));
 	char **sorted = malloc((n ? n : 1) * sizeof(*sorted));
 	if (sorted == NULL)
 		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
 	memcpy(sorted, abs, n * sizeof(*sorted));
 	qsort(sorted, n, sizeof(*sorted), cmp_str);
-	struct snap_list l = { 0 };
+	struct {
+		rix_id *v;
+		size_t n;
+	} l = { NULL, 0 };
+	rix_id *listed = NULL; /* the repository's snapshots, unless opt->parent names one */
 	int rc = 0;
 	if (a->opt.parent != NULL) {
-		l.v = malloc(sizeof(*l.v));
-		rc = l.v == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
-		if (rc == 0) {
-			l.v[0] = *a->opt.parent;
-			l.n = 1;
-		}
+		l.v = (rix_id *)a->opt.parent;
+		l.n = 1;
 	} else {
-		rc = rix_backend_list(rix_repo_backend(a->r), RIX_FILE_SNAPSHOT, collect_snap, &l);
+		rc = rix_repo_list_ids(&listed, &l.n, a->r, RIX_FILE_SNAPSHOT);
+		l.v = listed;
 	}
 	char best_time[64] = "";
 	int found = 0;
@@ -1095,7 +1078,7 @@ static int find_parent(struct arch *a, char *const *abs, size_t n, rix_id *tree)
 		}
 		json_decref(j);
 	}
-	free(l.v);
+	rix_free(listed);
 	free(sorted);
 	return rc != 0 ? rc : found;
 }

@@ -11,27 +11,6 @@ struct snap {
 	json_t *j;
 };
 
-static int collect(void *arg, const char *name, uint64_t size)
-{
-	(void)size;
-	struct {
-		struct snap *v;
-		size_t n, cap;
-	} *l = arg;
-	if (l->n == l->cap) {
-		size_t c = l->cap ? l->cap * 2 : 64;
-		struct snap *v = realloc(l->v, c * sizeof(*v));
-		if (v == NULL)
-			return RIX_ENOMEM;
-		l->v = v;
-		l->cap = c;
-	}
-	snprintf(l->v[l->n].id, 65, "%s", name);
-	l->v[l->n].j = NULL;
-	l->n++;
-	return 0;
-}
-
 static int by_time(const void *a, const void *b)
 {
 	const char *x = json_string_value(json_object_get(((const struct snap *)a)->j, "time"));
@@ -51,15 +30,18 @@ int cmd_snapshots(int argc, char **argv)
 		return orc;
 	struct {
 		struct snap *v;
-		size_t n, cap;
-	} l = { 0 };
-	int rc = rix_backend_list(rix_repo_backend(r), RIX_FILE_SNAPSHOT, collect, &l);
+		size_t n;
+	} l = { NULL, 0 };
+	rix_id *ids;
+	int rc = rix_repo_list_ids(&ids, &l.n, r, RIX_FILE_SNAPSHOT);
+	if (rc == 0 && l.n > 0 && (l.v = calloc(l.n, sizeof(*l.v))) == NULL)
+		rc = rix_error_set(RIX_ENOMEM, "snapshots: out of memory");
 	int bad = 0;
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		rix_id id;
 		uint8_t *json;
 		size_t n;
-		if (rix_id_from_hex(&id, l.v[i].id, 64) != 0 || rix_repo_read_file(&json, &n, r, RIX_FILE_SNAPSHOT, &id) != 0) {
+		rix_id_to_hex(l.v[i].id, &ids[i]);
+		if (rix_repo_read_file(&json, &n, r, RIX_FILE_SNAPSHOT, &ids[i]) != 0) {
 			fprintf(stderr, "rix: snapshot %.8s: %s\n", l.v[i].id, rix_error_last());
 			bad = 1;
 			continue;
@@ -71,6 +53,7 @@ int cmd_snapshots(int argc, char **argv)
 			bad = 1;
 		}
 	}
+	rix_free(ids);
 	if (rc != 0) {
 		free(l.v);
 		close_repo(r, lock);

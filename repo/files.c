@@ -47,6 +47,31 @@ int rix_repo_write_file(rix_repo *r, rix_file_type t, const void *json, size_t n
 	return rc;
 }
 
+int rix_repo_list_ids(rix_id **ids, size_t *n, rix_repo *r, rix_file_type t)
+{
+	*ids = NULL;
+	*n = 0;
+	if (t == RIX_FILE_CONFIG)
+		return rix_error_set(RIX_EINVAL, "list_ids: the config has no ID");
+	struct rix__names names;
+	int rc = rix__list_names(rix_repo_backend(r), t, &names);
+	if (rc != 0)
+		return rc;
+	rix_id *v = names.n > 0 ? rix_malloc(names.n * sizeof(*v)) : NULL;
+	if (names.n > 0 && v == NULL)
+		rc = rix_error_set(RIX_ENOMEM, "list_ids: out of memory for %zu IDs", names.n);
+	for (size_t i = 0; rc == 0 && i < names.n; i++)
+		rc = rix_id_from_hex(&v[i], names.v[i].s, 64); /* listed names are IDs */
+	rix_free(names.v);
+	if (rc != 0) {
+		rix_free(v);
+		return rc;
+	}
+	*ids = v;
+	*n = names.n;
+	return 0;
+}
+
 struct pack_source {
 	rix_backend *b;
 	const char *name;

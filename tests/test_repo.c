@@ -512,6 +512,16 @@ static void test_files(void **state)
 	rix_id_to_hex(name, &id);
 	uint64_t size;
 	MUST(rix_backend_stat(&size, rix_repo_backend(r), RIX_FILE_INDEX, name));
+	rix_id *ids;
+	size_t nids;
+	MUST(rix_repo_list_ids(&ids, &nids, r, RIX_FILE_INDEX));
+	assert_int_equal(nids, 1);
+	assert_memory_equal(ids[0].b, id.b, RIX_ID_SIZE);
+	rix_free(ids);
+	MUST(rix_repo_list_ids(&ids, &nids, r, RIX_FILE_SNAPSHOT));
+	assert_int_equal(nids, 0);
+	assert_null(ids);
+	assert_int_equal(rix_repo_list_ids(&ids, &nids, r, RIX_FILE_CONFIG), RIX_EINVAL);
 	uint8_t *out;
 	size_t n;
 	MUST(rix_repo_read_file(&out, &n, r, RIX_FILE_INDEX, &id));

@@ -194,6 +194,13 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_write_file(rix_repo *r, rix_file_type t, c
 						 rix_id *id);
 
 /*
+ * The IDs of every file of type t (not RIX_FILE_CONFIG), sorted: *ids (the caller's, rix_free;
+ * NULL when there are none), *n of them. Names that are not IDs are not listed.
+ * @return 0; RIX_EINVAL (RIX_FILE_CONFIG); backend errors; RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_repo_list_ids(rix_id **ids, size_t *n, rix_repo *r, rix_file_type t);
+
+/*
  * Reads pack pack_id's header (its size, then the trailer and the sealed header only: not the
  * blobs). *out (the caller's, rix_free) is an array of *count blobs in pack order; NULL when
  * *count is 0 or on failure.
