@@ -87,8 +87,10 @@ static int pack_stored(rix_repo *r, rix_pack_writer *w, const rix_id *pack_id)
 	rix_pack_writer_free(w);
 	if (rc == 0 && rix_master_index_unindexed(r->mi) >= limit) {
 		pthread_mutex_lock(&r->imu);
-		if (rix_master_index_unindexed(r->mi) >= limit) /* another thread may have written it */
-			rc = write_index_locked(r); /* on failure the next flush writes it */
+		/* Another thread may have written it. A failure is not this save's: the packs stay
+		 * waiting, the next index write or flush names them, and flush reports the error. */
+		if (rix_master_index_unindexed(r->mi) >= limit && write_index_locked(r) != 0) {
+		}
 		pthread_mutex_unlock(&r->imu);
 	}
 	return rc;

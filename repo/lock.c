@@ -49,6 +49,7 @@ struct rix_lock {
 	pthread_cond_t cv;
 	pthread_t thread;
 	int running, stop;
+	char stranded[65]; /* mu: an old lock file a refresh could not remove ("" when none) */
 	int retime;                             /* mu: the intervals changed, wait anew */
 	uint64_t refresh_ms, retry_ms, lost_ms; /* mu */
 	atomic_int lost;                        /* set once, after lost_msg is written */
@@ -338,11 +339,34 @@ int rix_lock_acquire(rix_lock **out, rix_repo *r, bool exclusive)
 	l->retry_ms = (uint64_t)RIX_LOCK_RETRY_SECONDS * 1000;
 	l->lost_ms = (uint64_t)RIX_LOCK_LOST_SECONDS * 1000;
 	atomic_init(&l->lost, 0);
-	l->running = pthread_create(&l->thread, NULL, refresher, l) == 0;
-	if (rix__repo_held_lock(r) == NULL)
-		rix__repo_set_held_lock(r, l);
+	if (pthread_create(&l->thread, NULL, refresher, l) != 0) {
+		/* Unrefreshed, the lock would turn stale under its holder: none at all is better. */
+		if (rix_backend_remove(rix_repo_backend(r), RIX_FILE_LOCK, l->name) != 0) {
+			/* left behind: stale once this process is gone, and unlock removes it */
+		}
+		pthread_cond_destroy(&l->cv);
+		pthread_mutex_destroy(&l->mu);
+		rix_free(l);
+		return rix_error_set(RIX_ENOMEM, "lock: cannot start the thread that refreshes it");
+	}
+	l->running = 1;
+	struct rix_lock *none = NULL; /* the first lock taken on r is the one its operations check */
+	atomic_compare_exchange_strong(&r->held_lock, &none, l);
 	*out = l;
 	return 0;
+}
+
+/* Removes lock file old (a previous one of l); one that cannot be removed is kept in l->stranded
+ * for the next refresh or free. */
+static void remove_old(rix_lock *l, const char old[65])
+{
+	int rc = rix_backend_remove(rix_repo_backend(l->r), RIX_FILE_LOCK, old);
+	pthread_mutex_lock(&l->mu);
+	if (rc != 0 && rc != RIX_ENOTFOUND)
+		memcpy(l->stranded, old, 65);
+	else if (strcmp(l->stranded, old) == 0)
+		l->stranded[0] = '\0';
+	pthread_mutex_unlock(&l->mu);
 }
 
 int rix_lock_refresh(rix_lock *l)
@@ -352,12 +376,16 @@ int rix_lock_refresh(rix_lock *l)
 	if (rc != 0)
 		return rc;
 	pthread_mutex_lock(&l->mu);
-	char old[65];
+	char old[65], stranded[65];
 	memcpy(old, l->name, 65);
 	memcpy(l->name, name, 65);
+	memcpy(stranded, l->stranded, 65);
 	pthread_mutex_unlock(&l->mu);
-	rc = rix_backend_remove(rix_repo_backend(l->r), RIX_FILE_LOCK, old);
-	return rc == RIX_ENOTFOUND ? 0 : rc;
+	/* The new file is written: the lock is refreshed, whether the old one goes now or later. */
+	remove_old(l, old);
+	if (stranded[0] != '\0')
+		remove_old(l, stranded);
+	return 0;
 }
 
 int rix_lock_free(rix_lock *l)
@@ -376,6 +404,9 @@ int rix_lock_free(rix_lock *l)
 		atomic_thread_fence(memory_order_seq_cst);
 		while (atomic_load(&lookers) != 0)
 			sched_yield();
+	}
+	if (l->stranded[0] != '\0' && rix_backend_remove(rix_repo_backend(l->r), RIX_FILE_LOCK, l->stranded) != 0) {
+		/* left behind: stale once this process is gone, and unlock removes it */
 	}
 	int rc = rix_backend_remove(rix_repo_backend(l->r), RIX_FILE_LOCK, l->name);
 	pthread_cond_destroy(&l->cv);

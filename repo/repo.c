@@ -116,12 +116,12 @@ unsigned rix__repo_workers(const rix_repo *r)
 
 struct rix_lock *rix__repo_held_lock(const rix_repo *r)
 {
-	return r->held_lock;
+	return atomic_load(&((rix_repo *)r)->held_lock);
 }
 
 void rix__repo_set_held_lock(rix_repo *r, struct rix_lock *l)
 {
-	r->held_lock = l;
+	atomic_store(&r->held_lock, l);
 }
 
 const rix_key *rix__repo_key(const rix_repo *r)

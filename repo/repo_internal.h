@@ -6,6 +6,7 @@
 #define RIX_REPO_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,7 +63,7 @@ struct rix_repo {
 	rix_id retry_id[256];
 	size_t nretry;
 	int retry_err; /* why the packs in retry were refused */
-	struct rix_lock *held_lock; /* rix__repo_held_lock */
+	_Atomic(struct rix_lock *) held_lock; /* rix__repo_held_lock: read by workers, set by whoever frees */
 };
 
 /* A repository over b with opt (NULL: defaults), with no key or config yet. @return 0, RIX_ENOMEM. */
