@@ -22,6 +22,7 @@
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -45,10 +46,14 @@
 
 #define READ_PIECE ((size_t)1 << 20)
 
+/* uid/gid -> name, looked up once each; names stay put until the backup ends (nodes point at
+ * them until their tree is encoded). */
 struct names_cache {
-	uint32_t id[64];
-	char name[64][64];
-	int n;
+	struct {
+		uint32_t id;
+		char *name;
+	} *v;
+	size_t n, cap;
 };
 
 /* What one thread needs to read and cut files. */
@@ -96,6 +101,15 @@ struct arch {
 		pthread_mutex_unlock(&(a)->mu);                                                  \
 	} while (0)
 
+/* A warning that leaves nothing out (not counted as an error); one at a time, whichever thread. */
+static void notice(struct arch *a, const char *path, const char *msg)
+{
+	pthread_mutex_lock(&a->mu);
+	if (a->opt.warn != NULL)
+		a->opt.warn(a->opt.payload, path, msg);
+	pthread_mutex_unlock(&a->mu);
+}
+
 static void warn(struct arch *a, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void warn(struct arch *a, const char *path, const char *fmt, ...)
 {
@@ -111,11 +125,19 @@ static void warn(struct arch *a, const char *path, const char *fmt, ...)
 	pthread_mutex_unlock(&a->mu);
 }
 
+static void names_free(struct names_cache *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		free(c->v[i].name);
+	free(c->v);
+}
+
+/* The name of uid or gid id ("" when it has none, or when memory runs out). */
 static const char *cached_name(struct names_cache *c, uint32_t id, int group)
 {
-	for (int i = 0; i < c->n; i++)
-		if (c->id[i] == id)
-			return c->name[i];
+	for (size_t i = 0; i < c->n; i++)
+		if (c->v[i].id == id)
+			return c->v[i].name;
 	char buf[4096];
 	const char *name = "";
 	if (group) {
@@ -127,10 +149,20 @@ static const char *cached_name(struct names_cache *c, uint32_t id, int group)
 		if (getpwuid_r(id, &p, buf, sizeof(buf), &pp) == 0 && pp != NULL)
 			name = pp->pw_name;
 	}
-	int slot = c->n < 64 ? c->n++ : (int)(id % 64);
-	c->id[slot] = id;
-	snprintf(c->name[slot], sizeof(c->name[slot]), "%s", name);
-	return c->name[slot];
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 16;
+		void *v = realloc(c->v, cap * sizeof(*c->v));
+		if (v == NULL)
+			return "";
+		c->v = v;
+		c->cap = cap;
+	}
+	char *copy = strdup(name);
+	if (copy == NULL)
+		return "";
+	c->v[c->n].id = id;
+	c->v[c->n].name = copy;
+	return c->v[c->n++].name;
 }
 
 static rix_time to_time(struct timespec t)
@@ -145,7 +177,7 @@ static rix_time to_time(struct timespec t)
 struct held {
 	rix_node n;
 	char *name;
-	char target[4096];
+	char *target; /* symlinks only */
 	rix_xattr *xa;
 	char *xbuf; /* names and values */
 	rix_id *content;
@@ -157,6 +189,7 @@ struct held {
 static void held_free(struct held *h)
 {
 	free(h->name);
+	free(h->target);
 	free(h->xa);
 	free(h->xbuf);
 	free(h->content);
@@ -366,14 +399,24 @@ static rix_tree *parent_tree(struct arch *a, const char *path, const rix_id *id)
 	size_t n;
 	rix_tree *t = NULL;
 	if (rix_repo_load_blob(&data, &n, a->r, RIX_BLOB_TREE, id) != 0) {
-		if (a->opt.warn != NULL)
-			a->opt.warn(a->opt.payload, path, "the parent snapshot's tree cannot be read: every file is read");
+		notice(a, path, "the parent snapshot's tree cannot be read: every file is read");
 		return NULL;
 	}
-	if (rix_tree_decode(&t, data, n) != 0 && a->opt.warn != NULL)
-		a->opt.warn(a->opt.payload, path, "the parent snapshot's tree cannot be decoded: every file is read");
+	if (rix_tree_decode(&t, data, n) != 0)
+		notice(a, path, "the parent snapshot's tree cannot be decoded: every file is read");
 	rix_free(data);
 	return t;
+}
+
+/* Whether every data blob of node n is in the index: else its file is read again (restic's rule),
+ * so a snapshot never carries forward blobs the repository lost. */
+static int all_indexed(struct arch *a, const rix_node *n)
+{
+	rix_master_index *mi = rix_repo_master_index(a->r);
+	for (size_t i = 0; i < n->content_len; i++)
+		if (!rix_master_index_has(mi, RIX_BLOB_DATA, &n->content[i]))
+			return 0;
+	return 1;
 }
 
 static int same_time(const rix_time *x, const rix_time *y)
@@ -453,6 +496,10 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		warn(a, path, "lstat: %s", strerror(errno));
 		return 1;
 	}
+	if (virt != NULL && !S_ISDIR(st.st_mode)) { /* before anything of it is read or stored */
+		warn(a, path, "not a directory, but a path to back up goes through it");
+		return 1;
+	}
 	h->name = strdup(name);
 	if (h->name == NULL)
 		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
@@ -476,7 +523,7 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		n->links = st.st_nlink;
 		if (!a->opt.force && old != NULL && old->type == RIX_NODE_FILE && old->size == (uint64_t)st.st_size &&
 		    same_time(&old->mtime, &n->mtime) && same_time(&old->ctime, &n->ctime) && old->inode == st.st_ino &&
-		    (old->content != NULL || old->content_len == 0)) {
+		    (old->content != NULL || old->content_len == 0) && all_indexed(a, old)) {
 			/* Unchanged since the parent: its content list, without reading the file. */
 			for (size_t i = 0; rc == 0 && i < old->content_len; i++)
 				rc = push_content(h, &old->content[i]);
@@ -521,8 +568,13 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 	case S_IFLNK: {
 		n->type = RIX_NODE_SYMLINK;
 		n->links = st.st_nlink;
-		ssize_t tl = readlink(path, h->target, sizeof(h->target));
-		if (tl < 0 || (size_t)tl >= sizeof(h->target)) {
+		char target[PATH_MAX];
+		ssize_t tl = readlink(path, target, sizeof(target));
+		if (tl >= 0 && (size_t)tl < sizeof(target) && (h->target = malloc((size_t)tl + 1)) != NULL)
+			memcpy(h->target, target, (size_t)tl);
+		if (tl >= 0 && (size_t)tl < sizeof(target) && h->target == NULL)
+			return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+		if (tl < 0 || (size_t)tl >= sizeof(target)) {
 			warn(a, path, "readlink: %s", tl < 0 ? strerror(errno) : "target too long");
 			return 1;
 		}
@@ -550,10 +602,7 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		warn(a, path, "unknown file type");
 		return 1;
 	}
-	if (virt != NULL && n->type != RIX_NODE_DIR) {
-		warn(a, path, "not a directory, but a path to back up goes through it");
-		return 1;
-	}
+
 	if (rc != 0)
 		return rc;
 	if (n->type != RIX_NODE_SYMLINK && (rc = read_xattrs(h, path)) != 0)
@@ -1224,6 +1273,8 @@ done:
 	}
 	free(wa);
 	worker_fini(&a.main);
+	names_free(&a.users);
+	names_free(&a.groups);
 	pthread_cond_destroy(&a.cv);
 	pthread_mutex_destroy(&a.mu);
 	return rc;

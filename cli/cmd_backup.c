@@ -69,27 +69,35 @@ int cmd_backup(int argc, char **argv)
 	static const char *paths[4096];
 	size_t npaths = 0;
 	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--tag") == 0 && i + 1 < argc && ntags < 64)
+		if (strcmp(argv[i], "--tag") == 0 && i + 1 < argc) {
+			if (!(ntags < 64))
+				return die("backup: more than 64 --tag");
 			tags[ntags++] = argv[++i];
-		else if (strcmp(argv[i], "--host") == 0 && i + 1 < argc)
+		} else if (strcmp(argv[i], "--host") == 0 && i + 1 < argc)
 			bo.hostname = argv[++i];
 		else if (strcmp(argv[i], "--with-atime") == 0)
 			bo.with_atime = true;
 		else if (strcmp(argv[i], "--force") == 0)
 			bo.force = true;
-		else if (strcmp(argv[i], "--exclude") == 0 && i + 1 < argc && bo.nexcludes < 1024)
+		else if (strcmp(argv[i], "--exclude") == 0 && i + 1 < argc) {
+			if (!(bo.nexcludes < 1024))
+				return die("backup: more than 1024 --exclude");
 			ex[bo.nexcludes++] = argv[++i];
-		else if (strcmp(argv[i], "--iexclude") == 0 && i + 1 < argc && bo.niexcludes < 1024)
+		} else if (strcmp(argv[i], "--iexclude") == 0 && i + 1 < argc) {
+			if (!(bo.niexcludes < 1024))
+				return die("backup: more than 1024 --iexclude");
 			iex[bo.niexcludes++] = argv[++i];
-		else if (strcmp(argv[i], "--exclude-file") == 0 && i + 1 < argc) {
+		} else if (strcmp(argv[i], "--exclude-file") == 0 && i + 1 < argc) {
 			if (read_patterns(argv[++i], ex, &bo.nexcludes, 1024))
 				return 1;
 		} else if (strcmp(argv[i], "--iexclude-file") == 0 && i + 1 < argc) {
 			if (read_patterns(argv[++i], iex, &bo.niexcludes, 1024))
 				return 1;
-		} else if (strcmp(argv[i], "--exclude-if-present") == 0 && i + 1 < argc && bo.nif_present < 64)
+		} else if (strcmp(argv[i], "--exclude-if-present") == 0 && i + 1 < argc) {
+			if (!(bo.nif_present < 64))
+				return die("backup: more than 64 --exclude-if-present");
 			present[bo.nif_present++] = argv[++i];
-		else if (strcmp(argv[i], "--exclude-caches") == 0)
+		} else if (strcmp(argv[i], "--exclude-caches") == 0)
 			bo.exclude_caches = true;
 		else if (strcmp(argv[i], "--one-file-system") == 0 || strcmp(argv[i], "-x") == 0)
 			bo.one_file_system = true;
@@ -104,16 +112,16 @@ int cmd_backup(int argc, char **argv)
 		else if (strcmp(argv[i], "--files-from") == 0 && i + 1 < argc) {
 			if (read_patterns(argv[++i], paths, &npaths, 4096))
 				return 1;
-		}
-		else if (strcmp(argv[i], "--parent") == 0 && i + 1 < argc) {
+		} else if (strcmp(argv[i], "--parent") == 0 && i + 1 < argc) {
 			if (parse_id(argv[++i], &parent))
 				return 1;
 			bo.parent = &parent;
-		}
-		else if (argv[i][0] == '-' && argv[i][1] != '\0')
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0')
 			return die("backup: unknown flag %s", argv[i]);
 		else if (npaths < 4096)
 			paths[npaths++] = argv[i];
+		else
+			return die("backup: more than 4096 paths (use --files-from)");
 	}
 	if (use_stdin) {
 		if (npaths > 0)
