@@ -97,7 +97,6 @@ static int cmp_seen(const void *a, const void *b)
 
 struct checker {
 	rix_repo *r;
-	bool read_data;
 	rix_check_msg_fn msg;
 	rix_check_progress_fn progress;
 	size_t done;
@@ -457,7 +456,7 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 	if (subset_valid(&o) != 0)
 		return RIX_EINVAL;
 	rix_check_report rep = { 0 };
-	struct checker c = { .r = r, .read_data = o.read_data, .msg = o.msg, .progress = o.progress, .arg = o.payload,
+	struct checker c = { .r = r, .msg = o.msg, .progress = o.progress, .arg = o.payload,
 			     .rep = &rep };
 	pthread_mutex_init(&c.mu, NULL);
 	struct entries e = { 0 };

@@ -222,13 +222,19 @@ static void test_lock_lost(void **state)
 	char before[65] = "", after[65] = "";
 	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, first_lock, before));
 	rix_lock_set_intervals(l, 20, 20, 300);
-	usleep(200 * 1000);
+	/* Refreshed: a new file replaced the old one (polled: the machine may be slow). */
+	int refreshed = 0;
+	for (int i = 0; i < 1000 && !refreshed; i++) {
+		usleep(10 * 1000);
+		MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, first_lock, after));
+		refreshed = strcmp(before, after) != 0;
+	}
+	assert_true(refreshed);
 	rix_lock_set_intervals(l, 3600 * 1000, 3600 * 1000, 3600 * 1000); /* quiet, to count */
-	usleep(100 * 1000); /* a refresh under way finishes */
-	/* Refreshed: a new file replaced the old one. */
-	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1);
-	MUST(rix_backend_list(rix_repo_backend(r), RIX_FILE_LOCK, first_lock, after));
-	assert_string_not_equal(before, after);
+	size_t files = 0;
+	for (int i = 0; i < 1000 && (files = count_files(r, RIX_FILE_LOCK)) != 1; i++)
+		usleep(10 * 1000); /* a refresh under way finishes */
+	assert_int_equal(files, 1);
 	MUST(rix_lock_check(l));
 
 	/* A file where the locks folder was: every refresh fails from now on. */
