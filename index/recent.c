@@ -9,7 +9,9 @@
  *           state = type << 2 | EMPTY 0 | PENDING 1 | STORED 2 | DEAD 3
  *
  *   chunks[] ──> chunk k: pack IDs k * 4096 .. k * 4096 + 4095   (never moved once made)
- *   packs [0, indexed_upto) are named by an index file; [indexed_upto, npacks) are not yet
+ *   packs [0, indexed_upto) are named by an index file; [indexed_upto, npacks) are not yet,
+ *   and log lists their entries (pack, slot) in pack order, so the next index file is made
+ *   without scanning the table
  *
  * Why one table: a blob saved is first pending (so that two threads never store it twice),
  * then stored with its location (so that later saves deduplicate against it and loads find
@@ -56,6 +58,16 @@ struct rtable {
 	struct rentry e[];
 };
 
+struct picked {
+	uint32_t pack, slot;
+};
+
+static int cmp_picked(const void *a, const void *b)
+{
+	const struct picked *x = a, *y = b;
+	return x->pack != y->pack ? (x->pack < y->pack ? -1 : 1) : (x->slot > y->slot) - (x->slot < y->slot);
+}
+
 struct rix__recent {
 	pthread_mutex_t mu;
 	uint64_t seed;
@@ -67,6 +79,8 @@ struct rix__recent {
 	uint32_t indexed_upto;          /* (mu) */
 	size_t unindexed;               /* stored blobs in packs >= indexed_upto (mu) */
 	uint32_t *pack_blobs;           /* blobs per pack, for unindexed (mu); grows */
+	struct picked *log;             /* the unindexed entries, by pack then in pack order (mu) */
+	size_t nlog, log_cap;           /* nlog == unindexed */
 	uint32_t pack_blobs_cap;
 };
 
@@ -113,6 +127,7 @@ void rix__recent_free(struct rix__recent *re)
 		rix_free((void *)re->chunks);
 	}
 	rix_free(re->pack_blobs);
+	rix_free(re->log);
 	pthread_mutex_destroy(&re->mu);
 	rix_free(re);
 }
@@ -241,6 +256,15 @@ static int make_room(struct rix__recent *re, size_t extra)
 	}
 	atomic_store_explicit(&re->tab, tab, memory_order_release);
 	re->used = used;
+	/* The log names slots: the new table's (their order within a pack is lost: any is fine). */
+	size_t k = 0;
+	for (uint32_t s = 0; s < tab->cap && k < re->nlog; s++) {
+		const struct rentry *e = &tab->e[s];
+		if (st_of(atomic_load_explicit(&e->state, memory_order_relaxed)) == STORED && e->pack >= re->indexed_upto)
+			re->log[k++] = (struct picked){ e->pack, s };
+	}
+	if (k > 1)
+		qsort(re->log, k, sizeof(*re->log), cmp_picked);
 	if (old != NULL) {
 		rix__rcu_synchronize(); /* no reader is left on the old table */
 		rix_free(old);
@@ -324,6 +348,16 @@ int rix__recent_store_pack(struct rix__recent *re, const rix_id *pack_id, const 
 	 * pack goes in whole or not at all. */
 	uint32_t p = 0;
 	int rc = make_room(re, n);
+	if (rc == 0 && re->nlog + n > re->log_cap) {
+		size_t cap = re->log_cap ? re->log_cap : 1024;
+		while (cap < re->nlog + n)
+			cap *= 2;
+		struct picked *v = rix_realloc(re->log, cap * sizeof(*v));
+		if (v == NULL)
+			rc = rix_error_set(RIX_ENOMEM, "master index: out of memory");
+		else
+			re->log = v, re->log_cap = cap;
+	}
 	if (rc == 0)
 		rc = new_pack(re, pack_id, (uint32_t)n, &p);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -342,6 +376,7 @@ int rix__recent_store_pack(struct rix__recent *re, const rix_id *pack_id, const 
 		atomic_store_explicit(&e->state, (unsigned)b->type << 2 | STORED, memory_order_release);
 		re->stored[b->type]++;
 		re->unindexed++;
+		re->log[re->nlog++] = (struct picked){ p, (uint32_t)(e - tab->e) };
 	}
 	if (rc == 0)
 		atomic_store_explicit(&re->npacks, p + 1, memory_order_release);
@@ -357,16 +392,6 @@ size_t rix__recent_unindexed(struct rix__recent *re)
 	return n;
 }
 
-struct picked {
-	uint32_t pack, slot;
-};
-
-static int cmp_picked(const void *a, const void *b)
-{
-	const struct picked *x = a, *y = b;
-	return x->pack != y->pack ? (x->pack < y->pack ? -1 : 1) : (x->slot > y->slot) - (x->slot < y->slot);
-}
-
 int rix__recent_take_unindexed(struct rix__recent *re, rix_index **out, uint32_t *upto)
 {
 	*out = NULL;
@@ -374,24 +399,16 @@ int rix__recent_take_unindexed(struct rix__recent *re, rix_index **out, uint32_t
 	uint32_t lo = re->indexed_upto, hi = atomic_load_explicit(&re->npacks, memory_order_relaxed);
 	*upto = hi;
 	int rc = 0;
-	struct picked *v = NULL;
 	rix_blob *bl = NULL;
 	rix_index *idx = NULL;
 	if (lo == hi)
 		goto out;
-	size_t n = re->unindexed, k = 0;
-	v = rix_malloc((n ? n : 1) * sizeof(*v));
-	if (v == NULL || (rc = rix_index_new(&idx, 0)) != 0) {
-		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for an index file");
+	if ((rc = rix_index_new(&idx, 0)) != 0)
 		goto out;
-	}
+	/* The log holds exactly the stored entries of packs lo..hi, by pack: no scan of the table. */
+	const struct picked *v = re->log;
+	size_t k = re->nlog;
 	const struct rtable *tab = atomic_load_explicit(&re->tab, memory_order_relaxed);
-	for (uint32_t s = 0; s < tab->cap && k < n; s++) {
-		const struct rentry *e = &tab->e[s];
-		if (st_of(atomic_load_explicit(&e->state, memory_order_relaxed)) == STORED && e->pack >= lo && e->pack < hi)
-			v[k++] = (struct picked){ e->pack, s };
-	}
-	qsort(v, k, sizeof(*v), cmp_picked);
 	uint32_t most = 0;
 	for (uint32_t p = lo; p < hi; p++)
 		most = re->pack_blobs[p] > most ? re->pack_blobs[p] : most;
@@ -415,7 +432,6 @@ int rix__recent_take_unindexed(struct rix__recent *re, rix_index **out, uint32_t
 	}
 out:
 	pthread_mutex_unlock(&re->mu);
-	rix_free(v);
 	rix_free(bl);
 	if (rc != 0) {
 		rix_index_free(idx);
@@ -428,8 +444,15 @@ out:
 void rix__recent_mark_indexed(struct rix__recent *re, uint32_t upto)
 {
 	pthread_mutex_lock(&re->mu);
-	for (uint32_t p = re->indexed_upto; p < upto; p++)
+	size_t drop = 0;
+	for (uint32_t p = re->indexed_upto; p < upto; p++) {
 		re->unindexed -= re->pack_blobs[p];
+		drop += re->pack_blobs[p];
+	}
+	/* Those packs' entries lead the log (it is by pack). */
+	if (drop > 0 && re->nlog > drop)
+		memmove(re->log, re->log + drop, (re->nlog - drop) * sizeof(*re->log));
+	re->nlog -= drop;
 	if (upto > re->indexed_upto)
 		re->indexed_upto = upto;
 	pthread_mutex_unlock(&re->mu);

@@ -49,7 +49,7 @@ void rix__recent_unreserve(struct rix__recent *re, rix_blob_type t, const rix_id
 /*
  * Pack pack_id, stored, holds blobs[0..n): each becomes stored there (a pending entry is
  * completed; a blob not pending gets an entry of its own, so a duplicate keeps both).
- * @return 0, RIX_ENOMEM, RIX_ELIMIT (over RIX__RECENT_MAX_PACKS packs or 2^31 entries).
+ * @return 0, RIX_ENOMEM, RIX_ELIMIT (over RIX__RECENT_MAX_PACKS packs or 2^30 blobs).
  */
 int rix__recent_store_pack(struct rix__recent *re, const rix_id *pack_id, const rix_blob *blobs, size_t n);
 
