@@ -3,7 +3,8 @@
  * flush, snapshot.
  *
  *   targets ──> a trie of their path components ("/usr/share/doc" is usr -> share -> doc)
- *   save(entry):  file      read in 1 MiB pieces, rix_chunker_scan, each chunk -> save_blob
+ *   save(entry):  file      read in 256 KiB pieces straight into the chunk buffer,
+ *                           rix_chunker_scan, each chunk -> save_blob
  *                 directory its entries in byte order of their names, each saved, then the
  *                           tree blob (rix_tree_enc) -> save_blob; its ID is the subtree
  *                 other     the node alone (symlink target, device number)
@@ -44,7 +45,7 @@
 #include "rix/tree.h"
 #include "../common/jansson_alloc.h"
 
-#define READ_PIECE ((size_t)1 << 20)
+#define READ_PIECE ((size_t)256 << 10) /* what moves after a cut is less than this */
 
 /* uid/gid -> name, looked up once each; names stay put until the backup ends (nodes point at
  * them until their tree is encoded). */
@@ -59,8 +60,7 @@ struct names_cache {
 /* What one thread needs to read and cut files. */
 struct worker {
 	rix_chunker *ch;
-	uint8_t *rbuf;  /* READ_PIECE */
-	uint8_t *chunk; /* RIX_CHUNK_MAX */
+	uint8_t *chunk; /* RIX_CHUNK_MAX: the current chunk, read straight into */
 };
 
 /* A file to read, handed to the workers by the directory that holds it. */
@@ -246,34 +246,39 @@ static int save_file(struct arch *a, struct worker *w, const char *path, struct 
 /* The chunks of what fd holds (read to its end). 1: a read failed (warned); 0; an error. */
 static int save_fd(struct arch *a, struct worker *w, const char *path, struct held *h, int fd)
 {
+	/*
+	 * Bytes are read straight into the chunk buffer: w->chunk[0..clen) holds the current chunk's
+	 * bytes, [0..scanned) of them seen by the chunker. After a cut only what was read past it
+	 * (less than one READ_PIECE) moves to the front.
+	 */
 	rix_chunker_reset(w->ch);
-	size_t clen = 0;
+	size_t clen = 0, scanned = 0;
 	int rc = 0;
 	uint64_t total = 0;
 	for (;;) {
-		ssize_t got = read(fd, w->rbuf, READ_PIECE);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			warn(a, path, "read: %s", strerror(errno));
-			return 1;
-		}
-		if (got == 0)
-			break;
-		total += (uint64_t)got;
-		size_t off = 0;
-		while (off < (size_t)got) {
-			bool cut;
-			size_t k = rix_chunker_scan(&cut, w->ch, w->rbuf + off, (size_t)got - off);
-			memcpy(w->chunk + clen, w->rbuf + off, k);
-			clen += k;
-			off += k;
-			if (cut) {
-				rix_id id;
-				if ((rc = save(a, RIX_BLOB_DATA, w->chunk, clen, &id)) != 0 || (rc = push_content(h, &id)) != 0)
-					return rc;
-				clen = 0;
+		if (scanned == clen) {
+			size_t room = RIX_CHUNK_MAX - clen; /* > 0: a chunk is cut at RIX_CHUNK_MAX */
+			ssize_t got = read(fd, w->chunk + clen, room < READ_PIECE ? room : READ_PIECE);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got < 0) {
+				warn(a, path, "read: %s", strerror(errno));
+				return 1;
 			}
+			if (got == 0)
+				break;
+			total += (uint64_t)got;
+			clen += (size_t)got;
+		}
+		bool cut;
+		scanned += rix_chunker_scan(&cut, w->ch, w->chunk + scanned, clen - scanned);
+		if (cut) {
+			rix_id id;
+			if ((rc = save(a, RIX_BLOB_DATA, w->chunk, scanned, &id)) != 0 || (rc = push_content(h, &id)) != 0)
+				return rc;
+			memmove(w->chunk, w->chunk + scanned, clen - scanned);
+			clen -= scanned;
+			scanned = 0;
 		}
 	}
 	if (clen > 0) {
@@ -726,7 +731,7 @@ static int wait_batch(struct arch *a, struct batch *b)
 static int worker_init(struct worker *w, uint64_t pol)
 {
 	int rc = rix_chunker_new(&w->ch, pol);
-	if (rc == 0 && ((w->rbuf = malloc(READ_PIECE)) == NULL || (w->chunk = malloc(RIX_CHUNK_MAX)) == NULL))
+	if (rc == 0 && (w->chunk = malloc(RIX_CHUNK_MAX)) == NULL)
 		rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
 	return rc;
 }
@@ -734,7 +739,6 @@ static int worker_init(struct worker *w, uint64_t pol)
 static void worker_fini(struct worker *w)
 {
 	rix_chunker_free(w->ch);
-	free(w->rbuf);
 	free(w->chunk);
 }
 
