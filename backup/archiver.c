@@ -1100,7 +1100,7 @@ static int find_parent(struct arch *a, char *const *abs, size_t n, rix_id *tree)
 		rc = rix_repo_list_ids(&listed, &l.n, a->r, RIX_FILE_SNAPSHOT);
 		l.v = listed;
 	}
-	char best_time[64] = "";
+	rix_time best = { INT64_MIN, 0, 0 };
 	int found = 0;
 	for (size_t i = 0; rc == 0 && i < l.n; i++) {
 		uint8_t *data;
@@ -1121,10 +1121,12 @@ static int find_parent(struct arch *a, char *const *abs, size_t n, rix_id *tree)
 			continue;
 		}
 		const char *t = json_string_value(json_object_get(j, "time"));
+		rix_time when;
 		const char *tr = json_string_value(json_object_get(j, "tree"));
 		if (t != NULL && tr != NULL && (a->opt.parent != NULL || snapshot_matches(j, host, sorted, n)) &&
-		    strcmp(t, best_time) > 0 && rix_id_from_hex(tree, tr, strlen(tr)) == 0) {
-			snprintf(best_time, sizeof(best_time), "%s", t);
+		    rix_time_parse(&when, t) == 0 && rix_time_cmp(&when, &best) > 0 &&
+		    rix_id_from_hex(tree, tr, strlen(tr)) == 0) { /* by the instant: zones may differ */
+			best = when;
 			found = 1;
 			a->sum->has_parent = true;
 			a->sum->parent_id = l.v[i];

@@ -629,8 +629,7 @@ static long go_unquote(uint8_t *out, const char *s, size_t len)
 	return (long)k;
 }
 
-/* RFC 3339 (Go's time.Time text): "YYYY-MM-DDTHH:MM:SS[.frac](Z|+hh:mm)". */
-static int parse_time(rix_time *t, const char *s)
+int rix_time_parse(rix_time *t, const char *s)
 {
 	int Y, M, D, h, m, sec, n = 0;
 	if (s == NULL || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 || n != 19)
@@ -729,7 +728,7 @@ static int decode_node(rix_tree *t, rix_node *n, json_t *o)
 	rix_time *tv[] = { &n->mtime, &n->atime, &n->ctime };
 	for (int i = 0; i < 3; i++) {
 		json_t *v = json_object_get(o, tf[i]);
-		if (v != NULL && !json_is_null(v) && parse_time(tv[i], json_string_value(v)) != 0)
+		if (v != NULL && !json_is_null(v) && rix_time_parse(tv[i], json_string_value(v)) != 0)
 			return RIX_ECORRUPT;
 	}
 	n->uid = (uint32_t)json_integer_value(json_object_get(o, "uid"));

@@ -11,11 +11,15 @@ struct snap {
 	json_t *j;
 };
 
+/* Oldest first, by the instant (snapshots made in other zones or seasons sort right too). */
 static int by_time(const void *a, const void *b)
 {
-	const char *x = json_string_value(json_object_get(((const struct snap *)a)->j, "time"));
-	const char *y = json_string_value(json_object_get(((const struct snap *)b)->j, "time"));
-	return strcmp(x ? x : "", y ? y : "");
+	rix_time x = { 0, 0, 0 }, y = { 0, 0, 0 };
+	if (rix_time_parse(&x, json_string_value(json_object_get(((const struct snap *)a)->j, "time"))) != 0)
+		x = (rix_time){ 0, 0, 0 };
+	if (rix_time_parse(&y, json_string_value(json_object_get(((const struct snap *)b)->j, "time"))) != 0)
+		y = (rix_time){ 0, 0, 0 };
+	return rix_time_cmp(&x, &y);
 }
 
 int cmd_snapshots(int argc, char **argv)

@@ -87,6 +87,16 @@ static void test_escapes(void **state)
 	assert_memory_equal(d, "{\"nodes\":[]}\n", len);
 	rix_tree_enc_free(e);
 	assert_int_equal(rix_gomode_from_st_mode(040755), 2147484141u);
+	/* Times compare by their instants, whatever zone they were written in. */
+	rix_time a, b, c;
+	MUST(rix_time_parse(&a, "2023-11-14T23:13:20+01:00"));
+	MUST(rix_time_parse(&b, "2023-11-14T22:13:20Z"));
+	MUST(rix_time_parse(&c, "2023-11-14T18:13:20.5-04:00"));
+	assert_int_equal(rix_time_cmp(&a, &b), 0);
+	assert_true(rix_time_cmp(&c, &b) > 0 && strcmp("2023-11-14T18", "2023-11-14T22") < 0); /* later, though it sorts first */
+	assert_int_equal(c.nsec, 500000000);
+	assert_int_equal(rix_time_parse(&a, "2023-11-14T22:13:20"), -1);
+	assert_int_equal(rix_time_parse(&a, "2023-11-14T22:13:20Zx"), -1);
 }
 
 /* Everything one node needs, kept alive while the tree is encoded. */

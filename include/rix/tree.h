@@ -80,6 +80,16 @@ typedef struct rix_time {
  */
 #define RIX_TIME_MAX 64
 RIX_EXPORT size_t rix_time_format(char out[RIX_TIME_MAX], const rix_time *t);
+/*
+ * The reverse: "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+hh:mm|-hh:mm)" into *t (the zone kept as its
+ * offset). @return 0, or -1 for anything else (nothing after the zone).
+ */
+RIX_EXPORT RIX_NODISCARD int rix_time_parse(rix_time *t, const char *s);
+/* <0, 0, >0 as a is before, at, after b (the instants: zones do not matter). */
+static inline int rix_time_cmp(const rix_time *a, const rix_time *b)
+{
+	return a->sec != b->sec ? (a->sec < b->sec ? -1 : 1) : (a->nsec > b->nsec) - (a->nsec < b->nsec);
+}
 
 typedef struct rix_xattr {
 	const char *name; /* NUL-terminated */
