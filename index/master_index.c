@@ -182,9 +182,29 @@ int rix_master_index_take_unindexed(rix_index **out, uint32_t *upto, rix_master_
 	return rix__recent_take_unindexed(mi->recent, out, upto);
 }
 
-void rix_master_index_mark_indexed(rix_master_index *mi, uint32_t upto)
+int rix_master_index_mark_indexed(rix_master_index *mi, uint32_t upto, const rix_id *index_id)
 {
 	rix__recent_mark_indexed(mi->recent, upto);
+	if (index_id == NULL)
+		return 0;
+	/* The file's ID among those held, so that loading the repository's index files later does
+	 * not merge what the recent table already answers for. */
+	pthread_mutex_lock(&mi->wmu);
+	rix_id *v = rix_malloc((mi->nindex_ids + 1) * sizeof(rix_id));
+	int rc = v == NULL ? rix_error_set(RIX_ENOMEM, "master index: out of memory") : 0;
+	if (rc == 0) {
+		if (mi->nindex_ids)
+			memcpy(v, mi->index_ids, mi->nindex_ids * sizeof(rix_id));
+		v[mi->nindex_ids] = *index_id;
+		pthread_rwlock_wrlock(&mi->lock);
+		rix_id *old = mi->index_ids;
+		mi->index_ids = v;
+		mi->nindex_ids++;
+		pthread_rwlock_unlock(&mi->lock);
+		rix_free(old);
+	}
+	pthread_mutex_unlock(&mi->wmu);
+	return rc;
 }
 
 void rix__mstate_forget_shared(struct mstate *from, const struct mstate *keep)

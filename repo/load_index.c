@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -122,13 +123,35 @@ static void *load_worker(void *arg)
 	return NULL;
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+	return memcmp(a, b, RIX_ID_SIZE);
+}
+
 int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg)
 {
 	struct loader l = { .r = r, .on_error = on_error, .arg = arg };
 	int rc = rix__list_names(r->b, RIX_FILE_INDEX, &l.names);
 	if (rc != 0)
 		return rc;
-	l.stats.files = l.names.n;
+	/* Index files loaded before (a second call, or check after a load) are not merged again. */
+	rix_id *have;
+	size_t nhave;
+	if ((rc = rix_master_index_index_ids(&have, &nhave, r->mi)) != 0) {
+		rix_free(l.names.v);
+		return rc;
+	}
+	size_t keep = 0;
+	l.stats.files = l.names.n; /* all listed; loaded counts those loaded now */
+	for (size_t i = 0; i < l.names.n; i++) {
+		rix_id id;
+		if (nhave > 0 && rix_id_from_hex(&id, l.names.v[i].s, 64) == 0 &&
+		    bsearch(&id, have, nhave, sizeof(*have), cmp_id) != NULL)
+			continue;
+		l.names.v[keep++] = l.names.v[i];
+	}
+	rix_free(have);
+	l.names.n = keep;
 	pthread_mutex_init(&l.mu, NULL);
 	unsigned workers = rix__pool_size(r->opt.workers, 256);
 	if (r->opt.workers == 0) {

@@ -515,6 +515,14 @@ static void test_files(void **state)
 	rix_id *ids;
 	size_t nids;
 	MUST(rix_repo_list_ids(&ids, &nids, r, RIX_FILE_INDEX));
+	/* Loaded twice: the second call loads nothing again. */
+	rix_repo_load_stats ls;
+	MUST(rix_repo_load_index(&ls, r, NULL, NULL));
+	assert_int_equal(ls.files, 1);
+	assert_int_equal(ls.loaded, 1);
+	MUST(rix_repo_load_index(&ls, r, NULL, NULL));
+	assert_int_equal(ls.files, 1);
+	assert_int_equal(ls.loaded, 0);
 	assert_int_equal(nids, 1);
 	assert_memory_equal(ids[0].b, id.b, RIX_ID_SIZE);
 	rix_free(ids);
@@ -560,6 +568,11 @@ static void test_files(void **state)
 	size_t np;
 	MUST(rix_master_index_packs(&packs, &np, rix_repo_master_index(r)));
 	assert_int_equal(np, 1);
+	/* The index file this flush wrote is held: loading the repository's does not merge it again. */
+	size_t before = rix_master_index_count(rix_repo_master_index(r), RIX_BLOB_DATA);
+	MUST(rix_repo_load_index(&ls, r, NULL, NULL));
+	assert_int_equal(ls.loaded, 0);
+	assert_int_equal(rix_master_index_count(rix_repo_master_index(r), RIX_BLOB_DATA), before);
 	rix_blob *hdr;
 	size_t cnt;
 	MUST(rix_repo_read_pack_header(&hdr, &cnt, r, &packs[0]));

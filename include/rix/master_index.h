@@ -76,8 +76,13 @@ RIX_EXPORT size_t rix_master_index_unindexed(rix_master_index *mi);
  * (packs stored meanwhile wait for the next one). @return 0, RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_master_index_take_unindexed(rix_index **out, uint32_t *upto, rix_master_index *mi);
-/* The packs take_unindexed gave with upto are named by a written index file now. */
-RIX_EXPORT void rix_master_index_mark_indexed(rix_master_index *mi, uint32_t upto);
+/*
+ * The packs take_unindexed gave with upto are named by a written index file now; index_id (may
+ * be NULL) is that file's ID, recorded with the index files held (rix_master_index_index_ids),
+ * so that a later load skips it. @return 0; RIX_ENOMEM (the packs are marked all the same).
+ */
+RIX_EXPORT RIX_NODISCARD int rix_master_index_mark_indexed(rix_master_index *mi, uint32_t upto,
+							  const rix_id *index_id);
 #endif /* RIX_ADVANCED */
 
 /* One location of a blob. out may be NULL. @return 0, RIX_ENOTFOUND. */

@@ -109,7 +109,7 @@ typedef void (*rix_repo_index_error_fn)(void *payload, const char *name, int cod
 
 typedef struct rix_repo_load_stats {
 	size_t files;      /* index files listed */
-	size_t loaded;     /* and loaded */
+	size_t loaded;     /* and loaded by this call */
 	uint64_t bytes;    /* bytes of index files read */
 	size_t blobs;      /* blob entries loaded */
 } rix_repo_load_stats;
@@ -117,8 +117,9 @@ typedef struct rix_repo_load_stats {
 /*
  * Loads every index file into the master index, in parallel (opt->workers threads): read,
  * check the file's SHA-256 against its name, authenticate, decompress, decode, merge.
- * Damaged files go to on_error (may be NULL) and are skipped, unless opt->strict.
- * stats may be NULL.
+ * Damaged files go to on_error (may be NULL) and are skipped, unless opt->strict. Index files
+ * loaded by an earlier call are skipped, so calling it again (or rix_repo_check after it)
+ * loads only what was added meanwhile. stats may be NULL.
  * @return 0; the first error when strict; backend errors from listing; RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *payload);
