@@ -10,6 +10,12 @@
  *                 other     the node alone (symlink target, device number)
  *   trie nodes that are not targets become directory nodes with their own metadata (restic
  *   does the same for a target's ancestors); the trie's root is the snapshot's tree.
+ *
+ *   threads:  the caller walks (lstat, scandir, parent lookups) and queues files (struct job);
+ *             read_concurrency workers read them. A directory in flight (struct dir) counts
+ *             its files and subdirectories not done; the thread that finishes the last saves
+ *             its tree and releases the directory above. A trie node waits (drain) for the
+ *             targets under it before its own tree.
  *   then rix_repo_flush, then the snapshot file: nothing names a blob before it is indexed.
  *
  * Node metadata follows restic 0.14 (node.go's fillExtra): size and links for files, links
@@ -63,28 +69,47 @@ struct worker {
 	uint8_t *chunk; /* RIX_CHUNK_MAX: the current chunk, read straight into */
 };
 
+/*
+ * A directory in flight. The walker lists it and goes on (into its subdirectories, then
+ * elsewhere) without waiting; its files are read by the workers. Whichever thread finishes its
+ * last file or subdirectory saves its tree, puts the subtree ID into its node in the directory
+ * above, and releases that one in turn.
+ */
+struct dir {
+	struct dir *up;    /* the directory holding it; NULL: a top one (counted in arch.top) */
+	struct held *slot; /* its node (in up's entries, or the caller's) */
+	bool count;        /* counted in the summary's dirs (all but the snapshot's root) */
+	bool has_ps;       /* the parent snapshot had it: ps its subtree there */
+	rix_id ps;
+	struct held *h;    /* its entries, in name order; h[i].name NULL: none */
+	size_t n;
+	rix_tree *old;     /* its tree in the parent snapshot (queued jobs point into it), or NULL */
+	size_t pending;    /* files and subdirectories not done, +1 while the walker lists it (mu) */
+};
+
 /* A file to read, handed to the workers by the directory that holds it. */
 struct job {
 	struct job *next;
 	char *path;
 	struct held *h;
 	const rix_node *old; /* its node in the parent (changed, not new), or NULL */
-	struct batch *b;
+	struct dir *d;       /* the directory it is in */
 };
 
-/* The files of one directory in flight: the directory waits for pending to reach 0. */
-struct batch {
-	size_t pending;
-	int rc;        /* the first repository error */
-	char msg[512]; /* its message (set on a worker's thread) */
-};
+/* Files queued at most; past it the walker reads files too (memory stays bounded). */
+#define QUEUE_MAX 128
 
 struct arch {
 	dev_t dev;      /* the current target's device (one_file_system) */
-	pthread_mutex_t mu; /* sum, warnings, the job queue */
-	pthread_cond_t cv;  /* a job queued, a job done, or stop */
+	pthread_mutex_t mu; /* sum, warnings, the job queue, the directories' counts, rc */
+	pthread_cond_t work; /* a job queued, or stop */
+	pthread_cond_t idle; /* the top directories all done */
 	struct job *head, **tail;
+	size_t queued;  /* jobs in the queue */
+	size_t top;     /* top directories not done */
 	int stop;
+	int rc;         /* the first repository error (of any thread), its message in msg */
+	char msg[512];
 	struct worker main; /* the calling thread's */
 	rix_repo *r;
 	rix_backup_options opt;
@@ -295,7 +320,6 @@ static int save_fd(struct arch *a, struct worker *w, const char *path, struct he
 	return 0;
 }
 
-static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id *parent, const char *only);
 struct tnode;
 static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent);
 struct held;
@@ -474,6 +498,40 @@ static int read_xattrs(struct held *h, const char *path)
  * Returns 1 when it cannot be read (warned: left out), 0, or a repository error.
  */
 /* A file read and cut, counted as new or changed (against old, its parent node). */
+/* A directory's subtree (in h) is done: its node points at it, the summary counts it. */
+static void count_dir(struct arch *a, struct held *h, const rix_id *ps)
+{
+	h->n.subtree = &h->subtree;
+	pthread_mutex_lock(&a->mu);
+	a->sum->dirs++;
+	if (ps == NULL)
+		a->sum->dirs_new++;
+	else if (memcmp(ps->b, h->subtree.b, RIX_ID_SIZE) == 0)
+		a->sum->dirs_unmodified++;
+	else
+		a->sum->dirs_changed++;
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* Records a repository error (the first one wins; mu not held). */
+static void fail_with(struct arch *a, int rc)
+{
+	pthread_mutex_lock(&a->mu);
+	if (a->rc == 0) {
+		a->rc = rc;
+		snprintf(a->msg, sizeof(a->msg), "%s", rix_error_last());
+	}
+	pthread_mutex_unlock(&a->mu);
+}
+
+static int failed(struct arch *a)
+{
+	pthread_mutex_lock(&a->mu);
+	int rc = a->rc;
+	pthread_mutex_unlock(&a->mu);
+	return rc;
+}
+
 static int read_file_counted(struct arch *a, struct worker *w, const char *path, struct held *h, const rix_node *old)
 {
 	int rc = save_file(a, w, path, h);
@@ -493,8 +551,11 @@ static int read_file_counted(struct arch *a, struct worker *w, const char *path,
  * ... With defer not NULL, a regular file that must be read is not: 2 is returned with h
  * filled but its content, for the caller to have it read (read_file_counted) elsewhere.
  */
+static int walk_dir(struct arch *a, struct dir *up, const char *path, struct held *slot, bool count, const rix_id *parent,
+		    const char *only);
+
 static int save_entry(struct arch *a, const char *path, const char *name, struct held *h, struct tnode *virt,
-		      const rix_node *old, int *defer)
+		      const rix_node *old, int *defer, struct dir *in)
 {
 	struct stat st;
 	if (lstat(path, &st) != 0) {
@@ -552,21 +613,16 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		n->type = RIX_NODE_DIR;
 		const rix_id *ps = old != NULL && old->type == RIX_NODE_DIR ? old->subtree : NULL;
 		char only[1024];
-		if (virt == NULL && a->opt.one_file_system && st.st_dev != a->dev) /* a mount point: kept empty */
+		if (virt == NULL && a->opt.one_file_system && st.st_dev != a->dev) { /* a mount point: kept empty */
 			rc = save_tree(a, NULL, 0, &h->subtree);
-		else if (virt != NULL)
+			if (rc == 0)
+				count_dir(a, h, ps);
+		} else if (virt != NULL) {
 			rc = save_virtual(a, virt, &h->subtree, ps);
-		else
-			rc = save_dir(a, path, &h->subtree, ps, dir_marked(a, path, only, sizeof(only)) ? only : NULL);
-		if (rc == 0) {
-			n->subtree = &h->subtree;
-			SUM(a, dirs, 1);
-			if (ps == NULL)
-				SUM(a, dirs_new, 1);
-			else if (memcmp(ps->b, h->subtree.b, RIX_ID_SIZE) == 0)
-				SUM(a, dirs_unmodified, 1);
-			else
-				SUM(a, dirs_changed, 1);
+			if (rc == 0)
+				count_dir(a, h, ps);
+		} else { /* its subtree is put into h when it is done (dir_release) */
+			rc = walk_dir(a, in, path, h, true, ps, dir_marked(a, path, only, sizeof(only)) ? only : NULL);
 		}
 		break;
 	}
@@ -638,31 +694,77 @@ static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree)
 	return rc;
 }
 
-/* ---- the workers -------------------------------------------------------------------------- */
+/* ---- the workers and the directories in flight ----------------------------------------- */
+
+static void dir_free(struct dir *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		held_free(&d->h[i]);
+	free(d->h);
+	rix_tree_free(d->old);
+	free(d);
+}
+
+/*
+ * Drops one of d's pending counts (a file or subdirectory done, or the walker done listing it).
+ * The last one saves d's tree into its slot and releases the directory above, and so on up.
+ */
+static void dir_release(struct arch *a, struct dir *d)
+{
+	while (d != NULL) {
+		pthread_mutex_lock(&a->mu);
+		int last = --d->pending == 0;
+		int err = a->rc;
+		pthread_mutex_unlock(&a->mu);
+		if (!last)
+			return;
+		int rc = err;
+		if (rc == 0) {
+			for (size_t i = 0; i < d->n; i++)
+				if (d->h[i].left_out) {
+					held_free(&d->h[i]);
+					memset(&d->h[i], 0, sizeof(d->h[i]));
+				}
+			rc = save_tree(a, d->h, d->n, &d->slot->subtree);
+			if (rc != 0)
+				fail_with(a, rc);
+			else if (d->count)
+				count_dir(a, d->slot, d->has_ps ? &d->ps : NULL);
+		}
+		struct dir *up = d->up;
+		dir_free(d);
+		if (up == NULL) {
+			pthread_mutex_lock(&a->mu);
+			if (--a->top == 0)
+				pthread_cond_broadcast(&a->idle);
+			pthread_mutex_unlock(&a->mu);
+		}
+		d = up;
+	}
+}
 
 /* Runs job j on w and records its outcome (mu not held). Frees j. */
 static void run_job(struct arch *a, struct worker *w, struct job *j)
 {
-	int rc = read_file_counted(a, w, j->path, j->h, j->old);
-	pthread_mutex_lock(&a->mu);
-	if (rc == 1) {
+	int rc = failed(a) ? 0 : read_file_counted(a, w, j->path, j->h, j->old);
+	if (rc == 1)
 		j->h->left_out = 1;
-	} else if (rc != 0 && j->b->rc == 0) {
-		j->b->rc = rc;
-		snprintf(j->b->msg, sizeof(j->b->msg), "%s", rix_error_last());
-	}
-	j->b->pending--;
-	pthread_cond_broadcast(&a->cv);
-	pthread_mutex_unlock(&a->mu);
+	else if (rc != 0)
+		fail_with(a, rc);
+	struct dir *d = j->d;
 	free(j->path);
 	free(j);
+	dir_release(a, d);
 }
 
 static struct job *pop_job(struct arch *a) /* mu held */
 {
 	struct job *j = a->head;
-	if (j != NULL && (a->head = j->next) == NULL)
-		a->tail = &a->head;
+	if (j != NULL) {
+		if ((a->head = j->next) == NULL)
+			a->tail = &a->head;
+		a->queued--;
+	}
 	return j;
 }
 
@@ -681,7 +783,7 @@ static void *worker_main(void *p)
 		if (j == NULL) {
 			if (a->stop)
 				break;
-			pthread_cond_wait(&a->cv, &a->mu);
+			pthread_cond_wait(&a->work, &a->mu);
 			continue;
 		}
 		pthread_mutex_unlock(&a->mu);
@@ -692,40 +794,51 @@ static void *worker_main(void *p)
 	return NULL;
 }
 
-/* Queues the reading of file path (owned by the job from now on, even on failure) into h. */
-static int submit(struct arch *a, struct batch *b, char *path, struct held *h, const rix_node *old)
+/*
+ * Queues the reading of file path (owned by the job from now on, even on failure) into h, in
+ * directory d (one more pending there). With the queue full the calling thread reads files too.
+ */
+static int submit(struct arch *a, struct dir *d, char *path, struct held *h, const rix_node *old)
 {
 	struct job *j = malloc(sizeof(*j));
 	if (j == NULL) {
 		free(path);
 		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
 	}
-	*j = (struct job){ NULL, path, h, old, b };
+	*j = (struct job){ NULL, path, h, old, d };
 	pthread_mutex_lock(&a->mu);
+	d->pending++;
 	*a->tail = j;
 	a->tail = &j->next;
-	b->pending++;
-	pthread_cond_broadcast(&a->cv);
+	a->queued++;
+	pthread_cond_signal(&a->work);
+	while (a->queued > QUEUE_MAX && (j = pop_job(a)) != NULL) {
+		pthread_mutex_unlock(&a->mu);
+		run_job(a, &a->main, j);
+		pthread_mutex_lock(&a->mu);
+	}
 	pthread_mutex_unlock(&a->mu);
 	return 0;
 }
 
-/* Waits for b's files, reading queued ones meanwhile. @return b's first error or 0. */
-static int wait_batch(struct arch *a, struct batch *b)
+/* Waits until every top directory is done, reading queued files meanwhile. @return the first
+ * error of any thread, or 0. */
+static int drain(struct arch *a)
 {
 	pthread_mutex_lock(&a->mu);
-	while (b->pending > 0) {
+	while (a->top > 0) {
 		struct job *j = pop_job(a);
 		if (j == NULL) {
-			pthread_cond_wait(&a->cv, &a->mu);
+			pthread_cond_wait(&a->idle, &a->mu);
 			continue;
 		}
 		pthread_mutex_unlock(&a->mu);
 		run_job(a, &a->main, j);
 		pthread_mutex_lock(&a->mu);
 	}
+	int rc = a->rc;
 	pthread_mutex_unlock(&a->mu);
-	return b->rc != 0 ? rix_error_set(b->rc, "%s", b->msg) : 0;
+	return rc != 0 ? rix_error_set(rc, "%s", a->msg) : 0;
 }
 
 static int worker_init(struct worker *w, uint64_t pol)
@@ -742,10 +855,30 @@ static void worker_fini(struct worker *w)
 	free(w->chunk);
 }
 
-static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id *parent, const char *only)
+/*
+ * Lists directory path and saves its entries: subdirectories walked now, files queued. Its
+ * tree is saved into slot->subtree when the last of them is done (dir_release), maybe after
+ * this returns; in directory up (one more pending there), or a top one (drain waits for it).
+ * parent: its tree in the parent snapshot (or NULL); only: a marked directory's one entry kept.
+ * @return 0, or an error (the directory is released all the same).
+ */
+static int walk_dir(struct arch *a, struct dir *up, const char *path, struct held *slot, bool count, const rix_id *parent,
+		    const char *only)
 {
-	rix_tree *old = parent_tree(a, path, parent);
-	struct batch batch = { 0 };
+	struct dir *d = calloc(1, sizeof(*d));
+	if (d == NULL)
+		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	*d = (struct dir){ .up = up, .slot = slot, .count = count, .has_ps = parent != NULL, .pending = 1 };
+	if (parent != NULL)
+		d->ps = *parent;
+	pthread_mutex_lock(&a->mu);
+	if (up != NULL)
+		up->pending++;
+	else
+		a->top++;
+	pthread_mutex_unlock(&a->mu);
+
+	rix_tree *old = d->old = parent_tree(a, path, parent);
 	struct dirent **ents;
 	int ne = scandir(path, &ents, NULL, by_bytes);
 	if (ne < 0) {
@@ -753,10 +886,13 @@ static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id
 		ne = 0; /* an empty tree for it: restic records the directory too */
 		ents = NULL;
 	}
-	struct held *h = calloc(ne > 0 ? (size_t)ne : 1, sizeof(*h));
-	int rc = h == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
+	d->h = calloc(ne > 0 ? (size_t)ne : 1, sizeof(*d->h));
+	int rc = d->h == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
+	if (rc == 0)
+		d->n = (size_t)ne;
 	size_t pl = strlen(path);
-	for (int i = 0; rc == 0 && i < ne; i++) {
+	bool stopped = false; /* another thread failed: drain reports its error */
+	for (int i = 0; rc == 0 && !stopped && i < ne; i++) {
 		const char *nm = ents[i]->d_name;
 		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
 			continue;
@@ -780,38 +916,26 @@ static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id
 		}
 		const rix_node *on = old != NULL ? rix_tree_find(old, nm, strlen(nm)) : NULL;
 		int defer = 1;
-		int src = save_entry(a, child, nm, &h[i], NULL, on, &defer);
+		int src = save_entry(a, child, nm, &d->h[i], NULL, on, &defer, d);
 		if (src == 2) { /* a file to read: to the workers */
-			src = submit(a, &batch, child, &h[i], on);
+			src = submit(a, d, child, &d->h[i], on);
 			child = NULL; /* the job owns it */
 		}
 		free(child);
 		if (src == 1) { /* left out */
-			held_free(&h[i]);
-			memset(&h[i], 0, sizeof(h[i]));
+			held_free(&d->h[i]);
+			memset(&d->h[i], 0, sizeof(d->h[i]));
 		} else {
 			rc = src;
 		}
+		stopped = failed(a) != 0;
 	}
-	/* Every file queued is read (even after an error: the jobs point into h). */
-	int brc = wait_batch(a, &batch);
-	if (rc == 0)
-		rc = brc;
-	for (int i = 0; h != NULL && i < ne; i++)
-		if (h[i].left_out) {
-			held_free(&h[i]);
-			memset(&h[i], 0, sizeof(h[i]));
-		}
-	if (rc == 0)
-		rc = save_tree(a, h, ne > 0 ? (size_t)ne : 0, tree);
-	for (int i = 0; i < ne; i++) {
-		if (h != NULL)
-			held_free(&h[i]);
+	for (int i = 0; i < ne; i++)
 		free(ents[i]);
-	}
 	free(ents);
-	free(h);
-	rix_tree_free(old);
+	if (rc != 0)
+		fail_with(a, rc);
+	dir_release(a, d);
 	return rc;
 }
 
@@ -862,6 +986,19 @@ static int cmp_tnode(const void *x, const void *y)
 	return strcmp(((const struct tnode *)x)->name, ((const struct tnode *)y)->name);
 }
 
+/* The tree of a target that is the snapshot's root ("."). */
+static int save_root(struct arch *a, const char *path, rix_id *tree, const rix_id *parent)
+{
+	struct held slot = { 0 };
+	int rc = walk_dir(a, NULL, path, &slot, false, parent, NULL);
+	int drc = drain(a);
+	if (rc == 0)
+		rc = drc;
+	if (rc == 0)
+		*tree = slot.subtree;
+	return rc;
+}
+
 /* The tree of a trie node that is not a target: its children, each saved or recursed into. */
 static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent)
 {
@@ -878,7 +1015,7 @@ static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix
 		if (k->target && lstat(k->fspath, &tst) == 0)
 			a->dev = tst.st_dev; /* one_file_system: the target's device */
 		int src = save_entry(a, k->fspath, k->name, &h[i], k->target ? NULL : k,
-				     old != NULL ? rix_tree_find(old, k->name, strlen(k->name)) : NULL, NULL);
+				     old != NULL ? rix_tree_find(old, k->name, strlen(k->name)) : NULL, NULL, NULL);
 		if (src == 1) {
 			held_free(&h[i]);
 			memset(&h[i], 0, sizeof(h[i]));
@@ -886,6 +1023,9 @@ static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix
 			rc = src;
 		}
 	}
+	int drc = drain(a); /* the targets' directories, into h */
+	if (rc == 0)
+		rc = drc;
 	if (rc == 0)
 		rc = save_tree(a, h, t->nkids, tree);
 	for (size_t i = 0; i < t->nkids; i++)
@@ -1144,7 +1284,8 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	rix_backup_summary local = { 0 };
 	struct arch a = { .r = r, .sum = summary != NULL ? summary : &local };
 	pthread_mutex_init(&a.mu, NULL);
-	pthread_cond_init(&a.cv, NULL);
+	pthread_cond_init(&a.work, NULL);
+	pthread_cond_init(&a.idle, NULL);
 	a.tail = &a.head;
 	*a.sum = (rix_backup_summary){ 0 };
 	a.opt = (rix_backup_options)RIX_BACKUP_OPTIONS_INIT;
@@ -1249,7 +1390,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	if (rc == 0 && a.opt.stdin_name != NULL)
 		rc = save_stdin(&a, &tree);
 	else if (rc == 0)
-		rc = root.target ? save_dir(&a, root.fspath, &tree, pt, NULL) : save_virtual(&a, &root, &tree, pt);
+		rc = root.target ? save_root(&a, root.fspath, &tree, pt) : save_virtual(&a, &root, &tree, pt);
 	if (rc == 0 && a.opt.skip_if_unchanged && pt != NULL && memcmp(pt->b, tree.b, RIX_ID_SIZE) == 0) {
 		a.sum->skipped = true;
 		*snapshot_id = a.sum->parent_id;
@@ -1271,7 +1412,7 @@ done:
 	tnode_free(&root);
 	pthread_mutex_lock(&a.mu);
 	a.stop = 1;
-	pthread_cond_broadcast(&a.cv);
+	pthread_cond_broadcast(&a.work);
 	pthread_mutex_unlock(&a.mu);
 	for (size_t i = 0; i < started; i++) {
 		pthread_join(th[i], NULL);
@@ -1281,7 +1422,8 @@ done:
 	worker_fini(&a.main);
 	names_free(&a.users);
 	names_free(&a.groups);
-	pthread_cond_destroy(&a.cv);
+	pthread_cond_destroy(&a.work);
+	pthread_cond_destroy(&a.idle);
 	pthread_mutex_destroy(&a.mu);
 	return rc;
 }

@@ -25,7 +25,9 @@
  * out (the mount point itself is kept, empty).
  *
  * Files are read, cut and saved by read_concurrency threads (one per CPU by default) while the
- * calling thread walks the directories; a directory's tree is written once its files are.
+ * calling thread walks the directories without waiting for them (it reads files too when more
+ * than a bounded number wait); a directory's tree is saved by whichever thread finishes its
+ * last file or subdirectory.
  * A path is backed up under its absolute name, with its ancestors as directory nodes (as
  * restic 0.14 does), except "." style relative targets, which become the snapshot's root.
  */
