@@ -95,6 +95,119 @@ static void test_rules(void **state)
 	rix_chunker_free(c);
 }
 
+/* ---- a plain reference: restic's algorithm byte by byte, with bitwise polynomial arithmetic ---- */
+
+static uint64_t ref_mod(uint64_t x, uint64_t p)
+{
+	int dp = 63 - __builtin_clzll(p);
+	while (x != 0 && 63 - __builtin_clzll(x) >= dp)
+		x ^= p << ((63 - __builtin_clzll(x)) - dp);
+	return x;
+}
+
+/* Chunk ends (exclusive offsets) of data[0..n), the last one n; returns how many. */
+static size_t ref_cuts(uint64_t pol, const uint8_t *data, size_t n, size_t *ends, size_t max)
+{
+	uint64_t outt[256];
+	for (unsigned b = 0; b < 256; b++) {
+		uint64_t h = b;
+		for (int k = 0; k < 63; k++)
+			h = ref_mod(h << 8, pol);
+		outt[b] = h;
+	}
+	size_t ne = 0, start = 0;
+	while (start < n) {
+		uint8_t win[64] = { 0 };
+		unsigned wpos = 0;
+		uint64_t d = 0;
+		/* slide(1) */
+		d ^= outt[win[wpos]];
+		win[wpos] = 1;
+		wpos = 1;
+		d = ref_mod(d << 8 | 1, pol);
+		size_t k = 0, end = n;
+		for (; start + k < n; k++) {
+			if (k < RIX_CHUNK_MIN - 64)
+				continue;
+			uint8_t b = data[start + k];
+			d ^= outt[win[wpos]];
+			win[wpos] = b;
+			wpos = (wpos + 1) % 64;
+			d = ref_mod(d << 8 | b, pol);
+			if ((k + 1 >= RIX_CHUNK_MIN && (d & RIX_CHUNK_SPLIT_MASK) == 0) || k + 1 >= RIX_CHUNK_MAX) {
+				end = start + k + 1;
+				break;
+			}
+		}
+		assert_true(ne < max);
+		ends[ne++] = end;
+		start = end;
+	}
+	return ne;
+}
+
+/* Chunk ends as rix cuts data fed in pieces (seed 0: one piece). */
+static size_t rix_cuts(rix_chunker *c, const uint8_t *data, size_t n, size_t *ends, size_t max, uint64_t seed)
+{
+	rix_chunker_reset(c);
+	size_t ne = 0, at = 0;
+	uint64_t st = seed;
+	while (at < n) {
+		size_t piece = seed == 0 ? n - at : 1 + (size_t)(rix_test_next(&st) % (seed & 1 ? 300000 : 3u << 20));
+		if (piece > n - at)
+			piece = n - at;
+		size_t off = 0;
+		while (off < piece) {
+			bool cut;
+			off += rix_chunker_scan(&cut, c, data + at + off, piece - off);
+			if (cut) {
+				assert_true(ne < max);
+				ends[ne++] = at + off;
+			}
+		}
+		at += piece;
+	}
+	if (ne == 0 || ends[ne - 1] != n) {
+		assert_true(ne < max);
+		ends[ne++] = n;
+	}
+	return ne;
+}
+
+/* rix's cuts equal the reference's on random, low-entropy and sparse data, fed whole and in
+ * pieces: every cut wherever it falls in the chunker's blocks and lanes. */
+static void test_reference(void **state)
+{
+	(void)state;
+	const uint64_t pol = 0x3DA3358B4DC173ull;
+	rix_chunker *c;
+	MUST(rix_chunker_new(&c, pol));
+	size_t n = 40u << 20;
+	uint8_t *d = malloc(n);
+	size_t *ref = malloc(4096 * sizeof(size_t)), *got = malloc(4096 * sizeof(size_t));
+	for (int kind = 0; kind < 3; kind++) {
+		uint64_t st = 1234 + (uint64_t)kind;
+		rix_test_fill_random(d, n, &st);
+		if (kind == 1) /* four symbols: long runs of one digest pattern, cuts still come */
+			for (size_t i = 0; i < n; i++)
+				d[i] &= 3;
+		if (kind == 2) /* mostly zeros (a window of zeros has digest 0: cuts at the minimum), a 1 now and then */
+			for (size_t i = 0; i < n; i++)
+				d[i] = d[i] < 2 ? d[i] : 0;
+		size_t nr = ref_cuts(pol, d, n, ref, 4096);
+		assert_true(nr >= 5);
+		for (uint64_t seed = 0; seed < 4; seed++) {
+			size_t ng = rix_cuts(c, d, n, got, 4096, seed);
+			assert_int_equal(ng, nr);
+			assert_memory_equal(got, ref, nr * sizeof(size_t));
+		}
+	}
+	free(ref);
+	free(got);
+	free(d);
+	rix_chunker_free(c);
+}
+
 /* The content lists of every file node reachable from tree id, by file name. */
 struct files {
 	char name[32][64];
@@ -238,6 +351,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_reference),
 		cmocka_unit_test(test_against_restic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
