@@ -86,6 +86,22 @@ void bench_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Aborts with a message (inputs or the library misbehaved beyond a single benchmark). */
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
+/* ---- Real files (corpus.c) ----------------------------------------------------------------- */
+
+/* Every non-empty regular file under dir, in path order, while their sizes fit budget bytes. */
+typedef struct bench_corpus {
+	char dir[1024];
+	size_t budget;
+	char **paths;       /* nfiles */
+	size_t *file_start; /* nfiles + 1: file f is data[file_start[f], file_start[f + 1]) */
+	size_t nfiles;
+	size_t n;           /* bytes of all files */
+	uint8_t *data;      /* their bytes back to back, once loaded (else NULL) */
+} bench_corpus;
+/* The corpus of dir within budget (cached for the run); load: its bytes read too. */
+const bench_corpus *bench_corpus_get(const char *dir, size_t budget, bool load);
+void bench_corpus_free_all(void);
+
 /* ---- Generator (WORKLOADS.md) ------------------------------------------------------------- */
 
 static inline uint64_t splitmix64_next(uint64_t *state)
@@ -152,6 +168,7 @@ void register_compress_benchmarks(void);
 void register_repo_benchmarks(void);
 void register_savepath_benchmarks(void);
 void register_chunker_benchmarks(void);
+void register_stage_benchmarks(void);
 /* Free the built tables and indexes a family keeps between its benchmarks. */
 void workload_caches_free(void);
 void restic_caches_free(void);

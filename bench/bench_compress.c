@@ -16,11 +16,9 @@
  * One op is a random blob read back and verified from the store (MAC, decrypt, decompress,
  * SHA-256): ns/op is the mean random-read time per blob, MB/s counts plaintext.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <sodium.h>
 
@@ -28,93 +26,30 @@
 
 #define PIECE (1u << 20)
 
+/* A corpus cut into blobs: blob k = data[start[k], start[k + 1]), each file in PIECE pieces. */
 struct corpus {
-	uint8_t *data;   /* every blob's plaintext, back to back */
-	size_t n, cap;
-	size_t *start;   /* blob k = data[start[k], start[k+1]) */
-	size_t nblobs, bcap;
+	const uint8_t *data;
+	size_t n;
+	size_t *start;
+	size_t nblobs;
 };
 
 static struct corpus corpora[2];
 static const char *const corpus_dir[2] = { "/usr/include", "/usr/share/doc" };
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void add_blob(struct corpus *c, size_t end)
-{
-	if (c->nblobs + 2 > c->bcap) {
-		c->bcap = c->bcap ? c->bcap * 2 : 4096;
-		c->start = realloc(c->start, c->bcap * sizeof(size_t));
-		if (c->start == NULL)
-			bench_die("out of memory");
-	}
-	c->start[++c->nblobs] = end;
-}
-
-static void load_file(struct corpus *c, const char *path, size_t size)
-{
-	if (c->n + size > c->cap) {
-		while (c->n + size > c->cap)
-			c->cap = c->cap ? c->cap * 2 : (64u << 20);
-		c->data = realloc(c->data, c->cap);
-		if (c->data == NULL)
-			bench_die("out of memory");
-	}
-	FILE *f = fopen(path, "rb");
-	if (f == NULL)
-		return;
-	size_t got = fread(c->data + c->n, 1, size, f);
-	fclose(f);
-	for (size_t off = 0; off < got; off += PIECE)
-		add_blob(c, c->n + (got - off > PIECE ? off + PIECE : got));
-	c->n += got;
-}
-
-static void walk(struct corpus *c, const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (d == NULL)
-		return;
-	char **names = NULL;
-	size_t nn = 0, nc = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (nn == nc) {
-			nc = nc ? nc * 2 : 64;
-			names = realloc(names, nc * sizeof(char *));
-		}
-		names[nn++] = strdup(e->d_name);
-	}
-	closedir(d);
-	qsort(names, nn, sizeof(char *), cmp_str);
-	for (size_t i = 0; i < nn; i++) {
-		char path[4096];
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		struct stat st;
-		if (lstat(path, &st) == 0) {
-			if (S_ISDIR(st.st_mode))
-				walk(c, path);
-			else if (S_ISREG(st.st_mode) && st.st_size > 0)
-				load_file(c, path, (size_t)st.st_size);
-		}
-		free(names[i]);
-	}
-	free(names);
-}
-
 static const struct corpus *corpus_get(int which)
 {
 	struct corpus *c = &corpora[which];
-	if (c->nblobs == 0) {
-		bench_log("loading %s", corpus_dir[which]);
-		c->bcap = 4096;
-		c->start = calloc(c->bcap, sizeof(size_t));
-		walk(c, corpus_dir[which]);
+	if (c->start == NULL) {
+		const bench_corpus *f = bench_corpus_get(corpus_dir[which], SIZE_MAX, true);
+		size_t cap = f->nfiles + f->n / PIECE + 1;
+		if ((c->start = calloc(cap + 1, sizeof(size_t))) == NULL)
+			bench_die("out of memory");
+		for (size_t k = 0; k < f->nfiles; k++)
+			for (size_t off = f->file_start[k]; off < f->file_start[k + 1]; off += PIECE)
+				c->start[++c->nblobs] = off + PIECE < f->file_start[k + 1] ? off + PIECE : f->file_start[k + 1];
+		c->data = f->data;
+		c->n = f->n;
 		bench_log("%zu blobs, %zu bytes", c->nblobs, c->n);
 	}
 	return c;

@@ -560,6 +560,7 @@ int main(int argc, char **argv)
 	register_repo_benchmarks();
 	register_savepath_benchmarks();
 	register_chunker_benchmarks();
+	register_stage_benchmarks(); /* last: its corpus (1 GiB) is kept until the end */
 
 	regex_t re;
 	bool have_re = false;
@@ -642,5 +643,6 @@ int main(int argc, char **argv)
 	free(sel);
 	free(defs);
 	gen_free_all();
+	bench_corpus_free_all();
 	return failed ? 1 : 0;
 }
