@@ -39,7 +39,7 @@ static const struct command commands[] = {
 	  "--read-data-subset= read and verify a subset of the packs: n/t (restic's rule), x% or a size (50M)\n" },
 	{ "backup", cmd_backup, "backup [flags] PATH... | --stdin [--stdin-filename NAME]",
 	  "back up files and directories (or standard input)",
-	  "--tag= a tag for the snapshot (repeatable)\n"
+	  "--tag= tags for the snapshot, a,b (repeatable)\n"
 	  "--host= the host name recorded (default: this machine's)\n"
 	  "--parent= the parent snapshot (default: the latest of this host and these paths)\n"
 	  "--force read every file, whatever the parent says\n"

@@ -8,7 +8,8 @@
  *   test_tag                    rix tag --add/--remove/--set with filters and IDs: restic sees the
  *                               tags and the original; restic's tag, then rix; the exclusive lock;
  *                               usage errors
- *   test_rix_made               snapshots rix backup made: restic's fields equal, rix's own kept
+ *   test_rix_made               snapshots rix backup made (--tag a,b: two tags): restic's fields
+ *                               equal, rix's own kept
  *
  * The repositories are made through the library (repo_fixture: a cheap scrypt, password PW), the
  * snapshots by restic backup.
@@ -359,7 +360,7 @@ static void test_rix_made(void **state)
 	rix_repo_free(init_repo(repo, 2));
 	assert_int_equal(mkdir(src, 0700), 0);
 	rix_test_put_file(src, "f", "data", 4);
-	assert_int_equal(rix(NULL, NULL, "backup --host 'a&b' --tag t1 --tag t2 '%s'", src), 0);
+	assert_int_equal(rix(NULL, NULL, "backup --host 'a&b' --tag 't1, t2' --tag t3 '%s'", src), 0);
 	assert_int_equal(rix(NULL, NULL, "backup --host 'a&b' '%s'", src), 0);
 	/* restic 0.14 knows fewer members: equal on its, rix's own kept (program_version, summary). */
 	char *a, *b;
@@ -376,6 +377,10 @@ static void test_rix_made(void **state)
 	}
 	if (!json_equal(ja, jb))
 		fail_msg("rix:\n%s\nrestic:\n%s", a, b);
+	/* --tag a,b is two tags, as restic's backup makes them. */
+	json_t *tags = json_object_get(json_array_get(jb, 0), "tags");
+	assert_int_equal(json_array_size(tags), 3);
+	assert_string_equal(json_string_value(json_array_get(tags, 1)), "t2");
 	json_decref(ja);
 	json_decref(jb);
 	free(a);
