@@ -4,6 +4,7 @@
  *
  *   main.c        global options, the command table, usage
  *   common.c      the helpers below
+ *   select.c      the snapshots a command works on (--host, --tag, --path, IDs, latest)
  *   cmd_*.c       one command each, over librix's stable public API only
  */
 #ifndef RIX_CLI_H
@@ -122,6 +123,36 @@ struct lister {
 };
 int print_name(void *arg, const char *name, uint64_t size);
 
+/* ---- choosing snapshots (select.c) ---------------------------------------------------------- */
+
+/* argv[*i] is `name VALUE` (advancing *i) or `name=VALUE`: 1 with *v set, else 0. */
+int flag_value(const char **v, int argc, char **argv, int *i, const char *name);
+
+/* --host / -H, --tag, --path, repeatable, as restic's snapshot filter (rix/snapshot.h). */
+struct filter_flags {
+	rix_snapshot_filter f; /* valid after filter_flags_done */
+	const char **hosts, **tags, **paths;
+};
+/* 1 when argv[*i] was one of them (taken, *i advanced past its value), 0 if not, -1 on an error. */
+int filter_flag(struct filter_flags *ff, int argc, char **argv, int *i);
+void filter_flags_done(struct filter_flags *ff);
+void filter_flags_free(struct filter_flags *ff);
+
+/*
+ * The snapshots args[0..nargs) name (IDs, prefixes, "latest" under f), or with no args every
+ * snapshot that passes f, as restic picks them: *out (rix_snapshot_list_free) holds them oldest
+ * first. An argument that names none, and an unreadable snapshot, are reported on stderr and
+ * skipped, and set *bad. 0, or the exit status of a failure (reported).
+ */
+int select_snapshots(rix_snapshot_list **out, int *bad, rix_repo *r, const rix_snapshot_filter *f, char **args,
+		     int nargs);
+
+/*
+ * restic's tag lists ("a,b" each) flattened: split at commas, spaces trimmed, empty tags
+ * dropped. *out (one block: free) points at *n tags. 0, or 1 (reported).
+ */
+int flatten_tags(const char ***out, size_t *n, const char *const *lists, size_t nlists);
+
 int cmd_init(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
@@ -132,5 +163,6 @@ int cmd_check(int argc, char **argv);
 int cmd_unlock(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
 int cmd_snapshots(int argc, char **argv);
+int cmd_tag(int argc, char **argv);
 
 #endif

@@ -136,15 +136,21 @@ int cmd_backup(int argc, char **argv)
 	bo.excludes = ex;
 	bo.iexcludes = iex;
 	bo.if_present = present;
-	bo.tags = tags;
-	bo.ntags = ntags;
+	/* restic's tag lists: --tag a,b is two tags (TagLists.Flatten). */
+	const char **flat;
+	if (flatten_tags(&flat, &bo.ntags, tags, ntags))
+		return 1;
+	bo.tags = flat;
 	bo.warn = backup_warn;
 	rix_repo *r;
 	rix_lock *lock;
 	int rc = open_repo_locked(&r, &lock, false); /* shared, released on a signal too */
-	if (rc != 0)
+	if (rc != 0) {
+		free(flat);
 		return rc;
+	}
 	if ((rc = load_index(r, NULL, NULL)) != 0) {
+		free(flat);
 		close_repo(r, lock);
 		return rc;
 	}
@@ -152,6 +158,7 @@ int cmd_backup(int argc, char **argv)
 	rix_id snap;
 	rix_backup_summary s;
 	rc = rix_backup(&snap, &s, r, paths, npaths, &bo);
+	free(flat);
 	double secs = now_s() - t0;
 	if (rc != 0)
 		rc = fail(rc);

@@ -1,5 +1,5 @@
 /*
- * cli/cmd_cat.c — rix cat: config, an index file, a blob, a pack header.
+ * cli/cmd_cat.c — rix cat: config, an index file, a snapshot, a blob, a pack header.
  */
 #include "cli.h"
 
@@ -53,6 +53,39 @@ static void print_pretty_json(const char *s, size_t n)
 	putchar('\n');
 }
 
+/*
+ * The snapshot arg names (an ID, a prefix, or latest), as restic's cat prints one: its JSON
+ * indented (Go's MarshalIndent). restic 0.14 prints the members it knows; rix prints them all
+ * (program_version, summary, a newer restic's), as restic 0.17 does its own.
+ */
+static int cat_snapshot(rix_repo *r, const char *arg)
+{
+	rix_snapshot *sn = NULL;
+	rix_snapshot_list *l = NULL;
+	int rc;
+	if (strcmp(arg, "latest") == 0) {
+		rix_snapshot *found;
+		if ((rc = rix_snapshot_list_load(&l, r, NULL, NULL)) == 0)
+			rc = rix_snapshot_find(&found, l, arg, NULL);
+		sn = rc == 0 ? found : NULL;
+	} else {
+		rix_id id;
+		if ((rc = rix_snapshot_find_id(&id, r, arg)) == 0)
+			rc = rix_snapshot_load(&sn, r, &id);
+	}
+	char *json;
+	size_t n;
+	if (rc == 0 && (rc = rix_snapshot_encode(&json, &n, sn)) == 0) {
+		print_pretty_json(json, n);
+		rix_free(json);
+	}
+	if (l != NULL)
+		rix_snapshot_list_free(l);
+	else
+		rix_snapshot_free(sn);
+	return rc;
+}
+
 int cmd_cat(int argc, char **argv)
 {
 	if (argc < 1)
@@ -61,10 +94,12 @@ int cmd_cat(int argc, char **argv)
 	int needs_id = strcmp(what, "config") != 0;
 	if (argc != 1 + needs_id)
 		return usage();
-	if (strcmp(what, "config") && strcmp(what, "index") && strcmp(what, "blob") && strcmp(what, "pack-header"))
-		return die("cat: unknown object %s (config, index, blob, pack-header)", what);
+	if (strcmp(what, "config") && strcmp(what, "index") && strcmp(what, "snapshot") && strcmp(what, "blob") &&
+	    strcmp(what, "pack-header"))
+		return die("cat: unknown object %s (config, index, snapshot, blob, pack-header)", what);
 	rix_id id;
-	if (needs_id && parse_id(argv[1], &id))
+	int is_snapshot = strcmp(what, "snapshot") == 0; /* an ID prefix or latest too */
+	if (needs_id && !is_snapshot && parse_id(argv[1], &id))
 		return 1;
 	rix_repo *r;
 	rix_lock *lock;
@@ -88,6 +123,8 @@ int cmd_cat(int argc, char **argv)
 			fwrite(json, 1, jn, stdout);
 			rix_free(json);
 		}
+	} else if (is_snapshot) {
+		rc = cat_snapshot(r, argv[1]);
 	} else if (strcmp(what, "blob") == 0) {
 		rc = load_index(r, NULL, NULL);
 		if (rc != 0) {

@@ -1,119 +1,211 @@
 /*
- * cli/cmd_snapshots.c — rix snapshots: every snapshot, oldest first, as restic's table
- * (ID, time, host, tags, paths) or --json (restic's fields plus id and short_id).
+ * cli/cmd_snapshots.c — rix snapshots [ID...]: the snapshots, oldest first, as restic 0.14's
+ * table (ID, local time, host, tags, paths; --compact: no paths, a tag a line) or --json
+ * (restic's fields, and id and short_id), picked by --host, --tag, --path, IDs or "latest",
+ * and --latest N (the N latest of each host and paths).
  */
-#include <jansson.h>
-
 #include "cli.h"
 
-struct snap {
-	char id[65];
-	json_t *j;
-};
+/* The cells of a row: each may hold several lines ('\n'). */
+#define COLUMNS 5
 
-/* Oldest first, by the instant (snapshots made in other zones or seasons sort right too). */
-static int by_time(const void *a, const void *b)
+/* Column c's line `line` of cell s into *a, *n (empty past its last line). */
+static void cell_line(const char *s, int line, const char **a, size_t *n)
 {
-	rix_time x = { 0, 0, 0 }, y = { 0, 0, 0 };
-	if (rix_time_parse(&x, json_string_value(json_object_get(((const struct snap *)a)->j, "time"))) != 0)
-		x = (rix_time){ 0, 0, 0 };
-	if (rix_time_parse(&y, json_string_value(json_object_get(((const struct snap *)b)->j, "time"))) != 0)
-		y = (rix_time){ 0, 0, 0 };
-	return rix_time_cmp(&x, &y);
+	for (int i = 0; i < line && s != NULL; i++) {
+		s = strchr(s, '\n');
+		if (s != NULL)
+			s++;
+	}
+	*a = s != NULL ? s : "";
+	*n = strcspn(*a, "\n");
+}
+
+static int cell_lines(const char *s)
+{
+	int n = 1;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* One row (restic's printLine): cells padded to their widths, "  " between, trailing spaces cut. */
+static void print_row(char *const *cells, const size_t *width, int ncol)
+{
+	int lines = 1;
+	for (int c = 0; c < ncol; c++)
+		if (cell_lines(cells[c]) > lines)
+			lines = cell_lines(cells[c]);
+	for (int l = 0; l < lines; l++) {
+		char out[8192];
+		size_t k = 0, keep = 0; /* keep: the length without trailing spaces */
+		for (int c = 0; c < ncol; c++) {
+			const char *a;
+			size_t n;
+			cell_line(cells[c], l, &a, &n);
+			if (c > 0)
+				k += (size_t)snprintf(out + k, k < sizeof(out) ? sizeof(out) - k : 0, "  ");
+			if (k < sizeof(out))
+				k += (size_t)snprintf(out + k, sizeof(out) - k, "%.*s%*s", (int)n, a,
+						      n < width[c] ? (int)(width[c] - n) : 0, "");
+		}
+		if (k >= sizeof(out))
+			k = sizeof(out) - 1;
+		keep = k;
+		while (keep > 0 && out[keep - 1] == ' ')
+			keep--;
+		printf("%.*s\n", (int)keep, out);
+	}
+}
+
+/* s[0..n) joined with sep into a new string (free). */
+static char *join(char *const *s, size_t n, const char *sep)
+{
+	size_t len = 1;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(s[i]) + strlen(sep);
+	char *o = malloc(len), *p = o;
+	if (o == NULL)
+		return NULL;
+	*p = '\0';
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "%s%s", i ? sep : "", s[i]);
+	return o;
+}
+
+/* The table of l, as restic 0.14's PrintSnapshots. 0, or 1 (out of memory). */
+static int print_table(const rix_snapshot_list *l, bool compact)
+{
+	static const char *const head[] = { "ID", "Time", "Host      ", "Tags      ", "Paths" };
+	static const char *const head_compact[] = { "ID", "Time", "Host", "Tags  " };
+	const int ncol = compact ? 4 : COLUMNS;
+	if (l->count == 0)
+		return 0; /* restic prints no table then (its groups are empty) */
+	char *(*cells)[COLUMNS] = calloc(l->count + 1, sizeof(*cells));
+	if (cells == NULL)
+		return die("out of memory");
+	size_t width[COLUMNS];
+	bool multiline = false;
+	for (int c = 0; c < ncol; c++)
+		width[c] = strlen(compact ? head_compact[c] : head[c]);
+	int rc = 0;
+	for (size_t i = 0; i < l->count && rc == 0; i++) {
+		const rix_snapshot *sn = l->items[i];
+		char hex[65], when[32] = "";
+		rix_id_to_hex(hex, &sn->id);
+		time_t t = (time_t)sn->time.sec;
+		struct tm tm;
+		if (localtime_r(&t, &tm) != NULL)
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+		cells[i][0] = strndup(hex, 8);
+		cells[i][1] = strdup(when);
+		cells[i][2] = strdup(sn->hostname);
+		cells[i][3] = join(sn->tags, sn->ntags, compact ? "\n" : ",");
+		if (!compact)
+			cells[i][4] = join(sn->paths, sn->npaths, "\n");
+		multiline |= !compact && sn->npaths > 1;
+		for (int c = 0; c < ncol; c++) {
+			if (cells[i][c] == NULL) {
+				rc = die("out of memory");
+				break;
+			}
+			for (int line = 0; line < cell_lines(cells[i][c]); line++) {
+				const char *a;
+				size_t n;
+				cell_line(cells[i][c], line, &a, &n);
+				if (n > width[c])
+					width[c] = n;
+			}
+		}
+	}
+	if (rc == 0) {
+		size_t total = 2 * (size_t)(ncol - 1);
+		for (int c = 0; c < ncol; c++)
+			total += width[c];
+		print_row((char *const *)(compact ? head_compact : head), width, ncol);
+		for (size_t k = 0; k < total; k++)
+			putchar('-');
+		putchar('\n');
+		for (size_t i = 0; i < l->count; i++) {
+			if (multiline && i > 0)
+				putchar('\n'); /* restic: a blank line between snapshots of several paths */
+			print_row(cells[i], width, ncol);
+		}
+		for (size_t k = 0; k < total; k++)
+			putchar('-');
+		printf("\n%zu snapshots\n", l->count);
+	}
+	for (size_t i = 0; i < l->count; i++)
+		for (int c = 0; c < COLUMNS; c++)
+			free(cells[i][c]);
+	free(cells);
+	return rc;
+}
+
+/* restic's --json: an array of the snapshots, each with "id" and "short_id" after its members. */
+static int print_json(const rix_snapshot_list *l)
+{
+	putchar('[');
+	for (size_t i = 0; i < l->count; i++) {
+		char *json, hex[65];
+		size_t n;
+		int rc = rix_snapshot_encode(&json, &n, l->items[i]);
+		if (rc != 0) {
+			putchar('\n');
+			return fail(rc);
+		}
+		rix_id_to_hex(hex, &l->items[i]->id);
+		printf("%s%.*s,\"id\":\"%s\",\"short_id\":\"%.8s\"}", i ? "," : "", (int)(n - 1), json, hex, hex);
+		rix_free(json);
+	}
+	puts("]");
+	return 0;
 }
 
 int cmd_snapshots(int argc, char **argv)
 {
-	(void)argv;
-	if (argc != 0)
-		return die("snapshots: unknown argument %s", argv[0]);
-	rix_repo *r;
-	rix_lock *lock;
-	int orc = open_repo_locked(&r, &lock, false);
-	if (orc != 0)
-		return orc;
-	struct {
-		struct snap *v;
-		size_t n;
-	} l = { NULL, 0 };
-	rix_id *ids;
-	int rc = rix_repo_list_ids(&ids, &l.n, r, RIX_FILE_SNAPSHOT);
-	if (rc == 0 && l.n > 0 && (l.v = calloc(l.n, sizeof(*l.v))) == NULL)
-		rc = rix_error_set(RIX_ENOMEM, "snapshots: out of memory");
+	struct filter_flags ff = { 0 };
+	char **ids = calloc((size_t)argc + 1, sizeof(*ids));
+	int nids = 0, rc = 0;
+	bool compact = false;
+	long latest = 0;
+	if (ids == NULL)
+		return die("out of memory");
+	for (int i = 0; i < argc && rc == 0; i++) {
+		const char *v;
+		int k = filter_flag(&ff, argc, argv, &i);
+		if (k != 0) {
+			rc = k < 0;
+		} else if (flag_value(&v, argc, argv, &i, "--latest")) {
+			char *end;
+			errno = 0;
+			latest = strtol(v, &end, 10);
+			if (errno != 0 || end == v || *end != '\0' || latest < 0)
+				rc = die("snapshots: --latest %s is not a number of snapshots", v);
+		} else if (strcmp(argv[i], "--compact") == 0 || strcmp(argv[i], "-c") == 0) {
+			compact = true;
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			rc = die("snapshots: unknown flag %s", argv[i]);
+		} else {
+			ids[nids++] = argv[i];
+		}
+	}
+	filter_flags_done(&ff);
+	rix_repo *r = NULL;
+	rix_lock *lock = NULL;
+	rix_snapshot_list *l = NULL;
 	int bad = 0;
-	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		uint8_t *json;
-		size_t n;
-		rix_id_to_hex(l.v[i].id, &ids[i]);
-		if (rix_repo_read_file(&json, &n, r, RIX_FILE_SNAPSHOT, &ids[i]) != 0) {
-			fprintf(stderr, "rix: snapshot %.8s: %s\n", l.v[i].id, rix_error_last());
-			bad = 1;
-			continue;
-		}
-		l.v[i].j = json_loadb((const char *)json, n, 0, NULL);
-		rix_free(json);
-		if (l.v[i].j == NULL || !json_is_object(l.v[i].j)) {
-			fprintf(stderr, "rix: snapshot %.8s: not a snapshot (bad JSON)\n", l.v[i].id);
-			bad = 1;
-		}
-	}
-	rix_free(ids);
-	if (rc != 0) {
-		free(l.v);
-		close_repo(r, lock);
-		return fail(rc);
-	}
-	size_t k = 0; /* the readable ones, by time */
-	for (size_t i = 0; i < l.n; i++) {
-		if (l.v[i].j != NULL && json_is_object(l.v[i].j))
-			l.v[k++] = l.v[i];
-		else
-			json_decref(l.v[i].j);
-	}
-	qsort(l.v, k, sizeof(*l.v), by_time);
-	if (g.json)
-		printf("[");
-	else if (!g.quiet && k > 0)
-		printf("%-8s  %-19s  %-15s  %-10s  %s\n", "ID", "Time", "Host", "Tags", "Paths");
-	for (size_t i = 0; i < k; i++) {
-		json_t *j = l.v[i].j;
-		if (g.json) {
-			json_object_set_new(j, "id", json_string(l.v[i].id));
-			char sid[9];
-			snprintf(sid, sizeof(sid), "%.8s", l.v[i].id);
-			json_object_set_new(j, "short_id", json_string(sid));
-			char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-			printf("%s%s", i ? "," : "", s ? s : "null");
-			json_free_t f;
-			json_get_alloc_funcs(NULL, &f);
-			f(s);
-			continue;
-		}
-		const char *t = json_string_value(json_object_get(j, "time"));
-		char when[20] = "";
-		if (t != NULL) {
-			snprintf(when, sizeof(when), "%.19s", t);
-			when[10] = ' ';
-		}
-		const char *host = json_string_value(json_object_get(j, "hostname"));
-		printf("%.8s  %-19s  %-15s  ", l.v[i].id, when, host ? host : "");
-		size_t ti;
-		json_t *v;
-		int w = 0;
-		json_array_foreach(json_object_get(j, "tags"), ti, v)
-			w += printf("%s%s", ti ? "," : "", json_string_value(v));
-		printf("%*s  ", w < 10 ? 10 - w : 0, "");
-		json_array_foreach(json_object_get(j, "paths"), ti, v)
-			printf("%s%s", ti ? ", " : "", json_string_value(v));
-		printf("\n");
-	}
-	if (g.json)
-		printf("]\n");
-	else if (!g.quiet)
-		printf("%zu snapshots\n", k);
-	for (size_t i = 0; i < k; i++)
-		json_decref(l.v[i].j);
-	free(l.v);
+	if (rc == 0)
+		rc = open_repo_locked(&r, &lock, false);
+	if (rc == 0)
+		rc = select_snapshots(&l, &bad, r, &ff.f, ids, nids);
+	if (rc == 0 && latest > 0 && (rc = rix_snapshot_list_keep_latest(l, (size_t)latest)) != 0)
+		rc = fail(rc);
+	if (rc == 0)
+		rc = g.json ? print_json(l) : print_table(l, compact);
+	rix_snapshot_list_free(l);
 	close_repo(r, lock);
-	return bad;
+	filter_flags_free(&ff);
+	free(ids);
+	return rc != 0 ? rc : bad;
 }

@@ -27,7 +27,8 @@ static const struct command commands[] = {
 	{ "init", cmd_init, "init [--repository-version 1|2]", "make a repository",
 	  "--repository-version= 1 or 2 (default 2: compression)\n" },
 	{ "list", cmd_list, "list blobs|packs|index|keys|snapshots|locks", "list the repository's files or blobs", "" },
-	{ "cat", cmd_cat, "cat config|index ID|blob ID|pack-header ID", "print an object of the repository", "" },
+	{ "cat", cmd_cat, "cat config|index ID|snapshot ID|blob ID|pack-header ID", "print an object of the repository",
+	  "" },
 	{ "find-blob", cmd_find_blob, "find-blob ID...", "where blobs are stored (packs, offsets)", "" },
 	{ "stats", cmd_stats, "stats", "blobs, sizes, snapshots, the index's memory and load time", "" },
 	{ "key", cmd_key, "key list|add|remove ID|passwd [--new-password-file FILE]", "manage the keys (passwords)",
@@ -38,7 +39,7 @@ static const struct command commands[] = {
 	  "--read-data-subset= read and verify a subset of the packs: n/t (restic's rule), x% or a size (50M)\n" },
 	{ "backup", cmd_backup, "backup [flags] PATH... | --stdin [--stdin-filename NAME]",
 	  "back up files and directories (or standard input)",
-	  "--tag= a tag for the snapshot (repeatable)\n"
+	  "--tag= tags for the snapshot, a,b (repeatable)\n"
 	  "--host= the host name recorded (default: this machine's)\n"
 	  "--parent= the parent snapshot (default: the latest of this host and these paths)\n"
 	  "--force read every file, whatever the parent says\n"
@@ -56,7 +57,23 @@ static const struct command commands[] = {
 	  "--files-from= paths from a file, one a line\n"
 	  "--stdin back up standard input\n"
 	  "--stdin-filename= its name in the snapshot (default: stdin)\n" },
-	{ "snapshots", cmd_snapshots, "snapshots", "list the snapshots, oldest first", "" },
+	{ "snapshots", cmd_snapshots, "snapshots [flags] [ID...|latest]", "list the snapshots, oldest first",
+	  "--host= only snapshots of this host (repeatable)\n"
+	  "-H= only snapshots of this host (repeatable)\n"
+	  "--tag= only snapshots with these tags, a,b: both (repeatable: either list)\n"
+	  "--path= only snapshots holding this path (repeatable: all of them)\n"
+	  "--latest= only the latest N snapshots of each host and paths\n"
+	  "--compact no paths, a tag a line\n"
+	  "-c no paths, a tag a line\n" },
+	{ "tag", cmd_tag, "tag [--set T | --add T --remove T] [flags] [ID...|latest]",
+	  "change the tags of snapshots (each one written anew, its first ID kept as original)",
+	  "--set= the tags become these, a,b (repeatable)\n"
+	  "--add= add these tags, a,b (repeatable)\n"
+	  "--remove= remove these tags, a,b (repeatable)\n"
+	  "--host= without IDs: only snapshots of this host (repeatable)\n"
+	  "-H= without IDs: only snapshots of this host (repeatable)\n"
+	  "--tag= without IDs: only snapshots with these tags, a,b: both (repeatable: either list)\n"
+	  "--path= without IDs: only snapshots holding this path (repeatable: all of them)\n" },
 	{ "unlock", cmd_unlock, "unlock [--remove-all]", "remove stale locks (or all)",
 	  "--remove-all remove every lock, not only the stale ones\n" },
 	{ "version", NULL, "version", "print the version", "" },
@@ -73,7 +90,7 @@ static const char global_help[] =
 	"      --password-command CMD  the password from a command's output (else $RIX_/$RESTIC_PASSWORD_COMMAND)\n"
 	"                              (else $RIX_PASSWORD / $RESTIC_PASSWORD, standard input, the terminal)\n"
 	"      --key-hint ID           the key to try first (else $RIX_/$RESTIC_KEY_HINT)\n"
-	"      --no-lock               take no lock (list, cat, find-blob, stats, check; key commands always lock)\n"
+	"      --no-lock               take no lock (list, cat, find-blob, stats, check, snapshots; keys always lock)\n"
 	"      --json                  JSON output\n"
 	"  -q, --quiet                 no progress, fewer messages\n"
 	"  -v, --verbose               more messages (accepted; rix prints what it has at any level)\n"

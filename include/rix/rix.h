@@ -5,7 +5,8 @@
  * locations), indexmap.h (the hash table), index.h (one index file, JSON codec),
  * master_index.h (all indexes, merged), crypto.h (keys, seal/open, SHA-256), pack.h (pack
  * headers and blobs, unpacked files), config.h (the repository config file, chunker polynomial),
- * chunker.h (restic's content-defined chunker), tree.h (tree blobs in restic's bytes).
+ * chunker.h (restic's content-defined chunker), tree.h (tree blobs in restic's bytes),
+ * archiver.h (backup), snapshot.h (snapshots: codec, list, filters, find, rewrite).
  */
 #ifndef RIX_RIX_H
 #define RIX_RIX_H
@@ -25,4 +26,5 @@
 #include "rix/chunker.h"
 #include "rix/tree.h"
 #include "rix/archiver.h"
+#include "rix/snapshot.h"
 #endif

@@ -1,0 +1,176 @@
+/*
+ * common/gojson.c — JSON strings with Go's escapes, both ways (gojson.h).
+ */
+#include <string.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "gojson.h"
+
+static const char hexdig[] = "0123456789abcdef";
+
+int32_t rix__utf8_rune(const uint8_t *s, size_t n, size_t *w)
+{
+	uint8_t c = s[0];
+	*w = 1;
+	if (c < 0x80)
+		return c;
+	int len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+	if (len == 0 || (size_t)len > n)
+		return -1;
+	int32_t r = len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+	for (int i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return -1;
+		r = r << 6 | (s[i] & 0x3F);
+	}
+	/* overlong forms, surrogates, past U+10FFFF */
+	if ((len == 3 && r < 0x800) || (len == 4 && (r < 0x10000 || r > 0x10FFFF)) || (r >= 0xD800 && r <= 0xDFFF))
+		return -1;
+	*w = (size_t)len;
+	return r;
+}
+
+size_t rix__gojson_string(uint8_t *out, const uint8_t *s, size_t n)
+{
+	size_t k = 0, start = 0;
+	out[k++] = '"';
+	for (size_t i = 0; i < n;) {
+		uint8_t c = s[i];
+		if (c < 0x80) {
+			if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&') {
+				i++;
+				continue;
+			}
+			memcpy(out + k, s + start, i - start);
+			k += i - start;
+			out[k++] = '\\';
+			if (c == '"' || c == '\\') {
+				out[k++] = c;
+			} else if (c == '\n') {
+				out[k++] = 'n';
+			} else if (c == '\r') {
+				out[k++] = 'r';
+			} else if (c == '\t') {
+				out[k++] = 't';
+			} else {
+				memcpy(out + k, "u00", 3);
+				k += 3;
+				out[k++] = (uint8_t)hexdig[c >> 4];
+				out[k++] = (uint8_t)hexdig[c & 15];
+			}
+			start = ++i;
+			continue;
+		}
+		size_t w;
+		int32_t r = rix__utf8_rune(s + i, n - i, &w);
+		if (r < 0 || r == 0x2028 || r == 0x2029) {
+			memcpy(out + k, s + start, i - start);
+			k += i - start;
+			memcpy(out + k, r < 0 ? "\\ufffd" : r == 0x2028 ? "\\u2028" : "\\u2029", 6);
+			k += 6;
+			i += w;
+			start = i;
+			continue;
+		}
+		i += w;
+	}
+	memcpy(out + k, s + start, n - start);
+	k += n - start;
+	out[k++] = '"';
+	return k;
+}
+
+static size_t put_rune(char *o, int32_t r)
+{
+	uint8_t *u = (uint8_t *)o;
+	if (r < 0x80) {
+		u[0] = (uint8_t)r;
+		return 1;
+	}
+	if (r < 0x800) {
+		u[0] = (uint8_t)(0xC0 | r >> 6);
+		u[1] = (uint8_t)(0x80 | (r & 0x3F));
+		return 2;
+	}
+	if (r < 0x10000) {
+		u[0] = (uint8_t)(0xE0 | r >> 12);
+		u[1] = (uint8_t)(0x80 | (r >> 6 & 0x3F));
+		u[2] = (uint8_t)(0x80 | (r & 0x3F));
+		return 3;
+	}
+	u[0] = (uint8_t)(0xF0 | r >> 18);
+	u[1] = (uint8_t)(0x80 | (r >> 12 & 0x3F));
+	u[2] = (uint8_t)(0x80 | (r >> 6 & 0x3F));
+	u[3] = (uint8_t)(0x80 | (r & 0x3F));
+	return 4;
+}
+
+/* The four hex digits at s (validated). */
+static int32_t hex4(const char *s)
+{
+	int32_t v = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = s[i];
+		v = v << 4 | (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+	}
+	return v;
+}
+
+int rix__gojson_unquote(char **out, size_t *len, const char *s, size_t n)
+{
+	*out = NULL;
+	*len = 0;
+	/* Each input byte gives at most 3 output bytes (a bad byte: U+FFFD; \uXXXX: 6 in, 3 out;
+	 * a surrogate pair: 12 in, 4 out). */
+	if (n > (SIZE_MAX - 1) / 3)
+		return rix_error_set(RIX_ENOMEM, "JSON string of %zu bytes: too long", n);
+	char *o = rix_malloc(3 * n + 1);
+	if (o == NULL)
+		return rix_error_set(RIX_ENOMEM, "out of memory for a JSON string of %zu bytes", n);
+	size_t k = 0;
+	const uint8_t *u = (const uint8_t *)s;
+	for (size_t i = 0; i < n;) {
+		int32_t r;
+		if (s[i] == '\\') {
+			char e = s[i + 1];
+			if (e != 'u') {
+				static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+				o[k++] = to[strchr(from, e) - from];
+				i += 2;
+				continue;
+			}
+			r = hex4(s + i + 2);
+			i += 6;
+			if (r >= 0xD800 && r <= 0xDFFF) {
+				/* A high surrogate followed by an escaped low one is one rune; else U+FFFD. */
+				if (r < 0xDC00 && n - i >= 6 && s[i] == '\\' && s[i + 1] == 'u') {
+					int32_t lo = hex4(s + i + 2);
+					if (lo >= 0xDC00 && lo <= 0xDFFF) {
+						r = 0x10000 + ((r - 0xD800) << 10) + (lo - 0xDC00);
+						i += 6;
+					} else {
+						r = 0xFFFD;
+					}
+				} else {
+					r = 0xFFFD;
+				}
+			}
+		} else {
+			size_t w;
+			r = rix__utf8_rune(u + i, n - i, &w);
+			if (r < 0)
+				r = 0xFFFD;
+			i += w;
+		}
+		if (r == 0) {
+			rix_free(o);
+			return 1;
+		}
+		k += put_rune(o + k, r);
+	}
+	o[k] = '\0';
+	*out = o;
+	*len = k;
+	return 0;
+}
