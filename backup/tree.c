@@ -713,6 +713,11 @@ static int decode_node(rix_tree *t, rix_node *n, json_t *o)
 	long nl = go_unquote(raw, json_string_value(name), ql);
 	if (nl <= 0)
 		return RIX_ECORRUPT;
+	/* A name no directory entry has (restic writes readdir's names): ".", "..", a '/' or a NUL
+	 * in it. The encoder refuses them too, and a restore must never see "../x". */
+	if ((nl == 1 && raw[0] == '.') || (nl == 2 && raw[0] == '.' && raw[1] == '.') ||
+	    memchr(raw, '/', (size_t)nl) != NULL || memchr(raw, '\0', (size_t)nl) != NULL)
+		return RIX_ECORRUPT;
 	raw[nl] = '\0';
 	n->name = (const char *)raw;
 	n->name_len = (size_t)nl;

@@ -59,6 +59,24 @@ static void test_escapes(void **state)
 					   "{\"nodes\":[{\"name\":\"a\\\\q\",\"type\":\"file\",\"mtime\":\"x\"}]}" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(rix_tree_decode(&t, (const uint8_t *)bad[i], strlen(bad[i])), RIX_ECORRUPT);
+	/* Names no directory entry has (the encoder refuses them; a restore must never see "../x"),
+	 * raw or Go-escaped: refused, where "..." and ".a" are names like any other. */
+	static const char *const badnames[] = { ".", "..", "a/b", "..\\\\x2fetc", "\\\\x00", "a\\\\000b", "\\\\x2e\\\\x2e" };
+	for (size_t i = 0; i < sizeof(badnames) / sizeof(badnames[0]); i++) {
+		char js[128];
+		snprintf(js, sizeof(js), "{\"nodes\":[{\"name\":\"%s\",\"type\":\"file\",\"content\":[]}]}\n", badnames[i]);
+		t = (rix_tree *)1;
+		if (rix_tree_decode(&t, (const uint8_t *)js, strlen(js)) != RIX_ECORRUPT)
+			fail_msg("accepted %s", js);
+		assert_null(t);
+	}
+	static const char *const goodnames[] = { "...", ".a", "a..", "\\\\x2ea" };
+	for (size_t i = 0; i < sizeof(goodnames) / sizeof(goodnames[0]); i++) {
+		char js[128];
+		snprintf(js, sizeof(js), "{\"nodes\":[{\"name\":\"%s\",\"type\":\"file\",\"content\":[]}]}\n", goodnames[i]);
+		MUST(rix_tree_decode(&t, (const uint8_t *)js, strlen(js)));
+		rix_tree_free(t);
+	}
 	/* Order and names. */
 	rix_node m = n;
 	assert_int_equal(rix_tree_enc_add(e, &m), RIX_EINVAL); /* the same name again */
