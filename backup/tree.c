@@ -78,7 +78,8 @@ static int32_t utf8_rune(const uint8_t *s, size_t n, size_t *w)
 	*w = 1;
 	if (c < 0x80)
 		return c;
-	int len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+	/* F5..FF start nothing (they are not three-byte leads: F5 80 80 is no U+5000). */
+	int len = c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
 	if (len == 0 || (size_t)len > n)
 		return -1;
 	int32_t r = len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;

@@ -302,6 +302,9 @@ static void test_against_restic(void **state)
 	rix_test_put_file(src, "tab\tnl\nname", "y", 1);
 	rix_test_put_file(src, "caf\xc3\xa9", "z", 1);
 	rix_test_put_file(src, "bad\xff\xfe", "w", 1);
+	/* Bytes F5..FF never start UTF-8, whatever follows (Go: one \x escape each). */
+	rix_test_put_file(src, "hi\xff\x96\x96", "v", 1);
+	rix_test_put_file(src, "hi\xf5\x80\x80\x80", "u", 1);
 	char longname[201];
 	memset(longname, 'L', 200);
 	longname[200] = '\0';
@@ -321,7 +324,7 @@ static void test_against_restic(void **state)
 	assert_int_equal(chmod(p, 04755), 0);
 	/* Times last, children before their directories. */
 	const char *names[] = { "a", "empty", "odd <>&\"\\ name", "tab\tnl\nname", "caf\xc3\xa9", "bad\xff\xfe", longname,
-				"sub/inner", "link", "fifo", "setuid", "sub" };
+				"hi\xff\x96\x96", "hi\xf5\x80\x80\x80", "sub/inner", "link", "fifo", "setuid", "sub" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", src, names[i]);
 		set_times(p);
