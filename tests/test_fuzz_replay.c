@@ -4,7 +4,8 @@
  * fuzzers found interesting stays a regression test in the ordinary run.
  *
  * The corpus directory is found next to RIX_TEST_DATA (tests/data -> tests/fuzz/corpus).
- * pack/ targets: fuzz/fuzz_pack_checks.h; the config target: fuzz/fuzz_config_checks.h.
+ * pack/ targets: fuzz/fuzz_pack_checks.h; the config target: fuzz/fuzz_config_checks.h; the tree
+ * blob target: fuzz/fuzz_tree_checks.h.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 #include "fuzz/fuzz_checks.h"
 #include "fuzz/fuzz_pack_checks.h"
 #include "fuzz/fuzz_config_checks.h"
+#include "fuzz/fuzz_tree_checks.h"
 
 typedef const char *(*check_fn)(const uint8_t *data, size_t size);
 
@@ -86,6 +88,12 @@ static void test_replay_config(void **state)
 	assert_true(replay("fuzz_config", rix_fuzz_check_config) > 0);
 }
 
+static void test_replay_tree(void **state)
+{
+	(void)state;
+	assert_true(replay("fuzz_tree", rix_fuzz_check_tree) > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -93,6 +101,7 @@ int main(void)
 		cmocka_unit_test(test_replay_roundtrip),
 		cmocka_unit_test(test_replay_pack),
 		cmocka_unit_test(test_replay_config),
+		cmocka_unit_test(test_replay_tree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
