@@ -231,11 +231,18 @@ static int save_fd(struct arch *a, struct worker *w, const char *path, struct he
 /* A file's chunks: 1 = it could not be read (warned, left out); 0; a repository error. */
 static int save_file(struct arch *a, struct worker *w, const char *path, struct held *h)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	/* O_NONBLOCK: a FIFO put in the file's place since it was listed must not block the open. */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME | O_NONBLOCK);
 	if (fd < 0 && errno == EPERM)
-		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		warn(a, path, "open: %s", strerror(errno));
+		return 1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, 0) != 0) { /* as restic: not read */
+		warn(a, path, "not a regular file any more (it changed type since it was listed), left out");
+		close(fd);
 		return 1;
 	}
 	int rc = save_fd(a, w, path, h, fd);
