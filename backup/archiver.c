@@ -246,6 +246,17 @@ static int save_file(struct arch *a, struct worker *w, const char *path, struct 
 		return 1;
 	}
 	int rc = save_fd(a, w, path, h, fd);
+	/* Changed since it was listed (size, times, another file): the bytes read are what the
+	 * snapshot holds (its size says so); said, not counted as an error (it was read). */
+	struct stat now;
+	if (rc == 0 && (fstat(fd, &now) != 0 || (uint64_t)now.st_size != h->n.size || now.st_ino != (ino_t)h->n.inode ||
+			now.st_mtim.tv_sec != h->n.mtime.sec || now.st_mtim.tv_nsec != (long)h->n.mtime.nsec ||
+			now.st_ctim.tv_sec != h->n.ctime.sec || now.st_ctim.tv_nsec != (long)h->n.ctime.nsec)) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "changed while it was read: the snapshot holds the %llu bytes read",
+			 (unsigned long long)h->n.size);
+		notice(a, path, msg);
+	}
 	close(fd);
 	return rc;
 }
