@@ -313,6 +313,7 @@ static int save_fd(struct arch *a, struct worker *w, const char *path, struct he
 	return 0;
 }
 
+/* A directory's tree into *tree: 0; 1 when it cannot be listed (warned: left out); an error. */
 static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id *parent, const char *only);
 struct tnode;
 static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent);
@@ -766,10 +767,10 @@ static int save_dir(struct arch *a, const char *path, rix_id *tree, const rix_id
 	struct batch batch = { 0 };
 	struct dirent **ents;
 	int ne = scandir(path, &ents, NULL, by_bytes);
-	if (ne < 0) {
+	if (ne < 0) { /* left out (1), as restic leaves out a directory it cannot list */
 		warn(a, path, "scandir: %s", strerror(errno));
-		ne = 0; /* an empty tree for it: restic records the directory too */
-		ents = NULL;
+		rix_tree_free(old);
+		return 1;
 	}
 	struct held *h = calloc(ne > 0 ? (size_t)ne : 1, sizeof(*h));
 	int rc = h == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
@@ -1268,6 +1269,8 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 		rc = save_stdin(&a, &tree);
 	else if (rc == 0)
 		rc = root.target ? save_dir(&a, root.fspath, &tree, pt, NULL) : save_virtual(&a, &root, &tree, pt);
+	if (rc == 1) /* "." cannot be listed (warned): no snapshot, as restic */
+		rc = rix_error_set(RIX_EIO, "backup: %s cannot be listed: nothing to save", root.fspath);
 	if (rc == 0 && a.opt.skip_if_unchanged && pt != NULL && memcmp(pt->b, tree.b, RIX_ID_SIZE) == 0) {
 		a.sum->skipped = true;
 		*snapshot_id = a.sum->parent_id;
