@@ -534,12 +534,69 @@ static void test_unreadable(void **state)
 	rix_test_free_dir(x.work);
 }
 
+/* The number of lines of s. */
+static int lines(const char *s)
+{
+	int n = 0;
+	for (; *s != '\0'; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/*
+ * A path that does not exist (restic 0.14: "... does not exist, skipping" and "Fatal: all
+ * target directories/files do not exist", exit 1, before the repository is opened): exit 1 and
+ * one line. Beside paths that exist: skipped with a warning, left out of the snapshot's paths,
+ * exit 0, as restic.
+ */
+static void test_missing_path(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	struct fixture x;
+	fixture_new(&x, "rix-missing");
+	rix_test_put_file(x.src, "f", "data", 4);
+	char *out;
+	assert_int_equal(restic(&out, "-r '%s' backup '%s/nope'", x.repo, x.work), 1);
+	free(out);
+	int rc = rix_in(&out, x.work, "-r '%s' backup '%s/nope'", x.repo, x.work);
+	if (rc != 1 || lines(out) != 1 || strstr(out, "nope does not exist") == NULL)
+		fail_msg("exit %d, want 1 and one line naming the path:\n%s", rc, out);
+	free(out);
+	/* Not even the password is asked for: no repository is opened. */
+	rc = rix_test_run(&out, &(size_t){ 0 }, "cd '%s' && RIX_PASSWORD=wrong '%s' -r '%s' backup nope nope2 </dev/null 2>&1", x.work,
+			  RIX_CLI_PATH, x.repo);
+	if (rc != 1 || strstr(out, "nothing to back up") == NULL || strstr(out, "password") != NULL)
+		fail_msg("exit %d, want 1 and \"nothing to back up\":\n%s", rc, out);
+	free(out);
+	assert_int_equal(count_snapshots(x.repo), 0);
+	/* Beside one that exists: restic's snapshot paths, rix's. */
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "cd '%s' && RESTIC_PASSWORD='%s' restic --no-cache -r '%s' backup nope src 2>&1",
+				      x.work, PW, x.repo),
+			 0);
+	assert_non_null(strstr(out, "nope does not exist, skipping"));
+	free(out);
+	json_t *theirs = latest_snapshot(x.repo);
+	rc = rix_in(&out, x.work, "-r '%s' backup nope src", x.repo);
+	if (rc != 0 || !warned(out, "nope", "does not exist") || strstr(out, "snapshot ") == NULL)
+		fail_msg("exit %d, want 0, a warning and a snapshot:\n%s", rc, out);
+	free(out);
+	json_t *mine = latest_snapshot(x.repo);
+	assert_true(json_equal(json_object_get(mine, "paths"), json_object_get(theirs, "paths")));
+	assert_int_equal(json_array_size(json_object_get(mine, "paths")), 1);
+	json_decref(mine);
+	json_decref(theirs);
+	assert_int_equal(restic(NULL, "-q -r '%s' check", x.repo), 0);
+	rix_test_free_dir(x.work);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vanish_and_swap),
 		cmocka_unit_test(test_grow_and_shrink),
 		cmocka_unit_test(test_unreadable),
+		cmocka_unit_test(test_missing_path),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
