@@ -590,6 +590,87 @@ static void test_missing_path(void **state)
 	rix_test_free_dir(x.work);
 }
 
+/* Files under repo/sub (data/ counts its subfolders' files). */
+static int files_in(const char *repo, const char *sub)
+{
+	char *out;
+	size_t n;
+	assert_int_equal(rix_test_run(&out, &n, "find '%s/%s' -type f | wc -l", repo, sub), 0);
+	int c = atoi(out);
+	free(out);
+	return c;
+}
+
+/*
+ * A wrong password: restic 0.14 says "wrong password or no key found" (exit 1); rix says
+ * "wrong password" with the exit code restic gives it since 0.17 (12), the code the rest of
+ * rix's commands use. A repository restic holds locked exclusively (`restic key passwd` waiting
+ * for the new password on its standard input): restic's "locked exclusively by PID ..." (restic
+ * 0.14 exits 1, rix and restic since 0.17 11). Neither writes anything; once restic lets go, the
+ * backup runs.
+ */
+static void test_wrong_password_and_locked(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	struct fixture x;
+	fixture_new(&x, "rix-locked");
+	rix_test_put_file(x.src, "f", "data", 4);
+	char *out;
+	size_t n;
+	assert_int_equal(rix_test_run(&out, &n, "RESTIC_PASSWORD=wrong restic --no-cache -r '%s' backup '%s' 2>&1", x.repo, x.src), 1);
+	assert_non_null(strstr(out, "wrong password"));
+	free(out);
+	int rc = rix_test_run(&out, &n, "RIX_PASSWORD=wrong '%s' -r '%s' backup '%s' 2>&1", RIX_CLI_PATH, x.repo, x.src);
+	if (rc != 12 || strstr(out, "wrong password") == NULL || lines(out) != 1)
+		fail_msg("exit %d, want 12 and one line saying \"wrong password\":\n%s", rc, out);
+	free(out);
+	assert_int_equal(files_in(x.repo, "locks") + files_in(x.repo, "data") + files_in(x.repo, "index") +
+				 files_in(x.repo, "snapshots"),
+			 0);
+
+	/* restic holds an exclusive lock while it waits for a new password on its stdin. */
+	int in[2];
+	assert_int_equal(pipe(in), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		close(in[1]);
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(null, 2);
+		setenv("RESTIC_PASSWORD", PW, 1);
+		execlp("restic", "restic", "--no-cache", "-r", x.repo, "key", "passwd", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	for (int i = 0; i < 3000 && files_in(x.repo, "locks") == 0; i++)
+		usleep(10000);
+	assert_int_equal(files_in(x.repo, "locks"), 1);
+	rc = rix_in(&out, x.work, "-r '%s' backup '%s'", x.repo, x.src);
+	char who[64];
+	snprintf(who, sizeof(who), "PID %d ", (int)pid);
+	if (rc != 11 || strstr(out, "locked exclusively") == NULL || strstr(out, who) == NULL)
+		fail_msg("exit %d, want 11 and \"locked exclusively by %s...\":\n%s", rc, who, out);
+	free(out);
+	assert_int_equal(files_in(x.repo, "data") + files_in(x.repo, "index") + files_in(x.repo, "snapshots"), 0);
+	assert_int_equal(files_in(x.repo, "locks"), 1); /* restic's, still */
+	/* End of input: restic gives up and removes its lock. */
+	close(in[1]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(files_in(x.repo, "locks"), 0);
+	rc = rix_in(&out, x.work, "-r '%s' backup '%s'", x.repo, x.src);
+	if (rc != 0)
+		fail_msg("exit %d once restic let go:\n%s", rc, out);
+	free(out);
+	assert_int_equal(files_in(x.repo, "locks"), 0);
+	assert_int_equal(count_snapshots(x.repo), 1);
+	assert_int_equal(restic(NULL, "-q -r '%s' check --read-data", x.repo), 0);
+	rix_test_free_dir(x.work);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -597,6 +678,7 @@ int main(void)
 		cmocka_unit_test(test_grow_and_shrink),
 		cmocka_unit_test(test_unreadable),
 		cmocka_unit_test(test_missing_path),
+		cmocka_unit_test(test_wrong_password_and_locked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
