@@ -45,6 +45,7 @@
 #include <jansson.h>
 
 #include "rix/rix.h"
+#include "faultbackend.h"
 #include "repo_fixture.h"
 #include "testutil.h"
 
@@ -770,6 +771,109 @@ static void test_disk_full(void **state)
 	rix_test_free_dir(work);
 }
 
+static void warn_fail(void *payload, const char *path, const char *msg)
+{
+	(void)payload;
+	fail_msg("warning for %s: %s", path, msg);
+}
+
+/* rix_backup of src into the repository in dir, through a fault backend armed with plan. */
+static int backup_with_fault(const char *dir, const char *src, const rix_test_fault_plan *plan, long *injected)
+{
+	rix_test_fault f;
+	rix_test_fault_init(&f);
+	rix_backend *local, *b;
+	MUST(rix_backend_local_open(&local, dir, 0));
+	MUST(rix_test_fault_backend(&b, local, &f));
+	rix_repo *r;
+	MUST(rix_repo_open(&r, b, PW, strlen(PW), &fast));
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	rix_test_fault_arm(&f, plan);
+	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
+	bo.warn = warn_fail;
+	bo.hostname = "h";
+	const char *paths[] = { src };
+	rix_id snap;
+	rix_backup_summary sum;
+	rix_error_clear();
+	int rc = rix_backup(&snap, &sum, r, paths, 1, &bo);
+	*injected = rix_test_fault_injected(&f);
+	rix_repo_free(r);
+	rix_test_fault_destroy(&f);
+	return rc;
+}
+
+/*
+ * The library under a disk that fills at each write of a backup in turn (the n-th write and every
+ * later one refused with RIX_ENOSPC, or the n-th alone): rix_backup returns RIX_ENOSPC with a
+ * message, writes no snapshot, and leaves a repository that checks clean (--read-data) with
+ * the earlier snapshot whole; the next backup, with room, completes and checks clean. (A pack
+ * refused once is written again at the flush: that backup completes, whole.)
+ */
+static void test_disk_full_every_write(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-enospc");
+	char src[4300], base[4300], dir[4300], p[4400];
+	snprintf(src, sizeof(src), "%s/src", work);
+	snprintf(base, sizeof(base), "%s/base", work);
+	snprintf(dir, sizeof(dir), "%s/repo", work);
+	assert_int_equal(mkdir(src, 0755), 0);
+	assert_int_equal(mkdir(base, 0700), 0);
+	uint8_t *d = random_bytes(6u << 20, 41);
+	rix_test_put_file(src, "one", d, 1u << 20);
+	rix_repo_free(init_repo(base, 2));
+	long injected;
+	assert_int_equal(backup_with_fault(base, src, NULL, &injected), 0);
+	/* The second backup has new data: packs (4 MiB each), an index file, a snapshot. */
+	rix_test_put_file(src, "two", d + (1u << 20), 5u << 20);
+	snprintf(p, sizeof(p), "%s/sub", src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	rix_test_put_file(p, "three", d + 7, 1000);
+	int rounds = 0, recovered = 0;
+	for (int mode = 0; mode < 2; mode++) {
+		for (long n = 1;; n++) {
+			assert_int_equal(rix_test_run(NULL, NULL, "rm -rf '%s' && cp -a '%s' '%s'", dir, base, dir), 0);
+			rix_test_fault_plan plan = { RIX_TEST_FAULT_WRITE, n, mode ? RIX_TEST_FAULT_ONCE : RIX_TEST_FAULT_FROM,
+						     RIX_TEST_FAULT_ENOSPC };
+			int rc = backup_with_fault(dir, src, &plan, &injected);
+			snprintf(p, sizeof(p), "%s/snapshots", dir);
+			char ids[8][65];
+			size_t snaps = rix_test_list_ids(p, ids, 8);
+			if (injected == 0) { /* past the last write: the backup was whole */
+				assert_int_equal(rc, 0);
+				assert_int_equal(snaps, 2);
+				break;
+			}
+			rounds++;
+			if (rc == 0 && mode == 1) { /* a pack the backend refused once is written again at the flush */
+				assert_int_equal(snaps, 2);
+				struct lines l;
+				rix_check_report rep = run_check(dir, 1, 0, &l);
+				assert_int_equal(rep.errors, 0);
+				recovered++;
+				continue;
+			}
+			if (rc != RIX_ENOSPC || rix_error_last()[0] == '\0')
+				fail_msg("write %ld (%s): %d (%s), want RIX_ENOSPC", n, mode ? "once" : "from then on", rc,
+					 rix_error_last());
+			assert_int_equal(snaps, 1);
+			struct lines l;
+			rix_check_report rep = run_check(dir, 1, 0, &l);
+			assert_int_equal(rep.errors, 0);
+			assert_int_equal(rep.snapshots, 1);
+			/* Room again. */
+			assert_int_equal(backup_with_fault(dir, src, NULL, &injected), 0);
+			rep = run_check(dir, 1, 0, &l);
+			assert_int_equal(rep.snapshots, 2);
+		}
+	}
+	assert_true(rounds >= 6); /* at least packs, index and snapshot, in both modes */
+	assert_true(recovered < rounds / 2);
+	free(d);
+	rix_test_free_dir(work);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -779,6 +883,7 @@ int main(void)
 		cmocka_unit_test(test_missing_path),
 		cmocka_unit_test(test_wrong_password_and_locked),
 		cmocka_unit_test_teardown(test_disk_full, unmount),
+		cmocka_unit_test(test_disk_full_every_write),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
