@@ -2,8 +2,9 @@
  * tests/test_backup_bad.c — `rix backup` (the command, as a user runs it) on bad input, the real
  * restic 0.14 beside it as the oracle:
  *   test_vanish_and_swap     files that vanish or change type between the directory listing and
- *                            their open (a FIFO, a symlink, a directory in their place): warned
- *                            by name, left out, exit 3; the rest restores
+ *                            their open (a FIFO, a symlink, a directory in their place), a file
+ *                            and a directory gone before their lstat: warned by name, left out,
+ *                            exit 3; the rest restores
  *   test_grow_and_shrink     files that grow or shrink while they are read: warned by name, the
  *                            snapshot holds exactly the bytes read (restic check --read-data,
  *                            restore), exit 0; the next backup reads them again
@@ -15,6 +16,13 @@
  *   test_wrong_password_and_locked  a wrong password, a repository restic holds locked
  *                            exclusively: restic's messages, rix's exit codes (12, 11); nothing
  *                            written; the backup runs once restic lets go
+ *   test_disk_full           the repository on a 20 MiB tmpfs the backup fills: exit 1, "No space
+ *                            left", nothing committed lost, no lock or temporary file left; with
+ *                            room again the backup completes
+ *   test_disk_full_every_write  the library with RIX_ENOSPC at each write of a backup in turn
+ *                            (the fault backend): no snapshot, a clean check, the next one works
+ *   test_special_files       device nodes, a sparse file, xattrs, hard links, symlinks, a FIFO,
+ *                            set-id bits, owners: restic's tree, restored by restic as they were
  *
  * Making an entry vanish at the right moment: fanotify permission events (root, as the tests run
  * in CI). The backup is run with one reading thread: the open of a first file is held, so the
@@ -22,7 +30,8 @@
  * that sorts after them says they have all been listed; then they are removed or replaced, and
  * both opens let go. Growing and shrinking happen at a file's second read(2), held the same
  * way. Without fanotify (not root, a kernel without permission events) these tests are skipped,
- * saying so.
+ * saying so; so are the tmpfs, the device nodes and the xattrs where this machine cannot make
+ * them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -326,10 +335,22 @@ static void fixture_new(struct fixture *x, const char *prefix)
 	rix_repo_free(init_repo(x->repo, 2));
 }
 
-/* At the sync: a1_gone removed; a2_fifo a FIFO, a3_link a symlink, a4_dir a directory now. */
+/*
+ * At the sync: a1_gone removed; a2_fifo a FIFO, a3_link a symlink, a4_dir a directory now (all
+ * listed and lstat'ed, not opened); c_gone and c_dir_gone, listed but not lstat'ed yet, removed.
+ */
 static void swap_files(struct fan *f)
 {
 	char p[4300];
+	snprintf(p, sizeof(p), "%s/c_gone", f->dir);
+	if (unlink(p) != 0)
+		f->failed = 1;
+	snprintf(p, sizeof(p), "%s/c_dir_gone/f", f->dir);
+	if (unlink(p) != 0)
+		f->failed = 1;
+	snprintf(p, sizeof(p), "%s/c_dir_gone", f->dir);
+	if (rmdir(p) != 0)
+		f->failed = 1;
 	const char *names[] = { "a1_gone", "a2_fifo", "a3_link", "a4_dir" };
 	for (int i = 0; i < 4; i++) {
 		snprintf(p, sizeof(p), "%s/%s", f->dir, names[i]);
@@ -354,6 +375,10 @@ static void test_vanish_and_swap(void **state)
 	char p[4300];
 	snprintf(p, sizeof(p), "%s/b_dir", x.src);
 	assert_int_equal(mkdir(p, 0755), 0); /* no files in it: the walker reads none there */
+	rix_test_put_file(x.src, "c_gone", "c", 1);
+	snprintf(p, sizeof(p), "%s/c_dir_gone", x.src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	rix_test_put_file(p, "f", "f", 1);
 	uint8_t *z = random_bytes(100000, 1);
 	rix_test_put_file(x.src, "z_ok", z, 100000);
 	struct fan f = { .hold = inode_of(x.src, "0block"), .sync = inode_of(x.src, "b_dir"), .at_sync = swap_files };
@@ -369,8 +394,9 @@ static void test_vanish_and_swap(void **state)
 		fail_msg("the files were not swapped at the right moment (synced %d, failed %d):\n%s", f.synced, f.failed, out);
 	/* Left out, each named (the FIFO did not block the open: the backup ended), exit 3. */
 	if (rc != 3 || !warned(out, "a1_gone", "No such file") || !warned(out, "a2_fifo", "not a regular file") ||
-	    !warned(out, "a3_link", "open") || !warned(out, "a4_dir", "not a regular file"))
-		fail_msg("exit %d, want 3 and a warning for each of a1..a4:\n%s", rc, out);
+	    !warned(out, "a3_link", "open") || !warned(out, "a4_dir", "not a regular file") ||
+	    !warned(out, "c_gone", "No such file") || !warned(out, "c_dir_gone", "No such file"))
+		fail_msg("exit %d, want 3 and a warning for each of a1..a4, c_gone, c_dir_gone:\n%s", rc, out);
 	assert_non_null(strstr(out, "snapshot "));
 	free(out);
 	assert_int_equal(restic(NULL, "-q -r '%s' check --read-data", x.repo), 0);
@@ -381,6 +407,7 @@ static void test_vanish_and_swap(void **state)
 	for (int i = 0; i < 4; i++)
 		if (exists(x.out, names[i]))
 			fail_msg("%s was restored: it was not backed up", names[i]);
+	assert_false(exists(x.out, "c_gone") || exists(x.out, "c_dir_gone"));
 	free(z);
 	rix_test_free_dir(x.work);
 }
