@@ -950,6 +950,28 @@ static int abs_clean(char *out, size_t cap, const char *path)
 	return 0;
 }
 
+/*
+ * The components of relative path p that name it in the snapshot's tree, as restic counts them
+ * (Go's Clean of "/" + p: "." dropped, ".." takes one back, never past the top): "src" 1,
+ * "../x/y" 2, "a/.." 0. -1 for an absolute path (all of its components).
+ */
+static int rel_components(const char *p)
+{
+	if (p[0] == '/')
+		return -1;
+	int k = 0;
+	for (const char *c = p; *c != '\0';) {
+		size_t len = strcspn(c, "/");
+		if (len == 2 && c[0] == '.' && c[1] == '.')
+			k -= k > 0;
+		else if (len > 0 && !(len == 1 && c[0] == '.'))
+			k++;
+		c += len;
+		c += *c == '/';
+	}
+	return k;
+}
+
 /* "." and "./": the target is the snapshot's root, as restic 0.14 does for `backup .`. */
 static int is_dot(const char *p)
 {
@@ -1203,7 +1225,8 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 			rc = rc ? rc : rix_error_set(RIX_ENOMEM, "backup: out of memory");
 			break;
 		}
-		if (is_dot(paths[i])) {
+		int rel = rel_components(paths[i]);
+		if (is_dot(paths[i]) || rel == 0) { /* "..", "a/..": the contents of a folder, as "." */
 			if (n > 1) {
 				rc = rix_error_set(RIX_EINVAL, "backup: \".\" cannot be backed up with other paths");
 				break;
@@ -1212,12 +1235,19 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 			root.fspath = strdup(paths[i]);
 			continue;
 		}
+		/* A relative target keeps only its own components in the tree (restic: "src" is /src,
+		 * "../x/y" is /x/y), read at its absolute path; an absolute one has them all. */
+		int skip = 0;
+		for (const char *c = clean; rel > 0 && *c != '\0'; c++)
+			skip += *c == '/';
+		skip = rel > 0 ? skip - rel : 0;
 		struct tnode *t = &root;
 		char walk[8192] = "";
 		size_t wl = 0;
 		for (char *save = NULL, *c = strtok_r(clean, "/", &save); t != NULL && c != NULL; c = strtok_r(NULL, "/", &save)) {
 			wl += (size_t)snprintf(walk + wl, sizeof(walk) - wl, "/%s", c);
-			t = tnode_child(t, c, walk);
+			if (skip-- <= 0)
+				t = tnode_child(t, c, walk);
 		}
 		if (t == NULL) {
 			rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
