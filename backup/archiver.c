@@ -240,7 +240,9 @@ static int save_file(struct arch *a, struct worker *w, const char *path, struct 
 		return 1;
 	}
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, 0) != 0) { /* as restic: not read */
+	int fl = fcntl(fd, F_GETFL); /* O_NONBLOCK off again, O_NOATIME kept */
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+		/* as restic: not read */
 		warn(a, path, "not a regular file any more (it changed type since it was listed), left out");
 		close(fd);
 		return 1;
