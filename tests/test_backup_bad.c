@@ -784,7 +784,7 @@ static void test_disk_full(void **state)
 	assert_int_equal(restic(NULL, "-q -r '%s' restore %s --target '%s'", repo,
 				json_string_value(json_object_get(s1, "id")), out_dir),
 			 0);
-	snprintf(p, sizeof(p), "%s%s/first", out_dir, src);
+	snprintf(p, sizeof(p), "%s/src/first", out_dir); /* "backup src": /src in the tree */
 	same_bytes(p, first, 2u << 20);
 	assert_int_equal(rix_in(&out, work, "-r '%s' check", repo), 0);
 	free(out);
@@ -799,7 +799,7 @@ static void test_disk_full(void **state)
 	assert_int_equal(restic(NULL, "-q -r '%s' check --read-data", repo), 0);
 	snprintf(p, sizeof(p), "%s/latest", work);
 	assert_int_equal(restic(NULL, "-q -r '%s' restore latest --target '%s'", repo, p), 0);
-	snprintf(p, sizeof(p), "%s/latest%s/big", work, src);
+	snprintf(p, sizeof(p), "%s/latest/src/big", work);
 	same_bytes(p, b, big);
 	json_decref(s1);
 	free(first);
