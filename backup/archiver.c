@@ -256,14 +256,34 @@ static int save_fd(struct arch *a, struct worker *w, const char *path, struct he
 /* A file's chunks: 1 = it could not be read (warned, left out); 0; a repository error. */
 static int save_file(struct arch *a, struct worker *w, const char *path, struct held *h)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	/* O_NONBLOCK: a FIFO put in the file's place since it was listed must not block the open. */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME | O_NONBLOCK);
 	if (fd < 0 && errno == EPERM)
-		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		warn(a, path, "open: %s", strerror(errno));
 		return 1;
 	}
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL); /* O_NONBLOCK off again, O_NOATIME kept */
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+		/* as restic: not read */
+		warn(a, path, "not a regular file any more (it changed type since it was listed), left out");
+		close(fd);
+		return 1;
+	}
 	int rc = save_fd(a, w, path, h, fd);
+	/* Changed since it was listed (size, times, another file): the bytes read are what the
+	 * snapshot holds (its size says so); said, not counted as an error (it was read). */
+	struct stat now;
+	if (rc == 0 && (fstat(fd, &now) != 0 || (uint64_t)now.st_size != h->n.size || now.st_ino != (ino_t)h->n.inode ||
+			now.st_mtim.tv_sec != h->n.mtime.sec || now.st_mtim.tv_nsec != (long)h->n.mtime.nsec ||
+			now.st_ctim.tv_sec != h->n.ctime.sec || now.st_ctim.tv_nsec != (long)h->n.ctime.nsec)) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "changed while it was read: the snapshot holds the %llu bytes read",
+			 (unsigned long long)h->n.size);
+		notice(a, path, msg);
+	}
 	close(fd);
 	return rc;
 }
@@ -860,14 +880,25 @@ static void worker_fini(struct worker *w)
  * tree is saved into slot->subtree when the last of them is done (dir_release), maybe after
  * this returns; in directory up (one more pending there), or a top one (drain waits for it).
  * parent: its tree in the parent snapshot (or NULL); only: a marked directory's one entry kept.
- * @return 0, or an error (the directory is released all the same).
+ * @return 0; 1 when it cannot be listed (warned: left out, nothing pending); an error (the
+ * directory is released all the same).
  */
 static int walk_dir(struct arch *a, struct dir *up, const char *path, struct held *slot, bool count, const rix_id *parent,
 		    const char *only)
 {
+	struct dirent **ents;
+	int ne = scandir(path, &ents, NULL, by_bytes);
+	if (ne < 0) { /* left out (1), as restic leaves out a directory it cannot list */
+		warn(a, path, "scandir: %s", strerror(errno));
+		return 1;
+	}
 	struct dir *d = calloc(1, sizeof(*d));
-	if (d == NULL)
+	if (d == NULL) {
+		for (int i = 0; i < ne; i++)
+			free(ents[i]);
+		free(ents);
 		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	}
 	*d = (struct dir){ .up = up, .slot = slot, .count = count, .has_ps = parent != NULL, .pending = 1 };
 	if (parent != NULL)
 		d->ps = *parent;
@@ -879,13 +910,6 @@ static int walk_dir(struct arch *a, struct dir *up, const char *path, struct hel
 	pthread_mutex_unlock(&a->mu);
 
 	rix_tree *old = d->old = parent_tree(a, path, parent);
-	struct dirent **ents;
-	int ne = scandir(path, &ents, NULL, by_bytes);
-	if (ne < 0) {
-		warn(a, path, "scandir: %s", strerror(errno));
-		ne = 0; /* an empty tree for it: restic records the directory too */
-		ents = NULL;
-	}
 	d->h = calloc(ne > 0 ? (size_t)ne : 1, sizeof(*d->h));
 	int rc = d->h == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
 	if (rc == 0)
@@ -1069,6 +1093,28 @@ static int abs_clean(char *out, size_t cap, const char *path)
 	}
 	out[k] = '\0';
 	return 0;
+}
+
+/*
+ * The components of relative path p that name it in the snapshot's tree, as restic counts them
+ * (Go's Clean of "/" + p: "." dropped, ".." takes one back, never past the top): "src" 1,
+ * "../x/y" 2, "a/.." 0. -1 for an absolute path (all of its components).
+ */
+static int rel_components(const char *p)
+{
+	if (p[0] == '/')
+		return -1;
+	int k = 0;
+	for (const char *c = p; *c != '\0';) {
+		size_t len = strcspn(c, "/");
+		if (len == 2 && c[0] == '.' && c[1] == '.')
+			k -= k > 0;
+		else if (len > 0 && !(len == 1 && c[0] == '.'))
+			k++;
+		c += len;
+		c += *c == '/';
+	}
+	return k;
 }
 
 /* "." and "./": the target is the snapshot's root, as restic 0.14 does for `backup .`. */
@@ -1325,7 +1371,8 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 			rc = rc ? rc : rix_error_set(RIX_ENOMEM, "backup: out of memory");
 			break;
 		}
-		if (is_dot(paths[i])) {
+		int rel = rel_components(paths[i]);
+		if (is_dot(paths[i]) || rel == 0) { /* "..", "a/..": the contents of a folder, as "." */
 			if (n > 1) {
 				rc = rix_error_set(RIX_EINVAL, "backup: \".\" cannot be backed up with other paths");
 				break;
@@ -1334,12 +1381,19 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 			root.fspath = strdup(paths[i]);
 			continue;
 		}
+		/* A relative target keeps only its own components in the tree (restic: "src" is /src,
+		 * "../x/y" is /x/y), read at its absolute path; an absolute one has them all. */
+		int skip = 0;
+		for (const char *c = clean; rel > 0 && *c != '\0'; c++)
+			skip += *c == '/';
+		skip = rel > 0 ? skip - rel : 0;
 		struct tnode *t = &root;
 		char walk[8192] = "";
 		size_t wl = 0;
 		for (char *save = NULL, *c = strtok_r(clean, "/", &save); t != NULL && c != NULL; c = strtok_r(NULL, "/", &save)) {
 			wl += (size_t)snprintf(walk + wl, sizeof(walk) - wl, "/%s", c);
-			t = tnode_child(t, c, walk);
+			if (skip-- <= 0)
+				t = tnode_child(t, c, walk);
 		}
 		if (t == NULL) {
 			rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
@@ -1391,6 +1445,8 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 		rc = save_stdin(&a, &tree);
 	else if (rc == 0)
 		rc = root.target ? save_root(&a, root.fspath, &tree, pt) : save_virtual(&a, &root, &tree, pt);
+	if (rc == 1) /* "." cannot be listed (warned): no snapshot, as restic */
+		rc = rix_error_set(RIX_EIO, "backup: %s cannot be listed: nothing to save", root.fspath);
 	if (rc == 0 && a.opt.skip_if_unchanged && pt != NULL && memcmp(pt->b, tree.b, RIX_ID_SIZE) == 0) {
 		a.sum->skipped = true;
 		*snapshot_id = a.sum->parent_id;

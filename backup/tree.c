@@ -13,9 +13,8 @@
 #include "rix/error.h"
 #include "rix/tree.h"
 #include "../common/gojson.h"
-#include "../common/jansson_alloc.h"
+#include "../common/json_scan.h"
 
-#include <jansson.h>
 #include <sodium.h>
 
 struct rix_tree_enc {
@@ -506,13 +505,16 @@ static int hexval(int c)
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-/* Go's strconv.Unquote of "s" (the quotes implied): into out (at least len bytes); its length or -1. */
+/*
+ * Go's strconv.Unquote of "s" (the quotes implied): into out (at least len bytes); its length
+ * or -1. s is valid UTF-8 (a decoded JSON string), so raw bytes are copied as they are.
+ */
 static long go_unquote(uint8_t *out, const char *s, size_t len)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < len;) {
 		unsigned char c = (unsigned char)s[i];
-		if (c == '"')
+		if (c == '"' || c == '\n') /* Go refuses an unescaped quote or newline */
 			return -1;
 		if (c != '\\') {
 			out[k++] = c;
@@ -549,7 +551,7 @@ static long go_unquote(uint8_t *out, const char *s, size_t len)
 				int v = hexval(s[i + d]);
 				if (v < 0)
 					return -1;
-				r = r << 4 | v;
+				r = (int32_t)((uint32_t)r << 4 | (uint32_t)v);
 			}
 			i += digits;
 			if (r < 0 || r > 0x10FFFF || (r >= 0xD800 && r <= 0xDFFF))
@@ -574,10 +576,37 @@ static long go_unquote(uint8_t *out, const char *s, size_t len)
 	return (long)k;
 }
 
+/* s[0..n) as decimal digits into *v: 0, or -1 at the first byte that is not one (a NUL too). */
+static int dec_digits(const char *s, int n, int *v)
+{
+	*v = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		*v = *v * 10 + (s[i] - '0');
+	}
+	return 0;
+}
+
+static int days_in(int month, int year)
+{
+	static const int d[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	return month == 2 && is_leap(year) ? 29 : d[month - 1];
+}
+
+/*
+ * As Go's time.Parse(time.RFC3339, s) reads it: exactly four and two digits, a real date and
+ * time of day, a fraction of one digit or more (past nine ignored), then Z or +hh:mm / -hh:mm
+ * (hh < 24, mm < 60: what rix_time_format writes back unchanged), and nothing after.
+ */
 int rix_time_parse(rix_time *t, const char *s)
 {
-	int Y, M, D, h, m, sec, n = 0;
-	if (s == NULL || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 || n != 19)
+	int Y, M, D, h, m, sec;
+	if (s == NULL || dec_digits(s, 4, &Y) != 0 || s[4] != '-' || dec_digits(s + 5, 2, &M) != 0 || s[7] != '-' ||
+	    dec_digits(s + 8, 2, &D) != 0 || s[10] != 'T' || dec_digits(s + 11, 2, &h) != 0 || s[13] != ':' ||
+	    dec_digits(s + 14, 2, &m) != 0 || s[16] != ':' || dec_digits(s + 17, 2, &sec) != 0)
+		return -1;
+	if (M < 1 || M > 12 || D < 1 || D > days_in(M, Y) || h > 23 || m > 59 || sec > 59)
 		return -1;
 	const char *p = s + 19;
 	uint32_t nsec = 0;
@@ -596,7 +625,7 @@ int rix_time_parse(rix_time *t, const char *s)
 		p++;
 	} else if (*p == '+' || *p == '-') {
 		int oh, om;
-		if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2 || strlen(p) != 6)
+		if (dec_digits(p + 1, 2, &oh) != 0 || p[3] != ':' || dec_digits(p + 4, 2, &om) != 0 || oh > 23 || om > 59)
 			return -1;
 		off = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
 		p += 6;
@@ -611,190 +640,514 @@ int rix_time_parse(rix_time *t, const char *s)
 	return 0;
 }
 
-static char *tree_strdup(rix_tree *t, const char *s, size_t n)
+/*
+ * The decoder reads restic's Node JSON the way Go's encoding/json reads it into restic's Node,
+ * with the one scanner of rix's JSON decoders (common/json_scan.h: its key rule, its depth
+ * limit), and no DOM:
+ *   - numbers: unsigned integers only (a sign, a fraction or an exponent is refused, as Go
+ *     refuses them for a uint field), up to the field's width: uint32 for mode, uid and gid,
+ *     uint64 for the others (inode numbers past 2^63 exist); null leaves the field at zero;
+ *   - strings: Go's unescaping (a lone surrogate and each invalid UTF-8 byte become U+FFFD);
+ *     null leaves the field empty; the name is then Go-unquoted;
+ *   - times and IDs: their raw bytes (Go parses them from the JSON text itself);
+ *   - []byte fields (linktarget_raw, an xattr's value): standard padded base64, or null;
+ *   - a value of another JSON type is refused (Go's Unmarshal fails on it); unknown keys are
+ *     skipped (restic 0.17's generic_attributes).
+ */
+struct dec {
+	rix__json j;
+	rix_tree *t;
+	uint8_t *scratch; /* a string being unescaped */
+	size_t scap;
+	rix_id *ids; /* a content list being read */
+	size_t icap;
+	rix_xattr *xa; /* an xattr list being read */
+	size_t xcap;
+	size_t cap;  /* of t->nodes */
+};
+
+enum {
+	K_NAME, K_TYPE, K_MODE, K_MTIME, K_ATIME, K_CTIME, K_UID, K_GID, K_USER, K_GROUP, K_INODE,
+	K_DEVICE_ID, K_SIZE, K_LINKS, K_LINKTARGET, K_LINKTARGET_RAW, K_XATTRS, K_DEVICE, K_CONTENT,
+	K_SUBTREE, K_ERROR, K_COUNT
+};
+static const rix__json_key node_keys[K_COUNT] = {
+	RIX_JSON_KEY("name"), RIX_JSON_KEY("type"), RIX_JSON_KEY("mode"), RIX_JSON_KEY("mtime"),
+	RIX_JSON_KEY("atime"), RIX_JSON_KEY("ctime"), RIX_JSON_KEY("uid"), RIX_JSON_KEY("gid"),
+	RIX_JSON_KEY("user"), RIX_JSON_KEY("group"), RIX_JSON_KEY("inode"), RIX_JSON_KEY("device_id"),
+	RIX_JSON_KEY("size"), RIX_JSON_KEY("links"), RIX_JSON_KEY("linktarget"), RIX_JSON_KEY("linktarget_raw"),
+	RIX_JSON_KEY("extended_attributes"), RIX_JSON_KEY("device"), RIX_JSON_KEY("content"),
+	RIX_JSON_KEY("subtree"), RIX_JSON_KEY("error"),
+};
+static const rix__json_key top_keys[1] = { RIX_JSON_KEY("nodes") };
+enum { X_NAME, X_VALUE, X_COUNT };
+static const rix__json_key xattr_keys[X_COUNT] = { RIX_JSON_KEY("name"), RIX_JSON_KEY("value") };
+
+/* Levels of containers around a node's members, and around an xattr's (json_scan's depth). */
+#define NODE_DEPTH 3
+#define XATTR_DEPTH 5
+
+static int dec_nomem(void)
 {
-	char *p = tree_alloc(t, n + 1);
-	if (p != NULL) {
-		memcpy(p, s, n);
-		p[n] = '\0';
-	}
+	return rix_error_set(RIX_ENOMEM, "tree: out of memory");
+}
+
+/* The value at *pp (after whitespace): 1 if it is null (consumed), 0 if not, < 0 on error. */
+static int dec_null(struct dec *d, const char **pp)
+{
+	const char *p = rix__json_skip_ws(*pp, d->j.end);
+	if (p >= d->j.end)
+		return rix__json_truncated(&d->j);
+	*pp = p;
+	return rix__json_take_null(&d->j, pp);
+}
+
+/* A string's raw bytes between its quotes (validated, escapes left as they are): s, n. */
+static int dec_raw_string(struct dec *d, const char **pp, const char **s, size_t *n, const char *what)
+{
+	const char *p = rix__json_skip_ws(*pp, d->j.end);
+	if (p >= d->j.end)
+		return rix__json_truncated(&d->j);
+	if (*p != '"')
+		return rix__json_corrupt(&d->j, p, what);
+	*s = ++p;
+	int rc = rix__json_skip_string(&d->j, &p);
+	if (rc != 0)
+		return rc;
+	*n = (size_t)(p - 1 - *s);
+	*pp = p;
+	return 0;
+}
+
+/* A string unescaped as Go's encoding/json does (common/gojson.h) into d->scratch
+ * (NUL-terminated): *len bytes. */
+static int dec_string(struct dec *d, const char **pp, size_t *len, const char *what)
+{
+	const char *s;
+	size_t n;
+	int rc = dec_raw_string(d, pp, &s, &n, what);
+	if (rc != 0)
+		return rc;
+	if (n > (SIZE_MAX - 1) / 3 || grow(&d->scratch, &d->scap, 3 * n + 1) != 0)
+		return dec_nomem();
+	bool nul;
+	*len = rix__gojson_unescape((char *)d->scratch, s, n, &nul);
+	return 0;
+}
+
+/* A copy of d->scratch[0..n) (NUL-terminated) in the tree. */
+static char *dec_keep(struct dec *d, size_t n)
+{
+	char *p = tree_alloc(d->t, n + 1);
+	if (p != NULL)
+		memcpy(p, d->scratch, n + 1);
 	return p;
 }
 
-static int tree_id(rix_id *id, json_t *v)
+/* A string field (or null: *out unchanged) kept in the tree; *len its length when wanted. */
+static int dec_kept_string(struct dec *d, const char **pp, const char **out, size_t *len, const char *what)
 {
-	const char *s = json_string_value(v);
-	return s == NULL || json_string_length(v) != 64 || rix_id_from_hex(id, s, 64) != 0 ? -1 : 0;
+	int rc = dec_null(d, pp);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	size_t n;
+	if ((rc = dec_string(d, pp, &n, what)) != 0)
+		return rc;
+	if ((*out = dec_keep(d, n)) == NULL)
+		return dec_nomem();
+	if (len != NULL)
+		*len = n;
+	return 0;
 }
 
-/* base64 (standard, padded) of s into a tree block: *out, *n. */
-static int tree_b64(rix_tree *t, const char *s, uint8_t **out, size_t *n)
+/* An unsigned integer up to max, or null (*v unchanged). */
+static int dec_uint(struct dec *d, const char **pp, uint64_t max, uint64_t *v, const char *what)
 {
-	size_t sl = strlen(s);
-	uint8_t *b = tree_alloc(t, sl / 4 * 3 + 3);
+	int rc = dec_null(d, pp);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	const char *p = *pp, *end = d->j.end;
+	if (!rix__json_is_digit(p, end))
+		return rix__json_corrupt(&d->j, p, what);
+	uint64_t x = 0;
+	if (*p == '0') {
+		p++;
+	} else {
+		for (; rix__json_is_digit(p, end); p++) {
+			unsigned dig = (unsigned)(*p - '0');
+			if (x > (UINT64_MAX - dig) / 10)
+				return rix__json_corrupt(&d->j, *pp, "number out of range");
+			x = x * 10 + dig;
+		}
+	}
+	if (p < end && (*p == '.' || *p == 'e' || *p == 'E'))
+		return rix__json_corrupt(&d->j, *pp, "not an integer");
+	if (x > max)
+		return rix__json_corrupt(&d->j, *pp, "number out of range");
+	*v = x;
+	*pp = p;
+	return 0;
+}
+
+static int dec_u32(struct dec *d, const char **pp, uint32_t *v, const char *what)
+{
+	uint64_t x = *v;
+	int rc = dec_uint(d, pp, UINT32_MAX, &x, what);
+	*v = (uint32_t)x;
+	return rc;
+}
+
+/* A time (RFC 3339, its raw bytes), or null (the zero time: *t unchanged). */
+static int dec_time(struct dec *d, const char **pp, rix_time *t)
+{
+	int rc = dec_null(d, pp);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	const char *s, *at = rix__json_skip_ws(*pp, d->j.end);
+	size_t n;
+	if ((rc = dec_raw_string(d, pp, &s, &n, "a time is not a string")) != 0)
+		return rc;
+	char buf[RIX_TIME_MAX];
+	if (n >= sizeof(buf))
+		return rix__json_corrupt(&d->j, at, "bad time");
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (rix_time_parse(t, buf) != 0)
+		return rix__json_corrupt(&d->j, at, "bad time");
+	return 0;
+}
+
+/* An ID: a string of 64 hex digits (raw: restic's ID reads the JSON text itself). */
+static int dec_id(struct dec *d, const char **pp, rix_id *id)
+{
+	const char *s, *at = rix__json_skip_ws(*pp, d->j.end);
+	size_t n;
+	int rc = dec_raw_string(d, pp, &s, &n, "an ID is not a string");
+	if (rc != 0)
+		return rc;
+	if (n != 2 * RIX_ID_SIZE || rix_id_from_hex(id, s, n) != 0)
+		return rix__json_corrupt(&d->j, at, "bad ID");
+	return 0;
+}
+
+/* A []byte: null (*out NULL, *n 0), or standard padded base64 of a string, kept in the tree. */
+static int dec_bytes(struct dec *d, const char **pp, const uint8_t **out, size_t *n)
+{
+	int rc = dec_null(d, pp);
+	if (rc != 0) {
+		if (rc > 0) {
+			*out = NULL;
+			*n = 0;
+		}
+		return rc < 0 ? rc : 0;
+	}
+	const char *at = rix__json_skip_ws(*pp, d->j.end);
+	size_t sl;
+	if ((rc = dec_string(d, pp, &sl, "bytes are not a base64 string")) != 0)
+		return rc;
+	uint8_t *b = tree_alloc(d->t, sl / 4 * 3 + 3);
 	if (b == NULL)
-		return RIX_ENOMEM;
+		return dec_nomem();
 	size_t bl;
-	if (sodium_base642bin(b, sl / 4 * 3 + 3, s, sl, NULL, &bl, NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
-		return RIX_ECORRUPT;
+	if (sodium_base642bin(b, sl / 4 * 3 + 3, (const char *)d->scratch, sl, NULL, &bl, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0)
+		return rix__json_corrupt(&d->j, at, "bad base64");
 	*out = b;
 	*n = bl;
 	return 0;
 }
 
-static int decode_node(rix_tree *t, rix_node *n, json_t *o)
+/* An array of 64-hex-digit IDs, or null (*out NULL). */
+static int dec_content(struct dec *d, const char **pp, const rix_id **out, size_t *count)
 {
-	static const char *const types[] = { "file", "dir", "symlink", "dev", "chardev", "fifo", "socket" };
-	if (!json_is_object(o))
-		return RIX_ECORRUPT;
-	json_t *name = json_object_get(o, "name");
-	const char *ty = json_string_value(json_object_get(o, "type"));
-	if (!json_is_string(name) || ty == NULL)
-		return RIX_ECORRUPT;
-	size_t ql = json_string_length(name);
-	uint8_t *raw = tree_alloc(t, ql + 1);
-	if (raw == NULL)
-		return RIX_ENOMEM;
-	long nl = go_unquote(raw, json_string_value(name), ql);
-	if (nl <= 0)
-		return RIX_ECORRUPT;
-	raw[nl] = '\0';
-	n->name = (const char *)raw;
-	n->name_len = (size_t)nl;
-	int k = 0;
-	while (k < 7 && strcmp(ty, types[k]) != 0)
-		k++;
-	if (k == 7)
-		return RIX_ECORRUPT;
-	n->type = (rix_node_type)k;
-	n->mode = (uint32_t)json_integer_value(json_object_get(o, "mode"));
-	/* A time restic leaves out (Go's zero time) is the zero time here too; a malformed one is not. */
-	static const char *const tf[] = { "mtime", "atime", "ctime" };
-	rix_time *tv[] = { &n->mtime, &n->atime, &n->ctime };
-	for (int i = 0; i < 3; i++) {
-		json_t *v = json_object_get(o, tf[i]);
-		if (v != NULL && !json_is_null(v) && rix_time_parse(tv[i], json_string_value(v)) != 0)
-			return RIX_ECORRUPT;
+	int rc = dec_null(d, pp);
+	if (rc != 0) {
+		if (rc > 0) {
+			*out = NULL;
+			*count = 0;
+		}
+		return rc < 0 ? rc : 0;
 	}
-	n->uid = (uint32_t)json_integer_value(json_object_get(o, "uid"));
-	n->gid = (uint32_t)json_integer_value(json_object_get(o, "gid"));
-	static const char *const strf[] = { "user", "group", "error" };
-	const char **strs[] = { &n->user, &n->group, &n->error };
-	for (int i = 0; i < 3; i++) {
-		json_t *v = json_object_get(o, strf[i]);
-		if (json_is_string(v) && (*strs[i] = tree_strdup(t, json_string_value(v), json_string_length(v))) == NULL)
-			return RIX_ENOMEM;
+	if (**pp != '[')
+		return rix__json_corrupt(&d->j, *pp, "content is not an array");
+	size_t n = 0;
+	int more = rix__json_open(&d->j, pp, '[', "content is not an array");
+	for (; more > 0; more = rix__json_next(&d->j, pp, ']')) {
+		if (n == d->icap) {
+			size_t c = d->icap ? d->icap * 2 : 64;
+			rix_id *v = rix_realloc(d->ids, c * sizeof(*v));
+			if (v == NULL)
+				return dec_nomem();
+			d->ids = v;
+			d->icap = c;
+		}
+		if ((rc = dec_id(d, pp, &d->ids[n])) != 0)
+			return rc;
+		n++;
 	}
-	n->inode = (uint64_t)json_integer_value(json_object_get(o, "inode"));
-	n->device_id = (uint64_t)json_integer_value(json_object_get(o, "device_id"));
-	n->size = (uint64_t)json_integer_value(json_object_get(o, "size"));
-	n->links = (uint64_t)json_integer_value(json_object_get(o, "links"));
-	n->device = (uint64_t)json_integer_value(json_object_get(o, "device"));
-	json_t *raw_lt = json_object_get(o, "linktarget_raw"), *lt = json_object_get(o, "linktarget");
-	if (json_is_string(raw_lt)) {
-		uint8_t *b;
-		size_t bl;
-		int rc = tree_b64(t, json_string_value(raw_lt), &b, &bl);
+	if (more < 0)
+		return more;
+	rix_id *ids = tree_alloc(d->t, n * sizeof(*ids));
+	if (ids == NULL)
+		return dec_nomem();
+	if (n > 0)
+		memcpy(ids, d->ids, n * sizeof(*ids));
+	*out = ids;
+	*count = n;
+	return 0;
+}
+
+/* One {"name":..,"value":..} (null: a nameless, valueless one, as Go reads it) into *x. */
+static int dec_xattr(struct dec *d, const char **pp, rix_xattr *x)
+{
+	*x = (rix_xattr){ "", NULL, 0 };
+	int rc = dec_null(d, pp);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	if (**pp != '{')
+		return rix__json_corrupt(&d->j, *pp, "an extended attribute is not an object");
+	uint32_t seen = 0;
+	int more = rix__json_open(&d->j, pp, '{', "an extended attribute is not an object");
+	for (; more > 0; more = rix__json_next(&d->j, pp, '}')) {
+		int k;
+		if ((rc = rix__json_member(&d->j, pp, xattr_keys, X_COUNT, &seen, &k)) != 0)
+			return rc;
+		if (k == X_NAME)
+			rc = dec_kept_string(d, pp, &x->name, NULL, "an attribute name is not a string");
+		else if (k == X_VALUE)
+			rc = dec_bytes(d, pp, &x->value, &x->len);
+		else
+			rc = rix__json_skip_value(&d->j, pp, XATTR_DEPTH);
 		if (rc != 0)
 			return rc;
-		n->linktarget = (const char *)b;
-		n->linktarget_len = bl;
-	} else if (json_is_string(lt)) {
-		if ((n->linktarget = tree_strdup(t, json_string_value(lt), json_string_length(lt))) == NULL)
-			return RIX_ENOMEM;
-		n->linktarget_len = json_string_length(lt);
 	}
-	json_t *xa = json_object_get(o, "extended_attributes");
-	if (json_is_array(xa) && json_array_size(xa) > 0) {
-		rix_xattr *v = tree_alloc(t, json_array_size(xa) * sizeof(*v));
-		if (v == NULL)
-			return RIX_ENOMEM;
-		size_t i;
-		json_t *x;
-		json_array_foreach(xa, i, x)
-		{
-			json_t *xn = json_object_get(x, "name"), *xv = json_object_get(x, "value");
-			if (!json_is_string(xn))
-				return RIX_ECORRUPT;
-			v[i].name = tree_strdup(t, json_string_value(xn), json_string_length(xn));
-			if (v[i].name == NULL)
-				return RIX_ENOMEM;
-			v[i].value = NULL;
-			v[i].len = 0;
-			if (json_is_string(xv)) {
-				uint8_t *b;
-				int rc = tree_b64(t, json_string_value(xv), &b, &v[i].len);
-				if (rc != 0)
-					return rc;
-				v[i].value = b;
-			}
+	return more;
+}
+
+static int dec_xattrs(struct dec *d, const char **pp, rix_node *nd)
+{
+	int rc = dec_null(d, pp);
+	if (rc != 0) {
+		if (rc > 0) {
+			nd->xattrs = NULL;
+			nd->nxattrs = 0;
 		}
-		n->xattrs = v;
-		n->nxattrs = json_array_size(xa);
+		return rc < 0 ? rc : 0;
 	}
-	json_t *content = json_object_get(o, "content");
-	if (json_is_array(content)) {
-		size_t cn = json_array_size(content);
-		rix_id *ids = tree_alloc(t, cn * sizeof(*ids));
-		if (ids == NULL)
-			return RIX_ENOMEM;
-		for (size_t i = 0; i < cn; i++)
-			if (tree_id(&ids[i], json_array_get(content, i)) != 0)
-				return RIX_ECORRUPT;
-		n->content = ids;
-		n->content_len = cn;
+	if (**pp != '[')
+		return rix__json_corrupt(&d->j, *pp, "extended_attributes is not an array");
+	size_t n = 0;
+	int more = rix__json_open(&d->j, pp, '[', "extended_attributes is not an array");
+	for (; more > 0; more = rix__json_next(&d->j, pp, ']')) {
+		if (n == d->xcap) {
+			size_t c = d->xcap ? d->xcap * 2 : 8;
+			rix_xattr *v = rix_realloc(d->xa, c * sizeof(*v));
+			if (v == NULL)
+				return dec_nomem();
+			d->xa = v;
+			d->xcap = c;
+		}
+		if ((rc = dec_xattr(d, pp, &d->xa[n])) != 0)
+			return rc;
+		n++;
 	}
-	json_t *st = json_object_get(o, "subtree");
-	if (st != NULL && !json_is_null(st)) {
-		rix_id *id = tree_alloc(t, sizeof(*id));
-		if (id == NULL)
-			return RIX_ENOMEM;
-		if (tree_id(id, st) != 0)
-			return RIX_ECORRUPT;
-		n->subtree = id;
+	if (more < 0)
+		return more;
+	rix_xattr *v = tree_alloc(d->t, n * sizeof(*v));
+	if (v == NULL)
+		return dec_nomem();
+	if (n > 0)
+		memcpy(v, d->xa, n * sizeof(*v));
+	nd->xattrs = n > 0 ? v : NULL;
+	nd->nxattrs = n;
+	return 0;
+}
+
+/* The name: a JSON string holding Go's quoting of the raw bytes. */
+static int dec_name(struct dec *d, const char **pp, rix_node *nd)
+{
+	const char *at = rix__json_skip_ws(*pp, d->j.end);
+	size_t ql;
+	int rc = dec_string(d, pp, &ql, "a name is not a string");
+	if (rc != 0)
+		return rc;
+	uint8_t *raw = tree_alloc(d->t, ql + 1);
+	if (raw == NULL)
+		return dec_nomem();
+	long nl = go_unquote(raw, (const char *)d->scratch, ql);
+	if (nl < 0)
+		return rix__json_corrupt(&d->j, at, "a name that does not unquote");
+	/* A name no directory entry has (restic writes readdir's names): "", ".", "..", a '/' or a
+	 * NUL in it. The encoder refuses them too, and a restore must never see "../x". */
+	if (nl == 0 || (nl == 1 && raw[0] == '.') || (nl == 2 && raw[0] == '.' && raw[1] == '.') ||
+	    memchr(raw, '/', (size_t)nl) != NULL || memchr(raw, '\0', (size_t)nl) != NULL)
+		return rix__json_corrupt(&d->j, at, "a name no directory entry can have");
+	raw[nl] = '\0';
+	nd->name = (const char *)raw;
+	nd->name_len = (size_t)nl;
+	return 0;
+}
+
+static int dec_type(struct dec *d, const char **pp, rix_node *nd)
+{
+	static const char *const types[] = { "file", "dir", "symlink", "dev", "chardev", "fifo", "socket" };
+	const char *at = rix__json_skip_ws(*pp, d->j.end);
+	size_t n;
+	int rc = dec_string(d, pp, &n, "the type is not a string");
+	if (rc != 0)
+		return rc;
+	for (int k = 0; k < 7; k++)
+		if (strlen(types[k]) == n && memcmp(d->scratch, types[k], n) == 0) {
+			nd->type = (rix_node_type)k;
+			return 0;
+		}
+	return rix__json_corrupt(&d->j, at, "unknown node type");
+}
+
+/* One node object into *nd (zeroed by the caller). */
+static int dec_node(struct dec *d, const char **pp, rix_node *nd)
+{
+	const char *at = rix__json_skip_ws(*pp, d->j.end);
+	if (at >= d->j.end)
+		return rix__json_truncated(&d->j);
+	if (*at != '{')
+		return rix__json_corrupt(&d->j, at, "a node is not an object");
+	const char *lt = NULL, *raw = NULL;
+	size_t lt_len = 0, raw_len = 0;
+	uint32_t seen = 0;
+	int rc = 0, more = rix__json_open(&d->j, pp, '{', "a node is not an object");
+	for (; rc == 0 && more > 0; more = rc == 0 ? rix__json_next(&d->j, pp, '}') : 0) {
+		int k;
+		if ((rc = rix__json_member(&d->j, pp, node_keys, K_COUNT, &seen, &k)) != 0)
+			break;
+		switch (k) {
+		case K_NAME: rc = dec_name(d, pp, nd); break;
+		case K_TYPE: rc = dec_type(d, pp, nd); break;
+		case K_MODE: rc = dec_u32(d, pp, &nd->mode, "the mode is not a number"); break;
+		case K_MTIME: rc = dec_time(d, pp, &nd->mtime); break;
+		case K_ATIME: rc = dec_time(d, pp, &nd->atime); break;
+		case K_CTIME: rc = dec_time(d, pp, &nd->ctime); break;
+		case K_UID: rc = dec_u32(d, pp, &nd->uid, "the uid is not a number"); break;
+		case K_GID: rc = dec_u32(d, pp, &nd->gid, "the gid is not a number"); break;
+		case K_USER: rc = dec_kept_string(d, pp, &nd->user, NULL, "the user is not a string"); break;
+		case K_GROUP: rc = dec_kept_string(d, pp, &nd->group, NULL, "the group is not a string"); break;
+		case K_INODE: rc = dec_uint(d, pp, UINT64_MAX, &nd->inode, "the inode is not a number"); break;
+		case K_DEVICE_ID: rc = dec_uint(d, pp, UINT64_MAX, &nd->device_id, "device_id is not a number"); break;
+		case K_SIZE: rc = dec_uint(d, pp, UINT64_MAX, &nd->size, "the size is not a number"); break;
+		case K_LINKS: rc = dec_uint(d, pp, UINT64_MAX, &nd->links, "links is not a number"); break;
+		case K_DEVICE: rc = dec_uint(d, pp, UINT64_MAX, &nd->device, "device is not a number"); break;
+		case K_LINKTARGET: rc = dec_kept_string(d, pp, &lt, &lt_len, "linktarget is not a string"); break;
+		case K_LINKTARGET_RAW: {
+			const uint8_t *b = NULL;
+			rc = dec_bytes(d, pp, &b, &raw_len);
+			raw = (const char *)b;
+			break;
+		}
+		case K_XATTRS: rc = dec_xattrs(d, pp, nd); break;
+		case K_CONTENT: rc = dec_content(d, pp, &nd->content, &nd->content_len); break;
+		case K_SUBTREE: {
+			rix_id *id;
+			if ((rc = dec_null(d, pp)) != 0) {
+				if (rc > 0)
+					nd->subtree = NULL;
+				rc = rc < 0 ? rc : 0;
+			} else if ((id = tree_alloc(d->t, sizeof(*id))) == NULL) {
+				rc = dec_nomem();
+			} else if ((rc = dec_id(d, pp, id)) == 0) {
+				nd->subtree = id;
+			}
+			break;
+		}
+		case K_ERROR: rc = dec_kept_string(d, pp, &nd->error, NULL, "error is not a string"); break;
+		default: rc = rix__json_skip_value(&d->j, pp, NODE_DEPTH); break;
+		}
+	}
+	if (rc == 0 && more < 0)
+		rc = more;
+	if (rc != 0)
+		return rc;
+	if (!(seen & (UINT32_C(1) << K_NAME)) || !(seen & (UINT32_C(1) << K_TYPE)) || nd->name == NULL)
+		return rix__json_corrupt(&d->j, at, "a node without a name or a type");
+	/* The raw target when there is one (restic 0.17: the target was not UTF-8). */
+	if (raw != NULL) {
+		nd->linktarget = raw;
+		nd->linktarget_len = raw_len;
+	} else {
+		nd->linktarget = lt;
+		nd->linktarget_len = lt != NULL ? lt_len : 0;
 	}
 	return 0;
+}
+
+static int dec_nodes(struct dec *d, const char **pp)
+{
+	const char *p = rix__json_skip_ws(*pp, d->j.end);
+	if (p >= d->j.end)
+		return rix__json_truncated(&d->j);
+	if (*p != '[')
+		return rix__json_corrupt(&d->j, p, "\"nodes\" is not an array");
+	int rc = 0, more = rix__json_open(&d->j, pp, '[', "\"nodes\" is not an array");
+	for (; more > 0; more = rix__json_next(&d->j, pp, ']')) {
+		rix_tree *t = d->t;
+		if (t->n == d->cap) {
+			size_t c = d->cap ? d->cap * 2 : 16;
+			rix_node *v = rix_realloc(t->nodes, c * sizeof(*v));
+			if (v == NULL)
+				return dec_nomem();
+			t->nodes = v;
+			d->cap = c;
+		}
+		rix_node *nd = &t->nodes[t->n];
+		memset(nd, 0, sizeof(*nd));
+		const char *at = rix__json_skip_ws(*pp, d->j.end);
+		if ((rc = dec_node(d, pp, nd)) != 0)
+			return rc;
+		t->n++;
+		if (t->n > 1 && name_cmp((const uint8_t *)nd[-1].name, nd[-1].name_len, (const uint8_t *)nd->name,
+					 nd->name_len) >= 0)
+			return rix__json_corrupt(&d->j, at, "nodes out of order (names must increase)");
+	}
+	return more;
 }
 
 int rix_tree_decode(rix_tree **out, const uint8_t *json, size_t len)
 {
 	*out = NULL;
-	rix_tree *t = rix_calloc(1, sizeof(*t));
-	if (t == NULL)
-		return rix_error_set(RIX_ENOMEM, "tree: out of memory");
-	json_t *root;
-	json_error_t jerr;
-	int rc = rix__jansson_load(&root, (const char *)json, len, &jerr);
-	if (rc != 0) {
-		rix_tree_free(t);
-		return rc == RIX_ENOMEM ? rix_error_set(RIX_ENOMEM, "tree: out of memory")
-					: rix_error_set(RIX_ECORRUPT, "tree: not JSON (%s)", jerr.text);
-	}
-	json_t *nodes = json_object_get(root, "nodes");
-	if (!json_is_array(nodes)) {
-		rc = rix_error_set(RIX_ECORRUPT, "tree: no \"nodes\" array");
-	} else {
-		t->n = json_array_size(nodes);
-		t->nodes = rix_calloc(t->n ? t->n : 1, sizeof(*t->nodes));
-		if (t->nodes == NULL)
-			rc = rix_error_set(RIX_ENOMEM, "tree: out of memory");
-		for (size_t i = 0; rc == 0 && i < t->n; i++) {
-			rc = decode_node(t, &t->nodes[i], json_array_get(nodes, i));
-			if (rc == 0 && i > 0 &&
-			    name_cmp((const uint8_t *)t->nodes[i - 1].name, t->nodes[i - 1].name_len,
-				     (const uint8_t *)t->nodes[i].name, t->nodes[i].name_len) >= 0)
-				rc = RIX_ECORRUPT;
-			if (rc == RIX_ECORRUPT)
-				rc = rix_error_set(RIX_ECORRUPT, "tree: node %zu is not what restic writes", i);
-			else if (rc == RIX_ENOMEM)
-				rc = rix_error_set(RIX_ENOMEM, "tree: out of memory");
+	struct dec d = { .j = { (const char *)json, (const char *)json + len, "tree" } };
+	if ((d.t = rix_calloc(1, sizeof(*d.t))) == NULL)
+		return dec_nomem();
+	const char *p = rix__json_skip_ws(d.j.base, d.j.end);
+	int rc = 0, nodes = 0;
+	uint32_t seen = 0;
+	if (p >= d.j.end)
+		rc = rix__json_corrupt(&d.j, p, "empty: want a JSON object");
+	else if (*p != '{')
+		rc = rix__json_corrupt(&d.j, p, "not a JSON object");
+	int more = rc == 0 ? rix__json_open(&d.j, &p, '{', "not a JSON object") : 0;
+	for (; rc == 0 && more > 0; more = rc == 0 ? rix__json_next(&d.j, &p, '}') : 0) {
+		int k;
+		if ((rc = rix__json_member(&d.j, &p, top_keys, 1, &seen, &k)) != 0)
+			break;
+		if (k == 0) {
+			rc = dec_nodes(&d, &p);
+			nodes = 1;
+		} else {
+			rc = rix__json_skip_value(&d.j, &p, 1);
 		}
 	}
-	json_decref(root);
+	if (rc == 0 && more < 0)
+		rc = more;
+	if (rc == 0 && (p = rix__json_skip_ws(p, d.j.end)) != d.j.end)
+		rc = rix__json_corrupt(&d.j, p, "trailing bytes after the object");
+	if (rc == 0 && !nodes)
+		rc = rix_error_set(RIX_ECORRUPT, "tree: no \"nodes\" array");
+	rix_free(d.scratch);
+	rix_free(d.ids);
+	rix_free(d.xa);
 	if (rc != 0) {
-		rix_tree_free(t);
+		rix_tree_free(d.t);
 		return rc;
 	}
-	*out = t;
+	*out = d.t;
 	return 0;
 }

@@ -5,6 +5,8 @@
  */
 #include "cli.h"
 
+#include <sys/stat.h>
+
 static void backup_warn(void *arg, const char *path, const char *msg)
 {
 	(void)arg;
@@ -133,6 +135,22 @@ int cmd_backup(int argc, char **argv)
 	} else if (npaths == 0) {
 		return die("backup: nothing to back up (give one or more paths, or --stdin)");
 	}
+	/* Paths that do not exist are skipped with a warning, as restic does, before the repository
+	 * is opened; none left is an error (exit 1). */
+	size_t kept = 0;
+	for (size_t i = 0; i < npaths; i++) {
+		struct stat st;
+		if (lstat(paths[i], &st) != 0 && errno == ENOENT) {
+			if (npaths > 1)
+				fprintf(stderr, "warning: %s does not exist, skipping\n", paths[i]);
+			continue;
+		}
+		paths[kept++] = paths[i];
+	}
+	if (npaths > 0 && kept == 0)
+		return npaths == 1 ? die("backup: %s does not exist", paths[0])
+				   : die("backup: none of the %zu paths exists: nothing to back up", npaths);
+	npaths = kept;
 	bo.excludes = ex;
 	bo.iexcludes = iex;
 	bo.if_present = present;

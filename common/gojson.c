@@ -15,7 +15,8 @@ int32_t rix__utf8_rune(const uint8_t *s, size_t n, size_t *w)
 	*w = 1;
 	if (c < 0x80)
 		return c;
-	int len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+	/* F5..FF start nothing (they are not three-byte leads: F5 80 80 is no U+5000). */
+	int len = c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
 	if (len == 0 || (size_t)len > n)
 		return -1;
 	int32_t r = len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
@@ -117,19 +118,11 @@ static int32_t hex4(const char *s)
 	return v;
 }
 
-int rix__gojson_unquote(char **out, size_t *len, const char *s, size_t n)
+size_t rix__gojson_unescape(char *o, const char *s, size_t n, bool *nul)
 {
-	*out = NULL;
-	*len = 0;
-	/* Each input byte gives at most 3 output bytes (a bad byte: U+FFFD; \uXXXX: 6 in, 3 out;
-	 * a surrogate pair: 12 in, 4 out). */
-	if (n > (SIZE_MAX - 1) / 3)
-		return rix_error_set(RIX_ENOMEM, "JSON string of %zu bytes: too long", n);
-	char *o = rix_malloc(3 * n + 1);
-	if (o == NULL)
-		return rix_error_set(RIX_ENOMEM, "out of memory for a JSON string of %zu bytes", n);
 	size_t k = 0;
 	const uint8_t *u = (const uint8_t *)s;
+	*nul = false;
 	for (size_t i = 0; i < n;) {
 		int32_t r;
 		if (s[i] == '\\') {
@@ -156,6 +149,8 @@ int rix__gojson_unquote(char **out, size_t *len, const char *s, size_t n)
 					r = 0xFFFD;
 				}
 			}
+		} else if (u[i] < 0x80) {
+			r = u[i++];
 		} else {
 			size_t w;
 			r = rix__utf8_rune(u + i, n - i, &w);
@@ -163,13 +158,28 @@ int rix__gojson_unquote(char **out, size_t *len, const char *s, size_t n)
 				r = 0xFFFD;
 			i += w;
 		}
-		if (r == 0) {
-			rix_free(o);
-			return 1;
-		}
+		*nul |= r == 0;
 		k += put_rune(o + k, r);
 	}
 	o[k] = '\0';
+	return k;
+}
+
+int rix__gojson_unquote(char **out, size_t *len, const char *s, size_t n)
+{
+	*out = NULL;
+	*len = 0;
+	if (n > (SIZE_MAX - 1) / 3)
+		return rix_error_set(RIX_ENOMEM, "JSON string of %zu bytes: too long", n);
+	char *o = rix_malloc(3 * n + 1);
+	if (o == NULL)
+		return rix_error_set(RIX_ENOMEM, "out of memory for a JSON string of %zu bytes", n);
+	bool nul;
+	size_t k = rix__gojson_unescape(o, s, n, &nul);
+	if (nul) {
+		rix_free(o);
+		return 1;
+	}
 	*out = o;
 	*len = k;
 	return 0;

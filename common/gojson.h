@@ -16,6 +16,7 @@
 #ifndef RIX_GOJSON_H
 #define RIX_GOJSON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,13 @@ int32_t rix__utf8_rune(const uint8_t *s, size_t n, size_t *w);
  * RIX_GOJSON_STRING_MAX(n) bytes. @return the bytes written (no NUL).
  */
 size_t rix__gojson_string(uint8_t *out, const uint8_t *s, size_t n);
+
+/*
+ * The text between the quotes of a JSON string, s[0..n) (validated by the scanner), unescaped as
+ * Go reads it (above) into out, which has room for 3 * n + 1 bytes (each input byte gives at most
+ * three), NUL-terminated. @return its length; *nul: it holds U+0000 (written as a 0 byte).
+ */
+size_t rix__gojson_unescape(char *out, const char *s, size_t n, bool *nul);
 
 /*
  * The text between the quotes of a JSON string, s[0..n) (already validated by the scanner,

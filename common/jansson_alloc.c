@@ -89,8 +89,13 @@ bool rix__jansson_out_of_memory(void)
 
 int rix__jansson_load(json_t **out, const char *buf, size_t len, json_error_t *err)
 {
+	return rix__jansson_load_flags(out, buf, len, 0, err);
+}
+
+int rix__jansson_load_flags(json_t **out, const char *buf, size_t len, size_t flags, json_error_t *err)
+{
 	rix__jansson_begin();
-	*out = json_loadb(buf, len, 0, err);
+	*out = json_loadb(buf, len, flags, err);
 	/* The flag, not the result, is the test (the value may hold lent blocks; see the top). */
 	if (alloc_failed) {
 		json_decref(*out);

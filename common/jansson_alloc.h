@@ -43,6 +43,9 @@ bool rix__jansson_out_of_memory(void);
  * words it.
  */
 int rix__jansson_load(json_t **out, const char *buf, size_t len, json_error_t *err);
+/* The same with json_loadb's flags (JSON_DECODE_INT_AS_REAL: jansson refuses integers past
+ * 2^63-1, which Go's uint64 fields hold). */
+int rix__jansson_load_flags(json_t **out, const char *buf, size_t len, size_t flags, json_error_t *err);
 
 /* Frees (wiped) what jansson returned to the caller, such as json_dumps's text. NULL is fine. */
 void rix__jansson_free(void *p);

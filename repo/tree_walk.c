@@ -130,7 +130,9 @@ static int push(rix__walker *w, const rix_id *id, size_t path_len)
 	}
 	json_t *root = NULL;
 	json_error_t jerr;
-	rc = rix__jansson_load(&root, (const char *)data, n, &jerr);
+	/* Numbers as reals: jansson refuses integers past 2^63-1, and restic's uint64 fields hold
+	 * them (inode numbers of some file systems); a size is exact below 2^53. */
+	rc = rix__jansson_load_flags(&root, (const char *)data, n, JSON_DECODE_INT_AS_REAL, &jerr);
 	rix_free(data);
 	if (rc == RIX_ENOMEM)
 		return rix_error_set(RIX_ENOMEM, "tree walk: out of memory decoding a tree");
@@ -170,7 +172,8 @@ static int visit(rix__walker *w, struct frame *f, json_t *n)
 	if (strcmp(type, "file") == 0) {
 		json_t *size = json_object_get(n, "size");
 		f->files += 1;
-		f->bytes += json_is_integer(size) ? (uint64_t)json_integer_value(size) : 0;
+		double v = json_number_value(size);
+		f->bytes += v >= 1 && v < 18446744073709551616.0 ? (uint64_t)v : 0;
 		json_t *content = json_object_get(n, "content");
 		if (content != NULL && !json_is_array(content) && !json_is_null(content))
 			goto not_ids;

@@ -402,6 +402,57 @@ static void test_parent_blob_lost(void **state)
 	rix_test_free_dir(f.work);
 }
 
+/*
+ * Relative targets keep restic's layout: `backup src` is /src in the tree, `backup ../x/y` is
+ * /x/y (the leading ".." dropped), `backup src/d1/../small ./src/d1` is /src/small and /src/d1;
+ * the snapshot's paths are absolute. The same root trees as restic's, for each.
+ */
+static void test_relative_targets(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	struct fixture f;
+	fixture_new(&f);
+	char other[4300], cwd[4300];
+	snprintf(other, sizeof(other), "%s/other", f.work);
+	assert_int_equal(mkdir(other, 0755), 0);
+	assert_int_equal(restic(f.repo, "init"), 0);
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	static const struct {
+		const char *from, *args;
+		size_t n;
+		const char *paths[2];
+	} cases[] = {
+		{ "", "src", 1, { "src" } },
+		{ "/other", "../src/d1/d2", 1, { "../src/d1/d2" } },
+		{ "", "src/d1/../small ./src/d1", 2, { "src/d1/../small", "./src/d1" } },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char dir[4400];
+		snprintf(dir, sizeof(dir), "%s%s", f.work, cases[i].from);
+		assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RESTIC_PASSWORD='%s' restic --no-cache -q -r '%s' backup %s >/dev/null",
+					      dir, PW, f.repo, cases[i].args),
+				 0);
+		char theirs[65], mine[65];
+		latest_tree(f.repo, theirs);
+		rix_repo *r = open_or_init(f.repo, 0);
+		rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
+		bo.warn = warn_fail;
+		bo.force = true;
+		rix_id snap;
+		rix_backup_summary sum;
+		assert_int_equal(chdir(dir), 0);
+		MUST(rix_backup(&snap, &sum, r, cases[i].paths, cases[i].n, &bo));
+		assert_int_equal(chdir(cwd), 0);
+		rix_repo_free(r);
+		latest_tree(f.repo, mine);
+		if (strcmp(mine, theirs) != 0)
+			fail_msg("backup %s from %s: root tree %s, restic's %s", cases[i].args, dir, mine, theirs);
+	}
+	assert_int_equal(restic(f.repo, "check"), 0);
+	rix_test_free_dir(f.work);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +461,7 @@ int main(void)
 		cmocka_unit_test(test_excludes_like_restic),
 		cmocka_unit_test(test_stdin_and_skip),
 		cmocka_unit_test(test_parent_blob_lost),
+		cmocka_unit_test(test_relative_targets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

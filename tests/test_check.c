@@ -218,6 +218,23 @@ static void test_check_snapshots(void **state)
 	assert_int_equal(rep.trees, 1);
 	assert_int_equal(rep.errors, 0);
 
+	/* Numbers past 2^63 (Go's uint64: inode numbers some file systems give, which rix's
+	 * backup writes as they come): a tree like any other. */
+	r = open_repo(dir, NULL);
+	rix_id big;
+	snprintf(json, sizeof(json),
+		 "{\"nodes\":[{\"name\":\"a\",\"type\":\"file\",\"inode\":18446744073709551615,"
+		 "\"device_id\":9223372036854775808,\"size\":5,\"links\":1,\"content\":[\"%s\"]}]}\n", dh);
+	save_tree(r, json, &big);
+	MUST(rix_repo_flush(r));
+	put_snapshot(r, &big, 9, s2);
+	rix_repo_free(r);
+	rep = run_check(dir, 0, 0, &l);
+	assert_int_equal(rep.snapshots, 2);
+	assert_int_equal(rep.trees, 2);
+	assert_int_equal(rep.errors, 0);
+	remove_snapshot(dir, s2);
+
 	/* A file's data blob not in the index: named, with its snapshot, tree and path. */
 	r = open_repo(dir, NULL);
 	put_snapshot(r, &b, 2, s2);

@@ -5,7 +5,7 @@
  *
  * The corpus directory is found next to RIX_TEST_DATA (tests/data -> tests/fuzz/corpus).
  * pack/ targets: fuzz/fuzz_pack_checks.h; the config target: fuzz/fuzz_config_checks.h; the
- * snapshot target: fuzz/fuzz_snapshot_checks.h.
+ * snapshot target: fuzz/fuzz_snapshot_checks.h; the tree blob target: fuzz/fuzz_tree_checks.h.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -21,6 +21,7 @@
 #include "fuzz/fuzz_pack_checks.h"
 #include "fuzz/fuzz_config_checks.h"
 #include "fuzz/fuzz_snapshot_checks.h"
+#include "fuzz/fuzz_tree_checks.h"
 
 typedef const char *(*check_fn)(const uint8_t *data, size_t size);
 
@@ -94,6 +95,12 @@ static void test_replay_snapshot(void **state)
 	assert_true(replay("fuzz_snapshot", rix_fuzz_check_snapshot) > 0);
 }
 
+static void test_replay_tree(void **state)
+{
+	(void)state;
+	assert_true(replay("fuzz_tree", rix_fuzz_check_tree) > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -102,6 +109,7 @@ int main(void)
 		cmocka_unit_test(test_replay_pack),
 		cmocka_unit_test(test_replay_config),
 		cmocka_unit_test(test_replay_snapshot),
+		cmocka_unit_test(test_replay_tree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

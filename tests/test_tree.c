@@ -59,6 +59,24 @@ static void test_escapes(void **state)
 					   "{\"nodes\":[{\"name\":\"a\\\\q\",\"type\":\"file\",\"mtime\":\"x\"}]}" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(rix_tree_decode(&t, (const uint8_t *)bad[i], strlen(bad[i])), RIX_ECORRUPT);
+	/* Names no directory entry has (the encoder refuses them; a restore must never see "../x"),
+	 * raw or Go-escaped: refused, where "..." and ".a" are names like any other. */
+	static const char *const badnames[] = { ".", "..", "a/b", "..\\\\x2fetc", "\\\\x00", "a\\\\000b", "\\\\x2e\\\\x2e" };
+	for (size_t i = 0; i < sizeof(badnames) / sizeof(badnames[0]); i++) {
+		char js[128];
+		snprintf(js, sizeof(js), "{\"nodes\":[{\"name\":\"%s\",\"type\":\"file\",\"content\":[]}]}\n", badnames[i]);
+		t = (rix_tree *)1;
+		if (rix_tree_decode(&t, (const uint8_t *)js, strlen(js)) != RIX_ECORRUPT)
+			fail_msg("accepted %s", js);
+		assert_null(t);
+	}
+	static const char *const goodnames[] = { "...", ".a", "a..", "\\\\x2ea" };
+	for (size_t i = 0; i < sizeof(goodnames) / sizeof(goodnames[0]); i++) {
+		char js[128];
+		snprintf(js, sizeof(js), "{\"nodes\":[{\"name\":\"%s\",\"type\":\"file\",\"content\":[]}]}\n", goodnames[i]);
+		MUST(rix_tree_decode(&t, (const uint8_t *)js, strlen(js)));
+		rix_tree_free(t);
+	}
 	/* Order and names. */
 	rix_node m = n;
 	assert_int_equal(rix_tree_enc_add(e, &m), RIX_EINVAL); /* the same name again */
@@ -97,6 +115,138 @@ static void test_escapes(void **state)
 	assert_int_equal(c.nsec, 500000000);
 	assert_int_equal(rix_time_parse(&a, "2023-11-14T22:13:20"), -1);
 	assert_int_equal(rix_time_parse(&a, "2023-11-14T22:13:20Zx"), -1);
+}
+
+/* A tree of one node: {"nodes":[{"name":"n","type":"file",<members>}]} decoded; its return code. */
+static int decode_one(rix_tree **t, const char *members)
+{
+	char js[1024];
+	snprintf(js, sizeof(js), "{\"nodes\":[{\"name\":\"n\",\"type\":\"file\"%s%s}]}\n", members[0] ? "," : "", members);
+	*t = (rix_tree *)1;
+	int rc = rix_tree_decode(t, (const uint8_t *)js, strlen(js));
+	if (rc != 0)
+		assert_null(*t);
+	return rc;
+}
+
+/*
+ * The decoder reads what Go's encoding/json reads into restic's Node, and what rix writes it
+ * reads back: numbers past 2^63 (inode numbers of some file systems), Go's string unescaping,
+ * unknown keys skipped; refused: what Go refuses for the field (a sign, a fraction, a value
+ * too wide, another JSON type), times Go would not parse, keys restic reads by folding their
+ * case, duplicated keys, trailing bytes.
+ */
+static void test_decode_like_go(void **state)
+{
+	(void)state;
+	rix_tree *t;
+	/* Every number at its widest, and back out byte for byte. */
+	const char *wide = "{\"nodes\":[{\"name\":\"w\",\"type\":\"chardev\",\"mode\":4294967295,\"mtime\":\"2024-02-29T23:59:59.999999999-12:45\","
+			   "\"atime\":\"0000-01-01T00:00:00Z\",\"ctime\":\"9999-12-31T23:59:59+14:00\",\"uid\":4294967295,\"gid\":4294967295,"
+			   "\"inode\":18446744073709551615,\"device_id\":18446744073709551614,\"size\":9223372036854775808,"
+			   "\"links\":18446744073709551615,\"device\":18446744073709551615,\"content\":null}]}\n";
+	MUST(rix_tree_decode(&t, (const uint8_t *)wide, strlen(wide)));
+	const rix_node *n = rix_tree_node(t, 0);
+	assert_int_equal(n->mode, UINT32_MAX);
+	assert_int_equal(n->uid, UINT32_MAX);
+	assert_true(n->inode == UINT64_MAX && n->device_id == UINT64_MAX - 1 && n->size == (UINT64_C(1) << 63) &&
+		    n->links == UINT64_MAX && n->device == UINT64_MAX);
+	assert_int_equal(n->mtime.utc_offset, -(12 * 3600 + 45 * 60));
+	assert_int_equal(n->mtime.nsec, 999999999);
+	rix_tree_enc *e;
+	MUST(rix_tree_enc_new(&e));
+	MUST(rix_tree_enc_add(e, n));
+	const uint8_t *d;
+	size_t len;
+	MUST(rix_tree_enc_finish(&d, &len, e));
+	if (len != strlen(wide) || memcmp(d, wide, len) != 0)
+		fail_msg("got  %.*s\nwant %s", (int)len, (const char *)d, wide);
+	rix_tree_enc_free(e);
+	rix_tree_free(t);
+
+	/* Strings as Go unescapes them: \u0000 kept (a C string ends there), a pair joined, a lone
+	 * surrogate and a raw invalid byte are U+FFFD, \/ is '/'. */
+	MUST(decode_one(&t, "\"user\":\"a\\u00e9\\ud83d\\ude00\\ud800x\\udc00\\/\xff\"," "\"linktarget\":\"t\\u0000u\",\"content\":[]"));
+	n = rix_tree_node(t, 0);
+	assert_string_equal(n->user, "a\xc3\xa9\xf0\x9f\x98\x80\xef\xbf\xbdx\xef\xbf\xbd/\xef\xbf\xbd");
+	assert_int_equal(n->linktarget_len, 3);
+	assert_memory_equal(n->linktarget, "t\0u", 3);
+	assert_non_null(n->content);
+	assert_int_equal(n->content_len, 0);
+	rix_tree_free(t);
+	/* null is Go's "leave it": zero, empty, absent. */
+	MUST(decode_one(&t, "\"mode\":null,\"mtime\":null,\"uid\":null,\"user\":null,\"inode\":null,\"linktarget\":null,"
+			    "\"linktarget_raw\":null,\"extended_attributes\":null,\"content\":null,\"subtree\":null,\"error\":null"));
+	n = rix_tree_node(t, 0);
+	assert_true(n->mode == 0 && n->mtime.sec == 0 && n->user == NULL && n->linktarget == NULL && n->content == NULL &&
+		    n->subtree == NULL && n->nxattrs == 0 && n->error == NULL);
+	rix_tree_free(t);
+	/* Unknown keys are skipped, whatever they hold (restic 0.17's generic_attributes). */
+	MUST(decode_one(&t, "\"generic_attributes\":{\"windows.attrs\":\"AAAA\",\"x\":[1,{\"y\":null}]},\"zz\":-1.5e3"));
+	rix_tree_free(t);
+	const char *unknown_top = "{\"future\":[{}],\"nodes\":[]}";
+	MUST(rix_tree_decode(&t, (const uint8_t *)unknown_top, strlen(unknown_top)));
+	assert_int_equal(rix_tree_count(t), 0);
+	rix_tree_free(t);
+	/* xattrs: a null value, an empty one, a null element (Go: a nameless, valueless one). */
+	MUST(decode_one(&t, "\"extended_attributes\":[{\"name\":\"user.a\",\"value\":null},{\"name\":\"user.b\",\"value\":\"\"},"
+			    "{\"value\":\"AAE=\",\"name\":\"user.c\"},null]"));
+	n = rix_tree_node(t, 0);
+	assert_int_equal(n->nxattrs, 4);
+	assert_null(n->xattrs[0].value);
+	assert_non_null(n->xattrs[1].value);
+	assert_int_equal(n->xattrs[1].len, 0);
+	assert_int_equal(n->xattrs[2].len, 2);
+	assert_memory_equal(n->xattrs[2].value, "\0\1", 2);
+	assert_string_equal(n->xattrs[3].name, "");
+	rix_tree_free(t);
+
+	static const char *const refused[] = {
+		"\"size\":-1", "\"size\":-0", "\"size\":1.0", "\"size\":1e3", "\"size\":18446744073709551616",
+		"\"size\":\"1\"", "\"size\":true", "\"size\":01", "\"mode\":4294967296", "\"uid\":4294967296",
+		"\"gid\":-5", "\"inode\":99999999999999999999", "\"user\":5", "\"user\":[]",
+		"\"mtime\":\"2023-02-29T00:00:00Z\"", "\"mtime\":\"2024-13-01T00:00:00Z\"", "\"mtime\":\"2024-01-01T24:00:00Z\"",
+		"\"mtime\":\"2024-01-01T00:60:00Z\"", "\"mtime\":\"2024-01-01T00:00:60Z\"", "\"mtime\":\"2024-01-01T00:00:00+24:00\"",
+		"\"mtime\":\"2024-01-01T00:00:00+01:60\"", "\"mtime\":\"2024-01-01T00:00:00.Z\"", "\"mtime\":\"2024-01-01T00:00:00\"",
+		"\"mtime\":\" 2024-01-01T00:00:00Z\"", "\"mtime\":\"+024-01-01T00:00:00Z\"", "\"mtime\":\"2024-1-01T00:00:00Z\"",
+		"\"mtime\":\"2024-01-01T00:00:00Z \"", "\"mtime\":\"2024-01-01t00:00:00Z\"", "\"mtime\":5",
+		"\"mtime\":\"2024-01-01T00:00:00\\u005a\"", "\"content\":[null]", "\"content\":[\"00\"]", "\"content\":{}",
+		"\"content\":\"\"", "\"subtree\":\"zz00000000000000000000000000000000000000000000000000000000000000\"",
+		"\"subtree\":5", "\"linktarget_raw\":\"AA\"", "\"linktarget_raw\":\"!!!!\"", "\"extended_attributes\":{}",
+		"\"extended_attributes\":[5]", "\"extended_attributes\":[{\"name\":5}]", "\"Size\":1", "\"siZe\":1",
+		"\"\\u0073ize\":1,\"size\":2", "\"size\":1,\"size\":2", "\"name\":\"m\"", "\"type\":\"dir\"",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		int rc = decode_one(&t, refused[i]);
+		if (rc != RIX_ECORRUPT)
+			fail_msg("%s: %d, want RIX_ECORRUPT", refused[i], rc);
+		assert_true(strncmp(rix_error_last(), "tree: ", 6) == 0);
+	}
+	static const char *const bad_trees[] = {
+		"", " ", "{", "{\"nodes\":[]", "{\"nodes\":[]}x", "{\"nodes\":[]}{}", "[]", "null", "{\"nodes\":null}",
+		"{\"nodes\":{}}", "{\"nodes\":[null]}", "{\"nodes\":[],\"nodes\":[]}", "{\"Nodes\":[]}", "{}",
+		"{\"nodes\":[{\"type\":\"file\"}]}", "{\"nodes\":[{\"name\":\"a\"}]}", "{\"nodes\":[{\"name\":\"a\",\"type\":\"door\"}]}",
+		"{\"nodes\":[{\"name\":\"a\\n\",\"type\":\"file\"}]}", /* Go's Unquote refuses a raw newline */
+		"{\"nodes\":[{\"name\":\"b\",\"type\":\"file\"},{\"name\":\"a\",\"type\":\"file\"}]}",
+		"{\"nodes\":[{\"name\":\"a\",\"type\":\"file\"},{\"name\":\"a\",\"type\":\"file\"}]}",
+		"{\"nodes\":[{\"name\":\"\\\\UFFFFFFFF\",\"type\":\"file\"}]}",
+	};
+	for (size_t i = 0; i < sizeof(bad_trees) / sizeof(bad_trees[0]); i++) {
+		t = (rix_tree *)1;
+		int rc = rix_tree_decode(&t, (const uint8_t *)bad_trees[i], strlen(bad_trees[i]));
+		if (rc != RIX_ECORRUPT)
+			fail_msg("%s: %d, want RIX_ECORRUPT", bad_trees[i], rc);
+		assert_null(t);
+	}
+	/* Nesting past the scanner's limit inside an unknown key is refused, not recursed into. */
+	char deep[4096];
+	size_t k = (size_t)snprintf(deep, sizeof(deep), "{\"nodes\":[],\"x\":");
+	for (int i = 0; i < 1000; i++)
+		deep[k++] = '[';
+	for (int i = 0; i < 1000; i++)
+		deep[k++] = ']';
+	deep[k++] = '}';
+	assert_int_equal(rix_tree_decode(&t, (const uint8_t *)deep, k), RIX_ECORRUPT);
 }
 
 /* Everything one node needs, kept alive while the tree is encoded. */
@@ -284,6 +434,9 @@ static void test_against_restic(void **state)
 	rix_test_put_file(src, "tab\tnl\nname", "y", 1);
 	rix_test_put_file(src, "caf\xc3\xa9", "z", 1);
 	rix_test_put_file(src, "bad\xff\xfe", "w", 1);
+	/* Bytes F5..FF never start UTF-8, whatever follows (Go: one \x escape each). */
+	rix_test_put_file(src, "hi\xff\x96\x96", "v", 1);
+	rix_test_put_file(src, "hi\xf5\x80\x80\x80", "u", 1);
 	char longname[201];
 	memset(longname, 'L', 200);
 	longname[200] = '\0';
@@ -303,7 +456,7 @@ static void test_against_restic(void **state)
 	assert_int_equal(chmod(p, 04755), 0);
 	/* Times last, children before their directories. */
 	const char *names[] = { "a", "empty", "odd <>&\"\\ name", "tab\tnl\nname", "caf\xc3\xa9", "bad\xff\xfe", longname,
-				"sub/inner", "link", "fifo", "setuid", "sub" };
+				"hi\xff\x96\x96", "hi\xf5\x80\x80\x80", "sub/inner", "link", "fifo", "setuid", "sub" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", src, names[i]);
 		set_times(p);
@@ -374,6 +527,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_escapes),
+		cmocka_unit_test(test_decode_like_go),
 		cmocka_unit_test(test_against_restic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

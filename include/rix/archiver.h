@@ -28,8 +28,10 @@
  * calling thread walks the directories without waiting for them (it reads files too when more
  * than a bounded number wait); a directory's tree is saved by whichever thread finishes its
  * last file or subdirectory.
- * A path is backed up under its absolute name, with its ancestors as directory nodes (as
- * restic 0.14 does), except "." style relative targets, which become the snapshot's root.
+ * An absolute path is backed up under its name, with its ancestors as directory nodes (as
+ * restic 0.14 does); a relative one under its own components, as restic lays it out ("src" is
+ * /src, "../x/y" is /x/y); "." (and "..", "a/..") becomes the snapshot's root. The snapshot's
+ * paths are absolute either way.
  */
 #ifndef RIX_ARCHIVER_H
 #define RIX_ARCHIVER_H

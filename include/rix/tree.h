@@ -81,8 +81,10 @@ typedef struct rix_time {
 #define RIX_TIME_MAX 64
 RIX_EXPORT size_t rix_time_format(char out[RIX_TIME_MAX], const rix_time *t);
 /*
- * The reverse: "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+hh:mm|-hh:mm)" into *t (the zone kept as its
- * offset). @return 0, or -1 for anything else (nothing after the zone).
+ * The reverse, as Go's time.Parse(time.RFC3339, s) reads it:
+ * "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+hh:mm|-hh:mm)" into *t (the zone kept as its offset),
+ * exactly that many digits, a real date and time of day, hh < 24 and mm < 60 in the zone, digits
+ * of the fraction past nine ignored. @return 0, or -1 for anything else (nothing after the zone).
  */
 RIX_EXPORT RIX_NODISCARD int rix_time_parse(rix_time *t, const char *s);
 /* <0, 0, >0 as a is before, at, after b (the instants: zones do not matter). */
@@ -146,10 +148,15 @@ RIX_EXPORT RIX_NODISCARD int rix_tree_enc_finish(const uint8_t **data, size_t *l
  */
 typedef struct rix_tree rix_tree;
 /*
- * Decodes tree blob json[0..len). *out is the caller's (rix_tree_free).
- * @return 0; RIX_ECORRUPT (not JSON, no "nodes" array, a node without a name or with an
- * unknown type, a name that does not unquote, names out of order, a bad ID, time or base64);
- * RIX_ENOMEM.
+ * Decodes tree blob json[0..len), as Go's encoding/json reads it into restic's Node: numbers are
+ * unsigned integers up to the field's width (uint32: mode, uid, gid; the others uint64), strings
+ * unescaped as Go does (invalid UTF-8 and lone surrogates become U+FFFD), null leaves a field
+ * empty, unknown keys are skipped. *out is the caller's (rix_tree_free).
+ * @return 0; RIX_ECORRUPT (not JSON, no "nodes" array, a value of the wrong JSON type, a number
+ * with a sign, fraction or exponent or too wide, a node without a name or with an unknown type,
+ * a name that does not unquote or that no directory entry can have (".", "..", a '/' or NUL in
+ * it), names out of order, a bad ID, time or base64, a key spelled in another case, a key given
+ * twice, nesting over 64 levels, bytes after the object; the message says where); RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_tree_decode(rix_tree **out, const uint8_t *json, size_t len);
 RIX_EXPORT void rix_tree_free(rix_tree *t);
