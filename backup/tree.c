@@ -4,6 +4,7 @@
  * One growing buffer per encoder; each node is appended field by field in restic's order, with
  * the escapes of Go's strconv.Quote (names only) and encoding/json (every string), so that the
  * bytes equal restic's for the same metadata and the tree blobs deduplicate across the tools.
+ * The encoding/json escaper is common/json_out.c's, shared with rix_json_quote.
  */
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "rix/error.h"
 #include "rix/tree.h"
 #include "../common/jansson_alloc.h"
+#include "../common/json_out.h"
 
 #include <jansson.h>
 #include <sodium.h>
@@ -71,29 +73,6 @@ static void put_u64(rix_tree_enc *e, uint64_t v)
 	put(e, tmp + i, sizeof(tmp) - (size_t)i);
 }
 
-/* One UTF-8 sequence at s[0..n): its rune and length; rune -1 (length 1) when invalid, as Go. */
-static int32_t utf8_rune(const uint8_t *s, size_t n, size_t *w)
-{
-	uint8_t c = s[0];
-	*w = 1;
-	if (c < 0x80)
-		return c;
-	int len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-	if (len == 0 || (size_t)len > n)
-		return -1;
-	int32_t r = len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
-	for (int i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return -1;
-		r = r << 6 | (s[i] & 0x3F);
-	}
-	/* overlong forms, surrogates, past U+10FFFF */
-	if ((len == 3 && r < 0x800) || (len == 4 && (r < 0x10000 || r > 0x10FFFF)) || (r >= 0xD800 && r <= 0xDFFF))
-		return -1;
-	*w = (size_t)len;
-	return r;
-}
-
 /* Go's unicode.IsPrint, exact up to U+00FF, approximated above (rix/tree.h). */
 static int go_is_print(int32_t r)
 {
@@ -137,7 +116,7 @@ static long go_quote(rix_tree_enc *e, const uint8_t *s, size_t n)
 	size_t k = 0;
 	for (size_t i = 0; i < n;) {
 		size_t w;
-		int32_t r = utf8_rune(s + i, n - i, &w);
+		int32_t r = rix__utf8_rune(s + i, n - i, &w);
 		if (r < 0) { /* an invalid byte */
 			o[k++] = '\\';
 			o[k++] = 'x';
@@ -172,53 +151,27 @@ static long go_quote(rix_tree_enc *e, const uint8_t *s, size_t n)
 	return (long)k;
 }
 
-/* A JSON string with encoding/json's escapes (HTML-safe). */
+/* A JSON string with encoding/json's escapes (HTML-safe), common/json_out.c's. */
 static void put_json_string(rix_tree_enc *e, const uint8_t *s, size_t n)
 {
-	put(e, "\"", 1);
-	size_t start = 0;
-	for (size_t i = 0; i < n;) {
-		uint8_t c = s[i];
-		if (c < 0x80) {
-			if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&') {
-				i++;
-				continue;
-			}
-			put(e, s + start, i - start);
-			char esc[7] = { '\\', (char)c, 0 };
-			if (c == '"' || c == '\\')
-				put(e, esc, 2);
-			else if (c == '\n')
-				put(e, "\\n", 2);
-			else if (c == '\r')
-				put(e, "\\r", 2);
-			else if (c == '\t')
-				put(e, "\\t", 2);
-			else {
-				char u[6] = { '\\', 'u', '0', '0', hexdig[c >> 4], hexdig[c & 15] };
-				put(e, u, 6);
-			}
-			start = ++i;
-			continue;
-		}
-		size_t w;
-		int32_t r = utf8_rune(s + i, n - i, &w);
-		if (r < 0 || r == 0x2028 || r == 0x2029) {
-			put(e, s + start, i - start);
-			puts_(e, r < 0 ? "\\ufffd" : r == 0x2028 ? "\\u2028" : "\\u2029");
-			i += w;
-			start = i;
-			continue;
-		}
-		i += w;
+	if (e->failed || grow(&e->buf, &e->cap, e->len + RIX__JSON_QUOTE_BOUND(n)) != 0) {
+		e->failed = 1;
+		return;
 	}
-	put(e, s + start, n - start);
-	put(e, "\"", 1);
+	e->len += rix__json_quote((char *)e->buf + e->len, e->cap - e->len, s, n);
 }
 
 static void put_cstring(rix_tree_enc *e, const char *s)
 {
 	put_json_string(e, (const uint8_t *)s, strlen(s));
+}
+
+size_t rix_json_quote(char *out, size_t cap, const char *s, size_t n)
+{
+	size_t len = rix__json_quote(out, cap > 0 ? cap - 1 : 0, (const uint8_t *)s, n);
+	if (cap > 0)
+		out[len < cap - 1 ? len : cap - 1] = '\0';
+	return len;
 }
 
 static int is_leap(long y)
@@ -296,7 +249,7 @@ static int valid_utf8(const uint8_t *s, size_t n)
 {
 	for (size_t i = 0; i < n;) {
 		size_t w;
-		if (utf8_rune(s + i, n - i, &w) < 0)
+		if (rix__utf8_rune(s + i, n - i, &w) < 0)
 			return 0;
 		i += w;
 	}

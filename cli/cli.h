@@ -107,7 +107,9 @@ int rest_settings(const char *cacert, bool insecure_tls, uint64_t limit_upload, 
 int open_repo(rix_repo **r);
 int parse_id(const char *hex, rix_id *id);
 int prompt(const char *what, char *buf, size_t cap);
+/* s as a JSON string (quotes included) on stdout / f, escaped as restic's: rix_json_quote. */
 void put_json_string(const char *s);
+void fput_json_string(FILE *f, const char *s);
 int read_password_file(const char *path, char *buf, size_t cap);
 
 /* The repository as given (-r, RIX_REPOSITORY, ...; "local:" dropped): what opens it. */

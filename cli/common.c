@@ -485,19 +485,24 @@ int parse_id(const char *hex, rix_id *id)
 
 /* ---- commands ------------------------------------------------------------------------------ */
 
-/* s as a JSON string (quoted, escaped). */
+/* s as a JSON string, escaped as restic's (Go's encoding/json: invalid UTF-8 as \ufffd). */
+void fput_json_string(FILE *f, const char *s)
+{
+	size_t n = strlen(s);
+	char small[1024], *buf = small;
+	if (RIX_JSON_QUOTE_MAX(n) >= sizeof(small) && (buf = malloc(RIX_JSON_QUOTE_MAX(n) + 1)) == NULL) {
+		fputs("\"\"", f); /* out of memory: an empty string rather than a broken line */
+		return;
+	}
+	size_t len = rix_json_quote(buf, buf == small ? sizeof(small) : RIX_JSON_QUOTE_MAX(n) + 1, s, n);
+	fwrite(buf, 1, len, f);
+	if (buf != small)
+		free(buf);
+}
+
 void put_json_string(const char *s)
 {
-	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
+	fput_json_string(stdout, s);
 }
 
 int print_name(void *arg, const char *name, uint64_t size)
