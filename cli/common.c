@@ -314,6 +314,26 @@ int resolve_repository(void)
 	return 0;
 }
 
+static rix_compression compression = RIX_COMPRESSION_AUTO;
+
+int resolve_compression(void)
+{
+	const char *c = g.compression, *from = "--compression";
+	if (c == NULL) {
+		from = env("RIX_COMPRESSION") != NULL ? "RIX_COMPRESSION" : "RESTIC_COMPRESSION";
+		c = env(from);
+	}
+	if (c == NULL || strcmp(c, "auto") == 0)
+		compression = RIX_COMPRESSION_AUTO;
+	else if (strcmp(c, "off") == 0)
+		compression = RIX_COMPRESSION_OFF;
+	else if (strcmp(c, "max") == 0)
+		compression = RIX_COMPRESSION_MAX;
+	else
+		return die("%s: invalid compression mode \"%s\", must be one of (auto|off|max)", from, c);
+	return 0;
+}
+
 /* ---- opening ------------------------------------------------------------------------------- */
 
 /* s with the password of a URL's "user:password@" as "***" (into buf). */
@@ -408,6 +428,7 @@ int open_repo(rix_repo **r)
 		return 1;
 	}
 	rix_repo_options o = RIX_REPO_OPTIONS_INIT;
+	o.compression = compression;
 	o.key_hint = g.key_hint != NULL ? g.key_hint : getenv("RIX_KEY_HINT");
 	if (!g.quiet && isatty(2))
 		o.load_progress = load_progress;
@@ -420,6 +441,10 @@ int open_repo(rix_repo **r)
 		fail(rc);
 		return rc == RIX_EAUTH ? EXIT_WRONG_PASSWORD : rc == RIX_ENOTFOUND ? EXIT_NO_REPO : EXIT_FAIL;
 	}
+	/* restic takes any mode for a version 1 repository, and stores uncompressed there: so
+	 * does rix, saying so when more was asked. */
+	if (compression == RIX_COMPRESSION_MAX && rix_repo_config(*r)->version < 2 && !g.quiet)
+		fprintf(stderr, "rix: compression max: this repository is of version 1, which stores data uncompressed\n");
 	return 0;
 }
 
