@@ -572,6 +572,7 @@ static void test_dry_run(void **state)
 	assert_int_equal(real.bytes, dry.bytes);
 	assert_false(dry.has_parent);
 	/* On top of that snapshot: nothing would be stored, every file unchanged. */
+	free(before);
 	repo_listing(f.repo, &before);
 	bo.dry_run = true;
 	rix_backup_dot(&snap, &dry, r, &f, &bo);

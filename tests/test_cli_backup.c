@@ -300,7 +300,9 @@ static void test_dry_run(void **state)
 	assert_int_equal(rix(&o, "-r '%s' backup -n '%s'", repo, src), 0);
 	listing(repo, &after);
 	assert_string_equal(before, after);
-	assert_non_null(strstr(o, "Would add to the repository: 0 B"));
+	/* (trees of src's ancestors may be new: anyone making a file in /tmp changes its mtime) */
+	assert_non_null(strstr(o, "Would add to the repository: "));
+	assert_non_null(strstr(o, "(0 data blobs"));
 	assert_null(strstr(o, "saved"));
 	free(o);
 	free(before);
