@@ -61,6 +61,20 @@ static int rix(char **out, const char *fmt, ...)
 	return rix_test_run(out, &n, "RIX_PASSWORD='%s' RESTIC_PASSWORD= '%s' %s", PW, RIX_CLI_PATH, args);
 }
 
+/* The same, run from inside dir (`backup .`: the snapshot's root is dir itself, so the metadata
+ * of its ancestors, which anyone making a file in /tmp changes, is not backed up). */
+static int rix_at(const char *dir, char **out, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int rix_at(const char *dir, char **out, const char *fmt, ...)
+{
+	char args[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	size_t n;
+	return rix_test_run(out, &n, "cd '%s' && RIX_PASSWORD='%s' RESTIC_PASSWORD= '%s' %s", dir, PW, RIX_CLI_PATH, args);
+}
+
 /* A new repository <work>/name of that version; its path into dir. */
 static void new_repo(char *dir, size_t cap, const char *name, int version)
 {
@@ -264,7 +278,8 @@ static void test_json_messages(void **state)
 	free(o);
 }
 
-/* --dry-run writes nothing (no lock either) and says what the real backup then stores. */
+/* --dry-run writes nothing (no lock either) and says what the real backup then stores (of
+ * `backup .` from inside src: the same trees both times). */
 static void test_dry_run(void **state)
 {
 	(void)state;
@@ -273,7 +288,7 @@ static void test_dry_run(void **state)
 	make_src(src, sizeof(src), "dry-src", 0);
 	char *before, *after, *o;
 	listing(repo, &before);
-	assert_int_equal(rix(&o, "-r '%s' --json backup --dry-run '%s'", repo, src), 0);
+	assert_int_equal(rix_at(src, &o, "-r '%s' --json backup --dry-run .", repo), 0);
 	listing(repo, &after);
 	assert_string_equal(before, after);
 	struct counts dry, real;
@@ -281,7 +296,7 @@ static void test_dry_run(void **state)
 	free(o);
 	assert_true(json_is_true(json_object_get(dry.last_summary, "dry_run")));
 	assert_null(json_object_get(dry.last_summary, "snapshot_id"));
-	assert_int_equal(rix(&o, "-r '%s' --json backup '%s'", repo, src), 0);
+	assert_int_equal(rix_at(src, &o, "-r '%s' --json backup .", repo), 0);
 	check_lines(o, &real);
 	free(o);
 	const char *same[] = { "files_new", "dirs_new", "data_blobs", "tree_blobs", "data_added", "total_bytes_processed" };
@@ -297,12 +312,10 @@ static void test_dry_run(void **state)
 	free(before);
 	free(after);
 	listing(repo, &before);
-	assert_int_equal(rix(&o, "-r '%s' backup -n '%s'", repo, src), 0);
+	assert_int_equal(rix_at(src, &o, "-r '%s' backup -n .", repo), 0);
 	listing(repo, &after);
 	assert_string_equal(before, after);
-	/* (trees of src's ancestors may be new: anyone making a file in /tmp changes its mtime) */
-	assert_non_null(strstr(o, "Would add to the repository: "));
-	assert_non_null(strstr(o, "(0 data blobs"));
+	assert_non_null(strstr(o, "Would add to the repository: 0 B"));
 	assert_null(strstr(o, "saved"));
 	free(o);
 	free(before);
