@@ -24,7 +24,9 @@
  * with_atime. Times are written in the local zone, as restic writes them.
  */
 #include <dirent.h>
+#include <stddef.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -50,6 +52,7 @@
 #include "rix/error.h"
 #include "rix/tree.h"
 #include "../common/jansson_alloc.h"
+#include "rix/master_index.h"
 
 #define READ_PIECE ((size_t)256 << 10) /* what moves after a cut is less than this */
 
@@ -67,6 +70,8 @@ struct names_cache {
 struct worker {
 	rix_chunker *ch;
 	uint8_t *chunk; /* RIX_CHUNK_MAX: the current chunk, read straight into */
+	pthread_mutex_t cur_mu; /* cur, with progress on: the reporter copies it */
+	const char *cur;        /* the file being read (borrowed from its job), or NULL */
 };
 
 /*
@@ -85,6 +90,8 @@ struct dir {
 	size_t n;
 	rix_tree *old;     /* its tree in the parent snapshot (queued jobs point into it), or NULL */
 	size_t pending;    /* files and subdirectories not done, +1 while the walker lists it (mu) */
+	char *path;        /* with opt.item: its path and when it was begun, for the item event */
+	struct timespec start;
 };
 
 /* A file to read, handed to the workers by the directory that holds it. */
@@ -99,9 +106,35 @@ struct job {
 /* Files queued at most; past it the walker reads files too (memory stays bounded). */
 #define QUEUE_MAX 128
 
+/*
+ * The summary's counters, added to by every thread with relaxed atomics (one add per file or
+ * stored blob, never a lock), read by the progress reporter meanwhile and copied into the
+ * caller's rix_backup_summary at the end.
+ */
+struct tally {
+	_Atomic uint64_t files, dirs, others, files_new, files_changed, files_unmodified, dirs_new, dirs_changed,
+		dirs_unmodified, bytes, bytes_total, data_blobs, data_added, tree_blobs, tree_added, errors, excluded;
+	_Atomic uint64_t bytes_done; /* progress: bytes read so far (per chunk) and unchanged files' sizes */
+	_Atomic uint64_t files_total, dirs_total, bytes_total_scanned; /* the scanner's */
+	atomic_int scan_final, scan_stop;
+};
+#define ADD(a, field, v) atomic_fetch_add_explicit(&(a)->t.field, (uint64_t)(v), memory_order_relaxed)
+#define GET(a, field) atomic_load_explicit(&(a)->t.field, memory_order_relaxed)
+
+/* A dry run's blobs: what it would have stored, so that each counts once (256 shards by the
+ * first ID byte, each an open-addressing table under its own mutex). */
+struct dry_shard {
+	pthread_mutex_t mu;
+	struct dry_entry {
+		rix_id id;
+		uint8_t used; /* 0: empty; 1 + blob type */
+	} *v;
+	size_t n, cap;
+};
+
 struct arch {
 	dev_t dev;      /* the current target's device (one_file_system) */
-	pthread_mutex_t mu; /* sum, warnings, the job queue, the directories' counts, rc */
+	pthread_mutex_t mu; /* warnings, the job queue, the directories' counts, rc */
 	pthread_cond_t work; /* a job queued, or stop */
 	pthread_cond_t idle; /* the top directories all done */
 	struct job *head, **tail;
@@ -113,18 +146,19 @@ struct arch {
 	struct worker main; /* the calling thread's */
 	rix_repo *r;
 	rix_backup_options opt;
-	rix_backup_summary *sum;
+	rix_backup_summary *sum; /* has_parent, parent_id, skipped; the counts are in t until the end */
+	struct tally t;
 	struct names_cache users, groups;
 	char start[RIX_TIME_MAX]; /* when the backup began (the snapshot's time) */
+	struct timespec t0;       /* the same, monotonic */
+	bool progress_on;         /* opt.progress: workers publish their current file */
+	pthread_mutex_t cbmu;     /* item callbacks, one at a time */
+	struct worker **readers;  /* every worker and main: their current files */
+	size_t nreaders;
+	struct dry_shard *dry;    /* opt.dry_run: 256 shards */
 };
 
-/* The summary is updated from every thread reading files. */
-#define SUM(a, field, v)                                                                         \
-	do {                                                                                     \
-		pthread_mutex_lock(&(a)->mu);                                                    \
-		(a)->sum->field += (v);                                                          \
-		pthread_mutex_unlock(&(a)->mu);                                                  \
-	} while (0)
+#define SUM(a, field, v) ADD(a, field, v)
 
 /* A warning that leaves nothing out (not counted as an error); one at a time, whichever thread. */
 static void notice(struct arch *a, const char *path, const char *msg)
@@ -143,8 +177,8 @@ static void warn(struct arch *a, const char *path, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	ADD(a, errors, 1);
 	pthread_mutex_lock(&a->mu); /* one warning at a time, whichever thread */
-	a->sum->errors++;
 	if (a->opt.warn != NULL)
 		a->opt.warn(a->opt.payload, path, msg);
 	pthread_mutex_unlock(&a->mu);
@@ -198,6 +232,41 @@ static rix_time to_time(struct timespec t)
 	return (rix_time){ t.tv_sec, (uint32_t)t.tv_nsec, (int32_t)off };
 }
 
+static struct timespec now_mono(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t;
+}
+
+static double since(const struct timespec *t0)
+{
+	struct timespec t = now_mono();
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* A file or directory done (opt.item): one call at a time, a directory's path ending in '/'. */
+static void item_done(struct arch *a, const char *path, bool dir, rix_backup_action act, const struct timespec *start,
+		      uint64_t data, uint64_t meta)
+{
+	if (a->opt.item == NULL)
+		return;
+	size_t pl = strlen(path);
+	char small[4096], *p = small;
+	if (pl + 2 > sizeof(small) && (p = malloc(pl + 2)) == NULL)
+		return; /* out of memory: one verbose line less */
+	memcpy(p, path, pl);
+	if (dir && (pl == 0 || path[pl - 1] != '/'))
+		p[pl++] = '/';
+	p[pl] = '\0';
+	rix_backup_item it = { p, dir, act, act == RIX_BACKUP_UNCHANGED || start == NULL ? 0 : since(start), data, meta };
+	pthread_mutex_lock(&a->cbmu);
+	a->opt.item(a->opt.payload, &it);
+	pthread_mutex_unlock(&a->cbmu);
+	if (p != small)
+		free(p);
+}
+
 /* What a node points into while its tree is encoded. */
 struct held {
 	rix_node n;
@@ -209,6 +278,7 @@ struct held {
 	size_t ncontent, content_cap;
 	rix_id subtree;
 	int left_out; /* a worker could not read the file (warned) */
+	uint64_t added; /* a file: plaintext bytes of the data blobs stored for it now */
 };
 
 static void held_free(struct held *h)
@@ -220,20 +290,76 @@ static void held_free(struct held *h)
 	free(h->content);
 }
 
-static int save(struct arch *a, rix_blob_type t, const void *data, size_t n, rix_id *id)
+/* Whether blob (t, id) is new to this dry run (recorded now): 1, 0 (seen), or RIX_ENOMEM. */
+static int dry_first(struct arch *a, rix_blob_type t, const rix_id *id)
 {
-	bool stored;
-	int rc = rix_repo_save_blob(id, &stored, a->r, t, data, n);
-	if (rc == 0 && stored) {
-		pthread_mutex_lock(&a->mu);
-		if (t == RIX_BLOB_DATA) {
-			a->sum->data_blobs++;
-			a->sum->data_added += n;
-		} else {
-			a->sum->tree_blobs++;
+	struct dry_shard *sh = &a->dry[id->b[0]];
+	uint64_t h;
+	memcpy(&h, id->b + 1, sizeof(h)); /* SHA-256: uniform already */
+	int rc = 1;
+	pthread_mutex_lock(&sh->mu);
+	if (2 * (sh->n + 1) > sh->cap) { /* at most half full */
+		size_t cap = sh->cap ? sh->cap * 2 : 64;
+		struct dry_entry *v = calloc(cap, sizeof(*v));
+		if (v == NULL) {
+			pthread_mutex_unlock(&sh->mu);
+			return rix_error_set(RIX_ENOMEM, "backup: out of memory");
 		}
-		pthread_mutex_unlock(&a->mu);
+		for (size_t i = 0; i < sh->cap; i++) {
+			if (!sh->v[i].used)
+				continue;
+			uint64_t hh;
+			memcpy(&hh, sh->v[i].id.b + 1, sizeof(hh));
+			size_t k = (size_t)hh & (cap - 1);
+			while (v[k].used)
+				k = (k + 1) & (cap - 1);
+			v[k] = sh->v[i];
+		}
+		free(sh->v);
+		sh->v = v;
+		sh->cap = cap;
 	}
+	size_t k = (size_t)h & (sh->cap - 1);
+	for (; sh->v[k].used; k = (k + 1) & (sh->cap - 1))
+		if (sh->v[k].used == 1 + (int)t && memcmp(sh->v[k].id.b, id->b, RIX_ID_SIZE) == 0) {
+			rc = 0;
+			break;
+		}
+	if (rc == 1) {
+		sh->v[k].id = *id;
+		sh->v[k].used = (uint8_t)(1 + (int)t);
+		sh->n++;
+	}
+	pthread_mutex_unlock(&sh->mu);
+	return rc;
+}
+
+/* Saves a blob (a dry run: looks it up); *stored (may be NULL) whether it is new here. */
+static int save(struct arch *a, rix_blob_type t, const void *data, size_t n, rix_id *id, bool *stored_out)
+{
+	bool stored = false;
+	int rc = 0;
+	if (a->opt.dry_run) {
+		rix_sha256(id, data, n);
+		if (!rix_master_index_has(rix_repo_master_index(a->r), t, id)) {
+			rc = dry_first(a, t, id);
+			stored = rc == 1;
+			rc = rc < 0 ? rc : 0;
+		}
+	} else {
+		rc = rix_repo_save_blob(id, &stored, a->r, t, data, n);
+	}
+	if (rc == 0 && stored) {
+		if (t == RIX_BLOB_DATA) {
+			ADD(a, data_blobs, 1);
+			ADD(a, data_added, n);
+		} else {
+			ADD(a, tree_blobs, 1);
+			ADD(a, tree_added, n);
+		}
+	}
+	if (stored_out != NULL)
+		*stored_out = rc == 0 && stored;
 	return rc;
 }
 
@@ -314,13 +440,16 @@ static int save_fd(struct arch *a, struct worker *w, const char *path, struct he
 				break;
 			total += (uint64_t)got;
 			clen += (size_t)got;
+			ADD(a, bytes_done, got); /* progress within a file, one add per read */
 		}
 		bool cut;
 		scanned += rix_chunker_scan(&cut, w->ch, w->chunk + scanned, clen - scanned);
 		if (cut) {
 			rix_id id;
-			if ((rc = save(a, RIX_BLOB_DATA, w->chunk, scanned, &id)) != 0 || (rc = push_content(h, &id)) != 0)
+			bool stored;
+			if ((rc = save(a, RIX_BLOB_DATA, w->chunk, scanned, &id, &stored)) != 0 || (rc = push_content(h, &id)) != 0)
 				return rc;
+			h->added += stored ? scanned : 0;
 			memmove(w->chunk, w->chunk + scanned, clen - scanned);
 			clen -= scanned;
 			scanned = 0;
@@ -328,8 +457,10 @@ static int save_fd(struct arch *a, struct worker *w, const char *path, struct he
 	}
 	if (clen > 0) {
 		rix_id id;
-		if ((rc = save(a, RIX_BLOB_DATA, w->chunk, clen, &id)) != 0 || (rc = push_content(h, &id)) != 0)
+		bool stored;
+		if ((rc = save(a, RIX_BLOB_DATA, w->chunk, clen, &id, &stored)) != 0 || (rc = push_content(h, &id)) != 0)
 			return rc;
+		h->added += stored ? clen : 0;
 	}
 	/* What was read is what the snapshot records (a file that changed meanwhile: its bytes now). */
 	h->n.size = total;
@@ -341,9 +472,9 @@ static int save_fd(struct arch *a, struct worker *w, const char *path, struct he
 }
 
 struct tnode;
-static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent);
+static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent, uint64_t *stored_len);
 struct held;
-static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree);
+static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree, uint64_t *stored_len);
 static int abs_clean(char *out, size_t cap, const char *path);
 
 /* ---- excludes ---------------------------------------------------------------------------- */
@@ -518,19 +649,23 @@ static int read_xattrs(struct held *h, const char *path)
  * Returns 1 when it cannot be read (warned: left out), 0, or a repository error.
  */
 /* A file read and cut, counted as new or changed (against old, its parent node). */
-/* A directory's subtree (in h) is done: its node points at it, the summary counts it. */
-static void count_dir(struct arch *a, struct held *h, const rix_id *ps)
+/* A directory's subtree (in h) is done: its node points at it, the summary counts it (its tree
+ * blob of meta bytes stored now, or 0), an item event tells. */
+static void count_dir(struct arch *a, struct held *h, const rix_id *ps, const char *path, const struct timespec *start,
+		      uint64_t meta)
 {
 	h->n.subtree = &h->subtree;
-	pthread_mutex_lock(&a->mu);
-	a->sum->dirs++;
-	if (ps == NULL)
-		a->sum->dirs_new++;
-	else if (memcmp(ps->b, h->subtree.b, RIX_ID_SIZE) == 0)
-		a->sum->dirs_unmodified++;
+	ADD(a, dirs, 1);
+	rix_backup_action act = ps == NULL ? RIX_BACKUP_NEW
+				: memcmp(ps->b, h->subtree.b, RIX_ID_SIZE) == 0 ? RIX_BACKUP_UNCHANGED
+										  : RIX_BACKUP_MODIFIED;
+	if (act == RIX_BACKUP_NEW)
+		ADD(a, dirs_new, 1);
+	else if (act == RIX_BACKUP_UNCHANGED)
+		ADD(a, dirs_unmodified, 1);
 	else
-		a->sum->dirs_changed++;
-	pthread_mutex_unlock(&a->mu);
+		ADD(a, dirs_changed, 1);
+	item_done(a, path, true, act, start, 0, meta);
 }
 
 /* Records a repository error (the first one wins; mu not held). */
@@ -552,17 +687,32 @@ static int failed(struct arch *a)
 	return rc;
 }
 
+/* w reads path now (or no file: NULL); the progress reporter lists it. */
+static void set_current(struct arch *a, struct worker *w, const char *path)
+{
+	if (!a->progress_on)
+		return;
+	pthread_mutex_lock(&w->cur_mu);
+	w->cur = path;
+	pthread_mutex_unlock(&w->cur_mu);
+}
+
 static int read_file_counted(struct arch *a, struct worker *w, const char *path, struct held *h, const rix_node *old)
 {
+	struct timespec start = { 0, 0 };
+	if (a->opt.item != NULL)
+		start = now_mono();
+	set_current(a, w, path);
 	int rc = save_file(a, w, path, h);
+	set_current(a, w, NULL);
 	if (rc == 0) {
-		pthread_mutex_lock(&a->mu);
-		a->sum->files++;
-		if (old == NULL || old->type != RIX_NODE_FILE)
-			a->sum->files_new++;
+		bool is_new = old == NULL || old->type != RIX_NODE_FILE;
+		ADD(a, files, 1);
+		if (is_new)
+			ADD(a, files_new, 1);
 		else
-			a->sum->files_changed++;
-		pthread_mutex_unlock(&a->mu);
+			ADD(a, files_changed, 1);
+		item_done(a, path, false, is_new ? RIX_BACKUP_NEW : RIX_BACKUP_MODIFIED, &start, h->added, 0);
 	}
 	return rc;
 }
@@ -578,6 +728,9 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		      const rix_node *old, int *defer, struct dir *in)
 {
 	struct stat st;
+	struct timespec start = { 0, 0 };
+	if (a->opt.item != NULL)
+		start = now_mono();
 	if (lstat(path, &st) != 0) {
 		warn(a, path, "lstat: %s", strerror(errno));
 		return 1;
@@ -615,11 +768,13 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 				rc = push_content(h, &old->content[i]);
 			n->size = old->size;
 			SUM(a, bytes_total, old->size);
+			ADD(a, bytes_done, old->size);
 			n->content = h->content;
 			n->content_len = h->ncontent;
 			if (rc == 0) {
 				SUM(a, files, 1);
 				SUM(a, files_unmodified, 1);
+				item_done(a, path, false, RIX_BACKUP_UNCHANGED, NULL, 0, 0);
 			}
 			break;
 		}
@@ -633,14 +788,15 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		n->type = RIX_NODE_DIR;
 		const rix_id *ps = old != NULL && old->type == RIX_NODE_DIR ? old->subtree : NULL;
 		char only[1024];
+		uint64_t meta = 0;
 		if (virt == NULL && a->opt.one_file_system && st.st_dev != a->dev) { /* a mount point: kept empty */
-			rc = save_tree(a, NULL, 0, &h->subtree);
+			rc = save_tree(a, NULL, 0, &h->subtree, &meta);
 			if (rc == 0)
-				count_dir(a, h, ps);
+				count_dir(a, h, ps, path, &start, meta);
 		} else if (virt != NULL) {
-			rc = save_virtual(a, virt, &h->subtree, ps);
+			rc = save_virtual(a, virt, &h->subtree, ps, &meta);
 			if (rc == 0)
-				count_dir(a, h, ps);
+				count_dir(a, h, ps, path, &start, meta);
 		} else { /* its subtree is put into h when it is done (dir_release) */
 			rc = walk_dir(a, in, path, h, true, ps, dir_marked(a, path, only, sizeof(only)) ? only : NULL);
 		}
@@ -696,8 +852,9 @@ static int by_bytes(const struct dirent **x, const struct dirent **y)
 	return strcmp((*x)->d_name, (*y)->d_name);
 }
 
-/* Encodes held[0..n) (in name order) as a tree blob and saves it. */
-static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree)
+/* Encodes held[0..n) (in name order) as a tree blob and saves it; *stored_len (may be NULL) its
+ * length when it is stored now, else 0. */
+static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree, uint64_t *stored_len)
 {
 	rix_tree_enc *e;
 	int rc = rix_tree_enc_new(&e);
@@ -706,10 +863,13 @@ static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree)
 			rc = rix_tree_enc_add(e, &held[i].n);
 	const uint8_t *d;
 	size_t len;
+	bool stored = false;
 	if (rc == 0)
 		rc = rix_tree_enc_finish(&d, &len, e);
 	if (rc == 0)
-		rc = save(a, RIX_BLOB_TREE, d, len, tree);
+		rc = save(a, RIX_BLOB_TREE, d, len, tree, &stored);
+	if (stored_len != NULL)
+		*stored_len = stored ? len : 0;
 	rix_tree_enc_free(e);
 	return rc;
 }
@@ -722,6 +882,7 @@ static void dir_free(struct dir *d)
 		held_free(&d->h[i]);
 	free(d->h);
 	rix_tree_free(d->old);
+	free(d->path);
 	free(d);
 }
 
@@ -745,11 +906,12 @@ static void dir_release(struct arch *a, struct dir *d)
 					held_free(&d->h[i]);
 					memset(&d->h[i], 0, sizeof(d->h[i]));
 				}
-			rc = save_tree(a, d->h, d->n, &d->slot->subtree);
+			uint64_t meta = 0;
+			rc = save_tree(a, d->h, d->n, &d->slot->subtree, &meta);
 			if (rc != 0)
 				fail_with(a, rc);
 			else if (d->count)
-				count_dir(a, d->slot, d->has_ps ? &d->ps : NULL);
+				count_dir(a, d->slot, d->has_ps ? &d->ps : NULL, d->path != NULL ? d->path : "", &d->start, meta);
 		}
 		struct dir *up = d->up;
 		dir_free(d);
@@ -863,6 +1025,7 @@ static int drain(struct arch *a)
 
 static int worker_init(struct worker *w, uint64_t pol)
 {
+	pthread_mutex_init(&w->cur_mu, NULL);
 	int rc = rix_chunker_new(&w->ch, pol);
 	if (rc == 0 && (w->chunk = malloc(RIX_CHUNK_MAX)) == NULL)
 		rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
@@ -873,6 +1036,7 @@ static void worker_fini(struct worker *w)
 {
 	rix_chunker_free(w->ch);
 	free(w->chunk);
+	pthread_mutex_destroy(&w->cur_mu);
 }
 
 /*
@@ -902,6 +1066,10 @@ static int walk_dir(struct arch *a, struct dir *up, const char *path, struct hel
 	*d = (struct dir){ .up = up, .slot = slot, .count = count, .has_ps = parent != NULL, .pending = 1 };
 	if (parent != NULL)
 		d->ps = *parent;
+	if (a->opt.item != NULL) { /* (no path when memory runs out: the event names none) */
+		d->path = strdup(path);
+		d->start = now_mono();
+	}
 	pthread_mutex_lock(&a->mu);
 	if (up != NULL)
 		up->pending++;
@@ -1024,7 +1192,7 @@ static int save_root(struct arch *a, const char *path, rix_id *tree, const rix_i
 }
 
 /* The tree of a trie node that is not a target: its children, each saved or recursed into. */
-static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent)
+static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent, uint64_t *stored_len)
 {
 	rix_tree *old = parent_tree(a, "/", parent);
 	qsort(t->kids, t->nkids, sizeof(*t->kids), cmp_tnode);
@@ -1051,7 +1219,7 @@ static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix
 	if (rc == 0)
 		rc = drc;
 	if (rc == 0)
-		rc = save_tree(a, h, t->nkids, tree);
+		rc = save_tree(a, h, t->nkids, tree, stored_len);
 	for (size_t i = 0; i < t->nkids; i++)
 		held_free(&h[i]);
 	free(h);
@@ -1170,7 +1338,9 @@ static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *c
 		bad |= tags == NULL || json_object_set(o, "tags", tags) != 0;
 	}
 	bad |= json_object_set_new(o, "program_version", json_string("rix 0.1.0")) != 0;
-	/* restic 0.17's summary object. */
+	/* restic 0.17's summary object (its data_added counts the trees too; total_files_processed
+	 * the regular files alone; data_added_packed is left out: rix does not learn the stored
+	 * sizes of the blobs it saves). */
 	json_t *s = json_object();
 	char end[RIX_TIME_MAX];
 	struct timespec fin;
@@ -1187,7 +1357,8 @@ static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *c
 					"total_files_processed", "total_bytes_processed" };
 		const uint64_t vals[] = { m->files_new, m->files_changed, m->files_unmodified, m->dirs_new,
 					  m->dirs_changed, m->dirs_unmodified, m->data_blobs, m->tree_blobs,
-					  m->data_added, m->files + m->others, m->bytes_total };
+					  m->data_added + m->tree_added, m->files_new + m->files_changed + m->files_unmodified,
+					  m->bytes_total };
 		for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
 			bad |= json_object_set_new(s, names[i], json_integer((json_int_t)vals[i])) != 0;
 		bad |= json_object_set_new(o, "summary", s) != 0;
@@ -1221,13 +1392,19 @@ static int save_stdin(struct arch *a, rix_id *tree)
 	n->gid = getgid();
 	n->user = cached_name(&a->users, n->uid, 0);
 	n->group = cached_name(&a->groups, n->gid, 1);
+	char path[4096];
+	snprintf(path, sizeof(path), "/%s", a->opt.stdin_name); /* what the snapshot calls it */
+	struct timespec start = now_mono();
+	set_current(a, &a->main, path);
 	int rc = save_fd(a, &a->main, "<stdin>", &h, 0);
+	set_current(a, &a->main, NULL);
 	if (rc == 1)
 		rc = rix_error_set(RIX_EIO, "backup: standard input cannot be read");
 	if (rc == 0) {
 		SUM(a, files, 1);
 		SUM(a, files_new, 1);
-		rc = save_tree(a, &h, 1, tree);
+		item_done(a, path, false, RIX_BACKUP_NEW, &start, h.added, 0);
+		rc = save_tree(a, &h, 1, tree, NULL);
 	}
 	held_free(&h);
 	return rc;
@@ -1324,22 +1501,232 @@ static int find_parent(struct arch *a, char *const *abs, size_t n, rix_id *tree)
 	return rc != 0 ? rc : found;
 }
 
+/* ---- progress: the scanner and the reporter ---------------------------------------------- */
+
+static void scan_dir(struct arch *a, char *path, size_t len, size_t cap, dev_t dev, bool marker_ok);
+
+/* Counts an entry at path[0..len) (its stat st) as the walk will back it up: a file, or a
+ * directory and what is under it. */
+static void scan_entry(struct arch *a, char *path, size_t len, size_t cap, const struct stat *st, dev_t dev)
+{
+	if (S_ISREG(st->st_mode)) {
+		ADD(a, files_total, 1);
+		ADD(a, bytes_total_scanned, st->st_size);
+	} else if (S_ISDIR(st->st_mode)) {
+		ADD(a, dirs_total, 1);
+		if (!(a->opt.one_file_system && st->st_dev != dev)) /* a mount point: kept empty */
+			scan_dir(a, path, len, cap, dev, true);
+	}
+}
+
+static bool scan_stopped(struct arch *a)
+{
+	return atomic_load_explicit(&a->t.scan_stop, memory_order_relaxed) != 0;
+}
+
+/*
+ * What is in directory path[0..len) (a clean absolute path in a buffer of cap bytes, restored
+ * on return), by the walk's rules: excludes, marked directories (marker_ok), one file system.
+ * Errors are the walk's to report: here an entry that cannot be read is not counted.
+ */
+static void scan_dir(struct arch *a, char *path, size_t len, size_t cap, dev_t dev, bool marker_ok)
+{
+	if (scan_stopped(a))
+		return;
+	DIR *d = opendir(path);
+	if (d == NULL)
+		return;
+	char only[1024];
+	const char *marker = marker_ok && dir_marked(a, path, only, sizeof(only)) ? only : NULL;
+	bool ex = a->opt.nexcludes > 0 || a->opt.niexcludes > 0;
+	size_t at = len > 0 && path[len - 1] == '/' ? len : len + 1; /* where a name goes */
+	for (struct dirent *e; !scan_stopped(a) && (e = readdir(d)) != NULL;) {
+		const char *nm = e->d_name;
+		size_t nl = strlen(nm);
+		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 || (marker != NULL && strcmp(nm, marker) != 0) ||
+		    at + nl + 1 > cap)
+			continue;
+		path[len] = '/';
+		memcpy(path + at, nm, nl + 1);
+		struct stat st;
+		if (!(ex && is_excluded(a, path)) && fstatat(dirfd(d), nm, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			scan_entry(a, path, at + nl, cap, &st, dev);
+		path[len] = '\0';
+	}
+	closedir(d);
+}
+
+struct scan_arg {
+	struct arch *a;
+	char **targets; /* clean absolute paths (borrowed) */
+	size_t n;
+	bool dot;       /* targets[0] is the snapshot's root ("."): not counted itself, not marked */
+};
+
+/* Whether p is q or under it. */
+static bool path_within(const char *p, const char *q)
+{
+	size_t ql = strlen(q);
+	return strncmp(p, q, ql) == 0 && (p[ql] == '\0' || p[ql] == '/' || (ql > 0 && q[ql - 1] == '/'));
+}
+
+/* The scanner thread: counts files, directories and bytes of every target (one nested in
+ * another once), totals marked final at the end unless stopped. */
+static void *scanner_main(void *p)
+{
+	struct scan_arg *sa = p;
+	struct arch *a = sa->a;
+	size_t cap = 8192;
+	char *path = malloc(cap);
+	for (size_t i = 0; path != NULL && i < sa->n && !scan_stopped(a); i++) {
+		bool nested = false;
+		for (size_t k = 0; k < sa->n && !nested; k++)
+			nested = k != i && path_within(sa->targets[i], sa->targets[k]) &&
+				 (strcmp(sa->targets[i], sa->targets[k]) != 0 || k < i);
+		struct stat st;
+		size_t len = strlen(sa->targets[i]);
+		if (nested || len + 1 > cap || lstat(sa->targets[i], &st) != 0)
+			continue;
+		memcpy(path, sa->targets[i], len + 1);
+		if (sa->dot && S_ISDIR(st.st_mode))
+			scan_dir(a, path, len, cap, st.st_dev, false);
+		else
+			scan_entry(a, path, len, cap, &st, st.st_dev);
+	}
+	free(path);
+	if (!scan_stopped(a))
+		atomic_store(&a->t.scan_final, 1);
+	return NULL;
+}
+
+/* The progress reporter's wait, and the order to stop. */
+struct reporter {
+	struct arch *a;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* on CLOCK_MONOTONIC */
+	int stop;
+};
+
+/* One call of opt.progress with the counts as they are now. */
+static void report(struct arch *a, bool done)
+{
+	rix_backup_progress p;
+	memset(&p, 0, sizeof(p));
+	p.seconds = since(&a->t0);
+	p.files_done = GET(a, files);
+	p.dirs_done = GET(a, dirs);
+	p.bytes_done = GET(a, bytes_done);
+	p.errors = GET(a, errors);
+	p.totals_final = atomic_load(&a->t.scan_final) != 0; /* before the totals: they are whole then */
+	p.files_total = GET(a, files_total);
+	p.dirs_total = GET(a, dirs_total);
+	p.bytes_total = GET(a, bytes_total_scanned);
+	p.done = done;
+	if (done && !p.totals_final) { /* no scanner (stdin), or one stopped short: what was done is all */
+		p.files_total = p.files_done;
+		p.dirs_total = p.dirs_done;
+		p.bytes_total = p.bytes_done;
+		p.totals_final = true;
+	}
+	char *cur[65];
+	size_t nc = 0;
+	for (size_t i = 0; i < a->nreaders && nc < 65; i++) {
+		struct worker *w = a->readers[i];
+		pthread_mutex_lock(&w->cur_mu);
+		if (w->cur != NULL && (cur[nc] = strdup(w->cur)) != NULL)
+			nc++;
+		pthread_mutex_unlock(&w->cur_mu);
+	}
+	qsort(cur, nc, sizeof(cur[0]), cmp_str);
+	p.current = (const char *const *)cur;
+	p.ncurrent = nc;
+	a->opt.progress(a->opt.payload, &p);
+	for (size_t i = 0; i < nc; i++)
+		free(cur[i]);
+}
+
+/* The reporter thread: a report every interval until told to stop, then the last one. */
+static void *reporter_main(void *p)
+{
+	struct reporter *rp = p;
+	struct arch *a = rp->a;
+	unsigned ms = a->opt.progress_interval_ms ? a->opt.progress_interval_ms : 250;
+	pthread_mutex_lock(&rp->mu);
+	while (!rp->stop) {
+		struct timespec dl = now_mono();
+		dl.tv_sec += (time_t)(ms / 1000);
+		dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		while (!rp->stop && pthread_cond_timedwait(&rp->cv, &rp->mu, &dl) != ETIMEDOUT)
+			;
+		if (rp->stop)
+			break;
+		pthread_mutex_unlock(&rp->mu);
+		report(a, false);
+		pthread_mutex_lock(&rp->mu);
+	}
+	pthread_mutex_unlock(&rp->mu);
+	report(a, true);
+	return NULL;
+}
+
+/* The tally into the summary (the fields rix_backup_summary has). */
+static void tally_out(struct arch *a)
+{
+	rix_backup_summary *m = a->sum;
+	m->files = GET(a, files);
+	m->dirs = GET(a, dirs);
+	m->others = GET(a, others);
+	m->files_new = GET(a, files_new);
+	m->files_changed = GET(a, files_changed);
+	m->files_unmodified = GET(a, files_unmodified);
+	m->dirs_new = GET(a, dirs_new);
+	m->dirs_changed = GET(a, dirs_changed);
+	m->dirs_unmodified = GET(a, dirs_unmodified);
+	m->bytes = GET(a, bytes);
+	m->bytes_total = GET(a, bytes_total);
+	m->data_blobs = GET(a, data_blobs);
+	m->data_added = GET(a, data_added);
+	m->tree_blobs = GET(a, tree_blobs);
+	m->tree_added = GET(a, tree_added);
+	m->errors = GET(a, errors);
+	m->excluded = GET(a, excluded);
+	m->seconds = since(&a->t0);
+}
+
+/* ---- the backup -------------------------------------------------------------------------- */
+
 int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, const char *const *paths, size_t n,
 	       const rix_backup_options *opt)
 {
-	rix_backup_summary local = { 0 };
-	struct arch a = { .r = r, .sum = summary != NULL ? summary : &local };
-	pthread_mutex_init(&a.mu, NULL);
-	pthread_cond_init(&a.work, NULL);
-	pthread_cond_init(&a.idle, NULL);
-	a.tail = &a.head;
-	*a.sum = (rix_backup_summary){ 0 };
-	a.opt = (rix_backup_options)RIX_BACKUP_OPTIONS_INIT;
-	if (opt != NULL && opt->version != RIX_BACKUP_OPTIONS_VERSION)
-		return rix_error_set(RIX_EINVAL, "backup: options of version %u, this librix knows %u", opt->version,
+	memset(snapshot_id, 0, sizeof(*snapshot_id));
+	if (opt != NULL && (opt->version < 1 || opt->version > RIX_BACKUP_OPTIONS_VERSION))
+		return rix_error_set(RIX_EINVAL, "backup: options of version %u, this librix knows 1 to %u", opt->version,
 				     RIX_BACKUP_OPTIONS_VERSION);
+	/* What a caller built for version 1 has of the options and the summary. */
+	size_t opt_size = opt != NULL && opt->version == 1 ? offsetof(rix_backup_options, progress) : sizeof(*opt);
+	size_t sum_size = opt != NULL && opt->version == 1 ? offsetof(rix_backup_summary, tree_added) : sizeof(*summary);
+	if (summary != NULL)
+		memset(summary, 0, sum_size);
+	const char *other = rix_repo_config(r)->other_chunker;
+	if (other[0] != '\0')
+		return rix_error_set(RIX_EINVAL, "backup: the repository's config names another chunker than restic's "
+				     "(%.*s, as rustic writes it): files cut by restic's would deduplicate nothing against "
+				     "its data; back it up with the program that made it",
+				     (int)sizeof(rix_repo_config(r)->other_chunker), other);
+	rix_backup_summary full;
+	memset(&full, 0, sizeof(full));
+	struct arch a;
+	memset(&a, 0, sizeof(a));
+	a.r = r;
+	a.sum = &full;
+	a.opt = (rix_backup_options)RIX_BACKUP_OPTIONS_INIT;
 	if (opt != NULL)
-		a.opt = *opt;
+		memcpy(&a.opt, opt, opt_size);
+	a.opt.version = RIX_BACKUP_OPTIONS_VERSION;
 	char stdin_path[4096];
 	if (a.opt.stdin_name != NULL) { /* the snapshot's one path: /NAME, as restic records it */
 		if (a.opt.stdin_name[0] == '\0' || strchr(a.opt.stdin_name, '/') != NULL)
@@ -1350,6 +1737,13 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	}
 	if (n == 0 && a.opt.stdin_name == NULL)
 		return rix_error_set(RIX_EINVAL, "backup: nothing to back up");
+	pthread_mutex_init(&a.mu, NULL);
+	pthread_mutex_init(&a.cbmu, NULL);
+	pthread_cond_init(&a.work, NULL);
+	pthread_cond_init(&a.idle, NULL);
+	a.tail = &a.head;
+	a.t0 = now_mono();
+	a.progress_on = a.opt.progress != NULL;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	rix_time t0 = to_time(now);
@@ -1401,15 +1795,25 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 		}
 		t->target = 1;
 	}
+	if (rc == 0 && a.opt.dry_run) {
+		if ((a.dry = calloc(256, sizeof(*a.dry))) == NULL)
+			rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
+		for (size_t i = 0; a.dry != NULL && i < 256; i++)
+			pthread_mutex_init(&a.dry[i].mu, NULL);
+	}
 	/* The readers: the calling thread (which also walks) and one thread per CPU. */
 	uint64_t pol = rix_repo_config(r)->chunker_polynomial;
-	if (rc == 0)
+	bool main_ready = false;
+	if (rc == 0) {
+		main_ready = true;
 		rc = worker_init(&a.main, pol);
+	}
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t nw = a.opt.read_concurrency ? a.opt.read_concurrency : cpus > 0 ? (size_t)cpus : 1;
 	if (nw > 64)
 		nw = 64;
 	struct worker_arg *wa = rc == 0 ? calloc(nw, sizeof(*wa)) : NULL;
+	struct worker *readers[65];
 	pthread_t th[64];
 	size_t started = 0;
 	if (rc == 0 && wa == NULL)
@@ -1424,7 +1828,29 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 			worker_fini(&wa[i].w);
 			break; /* fewer threads: the calling one reads too */
 		}
-		started++;
+		readers[started++] = &wa[i].w;
+	}
+	readers[started] = &a.main;
+	a.readers = readers;
+	a.nreaders = started + 1;
+	/* Progress: the scanner counts what there is to do, the reporter tells how far it is. */
+	struct scan_arg sa = { &a, abs, a.opt.stdin_name != NULL ? 0 : nabs, root.target != 0 };
+	struct reporter rp = { .a = &a };
+	pthread_t scanner, reporter;
+	bool scanning = false, reporting = false;
+	if (rc == 0 && a.progress_on) {
+		scanning = sa.n > 0 && pthread_create(&scanner, NULL, scanner_main, &sa) == 0;
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&rp.cv, &ca);
+		pthread_condattr_destroy(&ca);
+		pthread_mutex_init(&rp.mu, NULL);
+		reporting = pthread_create(&reporter, NULL, reporter_main, &rp) == 0;
+		if (!reporting) {
+			pthread_cond_destroy(&rp.cv);
+			pthread_mutex_destroy(&rp.mu);
+		}
 	}
 	/* The parent: given, or the latest snapshot of this host with the same paths. */
 	rix_id ptree;
@@ -1444,23 +1870,51 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	if (rc == 0 && a.opt.stdin_name != NULL)
 		rc = save_stdin(&a, &tree);
 	else if (rc == 0)
-		rc = root.target ? save_root(&a, root.fspath, &tree, pt) : save_virtual(&a, &root, &tree, pt);
+		rc = root.target ? save_root(&a, root.fspath, &tree, pt) : save_virtual(&a, &root, &tree, pt, NULL);
 	if (rc == 1) /* "." cannot be listed (warned): no snapshot, as restic */
 		rc = rix_error_set(RIX_EIO, "backup: %s cannot be listed: nothing to save", root.fspath);
+	/* The scanner's last directories (it began first and does less per entry), or it is stopped
+	 * when the backup failed; the totals are final either way. */
+	if (rc != 0)
+		atomic_store(&a.t.scan_stop, 1);
+	if (scanning)
+		pthread_join(scanner, NULL);
+	scanning = false;
 	if (rc == 0 && a.opt.skip_if_unchanged && pt != NULL && memcmp(pt->b, tree.b, RIX_ID_SIZE) == 0) {
 		a.sum->skipped = true;
-		*snapshot_id = a.sum->parent_id;
-		rc = rix_repo_flush(r); /* nothing new, normally; written all the same */
+		if (!a.opt.dry_run) {
+			*snapshot_id = a.sum->parent_id;
+			rc = rix_repo_flush(r); /* nothing new, normally; written all the same */
+		}
 		goto done;
 	}
+	if (a.opt.dry_run)
+		goto done; /* nothing written: no pack, index or snapshot */
 	/* Packs, then index files, then the snapshot that names them. */
 	if (rc == 0)
 		rc = rix_repo_flush(r);
+	tally_out(&a);
 	if (rc == 0)
 		rc = snapshot_json(&json, &a, &tree, abs, nabs);
 	if (rc == 0)
 		rc = rix_repo_write_file(r, RIX_FILE_SNAPSHOT, json, strlen(json), snapshot_id);
 done:
+	if (scanning) {
+		atomic_store(&a.t.scan_stop, 1);
+		pthread_join(scanner, NULL);
+	}
+	if (reporting) { /* its last report, with everything counted */
+		pthread_mutex_lock(&rp.mu);
+		rp.stop = 1;
+		pthread_cond_signal(&rp.cv);
+		pthread_mutex_unlock(&rp.mu);
+		pthread_join(reporter, NULL);
+		pthread_cond_destroy(&rp.cv);
+		pthread_mutex_destroy(&rp.mu);
+	}
+	tally_out(&a);
+	if (summary != NULL)
+		memcpy(summary, &full, sum_size);
 	rix__jansson_free(json);
 	for (size_t i = 0; abs != NULL && i < nabs; i++)
 		free(abs[i]);
@@ -1475,11 +1929,18 @@ done:
 		worker_fini(&wa[i].w);
 	}
 	free(wa);
-	worker_fini(&a.main);
+	if (main_ready)
+		worker_fini(&a.main);
+	for (size_t i = 0; a.dry != NULL && i < 256; i++) {
+		free(a.dry[i].v);
+		pthread_mutex_destroy(&a.dry[i].mu);
+	}
+	free(a.dry);
 	names_free(&a.users);
 	names_free(&a.groups);
 	pthread_cond_destroy(&a.work);
 	pthread_cond_destroy(&a.idle);
+	pthread_mutex_destroy(&a.cbmu);
 	pthread_mutex_destroy(&a.mu);
 	return rc;
 }

@@ -460,7 +460,7 @@ static void put_json_string(struct buf *b, const char *s)
 {
 	size_t n = strlen(s);
 	if (n <= (SIZE_MAX / 2 - 2) / 6 && reserve(b, RIX_GOJSON_STRING_MAX(n)))
-		b->len += rix__gojson_string(b->p + b->len, (const uint8_t *)s, n);
+		b->len += rix__gojson_string(b->p + b->len, b->cap - b->len, (const uint8_t *)s, n);
 	else
 		b->failed = true;
 }

@@ -4,6 +4,7 @@
  * One growing buffer per encoder; each node is appended field by field in restic's order, with
  * the escapes of Go's strconv.Quote (names only) and encoding/json (every string), so that the
  * bytes equal restic's for the same metadata and the tree blobs deduplicate across the tools.
+ * The encoding/json escaper is common/gojson.c's, shared with the snapshot codec and rix_json_quote.
  */
 #include <stdio.h>
 #include <string.h>
@@ -157,12 +158,20 @@ static void put_json_string(rix_tree_enc *e, const uint8_t *s, size_t n)
 		e->failed = 1;
 		return;
 	}
-	e->len += rix__gojson_string(e->buf + e->len, s, n);
+	e->len += rix__gojson_string(e->buf + e->len, e->cap - e->len, s, n);
 }
 
 static void put_cstring(rix_tree_enc *e, const char *s)
 {
 	put_json_string(e, (const uint8_t *)s, strlen(s));
+}
+
+size_t rix_json_quote(char *out, size_t cap, const char *s, size_t n)
+{
+	size_t len = rix__gojson_string((uint8_t *)out, cap > 0 ? cap - 1 : 0, (const uint8_t *)s, n);
+	if (cap > 0)
+		out[len < cap - 1 ? len : cap - 1] = '\0';
+	return len;
 }
 
 static int is_leap(long y)

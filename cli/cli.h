@@ -47,15 +47,17 @@ struct cli_globals {
 	int version; /* init */
 	int no_lock;
 	int verbose;
+	const char *compression; /* --compression (else RIX_/RESTIC_COMPRESSION): auto, off, max */
 };
 extern struct cli_globals g;
 
 /*
  * Exit statuses, restic's (0.17): 0 success, 1 a failure (a usage error too), 3 some data could
- * not be read (restic backup's; unused), 10 no repository, 11 the lock could not be taken,
+ * not be read (backup: the snapshot was made without it), 10 no repository, 11 the lock could not be taken,
  * 12 wrong password; 130 / 143 / 129 interrupted by SIGINT / SIGTERM / SIGHUP.
  */
 #define EXIT_FAIL 1
+#define EXIT_INCOMPLETE 3
 #define EXIT_NO_REPO 10
 #define EXIT_LOCKED 11
 #define EXIT_WRONG_PASSWORD 12
@@ -95,6 +97,9 @@ int get_password(char *buf, size_t cap, int is_new);
 int get_new_password(char *buf, size_t cap, const char *file);
 /* g.repo from -r, --repository-file, RIX_/RESTIC_REPOSITORY, RIX_/RESTIC_REPOSITORY_FILE. 0 or 1. */
 int resolve_repository(void);
+/* The compression mode repositories are opened with: --compression, else RIX_/RESTIC_COMPRESSION,
+ * else auto (restic's values: auto, off, max). 0, or 1 (reported: another value). */
+int resolve_compression(void);
 void index_error(void *arg, const char *name, int code, const char *msg);
 /* Loads the index; an index file that cannot be read fails it (each named on stderr). 0 or 1. */
 int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs);
@@ -108,7 +113,9 @@ int rest_settings(const char *cacert, bool insecure_tls, uint64_t limit_upload, 
 int open_repo(rix_repo **r);
 int parse_id(const char *hex, rix_id *id);
 int prompt(const char *what, char *buf, size_t cap);
+/* s as a JSON string (quotes included) on stdout / f, escaped as restic's: rix_json_quote. */
 void put_json_string(const char *s);
+void fput_json_string(FILE *f, const char *s);
 int read_password_file(const char *path, char *buf, size_t cap);
 
 /* The repository as given (-r, RIX_REPOSITORY, ...; "local:" dropped): what opens it. */

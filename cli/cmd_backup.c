@@ -1,28 +1,43 @@
 /*
- * cli/cmd_backup.c — rix backup PATH...: the archiver (rix_backup) under a shared lock, with
- * restic's summary (text, or --json's summary message) and exit codes (3: some files could
- * not be read).
+ * cli/cmd_backup.c — rix backup PATH...: the archiver (rix_backup) under a shared lock (none
+ * for --dry-run), with restic's output:
+ *
+ *   text     on a terminal (stdout, not -q): a status line redrawn a few times a second
+ *            ("[0:12] 45.20%  1234 files 1.234 GiB, total 5678 files 2.700 GiB, 0 errors ETA 0:15")
+ *            and the files being read below it; -v: the scan's totals, blob counts; -vv: a line
+ *            per file and directory; errors on stderr; then restic's summary.
+ *   --json   one message a line, as restic 0.17/0.18 writes them: "status" (a few times a
+ *            second, unless -q), "verbose_status" (-v: each item, and "scan_finished"),
+ *            "error" (on stderr, as restic), "summary" last.
+ *
+ * Exit status (restic's): 0; 1 fatal (no snapshot); 3 some files could not be read (the
+ * snapshot was made without them; also for --dry-run); 11 the lock could not be taken.
+ *
+ * The library calls progress from a thread of its own, item and warn from the threads that
+ * read files: every write to the terminal or stdout goes through out.mu.
  */
-#include "cli.h"
-
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
-static void backup_warn(void *arg, const char *path, const char *msg)
-{
-	(void)arg;
-	if (g.json) {
-		printf("{\"message_type\":\"error\",\"error\":{\"message\":");
-		put_json_string(msg);
-		printf("},\"during\":\"archival\",\"item\":");
-		put_json_string(path);
-		printf("}\n");
-	} else {
-		fprintf(stderr, "warning: %s: %s\n", path, msg);
-	}
-}
+#include "cli.h"
 
-static void human(char *out, size_t cap, uint64_t b)
+#define ETA_SAMPLES 128 /* progress samples the rate is measured over (about 30 s at 4 a second) */
+
+/* The output state: what is on the terminal, the rate estimate. */
+static struct {
+	pthread_mutex_t mu;  /* stdout and stderr, one writer at a time */
+	bool tty;            /* status lines on stdout: a terminal, not -q, not --json */
+	bool json_status;    /* --json status messages (not -q) */
+	int lines;           /* status lines on the terminal now (the cursor at the first) */
+	bool scan_told;      /* the scanner's totals were told (-v) */
+	double t[ETA_SAMPLES];
+	uint64_t b[ETA_SAMPLES];
+	size_t ns;           /* samples taken (the ring holds the last ETA_SAMPLES) */
+} out = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void human(char *o, size_t cap, uint64_t b)
 {
+	/* restic's ui.FormatBytes */
 	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double v = (double)b;
 	int i = 0;
@@ -30,8 +45,236 @@ static void human(char *out, size_t cap, uint64_t b)
 		v /= 1024;
 		i++;
 	}
-	snprintf(out, cap, i == 0 ? "%.0f %s" : "%.3f %s", v, u[i]);
+	snprintf(o, cap, i == 0 ? "%.0f %s" : "%.3f %s", v, u[i]);
 }
+
+/* restic's ui.FormatSeconds: M:SS, or H:MM:SS from an hour. */
+static void clock_str(char *o, size_t cap, uint64_t sec)
+{
+	if (sec >= 3600)
+		snprintf(o, cap, "%llu:%02llu:%02llu", (unsigned long long)(sec / 3600), (unsigned long long)(sec / 60 % 60),
+			 (unsigned long long)(sec % 60));
+	else
+		snprintf(o, cap, "%llu:%02llu", (unsigned long long)(sec / 60), (unsigned long long)(sec % 60));
+}
+
+/* v as JSON writes a float64: the shortest form that reads back the same. */
+static void put_float(double v)
+{
+	char buf[40];
+	for (int p = 1; p <= 17; p++) {
+		snprintf(buf, sizeof(buf), "%.*g", p, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	fputs(buf, stdout);
+}
+
+/* ---- the terminal ------------------------------------------------------------------------ */
+
+/* Columns of the terminal (stdout), 80 when it does not say. */
+static size_t term_width(void)
+{
+	struct winsize ws;
+	return ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+}
+
+/*
+ * Draws lines[0..k) as the status (k = 0: clears it), over what was there (out.mu held). Each
+ * line is cut to the terminal's width (no wrapping, or the cursor arithmetic breaks) and shows
+ * control bytes as '?'; afterwards the cursor is back at the first status line.
+ */
+static void draw(char *const *lines, int k)
+{
+	int n = k > out.lines ? k : out.lines;
+	size_t width = term_width() - 1;
+	for (int i = 0; i < n; i++) {
+		fputs("\r\033[2K", stdout);
+		size_t cols = 0;
+		for (const unsigned char *c = i < k ? (const unsigned char *)lines[i] : (const unsigned char *)""; *c; c++) {
+			if ((*c & 0xC0) != 0x80 && ++cols > width) /* a character starts: one column */
+				break;
+			putchar(*c < 0x20 || *c == 0x7F ? '?' : *c);
+		}
+		if (i < n - 1)
+			putchar('\n');
+	}
+	if (n > 1)
+		printf("\033[%dA", n - 1);
+	putchar('\r');
+	out.lines = k;
+	fflush(stdout);
+}
+
+/* A message line on f while the status may be shown: the status is cleared first (redrawn at
+ * the next progress call). out.mu held. */
+static void before_message(void)
+{
+	if (out.tty && out.lines > 0)
+		draw(NULL, 0);
+}
+
+/* ---- the library's callbacks ------------------------------------------------------------- */
+
+static void backup_warn(void *arg, const char *path, const char *msg)
+{
+	(void)arg;
+	pthread_mutex_lock(&out.mu);
+	if (g.json) { /* restic writes these on stderr */
+		fputs("{\"message_type\":\"error\",\"error\":{\"message\":", stderr);
+		fput_json_string(stderr, msg);
+		fputs("},\"during\":\"archival\",\"item\":", stderr);
+		fput_json_string(stderr, path);
+		fputs("}\n", stderr);
+	} else {
+		before_message();
+		fprintf(stderr, "error: %s: %s\n", path, msg);
+	}
+	fflush(stderr);
+	pthread_mutex_unlock(&out.mu);
+}
+
+/* Seconds left at the rate of the last samples (restic's: 0 when unknown or under 1 KiB/s). */
+static uint64_t eta(const rix_backup_progress *p)
+{
+	size_t i = out.ns % ETA_SAMPLES;
+	out.t[i] = p->seconds;
+	out.b[i] = p->bytes_done;
+	size_t first = out.ns >= ETA_SAMPLES ? (out.ns + 1) % ETA_SAMPLES : 0;
+	out.ns++;
+	double dt = p->seconds - out.t[first];
+	if (!p->totals_final || p->bytes_done >= p->bytes_total || dt <= 0)
+		return 0;
+	double rate = (double)(p->bytes_done - out.b[first]) / dt;
+	if (rate <= 1024)
+		return 0;
+	return (uint64_t)((double)(p->bytes_total - p->bytes_done) / rate);
+}
+
+static void status_json(const rix_backup_progress *p, uint64_t left)
+{
+	printf("{\"message_type\":\"status\"");
+	if ((uint64_t)p->seconds > 0)
+		printf(",\"seconds_elapsed\":%llu", (unsigned long long)p->seconds);
+	if (left > 0)
+		printf(",\"seconds_remaining\":%llu", (unsigned long long)left);
+	fputs(",\"percent_done\":", stdout);
+	put_float(p->bytes_total > 0 ? (double)p->bytes_done / (double)p->bytes_total : 0);
+	const char *names[] = { "total_files", "files_done", "total_bytes", "bytes_done", "error_count" };
+	const uint64_t vals[] = { p->files_total, p->files_done, p->bytes_total, p->bytes_done, p->errors };
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+		if (vals[i] > 0) /* restic's omitempty */
+			printf(",\"%s\":%llu", names[i], (unsigned long long)vals[i]);
+	if (p->ncurrent > 0) {
+		fputs(",\"current_files\":[", stdout);
+		for (size_t i = 0; i < p->ncurrent; i++) {
+			if (i > 0)
+				putchar(',');
+			put_json_string(p->current[i]);
+		}
+		putchar(']');
+	}
+	fputs("}\n", stdout);
+	fflush(stdout);
+}
+
+static void status_text(const rix_backup_progress *p, uint64_t left)
+{
+	char line[512], el[32], done[32], total[32];
+	clock_str(el, sizeof(el), (uint64_t)p->seconds);
+	human(done, sizeof(done), p->bytes_done);
+	human(total, sizeof(total), p->bytes_total);
+	if (p->files_total == 0 && p->dirs_total == 0) { /* no totals yet */
+		snprintf(line, sizeof(line), "[%s] %llu files, %s, %llu errors", el, (unsigned long long)p->files_done, done,
+			 (unsigned long long)p->errors);
+	} else {
+		char pct[32] = "", eta_s[48] = "";
+		if (left > 0 && p->bytes_done < p->bytes_total) {
+			char l[32];
+			clock_str(l, sizeof(l), left);
+			snprintf(eta_s, sizeof(eta_s), " ETA %s", l);
+			snprintf(pct, sizeof(pct), "%3.2f%%  ", 100.0 * (double)p->bytes_done / (double)p->bytes_total);
+		}
+		snprintf(line, sizeof(line), "[%s] %s%llu files %s, total %llu files %s, %llu errors%s", el, pct,
+			 (unsigned long long)p->files_done, done, (unsigned long long)p->files_total, total,
+			 (unsigned long long)p->errors, eta_s);
+	}
+	char *lines[66];
+	int k = 0;
+	lines[k++] = line;
+	for (size_t i = 0; i < p->ncurrent && k < 66; i++)
+		lines[k++] = (char *)p->current[i];
+	draw(lines, k);
+}
+
+static void backup_progress(void *arg, const rix_backup_progress *p)
+{
+	(void)arg;
+	uint64_t left = eta(p);
+	pthread_mutex_lock(&out.mu);
+	/* -v: the scanner's totals once it is done (restic's "scan finished"). */
+	if (p->totals_final && !out.scan_told && g.verbose >= 1 && !g.quiet) {
+		out.scan_told = true;
+		if (g.json) {
+			printf("{\"message_type\":\"verbose_status\",\"action\":\"scan_finished\",\"item\":\"\",\"duration\":");
+			put_float(p->seconds);
+			printf(",\"data_size\":%llu,\"data_size_in_repo\":0,\"metadata_size\":0,\"metadata_size_in_repo\":0,"
+			       "\"total_files\":%llu}\n",
+			       (unsigned long long)p->bytes_total, (unsigned long long)p->files_total);
+		} else {
+			char total[32];
+			human(total, sizeof(total), p->bytes_total);
+			before_message();
+			printf("scan finished in %.3fs: %llu files, %s\n", p->seconds, (unsigned long long)p->files_total, total);
+		}
+	}
+	if (p->done) { /* restic leaves the last status out: the summary follows */
+		if (out.tty)
+			draw(NULL, 0);
+	} else if (out.json_status) {
+		status_json(p, left);
+	} else if (out.tty) {
+		status_text(p, left);
+	}
+	pthread_mutex_unlock(&out.mu);
+}
+
+static const char *const action_name[] = { "new", "unchanged", "modified" };
+
+static void backup_item(void *arg, const rix_backup_item *it)
+{
+	(void)arg;
+	pthread_mutex_lock(&out.mu);
+	if (g.json) {
+		/* The stored sizes (restic's *_in_repo) are known only when nothing was stored. */
+		printf("{\"message_type\":\"verbose_status\",\"action\":\"%s\",\"item\":", action_name[it->action]);
+		put_json_string(it->path);
+		fputs(",\"duration\":", stdout);
+		put_float(it->seconds);
+		printf(",\"data_size\":%llu", (unsigned long long)it->data_size);
+		if (it->data_size == 0)
+			fputs(",\"data_size_in_repo\":0", stdout);
+		printf(",\"metadata_size\":%llu", (unsigned long long)it->metadata_size);
+		if (it->metadata_size == 0)
+			fputs(",\"metadata_size_in_repo\":0", stdout);
+		fputs(",\"total_files\":0}\n", stdout);
+	} else {
+		before_message();
+		char data[32], meta[32];
+		human(data, sizeof(data), it->data_size);
+		human(meta, sizeof(meta), it->metadata_size);
+		if (it->action == RIX_BACKUP_UNCHANGED)
+			printf("unchanged %s\n", it->path);
+		else if (it->dir)
+			printf("%-9s %s, saved in %.3fs (%s added, %s metadata)\n", action_name[it->action], it->path,
+			       it->seconds, data, meta);
+		else
+			printf("%-9s %s, saved in %.3fs (%s added)\n", action_name[it->action], it->path, it->seconds, data);
+	}
+	pthread_mutex_unlock(&out.mu);
+}
+
+/* ---- the command ------------------------------------------------------------------------- */
 
 /* Patterns of an exclude file: a line each; empty lines and lines starting with # skipped. */
 static int read_patterns(const char *path, const char **v, size_t *n, size_t max)
@@ -60,6 +303,92 @@ static int read_patterns(const char *path, const char **v, size_t *n, size_t max
 	return 0;
 }
 
+/* Now as Go's time.Time marshals it (RFC 3339, nanoseconds, the local zone). */
+static void now_rfc3339(char out_[RIX_TIME_MAX])
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	time_t s = ts.tv_sec;
+	rix_time t = { ts.tv_sec, (uint32_t)ts.tv_nsec, localtime_r(&s, &tm) != NULL ? (int32_t)tm.tm_gmtoff : 0 };
+	rix_time_format(out_, &t);
+}
+
+static void summary_json(const rix_backup_summary *s, const rix_id *snap, bool dry_run, const char *start, const char *end)
+{
+	printf("{\"message_type\":\"summary\",\"files_new\":%llu,\"files_changed\":%llu,\"files_unmodified\":%llu,"
+	       "\"dirs_new\":%llu,\"dirs_changed\":%llu,\"dirs_unmodified\":%llu,\"data_blobs\":%llu,"
+	       "\"tree_blobs\":%llu,\"data_added\":%llu,\"total_files_processed\":%llu,"
+	       "\"total_bytes_processed\":%llu,\"total_duration\":",
+	       (unsigned long long)s->files_new, (unsigned long long)s->files_changed,
+	       (unsigned long long)s->files_unmodified, (unsigned long long)s->dirs_new,
+	       (unsigned long long)s->dirs_changed, (unsigned long long)s->dirs_unmodified,
+	       (unsigned long long)s->data_blobs, (unsigned long long)s->tree_blobs,
+	       (unsigned long long)(s->data_added + s->tree_added),
+	       (unsigned long long)(s->files_new + s->files_changed + s->files_unmodified),
+	       (unsigned long long)s->bytes_total);
+	put_float(s->seconds);
+	printf(",\"backup_start\":\"%s\",\"backup_end\":\"%s\"", start, end);
+	if (!dry_run && !s->skipped) { /* restic 0.17 leaves it out when no snapshot was written */
+		char hex[65];
+		rix_id_to_hex(hex, snap);
+		printf(",\"snapshot_id\":\"%s\"", hex);
+	}
+	if (dry_run)
+		fputs(",\"dry_run\":true", stdout);
+	fputs("}\n", stdout);
+}
+
+static void summary_text(const rix_backup_summary *s, const rix_id *snap, bool dry_run, bool from_stdin)
+{
+	char added[32], total[32], took[32];
+	human(added, sizeof(added), s->data_added + s->tree_added);
+	human(total, sizeof(total), s->bytes_total);
+	clock_str(took, sizeof(took), (uint64_t)s->seconds);
+	if (s->has_parent) {
+		char ph[65];
+		rix_id_to_hex(ph, &s->parent_id);
+		printf("using parent snapshot %.8s\n", ph);
+	} else if (!from_stdin) {
+		printf("no parent snapshot found, will read all files\n");
+	}
+	printf("\nFiles:       %5llu new, %5llu changed, %5llu unmodified\n", (unsigned long long)s->files_new,
+	       (unsigned long long)s->files_changed, (unsigned long long)s->files_unmodified);
+	printf("Dirs:        %5llu new, %5llu changed, %5llu unmodified\n", (unsigned long long)s->dirs_new,
+	       (unsigned long long)s->dirs_changed, (unsigned long long)s->dirs_unmodified);
+	if (g.verbose >= 1) {
+		printf("Data Blobs:  %5llu new\n", (unsigned long long)s->data_blobs);
+		printf("Tree Blobs:  %5llu new\n", (unsigned long long)s->tree_blobs);
+	}
+	printf("%s to the repository: %s (%llu data blobs, %llu trees)\n\n", dry_run ? "Would add" : "Added", added,
+	       (unsigned long long)s->data_blobs, (unsigned long long)s->tree_blobs);
+	printf("processed %llu files, %s in %s\n", (unsigned long long)(s->files_new + s->files_changed + s->files_unmodified),
+	       total, took);
+	if (dry_run)
+		return;
+	char hex[65];
+	rix_id_to_hex(hex, snap);
+	if (s->skipped)
+		printf("skipped creating snapshot: nothing changed since %.8s\n", hex);
+	else
+		printf("snapshot %.8s saved\n", hex);
+}
+
+/* Progress calls a second: RIX_ or RESTIC_PROGRESS_FPS (at most 60), else 10 on a terminal and
+ * 4 for --json. */
+static unsigned progress_interval_ms(void)
+{
+	const char *e = getenv("RIX_PROGRESS_FPS");
+	if (e == NULL || *e == '\0')
+		e = getenv("RESTIC_PROGRESS_FPS");
+	double fps = e != NULL ? strtod(e, NULL) : 0;
+	if (fps > 60)
+		fps = 60;
+	if (fps > 0)
+		return (unsigned)(1000.0 / fps) > 0 ? (unsigned)(1000.0 / fps) : 1;
+	return g.json ? 250 : 100;
+}
+
 int cmd_backup(int argc, char **argv)
 {
 	static const char *ex[1024], *iex[1024], *present[64];
@@ -81,6 +410,8 @@ int cmd_backup(int argc, char **argv)
 			bo.with_atime = true;
 		else if (strcmp(argv[i], "--force") == 0)
 			bo.force = true;
+		else if (strcmp(argv[i], "--dry-run") == 0 || strcmp(argv[i], "-n") == 0)
+			bo.dry_run = true;
 		else if (strcmp(argv[i], "--exclude") == 0 && i + 1 < argc) {
 			if (!(bo.nexcludes < 1024))
 				return die("backup: more than 1024 --exclude");
@@ -160,9 +491,18 @@ int cmd_backup(int argc, char **argv)
 		return 1;
 	bo.tags = flat;
 	bo.warn = backup_warn;
+	out.tty = !g.json && !g.quiet && isatty(1);
+	out.json_status = g.json && !g.quiet;
+	if (out.tty || out.json_status || (g.verbose >= 1 && !g.quiet)) {
+		bo.progress = backup_progress;
+		bo.progress_interval_ms = progress_interval_ms();
+	}
+	if (!g.quiet && ((g.json && g.verbose >= 1) || g.verbose >= 2))
+		bo.item = backup_item;
 	rix_repo *r;
-	rix_lock *lock;
-	int rc = open_repo_locked(&r, &lock, false); /* shared, released on a signal too */
+	rix_lock *lock = NULL;
+	/* A dry run writes nothing, so it takes no lock (restic 0.17 neither). */
+	int rc = bo.dry_run ? open_repo(&r) : open_repo_locked(&r, &lock, false); /* shared, released on a signal too */
 	if (rc != 0) {
 		free(flat);
 		return rc;
@@ -172,52 +512,21 @@ int cmd_backup(int argc, char **argv)
 		close_repo(r, lock);
 		return rc;
 	}
-	double t0 = now_s();
+	char start[RIX_TIME_MAX], end[RIX_TIME_MAX];
+	now_rfc3339(start);
 	rix_id snap;
 	rix_backup_summary s;
 	rc = rix_backup(&snap, &s, r, paths, npaths, &bo);
 	free(flat);
-	double secs = now_s() - t0;
+	now_rfc3339(end);
 	if (rc != 0)
 		rc = fail(rc);
 	close_repo(r, lock);
 	if (rc != 0)
 		return rc;
-	char hex[65];
-	rix_id_to_hex(hex, &snap);
-	if (g.json) {
-		printf("{\"message_type\":\"summary\",\"files_new\":%llu,\"files_changed\":%llu,\"files_unmodified\":%llu,"
-		       "\"dirs_new\":%llu,\"dirs_changed\":%llu,\"dirs_unmodified\":%llu,\"data_blobs\":%llu,"
-		       "\"tree_blobs\":%llu,\"data_added\":%llu,\"total_files_processed\":%llu,"
-		       "\"total_bytes_processed\":%llu,\"total_duration\":%.3f,\"snapshot_id\":\"%s\"}\n",
-		       (unsigned long long)s.files_new, (unsigned long long)s.files_changed,
-		       (unsigned long long)s.files_unmodified, (unsigned long long)s.dirs_new,
-		       (unsigned long long)s.dirs_changed, (unsigned long long)s.dirs_unmodified,
-		       (unsigned long long)s.data_blobs, (unsigned long long)s.tree_blobs,
-		       (unsigned long long)s.data_added, (unsigned long long)(s.files + s.others),
-		       (unsigned long long)s.bytes_total, secs, hex);
-	} else if (!g.quiet) {
-		char added[32], total[32];
-		human(added, sizeof(added), s.data_added);
-		human(total, sizeof(total), s.bytes);
-		if (s.has_parent) {
-			char ph[65];
-			rix_id_to_hex(ph, &s.parent_id);
-			printf("using parent snapshot %.8s\n", ph);
-		}
-		printf("Files:       %5llu new, %5llu changed, %5llu unmodified\n", (unsigned long long)s.files_new,
-		       (unsigned long long)s.files_changed, (unsigned long long)s.files_unmodified);
-		printf("Dirs:        %5llu new, %5llu changed, %5llu unmodified\n", (unsigned long long)s.dirs_new,
-		       (unsigned long long)s.dirs_changed, (unsigned long long)s.dirs_unmodified);
-		printf("Added to the repository: %s (%llu data blobs, %llu trees)\n\n", added,
-		       (unsigned long long)s.data_blobs, (unsigned long long)s.tree_blobs);
-		char all[32];
-		human(all, sizeof(all), s.bytes_total);
-		printf("processed %llu files, %s (read %s) in %.1f s\n", (unsigned long long)s.files, all, total, secs);
-		if (s.skipped)
-			printf("skipped creating snapshot: nothing changed since %.8s\n", hex);
-		else
-			printf("snapshot %.8s saved\n", hex);
-	}
-	return s.errors > 0 ? 3 : 0;
+	if (g.json)
+		summary_json(&s, &snap, bo.dry_run, start, end);
+	else if (!g.quiet)
+		summary_text(&s, &snap, bo.dry_run, bo.stdin_name != NULL);
+	return s.errors > 0 ? EXIT_INCOMPLETE : 0;
 }

@@ -314,6 +314,26 @@ int resolve_repository(void)
 	return 0;
 }
 
+static rix_compression compression = RIX_COMPRESSION_AUTO;
+
+int resolve_compression(void)
+{
+	const char *c = g.compression, *from = "--compression";
+	if (c == NULL) {
+		from = env("RIX_COMPRESSION") != NULL ? "RIX_COMPRESSION" : "RESTIC_COMPRESSION";
+		c = env(from);
+	}
+	if (c == NULL || strcmp(c, "auto") == 0)
+		compression = RIX_COMPRESSION_AUTO;
+	else if (strcmp(c, "off") == 0)
+		compression = RIX_COMPRESSION_OFF;
+	else if (strcmp(c, "max") == 0)
+		compression = RIX_COMPRESSION_MAX;
+	else
+		return die("%s: invalid compression mode \"%s\", must be one of (auto|off|max)", from, c);
+	return 0;
+}
+
 /* ---- opening ------------------------------------------------------------------------------- */
 
 /* s with the password of a URL's "user:password@" as "***" (into buf). */
@@ -408,6 +428,7 @@ int open_repo(rix_repo **r)
 		return 1;
 	}
 	rix_repo_options o = RIX_REPO_OPTIONS_INIT;
+	o.compression = compression;
 	o.key_hint = g.key_hint != NULL ? g.key_hint : getenv("RIX_KEY_HINT");
 	if (!g.quiet && isatty(2))
 		o.load_progress = load_progress;
@@ -420,6 +441,10 @@ int open_repo(rix_repo **r)
 		fail(rc);
 		return rc == RIX_EAUTH ? EXIT_WRONG_PASSWORD : rc == RIX_ENOTFOUND ? EXIT_NO_REPO : EXIT_FAIL;
 	}
+	/* restic takes any mode for a version 1 repository, and stores uncompressed there: so
+	 * does rix, saying so when more was asked. */
+	if (compression == RIX_COMPRESSION_MAX && rix_repo_config(*r)->version < 2 && !g.quiet)
+		fprintf(stderr, "rix: compression max: this repository is of version 1, which stores data uncompressed\n");
 	return 0;
 }
 
@@ -485,19 +510,24 @@ int parse_id(const char *hex, rix_id *id)
 
 /* ---- commands ------------------------------------------------------------------------------ */
 
-/* s as a JSON string (quoted, escaped). */
+/* s as a JSON string, escaped as restic's (Go's encoding/json: invalid UTF-8 as \ufffd). */
+void fput_json_string(FILE *f, const char *s)
+{
+	size_t n = strlen(s);
+	char small[1024], *buf = small;
+	if (RIX_JSON_QUOTE_MAX(n) >= sizeof(small) && (buf = malloc(RIX_JSON_QUOTE_MAX(n) + 1)) == NULL) {
+		fputs("\"\"", f); /* out of memory: an empty string rather than a broken line */
+		return;
+	}
+	size_t len = rix_json_quote(buf, buf == small ? sizeof(small) : RIX_JSON_QUOTE_MAX(n) + 1, s, n);
+	fwrite(buf, 1, len, f);
+	if (buf != small)
+		free(buf);
+}
+
 void put_json_string(const char *s)
 {
-	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
+	fput_json_string(stdout, s);
 }
 
 int print_name(void *arg, const char *name, uint64_t size)

@@ -9,7 +9,8 @@
  * RIX_/RESTIC_PASSWORD, standard input when it is not a terminal, else the terminal.
  *
  * Exit status (restic's): 0 success; 1 a failure or a usage error (one line on stderr,
- * "rix: <message>"); 10 no repository; 11 the lock could not be taken; 12 wrong password;
+ * "rix: <message>"); 3 backup read some files not (the snapshot was made without them);
+ * 10 no repository; 11 the lock could not be taken; 12 wrong password;
  * 130 / 143 / 129 interrupted (SIGINT / SIGTERM / SIGHUP; the lock is released).
  */
 #include "cli.h"
@@ -43,6 +44,8 @@ static const struct command commands[] = {
 	  "--host= the host name recorded (default: this machine's)\n"
 	  "--parent= the parent snapshot (default: the latest of this host and these paths)\n"
 	  "--force read every file, whatever the parent says\n"
+	  "--dry-run write nothing: say what would be stored (also -n; takes no lock)\n"
+	  "-n write nothing: say what would be stored\n"
 	  "--with-atime store access times (else the modification time, as restic)\n"
 	  "--exclude= leave out what matches (repeatable; * ? [..] within a component, ** any depth)\n"
 	  "--iexclude= the same, ignoring case\n"
@@ -93,7 +96,10 @@ static const char global_help[] =
 	"      --no-lock               take no lock (list, cat, find-blob, stats, check, snapshots; keys always lock)\n"
 	"      --json                  JSON output\n"
 	"  -q, --quiet                 no progress, fewer messages\n"
-	"  -v, --verbose               more messages (accepted; rix prints what it has at any level)\n"
+	"  -v, --verbose               more messages (-v: backup's scan and blob counts, its --json per-item\n"
+	"                              messages; -vv: backup's per-item lines); --verbose=N sets the level\n"
+	"      --compression MODE      auto, off or max: how this run compresses data (repository version 2;\n"
+	"                              else $RIX_/$RESTIC_COMPRESSION, else auto)\n"
 	"      --no-cache              accepted: rix keeps no local cache\n"
 	"      --cacert FILE           CA certificates for a https REST server, PEM (else $RIX_/$RESTIC_CACERT)\n"
 	"      --insecure-tls          do not verify the REST server's certificate\n"
@@ -119,8 +125,9 @@ static void print_help(FILE *f, const struct command *c)
 		fputs("usage: rix [global options] <command> [arguments]\n\ncommands:\n", f);
 		for (size_t i = 0; i < NCOMMANDS; i++)
 			fprintf(f, "  %-58s %s\n", commands[i].synopsis, commands[i].what);
-		fprintf(f, "\n%s\nExit status: 0 success, 1 failure or usage error, 10 no repository, 11 lock failed,\n"
-			   "12 wrong password, 130/143 interrupted (SIGINT/SIGTERM).\n",
+		fprintf(f, "\n%s\nExit status: 0 success, 1 failure or usage error, 3 backup: some files could not be read\n"
+			   "(the snapshot lacks them), 10 no repository, 11 lock failed, 12 wrong password,\n"
+			   "130/143 interrupted (SIGINT/SIGTERM).\n",
 			global_help);
 		return;
 	}
@@ -198,6 +205,7 @@ static int global_option(int argc, char **argv, int *i)
 			   { "--repository-file", &g.repository_file },
 			   { "--key-hint", &g.key_hint },
 			   { "--cacert", &cacert },
+			   { "--compression", &g.compression },
 			   { "--limit-upload", &limit_up_s },
 			   { "--limit-download", &limit_down_s },
 			   { "--cache-dir", &refused },
@@ -233,9 +241,12 @@ static int global_option(int argc, char **argv, int *i)
 		g.no_lock = 1;
 	else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
 		g.quiet = 1;
-	else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0 || strcmp(a, "-vv") == 0 ||
-		 strncmp(a, "--verbose=", 10) == 0)
+	else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0)
 		g.verbose++;
+	else if (strcmp(a, "-vv") == 0)
+		g.verbose += 2;
+	else if (strncmp(a, "--verbose=", 10) == 0)
+		g.verbose = atoi(a + 10);
 	else if (strcmp(a, "--no-cache") == 0 || strcmp(a, "--cleanup-cache") == 0)
 		; /* rix keeps no cache */
 	else if (strcmp(a, "--insecure-tls") == 0)
@@ -264,7 +275,7 @@ int main(int argc, char **argv)
 	const char *cmd = NULL;
 	for (int i = 1; i < argc && cmd == NULL; i++) {
 		static const char *const valued[] = { "-r", "--repo", "--password-file", "-p", "--password-command",
-						       "--repository-file", "--key-hint", "--cacert", "--limit-upload",
+						       "--repository-file", "--key-hint", "--cacert", "--compression", "--limit-upload",
 						       "--limit-download", "--cache-dir", "-o", "--option" };
 		int skip = 0;
 		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
@@ -328,7 +339,7 @@ int main(int argc, char **argv)
 		printf("rix %s\n", RIX_CLI_VERSION);
 		return 0;
 	}
-	if (resolve_repository())
+	if (resolve_repository() || resolve_compression())
 		return EXIT_FAIL;
 	if (cacert == NULL)
 		cacert = getenv("RIX_CACERT") != NULL ? getenv("RIX_CACERT") : getenv("RESTIC_CACERT");

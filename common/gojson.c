@@ -32,10 +32,24 @@ int32_t rix__utf8_rune(const uint8_t *s, size_t n, size_t *w)
 	return r;
 }
 
-size_t rix__gojson_string(uint8_t *out, const uint8_t *s, size_t n)
+/* Appends s[0..n) at out + *k as far as cap allows; *k counts every byte. */
+static void emit(uint8_t *out, size_t cap, size_t *k, const void *s, size_t n)
+{
+	const uint8_t *c = s;
+	if (*k <= cap && n <= cap - *k) { /* the usual case: it fits */
+		memcpy(out + *k, c, n);
+		*k += n;
+		return;
+	}
+	for (size_t i = 0; i < n; i++, ++*k)
+		if (*k < cap)
+			out[*k] = c[i];
+}
+
+size_t rix__gojson_string(uint8_t *out, size_t cap, const uint8_t *s, size_t n)
 {
 	size_t k = 0, start = 0;
-	out[k++] = '"';
+	emit(out, cap, &k, "\"", 1);
 	for (size_t i = 0; i < n;) {
 		uint8_t c = s[i];
 		if (c < 0x80) {
@@ -43,22 +57,16 @@ size_t rix__gojson_string(uint8_t *out, const uint8_t *s, size_t n)
 				i++;
 				continue;
 			}
-			memcpy(out + k, s + start, i - start);
-			k += i - start;
-			out[k++] = '\\';
+			emit(out, cap, &k, s + start, i - start);
 			if (c == '"' || c == '\\') {
-				out[k++] = c;
-			} else if (c == '\n') {
-				out[k++] = 'n';
-			} else if (c == '\r') {
-				out[k++] = 'r';
-			} else if (c == '\t') {
-				out[k++] = 't';
+				char esc[2] = { '\\', (char)c };
+				emit(out, cap, &k, esc, 2);
+			} else if (c == '\n' || c == '\r' || c == '\t') {
+				char esc[2] = { '\\', c == '\n' ? 'n' : c == '\r' ? 'r' : 't' };
+				emit(out, cap, &k, esc, 2);
 			} else {
-				memcpy(out + k, "u00", 3);
-				k += 3;
-				out[k++] = (uint8_t)hexdig[c >> 4];
-				out[k++] = (uint8_t)hexdig[c & 15];
+				char u[6] = { '\\', 'u', '0', '0', hexdig[c >> 4], hexdig[c & 15] };
+				emit(out, cap, &k, u, 6);
 			}
 			start = ++i;
 			continue;
@@ -66,19 +74,16 @@ size_t rix__gojson_string(uint8_t *out, const uint8_t *s, size_t n)
 		size_t w;
 		int32_t r = rix__utf8_rune(s + i, n - i, &w);
 		if (r < 0 || r == 0x2028 || r == 0x2029) {
-			memcpy(out + k, s + start, i - start);
-			k += i - start;
-			memcpy(out + k, r < 0 ? "\\ufffd" : r == 0x2028 ? "\\u2028" : "\\u2029", 6);
-			k += 6;
+			emit(out, cap, &k, s + start, i - start);
+			emit(out, cap, &k, r < 0 ? "\\ufffd" : r == 0x2028 ? "\\u2028" : "\\u2029", 6);
 			i += w;
 			start = i;
 			continue;
 		}
 		i += w;
 	}
-	memcpy(out + k, s + start, n - start);
-	k += n - start;
-	out[k++] = '"';
+	emit(out, cap, &k, s + start, n - start);
+	emit(out, cap, &k, "\"", 1);
 	return k;
 }
 

@@ -31,10 +31,11 @@ int32_t rix__utf8_rune(const uint8_t *s, size_t n, size_t *w);
 #define RIX_GOJSON_STRING_MAX(n) (6 * (n) + 2)
 
 /*
- * s[0..n) as a quoted JSON string with Go's escapes (above) into out, which has room for
- * RIX_GOJSON_STRING_MAX(n) bytes. @return the bytes written (no NUL).
+ * s[0..n) as a quoted JSON string with Go's escapes (above): its first min(length, cap) bytes
+ * into out (no NUL; room for RIX_GOJSON_STRING_MAX(n) is always enough). @return its whole
+ * length (snprintf's contract, without the NUL).
  */
-size_t rix__gojson_string(uint8_t *out, const uint8_t *s, size_t n);
+size_t rix__gojson_string(uint8_t *out, size_t cap, const uint8_t *s, size_t n);
 
 /*
  * The text between the quotes of a JSON string, s[0..n) (validated by the scanner), unescaped as

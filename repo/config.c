@@ -27,7 +27,10 @@
  *     64) (so escapes fail, leading zeros and upper case pass, 0x and signs fail) and then tests
  *     irreducibility (it lets 0 and irreducible polynomials of other degrees through; we don't:
  *     restic only ever makes degree 53, and the chunker needs it);
- *   - whitespace before and after the object is allowed; anything else after it is not.
+ *   - whitespace before and after the object is allowed; anything else after it is not;
+ *   - rustic's "chunker", "chunk_size", "chunk_min_size", "chunk_max_size" are read (case
+ *     sensitive, as serde) only to tell whether they name another chunker than restic's
+ *     (other_chunker): restic ignores them and would cut files its own way.
  * Errors carry the byte offset. Parsing allocates nothing and is linear in the input.
  *
  * The polynomial test is Rabin's: p of degree d is irreducible over GF(2) iff
@@ -143,6 +146,47 @@ int rix_chunker_polynomial_check(uint64_t p)
 /* ---- JSON ----------------------------------------------------------------------------------- */
 
 enum { M_VERSION, M_ID, M_POL, M_COUNT };
+
+/*
+ * rustic's members that describe its chunker (rustic_core's ConfigFile; serde names, case
+ * sensitive), each with the raw value that means restic's chunker (null does too: rustic's
+ * default). restic's chunker: Rabin, 512 KiB to 8 MiB, 1 MiB on average.
+ */
+static const struct {
+	const char *name;
+	const char *restic;
+} rustic_chunker[] = {
+	{ "chunker", "\"Rabin\"" },
+	{ "chunk_size", "1048576" },
+	{ "chunk_min_size", "524288" },
+	{ "chunk_max_size", "8388608" },
+};
+
+/*
+ * An unknown member (its key's opening quote at key, *pp at its value): skipped; when it is one
+ * of rustic's chunker members with another value than restic's, cfg->other_chunker says so.
+ */
+static int other_member(const rix__json *j, const char *key, const char **pp, rix_config *cfg)
+{
+	const char *v = *pp;
+	int rc = rix__json_skip_value(j, pp, 1);
+	if (rc != 0 || *key != '"')
+		return rc;
+	size_t vl = (size_t)(*pp - v);
+	for (size_t i = 0; i < sizeof(rustic_chunker) / sizeof(rustic_chunker[0]); i++) {
+		size_t kl = strlen(rustic_chunker[i].name);
+		if ((size_t)(j->end - key) < kl + 2 || memcmp(key + 1, rustic_chunker[i].name, kl) != 0 || key[kl + 1] != '"')
+			continue;
+		if ((vl == 4 && memcmp(v, "null", 4) == 0) ||
+		    (vl == strlen(rustic_chunker[i].restic) && memcmp(v, rustic_chunker[i].restic, vl) == 0))
+			return 0;
+		if (cfg->other_chunker[0] == '\0') /* the first one tells */
+			snprintf(cfg->other_chunker, sizeof(cfg->other_chunker), "\"%s\":%.*s", rustic_chunker[i].name,
+				 vl > 40 ? 40 : (int)vl, v);
+		return 0;
+	}
+	return 0;
+}
 static const rix__json_key members[M_COUNT] = {
 	RIX_JSON_KEY("version"), RIX_JSON_KEY("id"), RIX_JSON_KEY("chunker_polynomial"),
 };
@@ -238,6 +282,7 @@ int rix_config_parse(const char *json, size_t len, rix_config *out)
 		return rix__json_corrupt(&j, p, "not a JSON object");
 	int more = rix__json_open(&j, &p, '{', "not a JSON object");
 	while (more > 0) {
+		const char *key = rix__json_skip_ws(p, j.end);
 		int m, rc = rix__json_member(&j, &p, members, M_COUNT, &seen, &m);
 		if (rc != 0)
 			return rc;
@@ -255,7 +300,7 @@ int rix_config_parse(const char *json, size_t len, rix_config *out)
 			rc = parse_polynomial(&j, &p, &cfg.chunker_polynomial);
 			break;
 		default:
-			rc = rix__json_skip_value(&j, &p, 1);
+			rc = other_member(&j, key, &p, &cfg);
 			break;
 		}
 		if (rc != 0)
@@ -283,6 +328,9 @@ int rix_config_encode(char **json, size_t *len, const rix_config *cfg)
 	*len = 0;
 	if (cfg->version != 1 && cfg->version != 2)
 		return rix_error_set(RIX_EINVAL, "config: version %d, want 1 or 2", cfg->version);
+	if (cfg->other_chunker[0] != '\0')
+		return rix_error_set(RIX_EINVAL, "config: it names another chunker (%.*s), which restic's members "
+				     "cannot say", (int)sizeof(cfg->other_chunker), cfg->other_chunker);
 	int rc = polynomial_verdict(cfg->chunker_polynomial, RIX_EINVAL, "config: ");
 	if (rc != 0)
 		return rc;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "rix/rix.h"
@@ -206,4 +207,29 @@ int drop_from_index(const char *dir, const rix_id *id)
 	}
 	rix_repo_free(r);
 	return dropped;
+}
+
+void write_config_json(const char *dir, const char *json)
+{
+	char keys[4200];
+	snprintf(keys, sizeof(keys), "%s/keys", dir);
+	char names[4][65];
+	assert_true(rix_test_list_ids(keys, names, 4) >= 1);
+	char path[4300];
+	snprintf(path, sizeof(path), "%s/%s", keys, names[0]);
+	size_t kl;
+	char *kf = rix_test_read_file(path, &kl);
+	assert_non_null(kf);
+	rix_key *key;
+	MUST(rix_key_open_file(&key, kf, kl, PW, strlen(PW)));
+	free(kf);
+	size_t n = strlen(json);
+	uint8_t *sealed = malloc(n + RIX_CRYPTO_OVERHEAD);
+	assert_non_null(sealed);
+	MUST(rix_crypto_seal(key, json, n, sealed));
+	rix_key_free(key);
+	snprintf(path, sizeof(path), "%s/config", dir);
+	unlink(path); /* (restic's files are read-only) */
+	rix_test_put_file(dir, "config", sealed, n + RIX_CRYPTO_OVERHEAD);
+	free(sealed);
 }

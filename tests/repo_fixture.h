@@ -69,4 +69,10 @@ rix_check_report run_check(const char *dir, int read_data, int want_rc, struct l
  */
 int drop_from_index(const char *dir, const rix_id *id);
 
+/*
+ * Replaces the config of the repository in dir (password PW) with json, sealed with its master
+ * key (from its first key file): a config another program wrote, e.g. rustic's extra members.
+ */
+void write_config_json(const char *dir, const char *json);
+
 #endif

@@ -110,7 +110,8 @@ static size_t count_snapshots(const char *repo)
 	return rix_test_list_ids(dir, ids, 64);
 }
 
-/* Whether out names path with a message holding what (a warning line "...path...what..."). */
+/* Whether out names path with a message holding what (a line "warning: ...path...what..." or
+ * restic's "error: ...path...what..."). */
 static int warned(const char *out, const char *path, const char *what)
 {
 	for (const char *l = out; l != NULL && *l != '\0';) {
@@ -118,7 +119,8 @@ static int warned(const char *out, const char *path, const char *what)
 		size_t n = e != NULL ? (size_t)(e - l) : strlen(l);
 		char line[4096];
 		snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1), l);
-		if (strstr(line, "warning") != NULL && strstr(line, path) != NULL && strstr(line, what) != NULL)
+		if ((strncmp(line, "warning", 7) == 0 || strncmp(line, "error: ", 7) == 0) && strstr(line, path) != NULL &&
+		    strstr(line, what) != NULL)
 			return 1;
 		l = e != NULL ? e + 1 : NULL;
 	}

@@ -83,6 +83,7 @@ static void assert_config_equal(const rix_config *a, const rix_config *b)
 	assert_int_equal(a->version, b->version);
 	assert_memory_equal(a->id.b, b->id.b, RIX_ID_SIZE);
 	assert_true(a->chunker_polynomial == b->chunker_polynomial);
+	assert_string_equal(a->other_chunker, b->other_chunker);
 }
 
 /* What restic printed (`restic cat config`, kept as config.expected.json), read with jansson. */
@@ -246,6 +247,47 @@ static void test_parse_accepts(void **state)
 		if (rc != 0)
 			fail_msg("accept case %zu (%s): %d %s", i, ok[i].s, rc, rix_error_last());
 		assert_config_equal(&got, &want);
+	}
+}
+
+/*
+ * rustic's chunker members: restic's values (or null, or another spelling serde would not read)
+ * leave other_chunker empty; another chunker or other sizes fill it (the first such member);
+ * such a config is not encoded (restic's three members would drop it).
+ */
+static void test_parse_rustic_chunker(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *json, *other;
+	} cases[] = {
+		{ "{" MV "," MI ",\"chunker\":\"Rabin\"," MP ",\"chunk_size\":1048576,\"chunk_min_size\":524288,"
+		  "\"chunk_max_size\":8388608}", "" },
+		{ "{" MV "," MI "," MP ",\"chunker\":null,\"chunk_size\":null}", "" },
+		{ "{" MV "," MI "," MP ",\"Chunker\":\"FixedSize\",\"chunk_sizes\":1}", "" },
+		{ "{" MV "," MI "," MP ",\"chunker\":\"FixedSize\",\"chunk_size\":1048576}", "\"chunker\":\"FixedSize\"" },
+		{ "{" MV "," MI "," MP ",\"chunker\":\"Rabin\",\"chunk_size\":2097152}", "\"chunk_size\":2097152" },
+		{ "{" MV "," MI "," MP ",\"chunk_min_size\":1}", "\"chunk_min_size\":1" },
+		{ "{" MV "," MI "," MP ",\"chunk_max_size\":\"x\"}", "\"chunk_max_size\":\"x\"" },
+		{ "{\"chunker\":{\"a\":\"0123456789012345678901234567890123456789\"}," MV "," MI "," MP "}",
+		  "\"chunker\":{\"a\":\"0123456789012345678901234567890123" }, /* the value cut at 40 bytes */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rix_config got;
+		if (rix_config_parse(cases[i].json, strlen(cases[i].json), &got) != 0)
+			fail_msg("case %zu (%s): %s", i, cases[i].json, rix_error_last());
+		if (strcmp(got.other_chunker, cases[i].other) != 0)
+			fail_msg("case %zu: other_chunker \"%s\", want \"%s\"", i, got.other_chunker, cases[i].other);
+		char *json;
+		size_t len;
+		int rc = rix_config_encode(&json, &len, &got);
+		if (cases[i].other[0] != '\0') {
+			assert_int_equal(rc, RIX_EINVAL);
+			assert_null(json);
+		} else {
+			assert_int_equal(rc, 0);
+			rix_free(json);
+		}
 	}
 }
 
@@ -800,6 +842,7 @@ int main(void)
 		cmocka_unit_test(test_restic_init_bytes),
 		cmocka_unit_test(test_parse_accepts),
 		cmocka_unit_test(test_parse_rejects),
+		cmocka_unit_test(test_parse_rustic_chunker),
 		cmocka_unit_test(test_parse_depth),
 		cmocka_unit_test(test_parse_truncated),
 		cmocka_unit_test(test_encode),

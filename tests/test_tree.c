@@ -417,6 +417,31 @@ static void set_times(const char *path)
 	assert_int_equal(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW), 0);
 }
 
+/* rix_json_quote: encoding/json's escapes (what the tree encoder writes), snprintf's contract. */
+static void test_json_quote(void **state)
+{
+	(void)state;
+	const char in[] = "a\"b\\<>&\n\x01\xff\xc3\xa9\xe2\x80\xa8\xc0\xaf\xed\xa0\x80z";
+	const char *want = "\"a\\\"b\\\\\\u003c\\u003e\\u0026\\n\\u0001\\ufffd\xc3\xa9\\u2028\\ufffd\\ufffd"
+			   "\\ufffd\\ufffd\\ufffdz\"";
+	char out[128];
+	size_t n = rix_json_quote(out, sizeof(out), in, sizeof(in) - 1);
+	assert_string_equal(out, want);
+	assert_int_equal(n, strlen(want));
+	assert_true(n <= RIX_JSON_QUOTE_MAX(sizeof(in) - 1));
+	/* Too small: truncated, NUL-terminated, the whole length returned. */
+	char small[8];
+	assert_int_equal(rix_json_quote(small, sizeof(small), in, sizeof(in) - 1), n);
+	assert_string_equal(small, "\"a\\\"b\\\\");
+	assert_int_equal(rix_json_quote(NULL, 0, in, sizeof(in) - 1), n);
+	/* What jansson reads back: U+FFFD for each invalid byte, the rest as it was. */
+	json_t *j = json_loads(out, JSON_DECODE_ANY, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(j), "a\"b\\<>&\n\x01\xef\xbf\xbd\xc3\xa9\xe2\x80\xa8\xef\xbf\xbd\xef\xbf\xbd"
+						  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz");
+	json_decref(j);
+}
+
 static void test_against_restic(void **state)
 {
 	(void)state;
@@ -528,6 +553,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_escapes),
 		cmocka_unit_test(test_decode_like_go),
+		cmocka_unit_test(test_json_quote),
 		cmocka_unit_test(test_against_restic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,6 +30,15 @@ typedef struct rix_config {
 	int version;                 /* 1 or 2 */
 	rix_id id;                   /* the repository's ID: 32 random bytes, 64 hex digits in JSON */
 	uint64_t chunker_polynomial; /* irreducible, degree 53 */
+	/*
+	 * "" when files are cut by restic's chunker. Else the member that names another, as the
+	 * config has it (NUL-terminated, cut to fit), e.g. "chunker":"FixedSize": rustic writes
+	 * "chunker" ("Rabin" is restic's), "chunk_size", "chunk_min_size" and "chunk_max_size"
+	 * (restic's are 1 MiB, 512 KiB and 8 MiB) in its repositories. restic ignores them and
+	 * would cut files its own way, deduplicating nothing against the data there; such a
+	 * repository reads and checks as any other, but rix_backup refuses to add to it.
+	 */
+	char other_chunker[64];
 } rix_config;
 
 /* Plaintext JSON larger than this is refused (restic's is 123 bytes). */
@@ -40,8 +49,9 @@ typedef struct rix_config {
  * more lenient than restic: one JSON object (whitespace around it allowed) with exactly one each
  * of "version" (the integer 1 or 2), "id" (64 hex digits, either case, no escapes) and
  * "chunker_polynomial" (hex digits, no escapes, no 0x, fitting in 64 bits, irreducible of degree
- * 53). Other members are validated as JSON and ignored, as restic does; a member whose name
- * restic would match to one of the three (its decoder ignores case) but that is not spelled
+ * 53). Other members are validated as JSON and ignored, as restic does, but for rustic's chunker
+ * members, which set other_chunker when they name another chunker than restic's; a member whose
+ * name restic would match to one of the three (its decoder ignores case) but that is not spelled
  * exactly is refused. Work is linear in len, nesting is bounded, nothing is allocated.
  * *out is written only on success.
  * @return 0; RIX_ECORRUPT (with the byte offset in the message).
@@ -51,8 +61,9 @@ RIX_EXPORT RIX_NODISCARD int rix_config_parse(const char *json, size_t len, rix_
 /*
  * The JSON restic writes for cfg, byte for byte (compact, lowercase hex, no trailing newline).
  * *json (NUL-terminated; *len excludes the NUL) belongs to the caller, freed with rix_free.
- * @return 0; RIX_EINVAL (version not 1 or 2, or a polynomial rix_chunker_polynomial_check
- * refuses); RIX_ENOMEM. On failure *json is NULL and *len 0.
+ * @return 0; RIX_EINVAL (version not 1 or 2, a polynomial rix_chunker_polynomial_check
+ * refuses, or other_chunker set: restic's three members would drop what names it); RIX_ENOMEM.
+ * On failure *json is NULL and *len 0.
  */
 RIX_EXPORT RIX_NODISCARD int rix_config_encode(char **json, size_t *len, const rix_config *cfg);
 

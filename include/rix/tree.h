@@ -93,6 +93,17 @@ static inline int rix_time_cmp(const rix_time *a, const rix_time *b)
 	return a->sec != b->sec ? (a->sec < b->sec ? -1 : 1) : (a->nsec > b->nsec) - (a->nsec < b->nsec);
 }
 
+/*
+ * s[0..n) as a JSON string, quotes included, escaped as Go's encoding/json escapes every string
+ * restic writes (trees, snapshots, --json messages): \" \\ \n \r \t; other control bytes and
+ * < > & as \u00XX; U+2028 and U+2029 escaped; each byte that is not part of valid UTF-8 as
+ * \ufffd. Like snprintf: at most cap - 1 bytes and a NUL into out (nothing when cap is 0).
+ * @return the quoted form's whole length (it fit when less than cap); never more than
+ * RIX_JSON_QUOTE_MAX(n).
+ */
+#define RIX_JSON_QUOTE_MAX(n) (6 * (size_t)(n) + 2)
+RIX_EXPORT size_t rix_json_quote(char *out, size_t cap, const char *s, size_t n);
+
 typedef struct rix_xattr {
 	const char *name; /* NUL-terminated */
 	const uint8_t *value;
