@@ -50,6 +50,7 @@
 #include "rix/chunker.h"
 #include "rix/crypto.h"
 #include "rix/error.h"
+#include "rix/snapshot.h"
 #include "rix/tree.h"
 #include "../common/jansson_alloc.h"
 #include "rix/master_index.h"
@@ -150,6 +151,7 @@ struct arch {
 	struct tally t;
 	struct names_cache users, groups;
 	char start[RIX_TIME_MAX]; /* when the backup began (the snapshot's time) */
+	rix_time start_time;      /* the same, as a time (no parent from after it, as restic) */
 	struct timespec t0;       /* the same, monotonic */
 	bool progress_on;         /* opt.progress: workers publish their current file */
 	pthread_mutex_t cbmu;     /* item callbacks, one at a time */
@@ -1416,89 +1418,51 @@ static int cmp_str(const void *x, const void *y)
 }
 
 /* A snapshot's JSON: its tree and time, and whether host and sorted paths are these. */
-static int snapshot_matches(json_t *j, const char *host, char **paths, size_t n)
-{
-	const char *h = json_string_value(json_object_get(j, "hostname"));
-	if (strcmp(h != NULL ? h : "", host) != 0)
-		return 0;
-	json_t *p = json_object_get(j, "paths");
-	if (!json_is_array(p) || json_array_size(p) != n)
-		return 0;
-	const char *v[4096];
-	if (n > 4096)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if ((v[i] = json_string_value(json_array_get(p, i))) == NULL)
-			return 0;
-	qsort(v, n, sizeof(v[0]), cmp_str);
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(v[i], paths[i]) != 0)
-			return 0;
-	return 1;
-}
-
 /*
- * The parent's tree into *tree: opt->parent's, or the latest snapshot's of this host with the
- * same paths. @return 1 found, 0 none, or an error (opt->parent that cannot be read).
+ * The parent's tree into *tree: opt->parent's, or restic's choice: the latest snapshot (by its
+ * instant) of this host whose paths hold every target, no later than this backup's start.
+ * Snapshots that cannot be read are passed over. @return 1 found, 0 none, or an error
+ * (opt->parent that cannot be read).
  */
 static int find_parent(struct arch *a, char *const *abs, size_t n, rix_id *tree)
 {
+	if (a->opt.parent != NULL) {
+		rix_snapshot *sn;
+		int rc = rix_snapshot_load(&sn, a->r, a->opt.parent);
+		if (rc != 0)
+			return rc;
+		*tree = sn->tree;
+		a->sum->has_parent = true;
+		a->sum->parent_id = *a->opt.parent;
+		rix_snapshot_free(sn);
+		return 1;
+	}
 	char host[256];
 	backup_host(a, host, sizeof(host));
-	char **sorted = malloc((n ? n : 1) * sizeof(*sorted));
-	if (sorted == NULL)
-		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
-	memcpy(sorted, abs, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), cmp_str);
-	struct {
-		rix_id *v;
-		size_t n;
-	} l = { NULL, 0 };
-	rix_id *listed = NULL; /* the repository's snapshots, unless opt->parent names one */
-	int rc = 0;
-	if (a->opt.parent != NULL) {
-		l.v = (rix_id *)a->opt.parent;
-		l.n = 1;
-	} else {
-		rc = rix_repo_list_ids(&listed, &l.n, a->r, RIX_FILE_SNAPSHOT);
-		l.v = listed;
+	rix_snapshot_list *l;
+	int rc = rix_snapshot_list_load(&l, a->r, NULL, NULL);
+	if (rc != 0)
+		return rc;
+	const char *hosts[1] = { host };
+	rix_snapshot_filter f = RIX_SNAPSHOT_FILTER_INIT;
+	f.hosts = hosts;
+	f.nhosts = 1;
+	f.paths = (const char *const *)abs;
+	f.npaths = n;
+	const rix_snapshot *best = NULL;
+	for (size_t i = 0; i < l->count; i++) {
+		const rix_snapshot *sn = l->items[i];
+		if (rix_time_cmp(&sn->time, &a->start_time) <= 0 && rix_snapshot_matches(sn, &f) &&
+		    (best == NULL || rix_time_cmp(&sn->time, &best->time) > 0))
+			best = sn;
 	}
-	rix_time best = { INT64_MIN, 0, 0 };
-	int found = 0;
-	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		uint8_t *data;
-		size_t dl;
-		int frc = rix_repo_read_file(&data, &dl, a->r, RIX_FILE_SNAPSHOT, &l.v[i]);
-		if (frc != 0) {
-			if (a->opt.parent != NULL)
-				rc = frc;
-			continue;
-		}
-		json_t *j;
-		json_error_t jerr;
-		frc = rix__jansson_load(&j, (const char *)data, dl, &jerr);
-		rix_free(data);
-		if (frc != 0) {
-			if (a->opt.parent != NULL)
-				rc = rix_error_set(frc, "backup: the parent snapshot is not JSON");
-			continue;
-		}
-		const char *t = json_string_value(json_object_get(j, "time"));
-		rix_time when;
-		const char *tr = json_string_value(json_object_get(j, "tree"));
-		if (t != NULL && tr != NULL && (a->opt.parent != NULL || snapshot_matches(j, host, sorted, n)) &&
-		    rix_time_parse(&when, t) == 0 && rix_time_cmp(&when, &best) > 0 &&
-		    rix_id_from_hex(tree, tr, strlen(tr)) == 0) { /* by the instant: zones may differ */
-			best = when;
-			found = 1;
-			a->sum->has_parent = true;
-			a->sum->parent_id = l.v[i];
-		}
-		json_decref(j);
+	if (best != NULL) {
+		*tree = best->tree;
+		a->sum->has_parent = true;
+		a->sum->parent_id = best->id;
 	}
-	rix_free(listed);
-	free(sorted);
-	return rc != 0 ? rc : found;
+	rix_snapshot_list_free(l);
+	return best != NULL;
 }
 
 /* ---- progress: the scanner and the reporter ---------------------------------------------- */
@@ -1748,6 +1712,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	clock_gettime(CLOCK_REALTIME, &now);
 	rix_time t0 = to_time(now);
 	rix_time_format(a.start, &t0);
+	a.start_time = t0;
 	struct tnode root = { 0 };
 	const size_t nabs = a.opt.stdin_name != NULL ? 1 : n; /* the snapshot's paths */
 	char **abs = calloc(nabs, sizeof(*abs));

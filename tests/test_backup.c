@@ -373,6 +373,42 @@ static void test_stdin_and_skip(void **state)
 	rix_test_free_dir(work);
 }
 
+/*
+ * The parent, restic's rule: the latest snapshot of this host whose paths include every target
+ * (a snapshot of src/d1 and src/small is the parent of a backup of src/d1 alone), never one of
+ * another host or one lacking a target.
+ */
+static void test_parent_choice(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fixture_new(&f);
+	rix_repo *r = open_or_init(f.repo, 1);
+	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
+	bo.warn = warn_fail;
+	char d1[4300], small[4300];
+	snprintf(d1, sizeof(d1), "%s/d1", f.src);
+	snprintf(small, sizeof(small), "%s/small", f.src);
+	const char *both[] = { d1, small }, *one[] = { d1 }, *other[] = { small };
+	rix_id s_both, s_other, s, s_host;
+	rix_backup_summary sum;
+	MUST(rix_backup(&s_both, &sum, r, both, 2, &bo));
+	assert_false(sum.has_parent);
+	bo.hostname = "elsewhere"; /* a later snapshot of the same paths, another host */
+	MUST(rix_backup(&s_host, &sum, r, both, 2, &bo));
+	assert_false(sum.has_parent);
+	bo.hostname = NULL;
+	MUST(rix_backup(&s_other, &sum, r, other, 1, &bo)); /* lacks d1 */
+	assert_true(sum.has_parent);                        /* s_both holds small */
+	assert_memory_equal(sum.parent_id.b, s_both.b, RIX_ID_SIZE);
+	MUST(rix_backup(&s, &sum, r, one, 1, &bo));
+	assert_true(sum.has_parent);
+	assert_memory_equal(sum.parent_id.b, s_both.b, RIX_ID_SIZE);
+	assert_int_equal(sum.files_unmodified, sum.files); /* d1's files taken from it */
+	rix_repo_free(r);
+	rix_test_free_dir(f.work);
+}
+
 /* A parent whose file's blob the index lost: the file is read and stored again, never carried forward. */
 static void test_parent_blob_lost(void **state)
 {
@@ -722,6 +758,7 @@ int main(void)
 		cmocka_unit_test(test_excludes_like_restic),
 		cmocka_unit_test(test_stdin_and_skip),
 		cmocka_unit_test(test_parent_blob_lost),
+		cmocka_unit_test(test_parent_choice),
 		cmocka_unit_test(test_relative_targets),
 		cmocka_unit_test(test_progress_and_items),
 		cmocka_unit_test(test_dry_run),
