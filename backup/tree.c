@@ -714,6 +714,8 @@ static int dec_null(struct dec *d, const char **pp)
 /* A string's raw bytes between its quotes (validated, escapes left as they are): s, n. */
 static int dec_raw_string(struct dec *d, const char **pp, const char **s, size_t *n, const char *what)
 {
+	*s = NULL; /* set on every path: the compiler cannot tell the error paths return nonzero */
+	*n = 0;
 	const char *p = rix__json_skip_ws(*pp, d->j.end);
 	if (p >= d->j.end)
 		return rix__json_truncated(&d->j);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, build, run every unit test; then again built
-# with AddressSanitizer + UBSan; then the concurrency tests with ThreadSanitizer.
+# with AddressSanitizer + UBSan; then the concurrency tests with ThreadSanitizer; and the
+# Release build the main job and the benchmarks use (built, warnings as errors, not run: -O3
+# inlines more, and its warnings are others).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -16,6 +18,9 @@ run() { # name, cmake args...
 run build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo
 run build-asan -DCMAKE_BUILD_TYPE=Debug -DRIX_SANITIZE=address,undefined -DRIX_BUILD_BENCH=OFF
 run build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRIX_SANITIZE=thread -DRIX_BUILD_BENCH=OFF
+echo "== build-rel: Release build (main job, benchmarks)"
+cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=Release -DRIX_BUILD_TESTS=OFF >/dev/null
+cmake --build build-rel -j"$jobs" >/dev/null
 echo "== install: pkg-config and find_package consumers"
 prefix=$(mktemp -d)
 cmake --install build-test --prefix "$prefix" >/dev/null
