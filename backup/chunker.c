@@ -19,7 +19,7 @@
  *
  * The window lives in win only across calls: once a call has hashed 64 bytes, the byte leaving
  * is read from buf itself, and large spans are scanned in blocks of independent lanes (below),
- * about twice the speed of one chain (bench/RESULTS.md, "The chunker alone").
+ * about 3.6 times the speed of one chain (bench/RESULTS.md, "The chunker alone").
  */
 #include <string.h>
 
@@ -103,7 +103,7 @@ size_t rix_chunker_chunk_len(const rix_chunker *c)
  * chains overlap in the core where one chain waits on each byte's table load. The first cut
  * is the earliest: on a hit, lanes before it finish their runs first.
  */
-#define LANES 4
+#define LANES 8
 #define LANE ((size_t)4096)
 #define BLOCK (LANES * LANE)
 #define SHIFT (53 - 8) /* every polynomial the chunker takes has degree 53 */
