@@ -7,6 +7,7 @@
  *   Stage/chunk         restic's chunker over every file's bytes (in memory)
  *   Stage/sha256        SHA-256 of every chunk (a blob's ID)
  *   Stage/encode-auto   every chunk compressed (auto: zstd) and sealed, as a new blob is stored
+ *                       (stored-%: stored bytes / plaintext bytes)
  *   Stage/seal          every chunk sealed, not compressed (AES-256-CTR + Poly1305-AES)
  *   Stage/pipeline/threads=T   read + chunk + sha256 + encode-auto of every file, files taken in
  *                       turn by T threads (T = 1 and the number of CPUs): no walk, no index, no
@@ -273,7 +274,9 @@ static void st_run(bench_b *b)
 		}
 		}
 	}
-	if (sink == 1) /* keeps the work observable */
+	if ((st == S_ENCODE || st == S_SEAL) && b->n > 0) /* sink: the stored bytes */
+		bench_metric(b, 100.0 * (double)sink / (double)b->n / (double)c->n, "stored-%");
+	else if (sink == 1) /* keeps the work observable */
 		bench_log("sink");
 }
 

@@ -78,7 +78,7 @@ done
 RIX_BENCH_STAGE_DIR=$SRC RIX_BENCH_STAGE_MIB=1000000 "$BUILD/bench/rix-bench" -bench 'Stage/pipeline/' -count "$RUNS" \
 	>"$WORK/limit.txt"
 grep '^Benchmark' "$WORK/limit.txt"
-total=$(find "$SRC" -type f -printf '%s\n' | awk '{s += $1} END {printf "%d", s}')
+total=$(find "$SRC" -type f -printf '%s\n' | awk '{s += $1} END {printf "%.0f", s}')
 for t in $(grep -o 'threads=[0-9]*' "$WORK/limit.txt" | sort -u); do
 	mbs=$(grep "$t" "$WORK/limit.txt" | awk '{for (i = 1; i <= NF; i++) if ($(i + 1) == "MB/s") print $i}' | median)
 	w=$(cut -d' ' -f1 "$WORK/first-rix" | median)
