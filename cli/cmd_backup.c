@@ -17,6 +17,7 @@
  * read files: every write to the terminal or stdout goes through out.mu.
  */
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -364,6 +365,16 @@ static void summary_text(const rix_backup_summary *s, const rix_id *snap, bool d
 	       (unsigned long long)s->data_blobs, (unsigned long long)s->tree_blobs);
 	printf("processed %llu files, %s in %s\n", (unsigned long long)(s->files_new + s->files_changed + s->files_unmodified),
 	       total, took);
+	if (g.verbose >= 1) { /* how well the pipeline used the machine */
+		struct rusage ru;
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		if (getrusage(RUSAGE_SELF, &ru) == 0) {
+			double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+				     (double)ru.ru_stime.tv_usec / 1e6;
+			printf("CPU time %.2f s: %.2f of %ld cores busy on average\n", cpu, s->seconds > 0 ? cpu / s->seconds : 0.0,
+			       cpus > 0 ? cpus : 1);
+		}
+	}
 	if (dry_run)
 		return;
 	char hex[65];

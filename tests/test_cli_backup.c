@@ -278,6 +278,27 @@ static void test_json_messages(void **state)
 	free(o);
 }
 
+/* -v reports how busy the machine was (CPU time against wall time); without it, restic's lines alone. */
+static void test_cpu_line(void **state)
+{
+	(void)state;
+	char repo[300], src[300];
+	new_repo(repo, sizeof(repo), "cpu", 2);
+	make_src(src, sizeof(src), "cpu-src", 0);
+	char *o;
+	assert_int_equal(rix(&o, "-r '%s' backup '%s'", repo, src), 0);
+	assert_null(strstr(o, "CPU time"));
+	free(o);
+	assert_int_equal(rix(&o, "-r '%s' -v backup --force '%s'", repo, src), 0);
+	const char *l = strstr(o, "CPU time ");
+	assert_non_null(l);
+	double cpu = -1, busy = -1;
+	long cores = 0;
+	assert_int_equal(sscanf(l, "CPU time %lf s: %lf of %ld cores", &cpu, &busy, &cores), 3);
+	assert_true(cpu >= 0 && busy >= 0 && cores >= 1);
+	free(o);
+}
+
 /* --dry-run writes nothing (no lock either) and says what the real backup then stores (of
  * `backup .` from inside src: the same trees both times). */
 static void test_dry_run(void **state)
@@ -448,6 +469,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_messages),
+		cmocka_unit_test(test_cpu_line),
 		cmocka_unit_test(test_dry_run),
 		cmocka_unit_test(test_terminal_status),
 		cmocka_unit_test(test_compression),
