@@ -341,7 +341,7 @@ static void pack_run(bench_b *b)
 		case SAVE_V1:
 		case SAVE_V2:
 		case SAVE_V2_RANDOM:
-			rc = rix_packer_add(s->packer, s->codec, RIX_BLOB_DATA, &s->id, s->data, s->data_n);
+			rc = rix_packer_add(NULL, s->packer, s->codec, RIX_BLOB_DATA, &s->id, s->data, s->data_n);
 			break;
 		case LOAD_BLOB: {
 			size_t got;
@@ -376,7 +376,7 @@ static void pack_run(bench_b *b)
 			rix_packer *p;
 			rc = rix_packer_new(&p, s->key, 2, s->dir, 0, drop_pack, NULL);
 			for (int k = 0; rc == 0 && k < 102; k++)
-				rc = rix_packer_add(p, s->codec, RIX_BLOB_DATA, &s->id, s->data, s->sizes[k]);
+				rc = rix_packer_add(NULL, p, s->codec, RIX_BLOB_DATA, &s->id, s->data, s->sizes[k]);
 			if (rc == 0)
 				rc = rix_packer_flush(p);
 			rix_packer_free(p);

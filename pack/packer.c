@@ -163,9 +163,17 @@ static int give_back(rix_packer *p, rix_blob_type t, rix_pack_writer *w)
 	return room ? 0 : hand_on(p, w);
 }
 
-int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_id *id, const void *plain,
-		   size_t n)
+/* The stored length of the blob just added to w (its last entry); w is this thread's. */
+static uint32_t last_length(const rix_pack_writer *w)
 {
+	return rix_pack_writer_blobs(w)[rix_pack_writer_count(w) - 1].length;
+}
+
+int rix_packer_add(uint32_t *stored_len, rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_id *id,
+		   const void *plain, size_t n)
+{
+	if (stored_len != NULL)
+		*stored_len = 0;
 	if ((unsigned)t >= RIX_BLOB_TYPES)
 		return rix_error_set(RIX_EINVAL, "packer: blob type %d", (int)t);
 	rix_pack_writer *w;
@@ -181,7 +189,11 @@ int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_
 			discard(p, w); /* empty, or failed */
 			return rc;
 		}
-		return hand_on(p, w);
+		uint32_t len = last_length(w);
+		rc = hand_on(p, w);
+		if (rc == 0 && stored_len != NULL)
+			*stored_len = len;
+		return rc;
 	}
 	int rc = take(p, t, &w);
 	if (rc != 0)
@@ -200,9 +212,11 @@ int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_
 		after_error(p, t, w);
 		return rc;
 	}
-	if (rix_pack_writer_size(w) >= p->target)
-		return hand_on(p, w);
-	return give_back(p, t, w);
+	uint32_t len = last_length(w);
+	rc = rix_pack_writer_size(w) >= p->target ? hand_on(p, w) : give_back(p, t, w);
+	if (rc == 0 && stored_len != NULL)
+		*stored_len = len;
+	return rc;
 }
 
 int rix_packer_flush(rix_packer *p)

@@ -177,9 +177,19 @@ static void give_codec(rix_repo *r, rix_blob_codec *c)
 
 int rix_repo_save_blob(rix_id *id_out, bool *stored, rix_repo *r, rix_blob_type t, const void *data, size_t n)
 {
-	rix_id id;
+	uint32_t len;
+	int rc = rix_repo_save_blob_sized(id_out, &len, r, t, data, n);
 	if (stored != NULL)
-		*stored = 0;
+		*stored = rc == 0 && len > 0;
+	return rc;
+}
+
+int rix_repo_save_blob_sized(rix_id *id_out, uint32_t *stored_len, rix_repo *r, rix_blob_type t, const void *data,
+			     size_t n)
+{
+	rix_id id;
+	if (stored_len != NULL)
+		*stored_len = 0;
 	if ((unsigned)t >= RIX_BLOB_TYPES)
 		return rix_error_set(RIX_EINVAL, "repo: blob type %d", (int)t);
 	if (n > RIX_BLOB_MAX)
@@ -195,19 +205,20 @@ int rix_repo_save_blob(rix_id *id_out, bool *stored, rix_repo *r, rix_blob_type 
 		return rc;
 	rix_packer *p;
 	rix_blob_codec *c = NULL;
+	uint32_t len = 0;
 	rc = get_packer(r, &p);
 	if (rc == 0)
 		rc = take_codec(r, &c);
 	if (rc == 0) {
-		rc = rix_packer_add(p, c, t, &id, data, n);
+		rc = rix_packer_add(&len, p, c, t, &id, data, n);
 		give_codec(r, c);
 	}
 	if (rc != 0) {
 		rix_master_index_remove_pending(r->mi, t, &id);
 		return rc;
 	}
-	if (stored != NULL)
-		*stored = 1;
+	if (stored_len != NULL)
+		*stored_len = len; /* at least 32: the crypto overhead */
 	return 0;
 }
 

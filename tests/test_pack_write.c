@@ -619,7 +619,10 @@ static void test_packer_single(void **state)
 		rix_blob_type t = i % 10 == 0 ? RIX_BLOB_TREE : RIX_BLOB_DATA;
 		rix_sha256(&want[i].id, buf, n);
 		want[i].type = t;
-		MUST(rix_packer_add(p, c, t, &want[i].id, buf, n));
+		uint32_t len = 1;
+		MUST(rix_packer_add(&len, p, c, t, &want[i].id, buf, n));
+		want[i].length = len; /* checked against the packs' entries below */
+		assert_true(len >= n + RIX_CRYPTO_OVERHEAD); /* random data does not compress */
 		assert_true(rix_packer_open_count(p) <= 2); /* one per type, single thread */
 	}
 	assert_true(rix_packer_packs_done(p) >= 10);
@@ -644,6 +647,7 @@ static void test_packer_single(void **state)
 	for (int i = 0; i < 103; i++) {
 		assert_memory_equal(s.blobs[i].id.b, want[i].id.b, RIX_ID_SIZE);
 		assert_int_equal(s.blobs[i].type, want[i].type);
+		assert_int_equal(s.blobs[i].length, want[i].length);
 	}
 	rix_packer_free(p);
 	assert_int_equal(count_files(dir), 0); /* the sink removed every file */
@@ -653,9 +657,9 @@ static void test_packer_single(void **state)
 	s.fail = RIX_EIO;
 	rix_id id;
 	rix_sha256(&id, buf, 100);
-	MUST(rix_packer_add(p, c, RIX_BLOB_DATA, &id, buf, 100));
+	MUST(rix_packer_add(NULL, p, c, RIX_BLOB_DATA, &id, buf, 100));
 	assert_int_equal(rix_packer_flush(p), RIX_EIO);
-	MUST(rix_packer_add(p, c, RIX_BLOB_DATA, &id, buf, 100));
+	MUST(rix_packer_add(NULL, p, c, RIX_BLOB_DATA, &id, buf, 100));
 	/* Freed with an open pack: its temporary file goes. */
 	assert_int_equal(count_files(dir), 1);
 	rix_packer_free(p);
@@ -686,7 +690,7 @@ static void *worker_run(void *arg)
 		size_t n = 1000 + rix_test_next(&st) % 299000;
 		rix_test_fill_random(buf, n, &st);
 		rix_sha256(&wk->ids[i], buf, n);
-		wk->rc = rix_packer_add(wk->p, c, (rix_blob_type)(i % 2), &wk->ids[i], buf, n);
+		wk->rc = rix_packer_add(NULL, wk->p, c, (rix_blob_type)(i % 2), &wk->ids[i], buf, n);
 	}
 	free(buf);
 	rix_blob_codec_free(c);
@@ -758,7 +762,7 @@ static void test_packer_keeps_pack_after_enomem(void **state)
 		rix_test_fill_random(buf, sizeof(buf), &st);
 		rix_id id;
 		rix_sha256(&id, buf, sizeof(buf));
-		MUST(rix_packer_add(p, c, RIX_BLOB_DATA, &id, buf, sizeof(buf)));
+		MUST(rix_packer_add(NULL, p, c, RIX_BLOB_DATA, &id, buf, sizeof(buf)));
 	}
 	rix_test_failalloc_install(1); /* the header's buffer in finish */
 	int rc = rix_packer_flush(p);
@@ -849,7 +853,7 @@ static int oom_packer(const rix_key *key, const char *dir)
 		plain[0] = (uint8_t)i;
 		rix_id id;
 		rix_sha256(&id, plain, sizeof(plain));
-		rc = rix_packer_add(p, c, (rix_blob_type)(i % 2), &id, plain, sizeof(plain));
+		rc = rix_packer_add(NULL, p, c, (rix_blob_type)(i % 2), &id, plain, sizeof(plain));
 	}
 	if (rc == 0)
 		rc = rix_packer_flush(p);

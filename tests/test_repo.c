@@ -103,17 +103,33 @@ static void test_save_flush_load(void **state)
 	make_blobs(&s, 300, 1);
 	for (int version = 1; version <= 2; version++) {
 		rix_repo *r = init_repo(dir, version);
+		static uint32_t lens[400];
 		for (size_t i = 0; i < s.n; i++) {
 			rix_id id;
 			bool stored = false;
-			MUST(rix_repo_save_blob(&id, &stored, r, s.type[i], s.data[i], s.len[i]));
+			if (i % 2 == 0) {
+				MUST(rix_repo_save_blob(&id, &stored, r, s.type[i], s.data[i], s.len[i]));
+				assert_int_equal(stored, 1);
+			} else {
+				lens[i] = 0;
+				MUST(rix_repo_save_blob_sized(&id, &lens[i], r, s.type[i], s.data[i], s.len[i]));
+				assert_true(lens[i] >= RIX_CRYPTO_OVERHEAD);
+			}
 			assert_memory_equal(id.b, s.id[i].b, RIX_ID_SIZE);
-			assert_int_equal(stored, 1);
 			/* Again: deduplicated, whether its pack is open or stored. */
 			MUST(rix_repo_save_blob(&id, &stored, r, s.type[i], s.data[i], s.len[i]));
 			assert_int_equal(stored, 0);
+			uint32_t len = 1;
+			MUST(rix_repo_save_blob_sized(&id, &len, r, s.type[i], s.data[i], s.len[i]));
+			assert_int_equal(len, 0);
 		}
 		MUST(rix_repo_flush(r));
+		/* The reported lengths are those of the index entries. */
+		for (size_t i = 1; i < s.n; i += 2) {
+			rix_packed_blob pb;
+			MUST(rix_master_index_lookup(&pb, rix_repo_master_index(r), s.type[i], &s.id[i]));
+			assert_int_equal(pb.length, lens[i]);
+		}
 		assert_int_equal(count_files(r, RIX_FILE_INDEX), 1);
 		size_t packs = count_files(r, RIX_FILE_PACK);
 		if (packs < 3)
@@ -123,6 +139,9 @@ static void test_save_flush_load(void **state)
 		bool stored;
 		MUST(rix_repo_save_blob(NULL, &stored, r, s.type[5], s.data[5], s.len[5]));
 		assert_int_equal(stored, 0);
+		uint32_t len = 1;
+		MUST(rix_repo_save_blob_sized(NULL, &len, r, s.type[5], s.data[5], s.len[5]));
+		assert_int_equal(len, 0);
 		MUST(rix_repo_flush(r));
 		assert_int_equal(count_files(r, RIX_FILE_INDEX), 1);
 		rix_repo_free(r);

@@ -844,7 +844,7 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 	assert_int_equal(rix_blob_codec_new(&codec, key, v, mode), 0);
 	assert_int_equal(rix_packer_new(&packer, key, v, g_work, 4u << 20, on_pack_done, &done), 0);
 	for (int i = 0; i < NBLOBS; i++)
-		if (rix_packer_add(packer, codec, bl[i].t, &bl[i].id, bl[i].p, bl[i].n) != 0)
+		if (rix_packer_add(NULL, packer, codec, bl[i].t, &bl[i].id, bl[i].p, bl[i].n) != 0)
 			fail_msg("adding %s: %s", bl[i].name, rix_error_last());
 	assert_int_equal(done.packs, 1); /* the big blob's, at once */
 	assert_int_equal(rix_packer_flush(packer), 0);

@@ -302,10 +302,12 @@ RIX_EXPORT void rix_packer_free(rix_packer *p);
  * counts as stored only once done received its pack. When a write of the open pack's file fails
  * (RIX_EIO, RIX_ENOSPC) that pack is discarded with the blobs it held (none of them was handed
  * on; the discard callback hears of them); after any other error it stays open with its blobs.
+ * *stored_len (may be NULL) = the blob's length in the pack (encrypted, compressed: what its
+ * index entry records), 0 on an error.
  * @return 0; the codec's and writer's errors; done's.
  */
-RIX_EXPORT RIX_NODISCARD int rix_packer_add(rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_id *id, const void *plain,
-		   size_t n);
+RIX_EXPORT RIX_NODISCARD int rix_packer_add(uint32_t *stored_len, rix_packer *p, rix_blob_codec *c, rix_blob_type t,
+		   const rix_id *id, const void *plain, size_t n);
 /*
  * Finishes every open pack that holds a blob and hands it to done. Call it when no add is in
  * progress (at the end of a backup, before the index is written). @return 0 or the first error;

@@ -135,6 +135,16 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_load_index(rix_repo_load_stats *stats, rix
  * rix_lock_check); the codec's, packer's, backend's errors.
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_save_blob(rix_id *id, bool *stored, rix_repo *r, rix_blob_type t, const void *data, size_t n);
+/*
+ * As rix_repo_save_blob, with *stored_len (may be NULL) = the blob's length in its pack
+ * (encrypted and, in a version 2 repository, compressed: what its index entry records as
+ * length) when it was stored now, 0 if the repository has it or another thread is storing it,
+ * and 0 on an error.
+ * @return 0; RIX_EINVAL (n over RIX_BLOB_MAX); RIX_ELOCKED (the repository's lock is lost: see
+ * rix_lock_check); the codec's, packer's, backend's errors.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_repo_save_blob_sized(rix_id *id, uint32_t *stored_len, rix_repo *r, rix_blob_type t,
+						      const void *data, size_t n);
 
 /*
  * Finishes open packs, stores them, and writes index files for every pack stored since the
