@@ -114,7 +114,7 @@ struct job {
  */
 struct tally {
 	_Atomic uint64_t files, dirs, others, files_new, files_changed, files_unmodified, dirs_new, dirs_changed,
-		dirs_unmodified, bytes, bytes_total, data_blobs, data_added, tree_blobs, tree_added, errors, excluded;
+		dirs_unmodified, bytes, bytes_total, data_blobs, data_added, tree_blobs, tree_added, added_packed, errors, excluded;
 	_Atomic uint64_t bytes_done; /* progress: bytes read so far (per chunk) and unchanged files' sizes */
 	_Atomic uint64_t files_total, dirs_total, bytes_total_scanned; /* the scanner's */
 	atomic_int scan_final, scan_stop;
@@ -247,9 +247,16 @@ static double since(const struct timespec *t0)
 	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/* Bytes of the blobs stored now: their plaintext, and what they take in their packs (0 in a dry
+ * run, which stores nothing). */
+struct sizes {
+	uint64_t plain, packed;
+};
+#define NO_SIZES ((struct sizes){ 0, 0 })
+
 /* A file or directory done (opt.item): one call at a time, a directory's path ending in '/'. */
 static void item_done(struct arch *a, const char *path, bool dir, rix_backup_action act, const struct timespec *start,
-		      uint64_t data, uint64_t meta)
+		      struct sizes data, struct sizes meta)
 {
 	if (a->opt.item == NULL)
 		return;
@@ -261,7 +268,8 @@ static void item_done(struct arch *a, const char *path, bool dir, rix_backup_act
 	if (dir && (pl == 0 || path[pl - 1] != '/'))
 		p[pl++] = '/';
 	p[pl] = '\0';
-	rix_backup_item it = { p, dir, act, act == RIX_BACKUP_UNCHANGED || start == NULL ? 0 : since(start), data, meta };
+	rix_backup_item it = { p, dir, act, act == RIX_BACKUP_UNCHANGED || start == NULL ? 0 : since(start), data.plain,
+			       meta.plain, data.packed, meta.packed };
 	pthread_mutex_lock(&a->cbmu);
 	a->opt.item(a->opt.payload, &it);
 	pthread_mutex_unlock(&a->cbmu);
@@ -280,7 +288,7 @@ struct held {
 	size_t ncontent, content_cap;
 	rix_id subtree;
 	int left_out; /* a worker could not read the file (warned) */
-	uint64_t added; /* a file: plaintext bytes of the data blobs stored for it now */
+	struct sizes added; /* a file: bytes of the data blobs stored for it now */
 };
 
 static void held_free(struct held *h)
@@ -336,10 +344,12 @@ static int dry_first(struct arch *a, rix_blob_type t, const rix_id *id)
 	return rc;
 }
 
-/* Saves a blob (a dry run: looks it up); *stored (may be NULL) whether it is new here. */
-static int save(struct arch *a, rix_blob_type t, const void *data, size_t n, rix_id *id, bool *stored_out)
+/* Saves a blob (a dry run: looks it up); *stored_out (may be NULL) its plaintext and stored bytes
+ * when it is new here, else 0 (stored: 0 in a dry run too, which cannot know them). */
+static int save(struct arch *a, rix_blob_type t, const void *data, size_t n, rix_id *id, struct sizes *stored_out)
 {
 	bool stored = false;
+	uint32_t packed = 0;
 	int rc = 0;
 	if (a->opt.dry_run) {
 		rix_sha256(id, data, n);
@@ -349,7 +359,8 @@ static int save(struct arch *a, rix_blob_type t, const void *data, size_t n, rix
 			rc = rc < 0 ? rc : 0;
 		}
 	} else {
-		rc = rix_repo_save_blob(id, &stored, a->r, t, data, n);
+		rc = rix_repo_save_blob_sized(id, &packed, a->r, t, data, n);
+		stored = packed > 0;
 	}
 	if (rc == 0 && stored) {
 		if (t == RIX_BLOB_DATA) {
@@ -359,9 +370,10 @@ static int save(struct arch *a, rix_blob_type t, const void *data, size_t n, rix
 			ADD(a, tree_blobs, 1);
 			ADD(a, tree_added, n);
 		}
+		ADD(a, added_packed, packed);
 	}
 	if (stored_out != NULL)
-		*stored_out = rc == 0 && stored;
+		*stored_out = rc == 0 && stored ? (struct sizes){ n, packed } : NO_SIZES;
 	return rc;
 }
 
@@ -448,10 +460,11 @@ static int save_fd(struct arch *a, struct worker *w, const char *path, struct he
 		scanned += rix_chunker_scan(&cut, w->ch, w->chunk + scanned, clen - scanned);
 		if (cut) {
 			rix_id id;
-			bool stored;
-			if ((rc = save(a, RIX_BLOB_DATA, w->chunk, scanned, &id, &stored)) != 0 || (rc = push_content(h, &id)) != 0)
+			struct sizes st;
+			if ((rc = save(a, RIX_BLOB_DATA, w->chunk, scanned, &id, &st)) != 0 || (rc = push_content(h, &id)) != 0)
 				return rc;
-			h->added += stored ? scanned : 0;
+			h->added.plain += st.plain;
+			h->added.packed += st.packed;
 			memmove(w->chunk, w->chunk + scanned, clen - scanned);
 			clen -= scanned;
 			scanned = 0;
@@ -459,10 +472,11 @@ static int save_fd(struct arch *a, struct worker *w, const char *path, struct he
 	}
 	if (clen > 0) {
 		rix_id id;
-		bool stored;
-		if ((rc = save(a, RIX_BLOB_DATA, w->chunk, clen, &id, &stored)) != 0 || (rc = push_content(h, &id)) != 0)
+		struct sizes st;
+		if ((rc = save(a, RIX_BLOB_DATA, w->chunk, clen, &id, &st)) != 0 || (rc = push_content(h, &id)) != 0)
 			return rc;
-		h->added += stored ? clen : 0;
+		h->added.plain += st.plain;
+		h->added.packed += st.packed;
 	}
 	/* What was read is what the snapshot records (a file that changed meanwhile: its bytes now). */
 	h->n.size = total;
@@ -474,9 +488,9 @@ static int save_fd(struct arch *a, struct worker *w, const char *path, struct he
 }
 
 struct tnode;
-static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent, uint64_t *stored_len);
+static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent, struct sizes *stored_len);
 struct held;
-static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree, uint64_t *stored_len);
+static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree, struct sizes *stored_len);
 static int abs_clean(char *out, size_t cap, const char *path);
 
 /* ---- excludes ---------------------------------------------------------------------------- */
@@ -654,7 +668,7 @@ static int read_xattrs(struct held *h, const char *path)
 /* A directory's subtree (in h) is done: its node points at it, the summary counts it (its tree
  * blob of meta bytes stored now, or 0), an item event tells. */
 static void count_dir(struct arch *a, struct held *h, const rix_id *ps, const char *path, const struct timespec *start,
-		      uint64_t meta)
+		      struct sizes meta)
 {
 	h->n.subtree = &h->subtree;
 	ADD(a, dirs, 1);
@@ -667,7 +681,7 @@ static void count_dir(struct arch *a, struct held *h, const rix_id *ps, const ch
 		ADD(a, dirs_unmodified, 1);
 	else
 		ADD(a, dirs_changed, 1);
-	item_done(a, path, true, act, start, 0, meta);
+	item_done(a, path, true, act, start, NO_SIZES, meta);
 }
 
 /* Records a repository error (the first one wins; mu not held). */
@@ -714,7 +728,7 @@ static int read_file_counted(struct arch *a, struct worker *w, const char *path,
 			ADD(a, files_new, 1);
 		else
 			ADD(a, files_changed, 1);
-		item_done(a, path, false, is_new ? RIX_BACKUP_NEW : RIX_BACKUP_MODIFIED, &start, h->added, 0);
+		item_done(a, path, false, is_new ? RIX_BACKUP_NEW : RIX_BACKUP_MODIFIED, &start, h->added, NO_SIZES);
 	}
 	return rc;
 }
@@ -776,7 +790,7 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 			if (rc == 0) {
 				SUM(a, files, 1);
 				SUM(a, files_unmodified, 1);
-				item_done(a, path, false, RIX_BACKUP_UNCHANGED, NULL, 0, 0);
+				item_done(a, path, false, RIX_BACKUP_UNCHANGED, NULL, NO_SIZES, NO_SIZES);
 			}
 			break;
 		}
@@ -790,7 +804,7 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		n->type = RIX_NODE_DIR;
 		const rix_id *ps = old != NULL && old->type == RIX_NODE_DIR ? old->subtree : NULL;
 		char only[1024];
-		uint64_t meta = 0;
+		struct sizes meta = NO_SIZES;
 		if (virt == NULL && a->opt.one_file_system && st.st_dev != a->dev) { /* a mount point: kept empty */
 			rc = save_tree(a, NULL, 0, &h->subtree, &meta);
 			if (rc == 0)
@@ -855,8 +869,8 @@ static int by_bytes(const struct dirent **x, const struct dirent **y)
 }
 
 /* Encodes held[0..n) (in name order) as a tree blob and saves it; *stored_len (may be NULL) its
- * length when it is stored now, else 0. */
-static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree, uint64_t *stored_len)
+ * sizes when it is stored now, else 0. */
+static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree, struct sizes *stored_len)
 {
 	rix_tree_enc *e;
 	int rc = rix_tree_enc_new(&e);
@@ -865,13 +879,13 @@ static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree, 
 			rc = rix_tree_enc_add(e, &held[i].n);
 	const uint8_t *d;
 	size_t len;
-	bool stored = false;
+	struct sizes st = NO_SIZES;
 	if (rc == 0)
 		rc = rix_tree_enc_finish(&d, &len, e);
 	if (rc == 0)
-		rc = save(a, RIX_BLOB_TREE, d, len, tree, &stored);
+		rc = save(a, RIX_BLOB_TREE, d, len, tree, &st);
 	if (stored_len != NULL)
-		*stored_len = stored ? len : 0;
+		*stored_len = st;
 	rix_tree_enc_free(e);
 	return rc;
 }
@@ -908,7 +922,7 @@ static void dir_release(struct arch *a, struct dir *d)
 					held_free(&d->h[i]);
 					memset(&d->h[i], 0, sizeof(d->h[i]));
 				}
-			uint64_t meta = 0;
+			struct sizes meta = NO_SIZES;
 			rc = save_tree(a, d->h, d->n, &d->slot->subtree, &meta);
 			if (rc != 0)
 				fail_with(a, rc);
@@ -1194,7 +1208,7 @@ static int save_root(struct arch *a, const char *path, rix_id *tree, const rix_i
 }
 
 /* The tree of a trie node that is not a target: its children, each saved or recursed into. */
-static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent, uint64_t *stored_len)
+static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent, struct sizes *stored_len)
 {
 	rix_tree *old = parent_tree(a, "/", parent);
 	qsort(t->kids, t->nkids, sizeof(*t->kids), cmp_tnode);
@@ -1405,7 +1419,7 @@ static int save_stdin(struct arch *a, rix_id *tree)
 	if (rc == 0) {
 		SUM(a, files, 1);
 		SUM(a, files_new, 1);
-		item_done(a, path, false, RIX_BACKUP_NEW, &start, h.added, 0);
+		item_done(a, path, false, RIX_BACKUP_NEW, &start, h.added, NO_SIZES);
 		rc = save_tree(a, &h, 1, tree, NULL);
 	}
 	held_free(&h);
@@ -1656,6 +1670,7 @@ static void tally_out(struct arch *a)
 	m->data_added = GET(a, data_added);
 	m->tree_blobs = GET(a, tree_blobs);
 	m->tree_added = GET(a, tree_added);
+	m->data_added_packed = GET(a, added_packed);
 	m->errors = GET(a, errors);
 	m->excluded = GET(a, excluded);
 	m->seconds = since(&a->t0);
@@ -1670,9 +1685,11 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	if (opt != NULL && (opt->version < 1 || opt->version > RIX_BACKUP_OPTIONS_VERSION))
 		return rix_error_set(RIX_EINVAL, "backup: options of version %u, this librix knows 1 to %u", opt->version,
 				     RIX_BACKUP_OPTIONS_VERSION);
-	/* What a caller built for version 1 has of the options and the summary. */
+	/* What a caller built for version 1 or 2 has of the options and the summary. */
 	size_t opt_size = opt != NULL && opt->version == 1 ? offsetof(rix_backup_options, progress) : sizeof(*opt);
-	size_t sum_size = opt != NULL && opt->version == 1 ? offsetof(rix_backup_summary, tree_added) : sizeof(*summary);
+	size_t sum_size = opt == NULL || opt->version >= 3 ? sizeof(*summary)
+			  : opt->version == 2 ? offsetof(rix_backup_summary, data_added_packed)
+					      : offsetof(rix_backup_summary, tree_added);
 	if (summary != NULL)
 		memset(summary, 0, sum_size);
 	const char *other = rix_repo_config(r)->other_chunker;

@@ -504,6 +504,7 @@ struct seen {
 	int other_thread;       /* a progress call from another thread than the first's */
 	size_t items[2][3];     /* [dir][action] */
 	uint64_t item_data, item_meta;
+	uint64_t item_data_repo, item_meta_repo; /* their *_size_in_repo */
 	int dir_without_slash, file_with_slash, bad_seconds;
 };
 
@@ -534,6 +535,11 @@ static void on_item(void *payload, const rix_backup_item *it)
 	s->items[it->dir][it->action]++;
 	s->item_data += it->data_size;
 	s->item_meta += it->metadata_size;
+	s->item_data_repo += it->data_size_in_repo;
+	s->item_meta_repo += it->metadata_size_in_repo;
+	/* a blob's stored bytes when (and only when) it was stored: at least the crypto overhead */
+	s->bad_seconds += (it->data_size == 0) != (it->data_size_in_repo == 0);
+	s->bad_seconds += (it->metadata_size == 0) != (it->metadata_size_in_repo == 0);
 	s->dir_without_slash += it->dir && (pl == 0 || it->path[pl - 1] != '/');
 	s->file_with_slash += !it->dir && pl > 0 && it->path[pl - 1] == '/';
 	s->bad_seconds += it->seconds < 0 || (it->action == RIX_BACKUP_UNCHANGED && it->seconds != 0);
@@ -571,6 +577,12 @@ static void check_progress(const struct seen *s, const rix_backup_summary *sum)
 
 /* The progress callback a few times a second (here every millisecond) from one thread, and an
  * item event per file and directory, on a first backup and on one with a parent. */
+static int sum_lengths(void *payload, const rix_packed_blob *pb)
+{
+	*(uint64_t *)payload += pb->length;
+	return 0;
+}
+
 static void test_progress_and_items(void **state)
 {
 	(void)state;
@@ -601,6 +613,15 @@ static void test_progress_and_items(void **state)
 	assert_int_equal(s->item_data, sum.data_added);
 	assert_true(s->item_meta > 0 && s->item_meta < sum.tree_added); /* the root's tree is no item */
 	assert_int_equal(s->dir_without_slash + s->file_with_slash + s->bad_seconds, 0);
+	/* data_added_packed: what every blob of this first backup takes in its pack, as the index
+	 * records it; the items' stored bytes are those of their blobs (the root's tree is no item). */
+	MUST(rix_repo_flush(r));
+	uint64_t in_index = 0;
+	assert_int_equal(rix_master_index_foreach(rix_repo_master_index(r), sum_lengths, &in_index), 0);
+	assert_int_equal(sum.data_added_packed, in_index);
+	assert_true(sum.data_added_packed >= 32 * (sum.data_blobs + sum.tree_blobs));
+	assert_true(s->item_data_repo >= 32 * 7 && s->item_meta_repo > 0);
+	assert_true(s->item_data_repo + s->item_meta_repo < sum.data_added_packed);
 	/* Again: every file and directory unchanged, the unchanged bytes counted as done. */
 	free(s->v);
 	memset(s, 0, sizeof(*s));
@@ -609,7 +630,8 @@ static void test_progress_and_items(void **state)
 	check_progress(s, &sum);
 	assert_int_equal(s->items[0][RIX_BACKUP_UNCHANGED], 7);
 	assert_int_equal(s->items[1][RIX_BACKUP_UNCHANGED], sum.dirs);
-	assert_int_equal(s->item_data + s->item_meta, 0);
+	assert_int_equal(s->item_data + s->item_meta + s->item_data_repo + s->item_meta_repo, 0);
+	assert_int_equal(sum.data_added_packed, 0);
 	assert_true(sum.bytes_total > (8u << 20));
 	free(s->v);
 	free(s);
@@ -648,12 +670,14 @@ static void test_dry_run(void **state)
 	assert_string_equal(before, after);
 	free(after);
 	assert_true(dry.data_blobs >= 5 && dry.tree_blobs == 3); /* root, d1, d2 */
+	assert_int_equal(dry.data_added_packed, 0); /* a dry run cannot know stored sizes */
 	bo.dry_run = false;
 	rix_backup_dot(&snap, &real, r, &f, &bo);
 	assert_int_equal(real.data_blobs, dry.data_blobs);
 	assert_int_equal(real.data_added, dry.data_added);
 	assert_int_equal(real.tree_blobs, dry.tree_blobs);
 	assert_int_equal(real.tree_added, dry.tree_added);
+	assert_true(real.data_added_packed > 0);
 	assert_int_equal(real.files_new, dry.files_new);
 	assert_int_equal(real.dirs_new, dry.dirs_new);
 	assert_int_equal(real.bytes, dry.bytes);
@@ -675,7 +699,8 @@ static void test_dry_run(void **state)
 }
 
 /* Options of version 1 (before progress, item and dry_run) still work, and their summary is
- * written without the fields version 2 added; an unknown version is refused. */
+ * written without the fields version 2 added; those of version 2 without data_added_packed
+ * (version 3); an unknown version is refused. */
 static void test_options_v1(void **state)
 {
 	(void)state;
@@ -696,7 +721,16 @@ static void test_options_v1(void **state)
 	memset(tail, 0xAB, sizeof(tail));
 	assert_memory_equal((uint8_t *)&sum + offsetof(rix_backup_summary, tree_added), tail, sizeof(tail));
 	assert_int_equal(count_files(r, RIX_FILE_SNAPSHOT), 1); /* not a dry run */
-	bo.version = 3;
+	bo.version = 2;
+	bo.dry_run = false;
+	memset(&sum, 0xAB, sizeof(sum));
+	rix_backup_dot(&snap, &sum, r, &f, &bo);
+	assert_int_equal(sum.files, 7);
+	assert_int_equal(sum.tree_added, 0); /* written: nothing new */
+	uint8_t tail3[sizeof(sum) - offsetof(rix_backup_summary, data_added_packed)];
+	memset(tail3, 0xAB, sizeof(tail3));
+	assert_memory_equal((uint8_t *)&sum + offsetof(rix_backup_summary, data_added_packed), tail3, sizeof(tail3));
+	bo.version = 4;
 	const char *paths[] = { f.src };
 	assert_int_equal(rix_backup(&snap, &sum, r, paths, 1, &bo), RIX_EINVAL);
 	rix_repo_free(r);

@@ -94,6 +94,9 @@ typedef struct rix_backup_item {
 	double seconds;           /* from its start to done (0 when unchanged) */
 	uint64_t data_size;       /* a file: plaintext bytes of the data blobs stored for it now */
 	uint64_t metadata_size;   /* a directory: plaintext bytes of its tree blob when stored now */
+	/* the same blobs' bytes in their packs (compressed, encrypted: restic's *_size_in_repo);
+	 * 0 in a dry run, which stores nothing and cannot know them */
+	uint64_t data_size_in_repo, metadata_size_in_repo;
 } rix_backup_item;
 
 /* Called for each file and directory done (from any thread of the backup, one call at a time);
@@ -101,10 +104,11 @@ typedef struct rix_backup_item {
 typedef void (*rix_backup_item_fn)(void *payload, const rix_backup_item *item);
 
 /*
- * Version 2 added the fields after `payload`; options of version 1 are still taken (their
- * summary is written without the fields version 2 added to it).
+ * Version 2 added the fields after `payload`; version 3 added data_added_packed to the summary.
+ * Options of version 1 and 2 are still taken (their summary is written without the fields the
+ * later versions added to it).
  */
-#define RIX_BACKUP_OPTIONS_VERSION 2u
+#define RIX_BACKUP_OPTIONS_VERSION 3u
 typedef struct rix_backup_options {
 	unsigned version;                 /* RIX_BACKUP_OPTIONS_VERSION */
 	const char *hostname;             /* NULL: this machine's name */
@@ -153,6 +157,9 @@ typedef struct rix_backup_summary {
 	uint64_t tree_added;              /* plaintext bytes of the tree blobs stored now (restic's
 	                                     data_added is data_added + tree_added) */
 	double seconds;                   /* how long the backup took */
+	/* version 3 (options of version 2 get the summary above) */
+	uint64_t data_added_packed;       /* bytes the data and tree blobs stored now take in their
+	                                     packs (restic's data_added_packed); 0 in a dry run */
 } rix_backup_summary;
 
 /*
