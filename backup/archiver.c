@@ -1354,9 +1354,8 @@ static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *c
 		bad |= tags == NULL || json_object_set(o, "tags", tags) != 0;
 	}
 	bad |= json_object_set_new(o, "program_version", json_string("rix 0.1.0")) != 0;
-	/* restic 0.17's summary object (its data_added counts the trees too; total_files_processed
-	 * the regular files alone; data_added_packed is left out: rix does not learn the stored
-	 * sizes of the blobs it saves). */
+	/* restic 0.17's summary object (its data_added and data_added_packed count the trees too;
+	 * total_files_processed the regular files alone). */
 	json_t *s = json_object();
 	char end[RIX_TIME_MAX];
 	struct timespec fin;
@@ -1369,12 +1368,12 @@ static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *c
 		bad |= json_object_set_new(s, "backup_start", json_string(a->start)) != 0;
 		bad |= json_object_set_new(s, "backup_end", json_string(end)) != 0;
 		const char *names[] = { "files_new", "files_changed", "files_unmodified", "dirs_new", "dirs_changed",
-					"dirs_unmodified", "data_blobs", "tree_blobs", "data_added",
+					"dirs_unmodified", "data_blobs", "tree_blobs", "data_added", "data_added_packed",
 					"total_files_processed", "total_bytes_processed" };
 		const uint64_t vals[] = { m->files_new, m->files_changed, m->files_unmodified, m->dirs_new,
 					  m->dirs_changed, m->dirs_unmodified, m->data_blobs, m->tree_blobs,
-					  m->data_added + m->tree_added, m->files_new + m->files_changed + m->files_unmodified,
-					  m->bytes_total };
+					  m->data_added + m->tree_added, m->data_added_packed,
+					  m->files_new + m->files_changed + m->files_unmodified, m->bytes_total };
 		for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
 			bad |= json_object_set_new(s, names[i], json_integer((json_int_t)vals[i])) != 0;
 		bad |= json_object_set_new(o, "summary", s) != 0;

@@ -247,18 +247,15 @@ static void backup_item(void *arg, const rix_backup_item *it)
 	(void)arg;
 	pthread_mutex_lock(&out.mu);
 	if (g.json) {
-		/* The stored sizes (restic's *_in_repo) are known only when nothing was stored. */
+		/* The stored sizes (restic's *_in_repo): 0 in a dry run, which stores nothing. */
 		printf("{\"message_type\":\"verbose_status\",\"action\":\"%s\",\"item\":", action_name[it->action]);
 		put_json_string(it->path);
 		fputs(",\"duration\":", stdout);
 		put_float(it->seconds);
-		printf(",\"data_size\":%llu", (unsigned long long)it->data_size);
-		if (it->data_size == 0)
-			fputs(",\"data_size_in_repo\":0", stdout);
-		printf(",\"metadata_size\":%llu", (unsigned long long)it->metadata_size);
-		if (it->metadata_size == 0)
-			fputs(",\"metadata_size_in_repo\":0", stdout);
-		fputs(",\"total_files\":0}\n", stdout);
+		printf(",\"data_size\":%llu,\"data_size_in_repo\":%llu,\"metadata_size\":%llu,\"metadata_size_in_repo\":%llu,"
+		       "\"total_files\":0}\n",
+		       (unsigned long long)it->data_size, (unsigned long long)it->data_size_in_repo,
+		       (unsigned long long)it->metadata_size, (unsigned long long)it->metadata_size_in_repo);
 	} else {
 		before_message();
 		char data[32], meta[32];
@@ -319,13 +316,13 @@ static void summary_json(const rix_backup_summary *s, const rix_id *snap, bool d
 {
 	printf("{\"message_type\":\"summary\",\"files_new\":%llu,\"files_changed\":%llu,\"files_unmodified\":%llu,"
 	       "\"dirs_new\":%llu,\"dirs_changed\":%llu,\"dirs_unmodified\":%llu,\"data_blobs\":%llu,"
-	       "\"tree_blobs\":%llu,\"data_added\":%llu,\"total_files_processed\":%llu,"
+	       "\"tree_blobs\":%llu,\"data_added\":%llu,\"data_added_packed\":%llu,\"total_files_processed\":%llu,"
 	       "\"total_bytes_processed\":%llu,\"total_duration\":",
 	       (unsigned long long)s->files_new, (unsigned long long)s->files_changed,
 	       (unsigned long long)s->files_unmodified, (unsigned long long)s->dirs_new,
 	       (unsigned long long)s->dirs_changed, (unsigned long long)s->dirs_unmodified,
 	       (unsigned long long)s->data_blobs, (unsigned long long)s->tree_blobs,
-	       (unsigned long long)(s->data_added + s->tree_added),
+	       (unsigned long long)(s->data_added + s->tree_added), (unsigned long long)s->data_added_packed,
 	       (unsigned long long)(s->files_new + s->files_changed + s->files_unmodified),
 	       (unsigned long long)s->bytes_total);
 	put_float(s->seconds);
@@ -342,8 +339,9 @@ static void summary_json(const rix_backup_summary *s, const rix_id *snap, bool d
 
 static void summary_text(const rix_backup_summary *s, const rix_id *snap, bool dry_run, bool from_stdin)
 {
-	char added[32], total[32], took[32];
+	char added[32], stored[32], total[32], took[32];
 	human(added, sizeof(added), s->data_added + s->tree_added);
+	human(stored, sizeof(stored), s->data_added_packed);
 	human(total, sizeof(total), s->bytes_total);
 	clock_str(took, sizeof(took), (uint64_t)s->seconds);
 	if (s->has_parent) {
@@ -361,8 +359,11 @@ static void summary_text(const rix_backup_summary *s, const rix_id *snap, bool d
 		printf("Data Blobs:  %5llu new\n", (unsigned long long)s->data_blobs);
 		printf("Tree Blobs:  %5llu new\n", (unsigned long long)s->tree_blobs);
 	}
-	printf("%s to the repository: %s (%llu data blobs, %llu trees)\n\n", dry_run ? "Would add" : "Added", added,
-	       (unsigned long long)s->data_blobs, (unsigned long long)s->tree_blobs);
+	/* restic 0.17's line; a dry run stores nothing and cannot know the stored size */
+	if (dry_run)
+		printf("Would add to the repository: %-5s\n\n", added);
+	else
+		printf("Added to the repository: %-5s (%-5s stored)\n\n", added, stored);
 	printf("processed %llu files, %s in %s\n", (unsigned long long)(s->files_new + s->files_changed + s->files_unmodified),
 	       total, took);
 	if (g.verbose >= 1) { /* how well the pipeline used the machine */

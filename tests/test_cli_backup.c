@@ -132,6 +132,8 @@ static void need_string(json_t *o, const char *key)
 
 struct counts {
 	int status, verbose, summary, scan_finished, unchanged, bad_name;
+	int bad_in_repo;      /* an item with bytes stored but none in the repository, or the reverse */
+	long long data_in_repo; /* the items' data_size_in_repo, summed */
 	json_t *last_summary; /* the summary message, kept */
 };
 
@@ -172,12 +174,20 @@ static void check_line(const char *line, struct counts *c)
 		need_uint(o, "data_size", 1);
 		need_uint(o, "metadata_size", 1);
 		need_uint(o, "total_files", 1);
-		need_uint(o, "data_size_in_repo", 0);
-		need_uint(o, "metadata_size_in_repo", 0);
+		need_uint(o, "data_size_in_repo", 1);
+		need_uint(o, "metadata_size_in_repo", 1);
+		if (strcmp(action, "scan_finished") != 0) {
+			json_int_t d = json_integer_value(json_object_get(o, "data_size")),
+				   dr = json_integer_value(json_object_get(o, "data_size_in_repo")),
+				   m = json_integer_value(json_object_get(o, "metadata_size")),
+				   mr = json_integer_value(json_object_get(o, "metadata_size_in_repo"));
+			c->bad_in_repo += (d == 0) != (dr == 0) || (m == 0) != (mr == 0);
+			c->data_in_repo += dr;
+		}
 	} else if (strcmp(type, "summary") == 0) {
 		c->summary++;
 		const char *ints[] = { "files_new", "files_changed", "files_unmodified", "dirs_new", "dirs_changed",
-				       "dirs_unmodified", "data_blobs", "tree_blobs", "data_added",
+				       "dirs_unmodified", "data_blobs", "tree_blobs", "data_added", "data_added_packed",
 				       "total_files_processed", "total_bytes_processed" };
 		for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
 			need_uint(o, ints[i], 1);
@@ -245,6 +255,12 @@ static void test_json_messages(void **state)
 	assert_int_equal(json_integer_value(json_object_get(s, "total_files_processed")), 5);
 	assert_int_equal(json_integer_value(json_object_get(s, "total_bytes_processed")), 1000 + 60000 + 1 + 3000 + (256 << 20));
 	assert_null(json_object_get(s, "dry_run"));
+	/* What the new blobs take in the packs: the sparse file's zeros compress to next to nothing. */
+	json_int_t added = json_integer_value(json_object_get(s, "data_added")),
+		   packed = json_integer_value(json_object_get(s, "data_added_packed"));
+	assert_true(packed > 0 && packed <= added);
+	assert_int_equal(c.bad_in_repo, 0);
+	assert_true(c.data_in_repo > 0 && c.data_in_repo < packed); /* and the trees */
 	json_decref(s);
 	/* stderr: the error message, restic's shape, naming the file. */
 	char *save = NULL;
@@ -270,6 +286,7 @@ static void test_json_messages(void **state)
 	assert_true(c.unchanged >= 5);
 	assert_int_equal(json_integer_value(json_object_get(c.last_summary, "files_new")), 1);
 	assert_int_equal(json_integer_value(json_object_get(c.last_summary, "files_unmodified")), 5);
+	assert_int_equal(c.bad_in_repo, 0);
 	json_decref(c.last_summary);
 	assert_int_equal(rix(&o, "-r '%s' --json -q backup '%s'", repo, src), 0);
 	check_lines(o, &c);
@@ -288,6 +305,10 @@ static void test_cpu_line(void **state)
 	char *o;
 	assert_int_equal(rix(&o, "-r '%s' backup '%s'", repo, src), 0);
 	assert_null(strstr(o, "CPU time"));
+	const char *a = strstr(o, "\nAdded to the repository: "); /* restic 0.17's line */
+	assert_non_null(a);
+	assert_non_null(strstr(a, " stored)\n"));
+	assert_null(strstr(o, "data blobs"));
 	free(o);
 	assert_int_equal(rix(&o, "-r '%s' -v backup --force '%s'", repo, src), 0);
 	const char *l = strstr(o, "CPU time ");
@@ -316,6 +337,7 @@ static void test_dry_run(void **state)
 	check_lines(o, &dry);
 	free(o);
 	assert_true(json_is_true(json_object_get(dry.last_summary, "dry_run")));
+	assert_int_equal(json_integer_value(json_object_get(dry.last_summary, "data_added_packed")), 0); /* unknown */
 	assert_null(json_object_get(dry.last_summary, "snapshot_id"));
 	assert_int_equal(rix_at(src, &o, "-r '%s' --json backup .", repo), 0);
 	check_lines(o, &real);
@@ -337,6 +359,7 @@ static void test_dry_run(void **state)
 	listing(repo, &after);
 	assert_string_equal(before, after);
 	assert_non_null(strstr(o, "Would add to the repository: 0 B"));
+	assert_null(strstr(o, "stored)"));
 	assert_null(strstr(o, "saved"));
 	free(o);
 	free(before);
