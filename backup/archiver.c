@@ -1684,11 +1684,10 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	if (opt != NULL && (opt->version < 1 || opt->version > RIX_BACKUP_OPTIONS_VERSION))
 		return rix_error_set(RIX_EINVAL, "backup: options of version %u, this librix knows 1 to %u", opt->version,
 				     RIX_BACKUP_OPTIONS_VERSION);
-	/* What a caller built for version 1 or 2 has of the options and the summary. */
-	size_t opt_size = opt != NULL && opt->version == 1 ? offsetof(rix_backup_options, progress) : sizeof(*opt);
-	size_t sum_size = opt == NULL || opt->version >= 3 ? sizeof(*summary)
-			  : opt->version == 2 ? offsetof(rix_backup_summary, data_added_packed)
-					      : offsetof(rix_backup_summary, tree_added);
+	/* What a caller built for version 1 has of the options and the summary. */
+	const bool v1 = opt != NULL && opt->version == 1;
+	size_t opt_size = v1 ? offsetof(rix_backup_options, progress) : sizeof(*opt);
+	size_t sum_size = v1 ? offsetof(rix_backup_summary, tree_added) : sizeof(*summary);
 	if (summary != NULL)
 		memset(summary, 0, sum_size);
 	const char *other = rix_repo_config(r)->other_chunker;

@@ -699,8 +699,7 @@ static void test_dry_run(void **state)
 }
 
 /* Options of version 1 (before progress, item and dry_run) still work, and their summary is
- * written without the fields version 2 added; those of version 2 without data_added_packed
- * (version 3); an unknown version is refused. */
+ * written without the fields version 2 added; an unknown version is refused. */
 static void test_options_v1(void **state)
 {
 	(void)state;
@@ -721,16 +720,7 @@ static void test_options_v1(void **state)
 	memset(tail, 0xAB, sizeof(tail));
 	assert_memory_equal((uint8_t *)&sum + offsetof(rix_backup_summary, tree_added), tail, sizeof(tail));
 	assert_int_equal(count_files(r, RIX_FILE_SNAPSHOT), 1); /* not a dry run */
-	bo.version = 2;
-	bo.dry_run = false;
-	memset(&sum, 0xAB, sizeof(sum));
-	rix_backup_dot(&snap, &sum, r, &f, &bo);
-	assert_int_equal(sum.files, 7);
-	assert_int_equal(sum.tree_added, 0); /* written: nothing new */
-	uint8_t tail3[sizeof(sum) - offsetof(rix_backup_summary, data_added_packed)];
-	memset(tail3, 0xAB, sizeof(tail3));
-	assert_memory_equal((uint8_t *)&sum + offsetof(rix_backup_summary, data_added_packed), tail3, sizeof(tail3));
-	bo.version = 4;
+	bo.version = 3;
 	const char *paths[] = { f.src };
 	assert_int_equal(rix_backup(&snap, &sum, r, paths, 1, &bo), RIX_EINVAL);
 	rix_repo_free(r);

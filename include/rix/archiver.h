@@ -104,11 +104,10 @@ typedef struct rix_backup_item {
 typedef void (*rix_backup_item_fn)(void *payload, const rix_backup_item *item);
 
 /*
- * Version 2 added the fields after `payload`; version 3 added data_added_packed to the summary.
- * Options of version 1 and 2 are still taken (their summary is written without the fields the
- * later versions added to it).
+ * Version 2 added the fields after `payload`, and to the summary. Options of version 1 are
+ * still taken (their summary is written without the fields version 2 added to it).
  */
-#define RIX_BACKUP_OPTIONS_VERSION 3u
+#define RIX_BACKUP_OPTIONS_VERSION 2u
 typedef struct rix_backup_options {
 	unsigned version;                 /* RIX_BACKUP_OPTIONS_VERSION */
 	const char *hostname;             /* NULL: this machine's name */
@@ -157,7 +156,6 @@ typedef struct rix_backup_summary {
 	uint64_t tree_added;              /* plaintext bytes of the tree blobs stored now (restic's
 	                                     data_added is data_added + tree_added) */
 	double seconds;                   /* how long the backup took */
-	/* version 3 (options of version 2 get the summary above) */
 	uint64_t data_added_packed;       /* bytes the data and tree blobs stored now take in their
 	                                     packs (restic's data_added_packed); 0 in a dry run */
 } rix_backup_summary;
