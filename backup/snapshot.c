@@ -17,6 +17,7 @@
 #include "rix/snapshot.h"
 #include "../common/gojson.h"
 #include "../common/json_scan.h"
+#include "snapshot_internal.h"
 
 struct rix_snapshot_extra {
 	char *summary; /* the summary object, compacted; NULL when none */
@@ -37,7 +38,7 @@ static char *dup_n(const char *s, size_t n)
 	return d;
 }
 
-static void free_strings(char **v, size_t n)
+void rix__snapshot_free_strings(char **v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		rix_free(v[i]);
@@ -48,9 +49,9 @@ void rix_snapshot_free(rix_snapshot *sn)
 {
 	if (sn == NULL)
 		return;
-	free_strings(sn->paths, sn->npaths);
-	free_strings(sn->excludes, sn->nexcludes);
-	free_strings(sn->tags, sn->ntags);
+	rix__snapshot_free_strings(sn->paths, sn->npaths);
+	rix__snapshot_free_strings(sn->excludes, sn->nexcludes);
+	rix__snapshot_free_strings(sn->tags, sn->ntags);
 	rix_free(sn->hostname);
 	rix_free(sn->username);
 	rix_free(sn->program_version);
@@ -213,7 +214,7 @@ static int take_strings(const rix__json *j, const char **pp, int k, char ***v, s
 	int rc = rix__json_take_null(j, pp);
 	if (rc < 0)
 		return rc;
-	free_strings(*v, *n);
+	rix__snapshot_free_strings(*v, *n);
 	*v = NULL;
 	*n = 0;
 	*present = rc == 0;
@@ -282,7 +283,7 @@ static int append_compact(char **buf, size_t *len, const char *text, size_t n)
 }
 
 /* The members of the top object into sn; *seen the known ones. */
-static int decode_members(const rix__json *j, rix_snapshot *sn, uint32_t *seen)
+static int decode_members(const rix__json *j, rix_snapshot *sn, uint32_t *seen, uint32_t *nulls)
 {
 	const char *p = rix__json_skip_ws(j->base, j->end);
 	if (p >= j->end)
@@ -320,12 +321,12 @@ static int decode_members(const rix__json *j, rix_snapshot *sn, uint32_t *seen)
 			break;
 		case K_TREE:
 			if ((rc = take_id(j, &p, k, &sn->tree, &dummy)) == 0 && !dummy)
-				*seen &= ~(UINT32_C(1) << K_TREE); /* null: as if missing */
+				*nulls |= UINT32_C(1) << K_TREE; /* null: as if missing (and seen: no second one) */
 			break;
 		case K_PATHS:
 			rc = take_strings(j, &p, k, &sn->paths, &sn->npaths, &paths_present);
 			if (rc == 0 && !paths_present)
-				*seen &= ~(UINT32_C(1) << K_PATHS);
+				*nulls |= UINT32_C(1) << K_PATHS;
 			break;
 		case K_HOSTNAME:
 			rc = take_string_member(j, &p, k, &sn->hostname);
@@ -398,10 +399,10 @@ int rix_snapshot_decode(rix_snapshot **out, const uint8_t *json, size_t len)
 	if (sn == NULL)
 		return rix_error_set(RIX_ENOMEM, "snapshot: out of memory");
 	const rix__json j = { (const char *)json, (const char *)json + len, "snapshot JSON" };
-	uint32_t seen = 0;
-	int rc = decode_members(&j, sn, &seen);
+	uint32_t seen = 0, nulls = 0;
+	int rc = decode_members(&j, sn, &seen, &nulls);
 	for (int k = K_TIME; rc == 0 && k <= K_PATHS; k++)
-		if (k != K_PARENT && !(seen & (UINT32_C(1) << k)))
+		if (k != K_PARENT && (!(seen & (UINT32_C(1) << k)) || (nulls & (UINT32_C(1) << k))))
 			rc = rix_error_set(RIX_ECORRUPT, "snapshot JSON: \"%s\" is missing", keys[k].name);
 	if (rc != 0) {
 		rix_snapshot_free(sn);
@@ -564,10 +565,10 @@ int rix_snapshot_encode(char **json, size_t *len, const rix_snapshot *sn)
 
 /* ==== Tags ==================================================================================== */
 
-static bool has_tag(const rix_snapshot *sn, const char *t)
+bool rix__snapshot_has_tag(const rix_snapshot *sn, const char *t, size_t n)
 {
 	for (size_t i = 0; i < sn->ntags; i++)
-		if (strcmp(sn->tags[i], t) == 0)
+		if (strlen(sn->tags[i]) == n && memcmp(sn->tags[i], t, n) == 0)
 			return true;
 	return false;
 }
@@ -579,11 +580,11 @@ int rix_snapshot_set_tags(rix_snapshot *sn, const char *const *tags, size_t n)
 		return rix_error_set(RIX_ENOMEM, "snapshot: out of memory for %zu tags", n);
 	for (size_t i = 0; i < n; i++) {
 		if ((v[i] = dup_n(tags[i], strlen(tags[i]))) == NULL) {
-			free_strings(v, i);
+			rix__snapshot_free_strings(v, i);
 			return rix_error_set(RIX_ENOMEM, "snapshot: out of memory for a tag");
 		}
 	}
-	free_strings(sn->tags, sn->ntags);
+	rix__snapshot_free_strings(sn->tags, sn->ntags);
 	sn->tags = v;
 	sn->ntags = n;
 	return 0;
@@ -602,7 +603,7 @@ int rix_snapshot_add_tags(bool *changed, rix_snapshot *sn, const char *const *ta
 	sn->tags = v;
 	size_t old = sn->ntags;
 	for (size_t i = 0; i < n; i++) {
-		if (has_tag(sn, tags[i]))
+		if (rix__snapshot_has_tag(sn, tags[i], strlen(tags[i])))
 			continue;
 		char *t = dup_n(tags[i], strlen(tags[i]));
 		if (t == NULL) {

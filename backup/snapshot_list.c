@@ -14,22 +14,7 @@
 #include "rix/error.h"
 #include "rix/snapshot.h"
 #include "../common/pool.h"
-
-static void free_strings(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		rix_free(v[i]);
-	rix_free(v);
-}
-
-/* Whether sn has the tag t[0..n). */
-static bool has_tag(const rix_snapshot *sn, const char *t, size_t n)
-{
-	for (size_t i = 0; i < sn->ntags; i++)
-		if (strlen(sn->tags[i]) == n && memcmp(sn->tags[i], t, n) == 0)
-			return true;
-	return false;
-}
+#include "snapshot_internal.h"
 
 /* ==== One snapshot ========================================================================= */
 
@@ -101,7 +86,7 @@ int rix_snapshot_rewrite(rix_repo *r, rix_snapshot *sn)
 	rix_id old = sn->id;
 	sn->id = nid;
 	if (memcmp(&old, &nid, sizeof(nid)) == 0)
-		return 0; /* the same bytes: the file is the one there was */
+		return 0; /* never removes the file just written (IDs of files sealed apart never meet) */
 	return rix_snapshot_remove(r, &old);
 }
 
@@ -249,7 +234,7 @@ static bool has_tag_list(const rix_snapshot *sn, const char *s)
 			b--;
 		if (a == b && sn->ntags == 0)
 			return true;
-		if (!has_tag(sn, a, (size_t)(b - a)))
+		if (!rix__snapshot_has_tag(sn, a, (size_t)(b - a)))
 			return false;
 		if (s[n] == '\0')
 			return true;
@@ -439,12 +424,12 @@ static int absolute_filter(rix_snapshot_filter *abs, char ***paths, const rix_sn
 		const char *p = f->paths[i];
 		bool rel = p[0] != '/';
 		if (rel && !have_cwd) {
-			free_strings(v, f->npaths);
+			rix__snapshot_free_strings(v, f->npaths);
 			return rix_error_set(RIX_EINVAL, "snapshot filter: path %s is relative and the working directory is unknown", p);
 		}
 		size_t len = (rel ? strlen(cwd) + 1 : 0) + strlen(p);
 		if ((v[i] = rix_malloc(len + 2)) == NULL) {
-			free_strings(v, f->npaths);
+			rix__snapshot_free_strings(v, f->npaths);
 			return rix_error_set(RIX_ENOMEM, "snapshot filter: out of memory");
 		}
 		snprintf(v[i], len + 2, "%s%s%s", rel ? cwd : "", rel ? "/" : "", p);
@@ -483,7 +468,7 @@ static int find_latest(rix_snapshot **out, const rix_snapshot_list *l, const rix
 		append_list(msg, sizeof(msg), " Hosts", abs.hosts, abs.nhosts);
 		rc = rix_error_set(RIX_ENOTFOUND, "%s)", msg);
 	}
-	free_strings(paths, abs.npaths);
+	rix__snapshot_free_strings(paths, abs.npaths);
 	return rc;
 }
 

@@ -43,8 +43,8 @@ static void print_row(char *const *cells, const size_t *width, int ncol)
 			const char *a;
 			size_t n;
 			cell_line(cells[c], l, &a, &n);
-			if (c > 0)
-				k += (size_t)snprintf(out + k, k < sizeof(out) ? sizeof(out) - k : 0, "  ");
+			if (c > 0 && k < sizeof(out))
+				k += (size_t)snprintf(out + k, sizeof(out) - k, "  ");
 			if (k < sizeof(out))
 				k += (size_t)snprintf(out + k, sizeof(out) - k, "%.*s%*s", (int)n, a,
 						      n < width[c] ? (int)(width[c] - n) : 0, "");

@@ -71,8 +71,20 @@ int cmd_tag(int argc, char **argv)
 			e = rix_snapshot_add_tags(&c, sn, add, nadd);
 			rix_snapshot_remove_tags(&c2, sn, del, ndel);
 		}
+		rix_id was = sn->id;
 		if (e == 0 && (c || c2))
 			e = rix_snapshot_rewrite(r, sn);
+		if (e != 0 && memcmp(was.b, sn->id.b, RIX_ID_SIZE) != 0) { /* written; the old one stays */
+			char now[65];
+			rix_id_to_hex(now, &sn->id);
+			fprintf(stderr, "rix: snapshot %s written with the new tags as %s, but %s could not be removed: %s\n",
+				old, now, old, rix_error_last());
+			bad = 1;
+			changed++;
+			if (e == RIX_ELOCKED)
+				break;
+			continue;
+		}
 		if (e != 0) {
 			fprintf(stderr, "rix: unable to modify the tags for snapshot ID \"%s\", ignoring: %s\n", old,
 				rix_error_last());

@@ -378,6 +378,8 @@ static void test_hostile(void **state)
 	CORRUPT("{" T ",\"TREE\":\"" TREE "\"," P "}", "not spelled so");
 	CORRUPT("{" T "," TR "," P ",\"\xc5\xbfummary\":{}}", "not spelled so");
 	CORRUPT("{" T "," TR "," P "," TR "}", "duplicate key \"tree\"");
+	CORRUPT("{" T ",\"tree\":null," TR "," P "}", "duplicate key \"tree\""); /* null, then a tree */
+	CORRUPT("{" T "," TR ",\"paths\":null," P "}", "duplicate key \"paths\"");
 	CORRUPT("{" T "," TR "," P ",\"tags\":[],\"tags\":[]}", "duplicate key \"tags\"");
 	/* U+0000: C strings cannot hold it. */
 	CORRUPT("{" T "," TR "," P ",\"hostname\":\"a\\u0000b\"}", "U+0000");
@@ -638,8 +640,6 @@ static void test_filters_like_restic(void **state)
 		rix_snapshot_list *l = load_list(r);
 		assert_int_equal(l->count, 24);
 		MUST(rix_snapshot_list_filter(l, &f));
-		for (size_t i = 0; i < l->count; i++)
-			assert_true(rix_snapshot_matches(l->items[i], &f));
 		if (fc->latest > 0)
 			MUST(rix_snapshot_list_keep_latest(l, fc->latest));
 		char *want = restic_ids(dir, fc->restic), *got = list_ids(l);

@@ -1,0 +1,19 @@
+/*
+ * backup/snapshot_internal.h — what the snapshot codec (snapshot.c) and the repository side
+ * (snapshot_list.c) share; private to librix.
+ */
+#ifndef RIX_SNAPSHOT_INTERNAL_H
+#define RIX_SNAPSHOT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rix/snapshot.h"
+
+/* Frees v[0..n) and v (rix_free). */
+void rix__snapshot_free_strings(char **v, size_t n);
+
+/* Whether sn has the tag t[0..n). */
+bool rix__snapshot_has_tag(const rix_snapshot *sn, const char *t, size_t n);
+
+#endif
