@@ -154,7 +154,7 @@ struct arch {
 	rix_time start_time;      /* the same, as a time (no parent from after it, as restic) */
 	struct timespec t0;       /* the same, monotonic */
 	bool progress_on;         /* opt.progress: workers publish their current file */
-	pthread_mutex_t cbmu;     /* item callbacks, one at a time */
+	pthread_mutex_t cbmu;     /* item and warn callbacks, one at a time */
 	struct worker **readers;  /* every worker and main: their current files */
 	size_t nreaders;
 	struct dry_shard *dry;    /* opt.dry_run: 256 shards */
@@ -165,10 +165,10 @@ struct arch {
 /* A warning that leaves nothing out (not counted as an error); one at a time, whichever thread. */
 static void notice(struct arch *a, const char *path, const char *msg)
 {
-	pthread_mutex_lock(&a->mu);
+	pthread_mutex_lock(&a->cbmu); /* callbacks one at a time, not under the queue's lock */
 	if (a->opt.warn != NULL)
 		a->opt.warn(a->opt.payload, path, msg);
-	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(&a->cbmu);
 }
 
 static void warn(struct arch *a, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -180,10 +180,10 @@ static void warn(struct arch *a, const char *path, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	ADD(a, errors, 1);
-	pthread_mutex_lock(&a->mu); /* one warning at a time, whichever thread */
+	pthread_mutex_lock(&a->cbmu); /* one callback at a time, not under the queue's lock */
 	if (a->opt.warn != NULL)
 		a->opt.warn(a->opt.payload, path, msg);
-	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(&a->cbmu);
 }
 
 static void names_free(struct names_cache *c)
@@ -586,6 +586,45 @@ static int dir_marked(struct arch *a, const char *path, char *only, size_t cap)
 	return 0;
 }
 
+/* A symlink's target into h (1: it cannot be read, warned). Out of line: see marked_only. */
+static __attribute__((noinline)) int read_link(struct arch *a, const char *path, struct held *h)
+{
+	char target[PATH_MAX];
+	ssize_t tl = readlink(path, target, sizeof(target));
+	if (tl < 0 || (size_t)tl >= sizeof(target)) {
+		warn(a, path, "readlink: %s", tl < 0 ? strerror(errno) : "target too long");
+		return 1;
+	}
+	if ((h->target = malloc((size_t)tl + 1)) == NULL)
+		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	memcpy(h->target, target, (size_t)tl);
+	h->n.linktarget = h->target;
+	h->n.linktarget_len = (size_t)tl;
+	return 0;
+}
+
+/*
+ * A marked directory's one entry to keep, malloc'd into *only (NULL: not marked). Out of line,
+ * as the walk's other buffers: the walk recurses once per directory level, and a deep tree must
+ * not exhaust the stack with them.
+ */
+static __attribute__((noinline)) int marked_only(char **only, struct arch *a, const char *path)
+{
+	char name[1024];
+	*only = NULL;
+	if (dir_marked(a, path, name, sizeof(name)) && (*only = strdup(name)) == NULL)
+		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	return 0;
+}
+
+/* Whether child is excluded by the excludes (the cleaned path's buffer out of the walk's frames). */
+static __attribute__((noinline)) bool entry_excluded(struct arch *a, const char *child)
+{
+	char absbuf[8192];
+	return (a->opt.nexcludes > 0 || a->opt.niexcludes > 0) && abs_clean(absbuf, sizeof(absbuf), child) == 0 &&
+	       is_excluded(a, absbuf);
+}
+
 /* The parent's tree id, decoded (NULL when there is none or it cannot be read: warned). */
 static rix_tree *parent_tree(struct arch *a, const char *path, const rix_id *id)
 {
@@ -803,7 +842,6 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 	case S_IFDIR: {
 		n->type = RIX_NODE_DIR;
 		const rix_id *ps = old != NULL && old->type == RIX_NODE_DIR ? old->subtree : NULL;
-		char only[1024];
 		struct sizes meta = NO_SIZES;
 		if (virt == NULL && a->opt.one_file_system && st.st_dev != a->dev) { /* a mount point: kept empty */
 			rc = save_tree(a, NULL, 0, &h->subtree, &meta);
@@ -814,25 +852,18 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 			if (rc == 0)
 				count_dir(a, h, ps, path, &start, meta);
 		} else { /* its subtree is put into h when it is done (dir_release) */
-			rc = walk_dir(a, in, path, h, true, ps, dir_marked(a, path, only, sizeof(only)) ? only : NULL);
+			char *only = NULL;
+			if ((rc = marked_only(&only, a, path)) == 0)
+				rc = walk_dir(a, in, path, h, true, ps, only);
+			free(only);
 		}
 		break;
 	}
 	case S_IFLNK: {
 		n->type = RIX_NODE_SYMLINK;
 		n->links = st.st_nlink;
-		char target[PATH_MAX];
-		ssize_t tl = readlink(path, target, sizeof(target));
-		if (tl >= 0 && (size_t)tl < sizeof(target) && (h->target = malloc((size_t)tl + 1)) != NULL)
-			memcpy(h->target, target, (size_t)tl);
-		if (tl >= 0 && (size_t)tl < sizeof(target) && h->target == NULL)
-			return rix_error_set(RIX_ENOMEM, "backup: out of memory");
-		if (tl < 0 || (size_t)tl >= sizeof(target)) {
-			warn(a, path, "readlink: %s", tl < 0 ? strerror(errno) : "target too long");
-			return 1;
-		}
-		n->linktarget = h->target;
-		n->linktarget_len = (size_t)tl;
+		if ((rc = read_link(a, path, h)) != 0)
+			return rc;
 		SUM(a, others, 1);
 		break;
 	}
@@ -1115,9 +1146,7 @@ static int walk_dir(struct arch *a, struct dir *up, const char *path, struct hel
 			break;
 		}
 		snprintf(child, need, "%s%s%s", path, pl > 0 && path[pl - 1] == '/' ? "" : "/", nm);
-		char absbuf[8192];
-		if ((a->opt.nexcludes > 0 || a->opt.niexcludes > 0) && abs_clean(absbuf, sizeof(absbuf), child) == 0 &&
-		    is_excluded(a, absbuf)) {
+		if (entry_excluded(a, child)) {
 			SUM(a, excluded, 1);
 			free(child);
 			continue;
@@ -1752,7 +1781,10 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 				break;
 			}
 			root.target = 1;
-			root.fspath = strdup(paths[i]);
+			if ((root.fspath = strdup(paths[i])) == NULL) {
+				rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
+				break;
+			}
 			continue;
 		}
 		/* A relative target keeps only its own components in the tree (restic: "src" is /src,
@@ -1855,8 +1887,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 		rc = rix_error_set(RIX_EIO, "backup: %s cannot be listed: nothing to save", root.fspath);
 	/* The scanner's last directories (it began first and does less per entry), or it is stopped
 	 * when the backup failed; the totals are final either way. */
-	if (rc != 0)
-		atomic_store(&a.t.scan_stop, 1);
+	atomic_store(&a.t.scan_stop, 1); /* done (or failed): its totals are not waited for */
 	if (scanning)
 		pthread_join(scanner, NULL);
 	scanning = false;

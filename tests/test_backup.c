@@ -409,6 +409,35 @@ static void test_parent_choice(void **state)
 	rix_test_free_dir(f.work);
 }
 
+/*
+ * A tree 1500 directories deep (a path of 3000 bytes): the walk recurses once per level, so its
+ * frames must stay small (they held 9 KiB of buffers each and a tree like this crashed it).
+ */
+static void test_deep_tree(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-deep");
+	assert_int_equal(rix_test_run(NULL, NULL,
+				      "cd '%s' && mkdir src && cd src && for i in $(seq 1500); do mkdir a && cd a || exit 1; done && "
+				      "echo deep > f",
+				      work),
+			 0);
+	char src[4300], repo[4300];
+	snprintf(src, sizeof(src), "%s/src", work);
+	snprintf(repo, sizeof(repo), "%s/repo", work);
+	rix_repo *r = open_or_init(repo, 1);
+	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
+	bo.warn = warn_fail;
+	const char *paths[] = { src };
+	rix_id snap;
+	rix_backup_summary sum;
+	MUST(rix_backup(&snap, &sum, r, paths, 1, &bo));
+	assert_int_equal(sum.files, 1);
+	assert_true(sum.dirs >= 1501);
+	rix_repo_free(r);
+	rix_test_free_dir(work);
+}
+
 /* A parent whose file's blob the index lost: the file is read and stored again, never carried forward. */
 static void test_parent_blob_lost(void **state)
 {
@@ -783,6 +812,7 @@ int main(void)
 		cmocka_unit_test(test_stdin_and_skip),
 		cmocka_unit_test(test_parent_blob_lost),
 		cmocka_unit_test(test_parent_choice),
+		cmocka_unit_test(test_deep_tree),
 		cmocka_unit_test(test_relative_targets),
 		cmocka_unit_test(test_progress_and_items),
 		cmocka_unit_test(test_dry_run),
