@@ -142,7 +142,8 @@ struct arch {
 	size_t queued;  /* jobs in the queue */
 	size_t top;     /* top directories not done */
 	int stop;
-	int rc;         /* the first repository error (of any thread), its message in msg */
+	int rc;         /* the first repository error (of any thread), its message in msg; set
+			 * under mu with an atomic store, so failed() reads it without the lock */
 	char msg[512];
 	struct worker main; /* the calling thread's */
 	rix_repo *r;
@@ -158,6 +159,9 @@ struct arch {
 	struct worker **readers;  /* every worker and main: their current files */
 	size_t nreaders;
 	struct dry_shard *dry;    /* opt.dry_run: 256 shards */
+	struct pattern *pat;      /* the excludes, split once (npat of them) */
+	size_t npat;
+	char *cwd;                /* the working directory at the start (relative paths' base) */
 };
 
 #define SUM(a, field, v) ADD(a, field, v)
@@ -491,7 +495,7 @@ struct tnode;
 static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix_id *parent, struct sizes *stored_len);
 struct held;
 static int save_tree(struct arch *a, struct held *held, size_t n, rix_id *tree, struct sizes *stored_len);
-static int abs_clean(char *out, size_t cap, const char *path);
+static int abs_clean(char *out, size_t cap, const char *cwd, const char *path);
 
 /* ---- excludes ---------------------------------------------------------------------------- */
 
@@ -513,7 +517,7 @@ static int match_parts(char **p, size_t np, char **s, size_t ns, int icase)
 	return match_parts(p + 1, np - 1, s + 1, ns - 1, icase);
 }
 
-/* Splits a copy of s on '/' into at most max parts. */
+/* Splits s in place on '/' into at most max parts. */
 static size_t split(char *s, char **parts, size_t max)
 {
 	size_t n = 0;
@@ -522,25 +526,61 @@ static size_t split(char *s, char **parts, size_t max)
 	return n;
 }
 
-static int excluded_by(const char *pattern, const char *path, int icase)
+/* An exclude pattern split into components once per backup ("**" first unless it is absolute). */
+struct pattern {
+	char *buf;
+	char *parts[256];
+	size_t n;
+	int icase;
+};
+
+/* Splits the excludes of a->opt into a->pat (patterns that are empty match nothing: left out). */
+static int compile_patterns(struct arch *a)
 {
-	char pbuf[4096], sbuf[8192];
-	char *pp[256], *sp[512];
-	if (pattern[0] == '\0')
+	size_t total = a->opt.nexcludes + a->opt.niexcludes;
+	if (total == 0)
 		return 0;
-	snprintf(pbuf, sizeof(pbuf), "%s%s", pattern[0] == '/' ? "" : "**/", pattern);
-	snprintf(sbuf, sizeof(sbuf), "%s", path);
-	size_t np = split(pbuf, pp, 256), ns = split(sbuf, sp, 512);
-	return np > 0 && match_parts(pp, np, sp, ns, icase);
+	if ((a->pat = calloc(total, sizeof(*a->pat))) == NULL)
+		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+	for (size_t i = 0; i < total; i++) {
+		int icase = i >= a->opt.nexcludes;
+		const char *p = icase ? a->opt.iexcludes[i - a->opt.nexcludes] : a->opt.excludes[i];
+		if (p[0] == '\0')
+			continue;
+		struct pattern *t = &a->pat[a->npat];
+		size_t need = strlen(p) + 4;
+		if ((t->buf = malloc(need)) == NULL)
+			return rix_error_set(RIX_ENOMEM, "backup: out of memory");
+		snprintf(t->buf, need, "%s%s", p[0] == '/' ? "" : "**/", p);
+		t->icase = icase;
+		t->n = split(t->buf, t->parts, 256);
+		if (t->n == 0) {
+			free(t->buf);
+			continue;
+		}
+		a->npat++;
+	}
+	return 0;
 }
 
+static void patterns_free(struct arch *a)
+{
+	for (size_t i = 0; i < a->npat; i++)
+		free(a->pat[i].buf);
+	free(a->pat);
+}
+
+/* Whether the clean absolute path is excluded (its components split once, for every pattern). */
 static int is_excluded(struct arch *a, const char *path)
 {
-	for (size_t i = 0; i < a->opt.nexcludes; i++)
-		if (excluded_by(a->opt.excludes[i], path, 0))
-			return 1;
-	for (size_t i = 0; i < a->opt.niexcludes; i++)
-		if (excluded_by(a->opt.iexcludes[i], path, 1))
+	if (a->npat == 0)
+		return 0;
+	char sbuf[8192];
+	char *sp[512];
+	snprintf(sbuf, sizeof(sbuf), "%s", path);
+	size_t ns = split(sbuf, sp, 512);
+	for (size_t i = 0; i < a->npat; i++)
+		if (match_parts(a->pat[i].parts, a->pat[i].n, sp, ns, a->pat[i].icase))
 			return 1;
 	return 0;
 }
@@ -621,8 +661,7 @@ static __attribute__((noinline)) int marked_only(char **only, struct arch *a, co
 static __attribute__((noinline)) bool entry_excluded(struct arch *a, const char *child)
 {
 	char absbuf[8192];
-	return (a->opt.nexcludes > 0 || a->opt.niexcludes > 0) && abs_clean(absbuf, sizeof(absbuf), child) == 0 &&
-	       is_excluded(a, absbuf);
+	return a->npat > 0 && abs_clean(absbuf, sizeof(absbuf), a->cwd, child) == 0 && is_excluded(a, absbuf);
 }
 
 /* The parent's tree id, decoded (NULL when there is none or it cannot be read: warned). */
@@ -728,18 +767,16 @@ static void fail_with(struct arch *a, int rc)
 {
 	pthread_mutex_lock(&a->mu);
 	if (a->rc == 0) {
-		a->rc = rc;
 		snprintf(a->msg, sizeof(a->msg), "%s", rix_error_last());
+		__atomic_store_n(&a->rc, rc, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&a->mu);
 }
 
+/* The first error so far, without the lock (asked once per entry and per file). */
 static int failed(struct arch *a)
 {
-	pthread_mutex_lock(&a->mu);
-	int rc = a->rc;
-	pthread_mutex_unlock(&a->mu);
-	return rc;
+	return __atomic_load_n(&a->rc, __ATOMIC_ACQUIRE);
 }
 
 /* w reads path now (or no file: NULL); the progress reporter lists it. */
@@ -1272,18 +1309,16 @@ static int save_virtual(struct arch *a, struct tnode *t, rix_id *tree, const rix
 	return rc;
 }
 
-/* Lexically clean absolute form of path (as Go's filepath.Abs): into out[cap]. */
-static int abs_clean(char *out, size_t cap, const char *path)
+/* Lexically clean absolute form of path (as Go's filepath.Abs, relative to cwd): into out[cap]. */
+static int abs_clean(char *out, size_t cap, const char *cwd, const char *path)
 {
 	char buf[8192];
-	if (path[0] == '/') {
+	if (path[0] == '/')
 		snprintf(buf, sizeof(buf), "%s", path);
-	} else {
-		char cwd[4096];
-		if (getcwd(cwd, sizeof(cwd)) == NULL)
-			return rix_error_set(RIX_EIO, "backup: getcwd: %s", strerror(errno));
+	else if (cwd != NULL)
 		snprintf(buf, sizeof(buf), "%s/%s", cwd, path);
-	}
+	else
+		return rix_error_set(RIX_EIO, "backup: %s: the working directory cannot be found", path);
 	size_t k = 0;
 	out[k++] = '/';
 	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c != NULL; c = strtok_r(NULL, "/", &save)) {
@@ -1544,7 +1579,7 @@ static void scan_dir(struct arch *a, char *path, size_t len, size_t cap, dev_t d
 		return;
 	char only[1024];
 	const char *marker = marker_ok && dir_marked(a, path, only, sizeof(only)) ? only : NULL;
-	bool ex = a->opt.nexcludes > 0 || a->opt.niexcludes > 0;
+	bool ex = a->npat > 0;
 	size_t at = len > 0 && path[len - 1] == '/' ? len : len + 1; /* where a name goes */
 	for (struct dirent *e; !scan_stopped(a) && (e = readdir(d)) != NULL;) {
 		const char *nm = e->d_name;
@@ -1757,10 +1792,11 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	rix_time t0 = to_time(now);
 	rix_time_format(a.start, &t0);
 	a.start_time = t0;
+	a.cwd = getcwd(NULL, 0); /* NULL (it was removed): relative paths fail where they are used */
 	struct tnode root = { 0 };
 	const size_t nabs = a.opt.stdin_name != NULL ? 1 : n; /* the snapshot's paths */
 	char **abs = calloc(nabs, sizeof(*abs));
-	int rc = abs == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
+	int rc = abs == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : compile_patterns(&a);
 	if (rc == 0 && a.opt.stdin_name != NULL && (abs[0] = strdup(stdin_path)) == NULL)
 		rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -1770,7 +1806,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 			break;
 		}
 		char clean[8192];
-		if ((rc = abs_clean(clean, sizeof(clean), paths[i])) != 0 || (abs[i] = strdup(clean)) == NULL) {
+		if ((rc = abs_clean(clean, sizeof(clean), a.cwd, paths[i])) != 0 || (abs[i] = strdup(clean)) == NULL) {
 			rc = rc ? rc : rix_error_set(RIX_ENOMEM, "backup: out of memory");
 			break;
 		}
@@ -1949,6 +1985,8 @@ done:
 	free(a.dry);
 	names_free(&a.users);
 	names_free(&a.groups);
+	patterns_free(&a);
+	free(a.cwd);
 	pthread_cond_destroy(&a.work);
 	pthread_cond_destroy(&a.idle);
 	pthread_mutex_destroy(&a.cbmu);
