@@ -7,6 +7,7 @@
  * The encoding/json escaper is common/gojson.c's, shared with the snapshot codec and rix_json_quote.
  */
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -450,12 +451,21 @@ int rix_tree_enc_finish(const uint8_t **data, size_t *len, rix_tree_enc *e)
 struct rix_tree {
 	rix_node *nodes;
 	size_t n;
-	/* Everything the nodes point to, in one arena per tree. */
+	/* Everything the nodes point to, bump-allocated from blocks that double (4 KiB to 256 KiB);
+	 * a piece larger than half the next block gets a block of its own. */
 	uint8_t **blocks;
 	size_t nblocks, blocks_cap;
+	uint8_t *cur;   /* free space of the newest small block */
+	size_t left;
+	size_t next;    /* the next small block's size */
 };
 
-static void *tree_alloc(rix_tree *t, size_t n)
+#define TREE_ALIGN 16
+#define TREE_BLOCK_MIN ((size_t)4 << 10)
+#define TREE_BLOCK_MAX ((size_t)256 << 10)
+
+/* A new block of n bytes, kept for rix_tree_free. */
+static uint8_t *tree_block(rix_tree *t, size_t n)
 {
 	if (t->nblocks == t->blocks_cap) {
 		size_t c = t->blocks_cap ? t->blocks_cap * 2 : 16;
@@ -465,10 +475,38 @@ static void *tree_alloc(rix_tree *t, size_t n)
 		t->blocks = b;
 		t->blocks_cap = c;
 	}
-	uint8_t *p = rix_malloc(n ? n : 1);
+	uint8_t *p = rix_malloc(n);
 	if (p != NULL)
 		t->blocks[t->nblocks++] = p;
 	return p;
+}
+
+/* n bytes that live as long as t, aligned for any of the node's arrays. */
+static void *tree_alloc(rix_tree *t, size_t n)
+{
+	if (n > SIZE_MAX - TREE_ALIGN)
+		return NULL;
+	size_t need = (n + TREE_ALIGN - 1) & ~(size_t)(TREE_ALIGN - 1);
+	if (need == 0)
+		need = TREE_ALIGN;
+	if (need <= t->left) {
+		void *p = t->cur;
+		t->cur += need;
+		t->left -= need;
+		return p;
+	}
+	if (t->next == 0)
+		t->next = TREE_BLOCK_MIN;
+	if (need > t->next / 2)
+		return tree_block(t, need);
+	uint8_t *b = tree_block(t, t->next);
+	if (b == NULL)
+		return NULL;
+	t->cur = b + need;
+	t->left = t->next - need;
+	if (t->next < TREE_BLOCK_MAX)
+		t->next *= 2;
+	return b;
 }
 
 void rix_tree_free(rix_tree *t)

@@ -418,6 +418,89 @@ static void set_times(const char *path)
 }
 
 /* rix_json_quote: encoding/json's escapes (what the tree encoder writes), snprintf's contract. */
+/* A tree of 600 nodes (names, users, link targets, xattrs, a content list of 20000 IDs: pieces
+ * of every size the decoder's arena hands out, across many of its blocks), then decoded again and
+ * encoded byte for byte; and decoded with each allocation failing in turn. */
+struct big_tree {
+	const uint8_t *json;
+	size_t len;
+};
+
+static int decode_big(void *arg)
+{
+	struct big_tree *b = arg;
+	rix_tree *t;
+	int rc = rix_tree_decode(&t, b->json, b->len);
+	if (rc == 0)
+		rix_tree_free(t);
+	return rc;
+}
+
+static void test_decode_arena(void **state)
+{
+	(void)state;
+	enum { NODES = 600, IDS = 20000 };
+	rix_id *ids = calloc(IDS, sizeof(*ids));
+	assert_non_null(ids);
+	for (size_t i = 0; i < IDS; i++)
+		for (size_t k = 0; k < RIX_ID_SIZE; k++)
+			ids[i].b[k] = (uint8_t)(i * 131 + k * 7 + (i >> 8));
+	uint8_t value[300];
+	for (size_t k = 0; k < sizeof(value); k++)
+		value[k] = (uint8_t)(k * 37);
+	rix_tree_enc *e;
+	MUST(rix_tree_enc_new(&e));
+	for (int i = 0; i < NODES; i++) {
+		char name[80], user[40], target[200];
+		snprintf(name, sizeof(name), "n%05d-%.*s", i, i % 60, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefgh");
+		snprintf(user, sizeof(user), "user%d", i % 17);
+		rix_xattr xa[2] = { { "user.a", value, (size_t)(i % 300) }, { "user.b", value, 3 } };
+		rix_node n = { 0 };
+		n.name = name;
+		n.name_len = strlen(name);
+		n.user = user;
+		n.group = "g";
+		if (i % 3 == 0) {
+			n.type = RIX_NODE_SYMLINK;
+			n.mode = 0777;
+			memset(target, 'x', sizeof(target));
+			n.linktarget = target;
+			n.linktarget_len = (size_t)(i % 200);
+		} else {
+			n.type = RIX_NODE_FILE;
+			n.mode = 0644;
+			n.content = ids + (i == 1 ? 0 : i);
+			n.content_len = i == 1 ? IDS : (size_t)(i % 40);
+		}
+		n.xattrs = xa;
+		n.nxattrs = i % 4 == 0 ? 0 : (size_t)(i % 2 + 1);
+		MUST(rix_tree_enc_add(e, &n));
+	}
+	const uint8_t *json;
+	size_t len;
+	MUST(rix_tree_enc_finish(&json, &len, e));
+	rix_tree *t;
+	MUST(rix_tree_decode(&t, json, len));
+	assert_int_equal(rix_tree_count(t), NODES);
+	assert_int_equal(rix_tree_node(t, 1)->content_len, IDS);
+	assert_memory_equal(rix_tree_node(t, 1)->content, ids, IDS * sizeof(*ids));
+	rix_tree_enc *e2;
+	MUST(rix_tree_enc_new(&e2));
+	for (size_t i = 0; i < rix_tree_count(t); i++)
+		MUST(rix_tree_enc_add(e2, rix_tree_node(t, i)));
+	const uint8_t *json2;
+	size_t len2;
+	MUST(rix_tree_enc_finish(&json2, &len2, e2));
+	assert_int_equal(len2, len);
+	assert_memory_equal(json2, json, len);
+	rix_tree_free(t);
+	rix_tree_enc_free(e2);
+	struct big_tree b = { json, len };
+	rix_test_oom_loop("rix_tree_decode (600 nodes)", decode_big, &b, 100000);
+	rix_tree_enc_free(e);
+	free(ids);
+}
+
 static void test_json_quote(void **state)
 {
 	(void)state;
@@ -554,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_escapes),
 		cmocka_unit_test(test_decode_like_go),
 		cmocka_unit_test(test_json_quote),
+		cmocka_unit_test(test_decode_arena),
 		cmocka_unit_test(test_against_restic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
