@@ -349,6 +349,11 @@ static void *reader_body(void *p)
 		rix_packed_blob pb;
 		if (rix_master_index_lookup(&pb, a->mi, bl->type, &bl->id) != 0 || pb.offset != bl->offset)
 			return (void *)1;
+		/* lookup_all: lock-free while no index is separate, locked while one is; each entry once. */
+		rix_packed_blob all[2];
+		if (rix_master_index_lookup_all(all, 2, a->mi, bl->type, &bl->id) != 1 || all[0].offset != bl->offset ||
+		    memcmp(all[0].pack_id.b, pb.pack_id.b, RIX_ID_SIZE) != 0)
+			return (void *)3;
 		rix_id ids[40];
 		bool found[40];
 		for (int i = 0; i < 40; i++)
