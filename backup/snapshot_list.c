@@ -49,7 +49,7 @@ int rix_snapshot_write(rix_id *id, rix_repo *r, const rix_snapshot *sn)
 	int rc = rix_snapshot_encode(&json, &n, sn);
 	if (rc != 0)
 		return rc;
-	rc = rix_repo_write_file(r, RIX_FILE_SNAPSHOT, json, n, id);
+	rc = rix_repo_write_file(id, r, RIX_FILE_SNAPSHOT, json, n);
 	rix_free(json);
 	return rc;
 }

@@ -79,7 +79,7 @@ static int repo_setup(bench_b *b)
 		rix_id id;
 		char name[65];
 		uint64_t n;
-		int rc = rix_repo_write_file(s->r, RIX_FILE_INDEX, json, len, &id);
+		int rc = rix_repo_write_file(&id, s->r, RIX_FILE_INDEX, json, len);
 		rix_free(json);
 		rix_id_to_hex(name, &id);
 		if (rc != 0 || rix_backend_stat(&n, rix_repo_backend(s->r), RIX_FILE_INDEX, name) != 0)

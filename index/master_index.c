@@ -635,12 +635,12 @@ static int sorted_unique(rix_id *all, size_t n, rix_id **out, size_t *nout)
 
 /* Collects base[0..nbase) and, per separate index, what get() returns; caller holds lock. */
 static int collect_ids(rix_master_index *mi, const rix_id *base, size_t nbase,
-		       const rix_id *(*get)(const rix_index *, size_t *), rix_id **out, size_t *n)
+		       const rix_id *(*get)(size_t *, const rix_index *), rix_id **out, size_t *n)
 {
 	size_t total = nbase;
 	for (size_t i = 0; i < mi->nseparate; i++) {
 		size_t k;
-		get(mi->separate[i], &k);
+		get(&k, mi->separate[i]);
 		total += k;
 	}
 	rix_id *all = rix_malloc((total ? total : 1) * sizeof(rix_id));
@@ -651,7 +651,7 @@ static int collect_ids(rix_master_index *mi, const rix_id *base, size_t nbase,
 	size_t at = nbase;
 	for (size_t i = 0; i < mi->nseparate; i++) {
 		size_t k;
-		const rix_id *ids = get(mi->separate[i], &k);
+		const rix_id *ids = get(&k, mi->separate[i]);
 		if (k)
 			memcpy(all + at, ids, k * sizeof(rix_id));
 		at += k;
@@ -659,7 +659,7 @@ static int collect_ids(rix_master_index *mi, const rix_id *base, size_t nbase,
 	return sorted_unique(all, total, out, n);
 }
 
-static const rix_id *packs_of(const rix_index *idx, size_t *n)
+static const rix_id *packs_of(size_t *n, const rix_index *idx)
 {
 	*n = idx->npacks;
 	return idx->packs;

@@ -277,7 +277,7 @@ static void check_restic_repo(const char *repo, int version)
 		fail_msg("%s index: %s", repo, rix_error_last());
 	free(file);
 	rix_index *idx;
-	assert_int_equal(rix_index_decode(&idx, (const char *)json, jn, NULL), 0);
+	assert_int_equal(rix_index_decode(&idx, NULL, (const char *)json, jn), 0);
 	rix_free(json);
 
 	/* Every pack: its name is its SHA-256; header == index; every blob reads and verifies. */

@@ -433,7 +433,7 @@ static void check_restic_writes(int v, const char *mode)
 		if (rix_unpacked_decode(&json, &jn, key, f.p, f.n, v) != 0)
 			fail_msg("index %s: %s", names[i], rix_error_last());
 		check_unpacked_layout(key, &f, v, jn);
-		if (rix_index_decode(&idx[i], (const char *)json, jn, NULL) != 0)
+		if (rix_index_decode(&idx[i], NULL, (const char *)json, jn) != 0)
 			fail_msg("index %s: %s", names[i], rix_error_last());
 		index_blobs += rix_index_count(idx[i], RIX_BLOB_DATA) + rix_index_count(idx[i], RIX_BLOB_TREE);
 		index_packs += rix_index_pack_count(idx[i]);

@@ -798,7 +798,7 @@ static void test_find(void **state)
 
 	/* Unreadable files: listed apart, reported once each, found by ID with their error. */
 	rix_id junk;
-	MUST(rix_repo_write_file(r, RIX_FILE_SNAPSHOT, "not json", 8, &junk));
+	MUST(rix_repo_write_file(&junk, r, RIX_FILE_SNAPSHOT, "not json", 8));
 	struct seen_errors seen = { 0 };
 	MUST(rix_snapshot_list_load(&l, r, on_error, &seen));
 	assert_int_equal(seen.calls, 1);

@@ -204,8 +204,7 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_read_file(uint8_t **out, size_t *n, rix_re
  * @return 0; RIX_EINVAL (another file type; json too large); backend errors (RIX_ENOSPC, RIX_EIO);
  * RIX_ENOMEM.
  */
-RIX_EXPORT RIX_NODISCARD int rix_repo_write_file(rix_repo *r, rix_file_type t, const void *json, size_t n,
-						 rix_id *id);
+RIX_EXPORT RIX_NODISCARD int rix_repo_write_file(rix_id *id, rix_repo *r, rix_file_type t, const void *json, size_t n);
 
 /*
  * The IDs of every file of type t (not RIX_FILE_CONFIG), sorted: *ids (the caller's, rix_free;
