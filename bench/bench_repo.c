@@ -61,7 +61,7 @@ static int repo_setup(bench_b *b)
 		/* 5000 packs of one blob, as restic's benchmark makes them. */
 		rix_index *idx;
 		uint64_t st = 42;
-		if (rix_index_new(&idx, 0) != 0)
+		if (rix_index_new(&idx) != 0)
 			return bench_fail(b, "index");
 		for (int p = 0; p < 5000; p++) {
 			rix_id pack;

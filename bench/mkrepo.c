@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 			rand_id(&st, &blobs[i].id);
 			off += stored;
 		}
-		if (idx == NULL && rix_index_new(&idx, 0) != 0)
+		if (idx == NULL && rix_index_new(&idx) != 0)
 			return die("index");
 		if (rix_index_store_pack(idx, &pack, blobs, k) != 0)
 			return die("store");

@@ -16,7 +16,12 @@
 #include "index_internal.h"
 #include "hash.h"
 
-int rix_index_new(rix_index **out, uint32_t batch)
+int rix_index_new(rix_index **out)
+{
+	return rix_index_new_batch(out, 0);
+}
+
+int rix_index_new_batch(rix_index **out, uint32_t batch)
 {
 	*out = NULL;
 	rix_index *idx = rix_calloc(1, sizeof(*idx));
@@ -25,7 +30,7 @@ int rix_index_new(rix_index **out, uint32_t batch)
 	idx->batch = batch;
 	idx->pack_seed = rix__random_seed();
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		int rc = rix_indexmap_new(&idx->maps[t], batch);
+		int rc = rix_indexmap_new_batch(&idx->maps[t], batch);
 		if (rc != 0) {
 			rix_index_free(idx);
 			return rc;

@@ -607,7 +607,7 @@ int rix_index_decode(rix_index **out, bool *legacy, const char *json, size_t len
 	*out = NULL;
 	if (legacy != NULL)
 		*legacy = false;
-	int rc = rix_index_new(&idx, 0);
+	int rc = rix_index_new(&idx);
 	if (rc != 0)
 		return rc;
 	d.idx = idx;

@@ -193,7 +193,7 @@ int drop_from_index(const char *dir, const rix_id *id)
 			continue;
 		}
 		struct dropping d = { .id = id };
-		MUST(rix_index_new(&d.out, 0));
+		MUST(rix_index_new(&d.out));
 		MUST(rix_index_foreach_pack(idx, copy_pack_without, &d));
 		char *out;
 		size_t on;

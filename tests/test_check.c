@@ -86,7 +86,7 @@ static void test_check(void **state)
 	rix_blob wrong = { .id = pb.id, .type = pb.type, .offset = pb.offset, .length = pb.length + 1,
 			   .uncompressed_length = pb.uncompressed_length };
 	rix_index *bad;
-	MUST(rix_index_new(&bad, 0));
+	MUST(rix_index_new(&bad));
 	MUST(rix_index_store_pack(bad, &pb.pack_id, &wrong, 1));
 	char *json;
 	size_t jl;

@@ -79,7 +79,7 @@ static void test_store_lookup_size(void **state)
 	static struct fixture fx;
 	make_fixture(&fx, 11);
 	rix_index *idx;
-	assert_int_equal(rix_index_new(&idx, 0), 0);
+	assert_int_equal(rix_index_new(&idx), 0);
 	assert_int_equal(store_all(idx, &fx), 0);
 	check_all(idx, &fx);
 	assert_int_equal(rix_index_pack_count(idx), NPACKS);
@@ -106,7 +106,7 @@ static void test_pack_stored_once_and_duplicates(void **state)
 	static struct fixture fx;
 	make_fixture(&fx, 12);
 	rix_index *idx;
-	assert_int_equal(rix_index_new(&idx, 4), 0);
+	assert_int_equal(rix_index_new_batch(&idx, 4), 0);
 	assert_int_equal(store_all(idx, &fx), 0);
 	/* Pack 0 again with pack 1's blobs: same pack number, and a blob now in two packs. */
 	assert_int_equal(rix_index_store_pack(idx, &fx.packs[0], fx.blobs[1], 2), 0);
@@ -176,7 +176,7 @@ static void test_iteration(void **state)
 	static struct fixture fx;
 	make_fixture(&fx, 13);
 	rix_index *idx;
-	assert_int_equal(rix_index_new(&idx, 0), 0);
+	assert_int_equal(rix_index_new(&idx), 0);
 	assert_int_equal(store_all(idx, &fx), 0);
 	struct walk w = { &fx, 0, 0 };
 	assert_int_equal(rix_index_foreach(idx, flat_cb, &w), 0);
@@ -197,7 +197,7 @@ static void test_final_and_id_lists(void **state)
 	static struct fixture fx;
 	make_fixture(&fx, 14);
 	rix_index *idx;
-	assert_int_equal(rix_index_new(&idx, 0), 0);
+	assert_int_equal(rix_index_new(&idx), 0);
 	assert_false(rix_index_is_final(idx));
 	assert_int_equal(rix_index_store_pack(idx, &fx.packs[0], fx.blobs[0], PER_PACK), 0);
 	rix_index_finalize(idx);
@@ -225,7 +225,7 @@ static int oom_build(void *arg)
 {
 	struct fixture *fx = arg;
 	rix_index *idx = NULL;
-	int rc = rix_index_new(&idx, 16);
+	int rc = rix_index_new_batch(&idx, 16);
 	if (rc == 0) {
 		rc = store_all(idx, fx);
 		if (rc == 0) {

@@ -316,7 +316,7 @@ static rix_index *random_index(uint64_t *st, size_t npacks, size_t nsup)
 	rix_index *idx = NULL;
 	rix_blob blobs[40];
 	rix_id prev_blob;
-	assert_int_equal(rix_index_new(&idx, 0), 0);
+	assert_int_equal(rix_index_new(&idx), 0);
 	rix_test_random_id(&prev_blob, st);
 	for (size_t p = 0; p < npacks; p++) {
 		rix_id pack;
@@ -378,7 +378,7 @@ static void test_encode_empty(void **state)
 {
 	(void)state;
 	rix_index *idx = NULL;
-	assert_int_equal(rix_index_new(&idx, 0), 0);
+	assert_int_equal(rix_index_new(&idx), 0);
 	char *out = encode(idx, NULL);
 	assert_string_equal(out, "{\"packs\":[]}\n");
 	rix_free(out);

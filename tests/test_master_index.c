@@ -54,7 +54,7 @@ static void make_idxdata(struct idxdata *d, uint64_t *st, const struct idxdata *
 static rix_index *build_index(const struct idxdata *d, int final)
 {
 	rix_index *idx;
-	assert_int_equal(rix_index_new(&idx, 0), 0);
+	assert_int_equal(rix_index_new(&idx), 0);
 	for (int p = 0; p < PACKS_PER_INDEX; p++)
 		assert_int_equal(rix_index_store_pack(idx, &d->packs[p], d->blobs[p], PER_PACK), 0);
 	assert_int_equal(rix_index_add_id(idx, &d->id), 0);

@@ -27,11 +27,16 @@ extern "C" {
 typedef struct rix_index rix_index;
 
 /*
- * Creates an empty, unfinished index. batch: entry batch size for its maps (0: default).
- * *out belongs to the caller, freed with rix_index_free.
+ * Creates an empty, unfinished index. *out belongs to the caller, freed with rix_index_free.
  * @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT RIX_NODISCARD int rix_index_new(rix_index **out, uint32_t batch);
+RIX_EXPORT RIX_NODISCARD int rix_index_new(rix_index **out);
+
+#ifdef RIX_ADVANCED /* tuning (rix/common.h) */
+/* As rix_index_new, its maps with batch entries per allocation block (rix_indexmap_new_batch;
+ * 0: the default). @return 0, RIX_ENOMEM. */
+RIX_EXPORT RIX_NODISCARD int rix_index_new_batch(rix_index **out, uint32_t batch);
+#endif /* RIX_ADVANCED */
 
 /* Frees the index. NULL-safe. */
 RIX_EXPORT void rix_index_free(rix_index *idx);
