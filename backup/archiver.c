@@ -1944,7 +1944,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	if (rc == 0)
 		rc = snapshot_json(&json, &a, &tree, abs, nabs);
 	if (rc == 0)
-		rc = rix_repo_write_file(r, RIX_FILE_SNAPSHOT, json, strlen(json), snapshot_id);
+		rc = rix_repo_write_file(snapshot_id, r, RIX_FILE_SNAPSHOT, json, strlen(json));
 done:
 	if (scanning) {
 		atomic_store(&a.t.scan_stop, 1);

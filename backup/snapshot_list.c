@@ -49,7 +49,7 @@ int rix_snapshot_write(rix_id *id, rix_repo *r, const rix_snapshot *sn)
 	int rc = rix_snapshot_encode(&json, &n, sn);
 	if (rc != 0)
 		return rc;
-	rc = rix_repo_write_file(r, RIX_FILE_SNAPSHOT, json, n, id);
+	rc = rix_repo_write_file(id, r, RIX_FILE_SNAPSHOT, json, n);
 	rix_free(json);
 	return rc;
 }
@@ -151,8 +151,9 @@ static void *load_worker(void *arg)
 	}
 }
 
-/* Snapshot files read at once: they are small, and a REST server answers several at a time. */
-#define LOAD_THREADS 8
+/* Snapshot files read at once when rix_repo_options.workers is 0: they are small, and a REST
+ * server answers several at a time. */
+#define LOAD_WORKERS_DEFAULT 8u
 
 int rix_snapshot_list_load(rix_snapshot_list **out, rix_repo *r, rix_snapshot_error_fn on_error, void *payload)
 {
@@ -176,8 +177,10 @@ int rix_snapshot_list_load(rix_snapshot_list **out, rix_repo *r, rix_snapshot_er
 	atomic_init(&ld.next, 0);
 	atomic_init(&ld.fatal, 0);
 	pthread_mutex_init(&ld.mu, NULL);
-	if (n > 0)
-		rix__pool_run(rix__pool_size(LOAD_THREADS, (unsigned)(n < LOAD_THREADS ? n : LOAD_THREADS)), load_worker, &ld);
+	if (n > 0) {
+		unsigned want = rix_repo_workers(r) ? rix_repo_workers(r) : LOAD_WORKERS_DEFAULT;
+		rix__pool_run(rix__pool_size(want, n < want ? (unsigned)n : want), load_worker, &ld);
+	}
 	pthread_mutex_destroy(&ld.mu);
 	rc = atomic_load(&ld.fatal);
 	if (rc != 0)

@@ -6,6 +6,7 @@
  *                        SHA-256, open, decompress, decode, build). Opening is not timed.
  *   SaveBlob/miss        a new 64 KiB blob (random content, auto compression tries zstd and
  *                        stores it plain): hash, index miss, pending, encode, pack, write
+ *   SaveBlob/miss-par    SaveBlob/miss from every CPU at once, each thread its own new blobs
  *   SaveBlob/hit         the same blob again: hash and one index hit (dedup)
  *   SaveBlob/hit-par     SaveBlob/hit from every CPU at once
  * Repositories live in a temporary directory under $TMPDIR (page cache); key files use
@@ -23,7 +24,10 @@
 #define PW "bench"
 #define BLOB (64u << 10)
 
-enum { LOAD_V1, LOAD_V2, SAVE_MISS, SAVE_HIT, SAVE_HIT_PAR };
+enum { LOAD_V1, LOAD_V2, SAVE_MISS, SAVE_HIT, SAVE_HIT_PAR, SAVE_MISS_PAR };
+
+/* Threads of the parallel benchmarks, at most. */
+#define MAX_PAR 64
 
 struct rstate {
 	char dir[256];
@@ -31,6 +35,10 @@ struct rstate {
 	uint8_t *data;
 	uint64_t counter;
 	rix_repo_options opt;
+	/* SaveBlob/miss-par: one buffer (BLOB bytes, thread i's number at byte 8) and count per thread */
+	int np;
+	uint8_t *pdata;
+	uint64_t pcounter[MAX_PAR];
 };
 
 static int open_repo(bench_b *b, struct rstate *s)
@@ -61,7 +69,7 @@ static int repo_setup(bench_b *b)
 		/* 5000 packs of one blob, as restic's benchmark makes them. */
 		rix_index *idx;
 		uint64_t st = 42;
-		if (rix_index_new(&idx, 0) != 0)
+		if (rix_index_new(&idx) != 0)
 			return bench_fail(b, "index");
 		for (int p = 0; p < 5000; p++) {
 			rix_id pack;
@@ -79,7 +87,7 @@ static int repo_setup(bench_b *b)
 		rix_id id;
 		char name[65];
 		uint64_t n;
-		int rc = rix_repo_write_file(s->r, RIX_FILE_INDEX, json, len, &id);
+		int rc = rix_repo_write_file(&id, s->r, RIX_FILE_INDEX, json, len);
 		rix_free(json);
 		rix_id_to_hex(name, &id);
 		if (rc != 0 || rix_backend_stat(&n, rix_repo_backend(s->r), RIX_FILE_INDEX, name) != 0)
@@ -90,11 +98,25 @@ static int repo_setup(bench_b *b)
 		s->r = NULL;
 	} else {
 		s->data = malloc(BLOB);
+		if (s->data == NULL)
+			return bench_fail(b, "out of memory");
 		randombytes_buf(s->data, BLOB);
 		b->set_bytes = BLOB;
-		if (which != SAVE_MISS && rix_repo_save_blob(NULL, NULL, s->r, RIX_BLOB_DATA, s->data, BLOB) != 0)
+		if (which == SAVE_MISS_PAR) {
+			s->np = bench_procs() > MAX_PAR ? MAX_PAR : bench_procs();
+			s->pdata = malloc((size_t)s->np * BLOB);
+			if (s->pdata == NULL)
+				return bench_fail(b, "out of memory");
+			for (int i = 0; i < s->np; i++) {
+				uint64_t who = (uint64_t)i;
+				memcpy(s->pdata + (size_t)i * BLOB, s->data, BLOB);
+				memcpy(s->pdata + (size_t)i * BLOB + 8, &who, sizeof(who));
+			}
+		}
+		bool miss = which == SAVE_MISS || which == SAVE_MISS_PAR;
+		if (!miss && rix_repo_save_blob(NULL, NULL, s->r, RIX_BLOB_DATA, s->data, BLOB) != 0)
 			return bench_fail(b, "save: %s", rix_error_last());
-		if (which != SAVE_MISS && rix_repo_flush(s->r) != 0)
+		if (!miss && rix_repo_flush(s->r) != 0)
 			return bench_fail(b, "flush: %s", rix_error_last());
 	}
 	return 0;
@@ -115,24 +137,32 @@ static void repo_teardown(bench_b *b)
 			bench_log("could not remove %s", s->dir);
 	}
 	free(s->data);
+	free(s->pdata);
 	free(s);
 	b->state = NULL;
 }
 
-struct hitter {
+/* One thread of SaveBlob/hit-par (the known blob again) or /miss-par (its own new blobs). */
+struct saver {
 	rix_repo *r;
-	const uint8_t *data;
+	uint8_t *data;     /* hit: the known blob (not written); miss: this thread's buffer */
+	uint64_t *counter; /* miss: this thread's count, kept across runs so no blob repeats */
 	uint64_t n;
+	bool miss;
 	int rc;
 };
 
-static void *hit_run(void *arg)
+static void *save_run(void *arg)
 {
-	struct hitter *h = arg;
+	struct saver *h = arg;
 	for (uint64_t i = 0; i < h->n && h->rc == 0; i++) {
 		bool stored;
+		if (h->miss) {
+			(*h->counter)++;
+			memcpy(h->data, h->counter, sizeof(*h->counter));
+		}
 		h->rc = rix_repo_save_blob(NULL, &stored, h->r, RIX_BLOB_DATA, h->data, BLOB);
-		if (h->rc == 0 && stored)
+		if (h->rc == 0 && stored != h->miss)
 			h->rc = -1;
 	}
 	return NULL;
@@ -142,14 +172,15 @@ static void repo_run(bench_b *b)
 {
 	struct rstate *s = b->state;
 	int which = (int)b->def->arg[0];
-	if (which == SAVE_HIT_PAR) {
-		int np = bench_procs();
-		struct hitter h[64];
-		pthread_t th[64];
-		np = np > 64 ? 64 : np;
+	if (which == SAVE_HIT_PAR || which == SAVE_MISS_PAR) {
+		bool miss = which == SAVE_MISS_PAR;
+		int np = miss ? s->np : bench_procs() > MAX_PAR ? MAX_PAR : bench_procs();
+		struct saver h[MAX_PAR];
+		pthread_t th[MAX_PAR];
 		for (int i = 0; i < np; i++) {
-			h[i] = (struct hitter){ s->r, s->data, b->n / (uint64_t)np + (i == 0 ? b->n % (uint64_t)np : 0), 0 };
-			pthread_create(&th[i], NULL, hit_run, &h[i]);
+			h[i] = (struct saver){ s->r, miss ? s->pdata + (size_t)i * BLOB : s->data, miss ? &s->pcounter[i] : NULL,
+					       b->n / (uint64_t)np + (i == 0 ? b->n % (uint64_t)np : 0), miss, 0 };
+			pthread_create(&th[i], NULL, save_run, &h[i]);
 		}
 		for (int i = 0; i < np; i++) {
 			pthread_join(th[i], NULL);
@@ -202,7 +233,8 @@ void register_repo_benchmarks(void)
 		const char *name;
 		int which;
 	} list[] = { { "LoadIndex/v1", LOAD_V1 }, { "LoadIndex/v2", LOAD_V2 }, { "SaveBlob/miss", SAVE_MISS },
-		     { "SaveBlob/hit", SAVE_HIT }, { "SaveBlob/hit-par", SAVE_HIT_PAR } };
+		     { "SaveBlob/miss-par", SAVE_MISS_PAR }, { "SaveBlob/hit", SAVE_HIT },
+		     { "SaveBlob/hit-par", SAVE_HIT_PAR } };
 	for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++) {
 		bench_def d = { .setup = repo_setup, .run = repo_run, .teardown = repo_teardown, .family = 5 };
 		snprintf(d.name, sizeof(d.name), "%s", list[i].name);

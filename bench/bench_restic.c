@@ -593,7 +593,7 @@ static void decode_run(bench_b *b)
 	size_t want = big_gen()->nblobs;
 	for (uint64_t i = 0; i < b->n; i++) {
 		rix_index *idx;
-		int rc = rix_index_decode(&idx, s->json, s->json_len, NULL);
+		int rc = rix_index_decode(&idx, NULL, s->json, s->json_len);
 		bench_stop(b);
 		if (rc != 0) {
 			bench_fail(b, "rix_index_decode: %s (%s)", rix_strerror(rc), rix_error_last());

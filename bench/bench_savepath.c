@@ -54,7 +54,7 @@ static int sp_setup(bench_b *b)
 		return bench_fail(b, "master index: %s", rix_error_last());
 	const rix_id *ids = gen_entry_ids(FROZEN_N);
 	rix_index *idx;
-	if (rix_index_new(&idx, 0) != 0)
+	if (rix_index_new(&idx) != 0)
 		return bench_fail(b, "index");
 	rix_blob bl[PER_PACK];
 	for (uint32_t p = 0; p * PER_PACK < FROZEN_N; p++) {

@@ -170,7 +170,7 @@ static int master_build(size_t n, uint32_t batch, rix_master_index **out, uint64
 		size_t end = start + MASTER_INDEX_ENTRIES < n ? start + MASTER_INDEX_ENTRIES : n;
 		uint64_t t0 = bench_now_ns();
 		rix_index *idx;
-		rc = rix_index_new(&idx, batch);
+		rc = rix_index_new_batch(&idx, batch);
 		if (rc != 0)
 			break;
 		for (size_t i = start; i < end && rc == 0; i += 8) {

@@ -318,7 +318,7 @@ void rgen_index_free(rgen_index *g)
 int rgen_index_build(const rgen_index *g, uint32_t batch, rix_index **out)
 {
 	rix_index *idx;
-	int rc = rix_index_new(&idx, batch);
+	int rc = rix_index_new_batch(&idx, batch);
 	if (rc != 0)
 		return rc;
 	for (size_t p = 0; p < g->npacks; p++) {

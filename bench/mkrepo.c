@@ -45,7 +45,7 @@ static int write_index(rix_repo *r, rix_index *idx)
 	size_t len;
 	if (rix_index_encode(&json, &len, idx) != 0)
 		return die("encode");
-	int rc = rix_repo_write_file(r, RIX_FILE_INDEX, json, len, NULL);
+	int rc = rix_repo_write_file(NULL, r, RIX_FILE_INDEX, json, len);
 	rix_free(json);
 	return rc != 0 ? die("write") : 0;
 }
@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 			rand_id(&st, &blobs[i].id);
 			off += stored;
 		}
-		if (idx == NULL && rix_index_new(&idx, 0) != 0)
+		if (idx == NULL && rix_index_new(&idx) != 0)
 			return die("index");
 		if (rix_index_store_pack(idx, &pack, blobs, k) != 0)
 			return die("store");

@@ -16,7 +16,12 @@
 #include "index_internal.h"
 #include "hash.h"
 
-int rix_index_new(rix_index **out, uint32_t batch)
+int rix_index_new(rix_index **out)
+{
+	return rix_index_new_batch(out, 0);
+}
+
+int rix_index_new_batch(rix_index **out, uint32_t batch)
 {
 	*out = NULL;
 	rix_index *idx = rix_calloc(1, sizeof(*idx));
@@ -25,7 +30,7 @@ int rix_index_new(rix_index **out, uint32_t batch)
 	idx->batch = batch;
 	idx->pack_seed = rix__random_seed();
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		int rc = rix_indexmap_new(&idx->maps[t], batch);
+		int rc = rix_indexmap_new_batch(&idx->maps[t], batch);
 		if (rc != 0) {
 			rix_index_free(idx);
 			return rc;
@@ -200,7 +205,7 @@ bool rix_index_has(const rix_index *idx, rix_blob_type t, const rix_id *id)
 	return m != NULL && rix_indexmap_lookup(NULL, m, id) == 0;
 }
 
-int rix_index_size(const rix_index *idx, rix_blob_type t, const rix_id *id, uint32_t *size)
+int rix_index_size(uint32_t *size, const rix_index *idx, rix_blob_type t, const rix_id *id)
 {
 	const rix_indexmap *m = map_of(idx, t);
 	rix_loc loc;
@@ -324,7 +329,7 @@ int rix_index_add_id(rix_index *idx, const rix_id *id)
 	return push_id(&idx->ids, &idx->nids, &idx->ids_cap, id);
 }
 
-const rix_id *rix_index_ids(const rix_index *idx, size_t *n)
+const rix_id *rix_index_ids(size_t *n, const rix_index *idx)
 {
 	*n = idx->nids;
 	return idx->ids;
@@ -335,7 +340,7 @@ int rix_index_add_supersedes(rix_index *idx, const rix_id *id)
 	return push_id(&idx->supersedes, &idx->nsupersedes, &idx->supersedes_cap, id);
 }
 
-const rix_id *rix_index_supersedes(const rix_index *idx, size_t *n)
+const rix_id *rix_index_supersedes(size_t *n, const rix_index *idx)
 {
 	*n = idx->nsupersedes;
 	return idx->supersedes;

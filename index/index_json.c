@@ -598,7 +598,7 @@ static int decode_text(struct dec *d, bool *legacy)
 	return rc;
 }
 
-int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy)
+int rix_index_decode(rix_index **out, bool *legacy, const char *json, size_t len)
 {
 	rix_index *idx = NULL;
 	struct dec d = { .j = { json, json + len, "index JSON" } };
@@ -607,7 +607,7 @@ int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy
 	*out = NULL;
 	if (legacy != NULL)
 		*legacy = false;
-	int rc = rix_index_new(&idx, 0);
+	int rc = rix_index_new(&idx);
 	if (rc != 0)
 		return rc;
 	d.idx = idx;
@@ -623,7 +623,7 @@ int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy
 	return 0;
 }
 
-int rix_index_decode_to(const char *json, size_t len, const rix_index_sink *sink, bool *legacy)
+int rix_index_decode_to(bool *legacy, const char *json, size_t len, const rix_index_sink *sink)
 {
 	struct dec d = { .j = { json, json + len, "index JSON" }, .sink = sink };
 	bool is_legacy = false;
@@ -734,7 +734,7 @@ int rix_index_encode(char **out, size_t *len, const rix_index *idx)
 {
 	size_t nsup, npacks = rix_index_pack_count(idx);
 	size_t nblobs = rix_index_count(idx, RIX_BLOB_DATA) + rix_index_count(idx, RIX_BLOB_TREE);
-	const rix_id *sup = rix_index_supersedes(idx, &nsup);
+	const rix_id *sup = rix_index_supersedes(&nsup, idx);
 	uint64_t cap64 = ENC_TOP + (uint64_t)nsup * ENC_SUPERSEDES + (uint64_t)npacks * ENC_PACK +
 			 (uint64_t)nblobs * ENC_BLOB;
 	struct enc e;

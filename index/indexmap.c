@@ -130,9 +130,14 @@ int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed)
 	return 0;
 }
 
-int rix_indexmap_new(rix_indexmap **out, uint32_t batch)
+int rix_indexmap_new_batch(rix_indexmap **out, uint32_t batch)
 {
 	return rix_indexmap_new_seeded(out, batch, rix__random_seed());
+}
+
+int rix_indexmap_new(rix_indexmap **out)
+{
+	return rix_indexmap_new_batch(out, 0);
 }
 
 void rix_indexmap_free(rix_indexmap *m)

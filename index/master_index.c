@@ -31,7 +31,9 @@
  * stores, no lock), which answers every ID found in the frozen tables; a miss asks the recent
  * table in the same read section, also without a lock. Only a miss while separate indexes
  * exist takes the rwlock `lock` and asks them (and the frozen tables again,
- * if a merge published new ones meanwhile). A merge publishes the new state and shrinks the
+ * if a merge published new ones meanwhile); lookup_all, which must count each entry once,
+ * then does all of its work under the read lock. The counts, listings and foreach always
+ * take the read lock. A merge publishes the new state and shrinks the
  * separate list under the write lock, then waits for RCU readers (rix__rcu_synchronize)
  * before freeing the old state.
  *
@@ -436,27 +438,47 @@ int rix_master_index_size(uint32_t *size, rix_master_index *mi, rix_blob_type t,
 	return rc;
 }
 
+/* Every entry of id in the frozen table of type t: up to max into out (may be NULL); the count. */
+static size_t frozen_find_all(const struct mstate *st, rix_blob_type t, uint64_t seed, const rix_id *id,
+			      rix_packed_blob *out, size_t max)
+{
+	const struct frozen *f = st->frozen[t];
+	if (f == NULL)
+		return 0;
+	uint64_t h = rix__hash_id(id, seed);
+	uint32_t b = rix__hash_bucket(h, f->nb);
+	uint32_t end = (uint32_t)f->buckets[b + 1];
+	size_t n = 0;
+	for (uint32_t i = (uint32_t)f->buckets[b]; i < end; i++) {
+		if (!rix__id_eq(&f->entries[i].id, id))
+			continue;
+		if (n < max && out != NULL)
+			fill_from_frozen(st, t, &f->entries[i], &out[n]);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * As a lookup: without a lock (frozen table, then recent table, in one RCU read section) unless
+ * separate indexes exist; then all of it under the read lock, so that each entry is counted
+ * once even if a merge publishes meanwhile.
+ */
 size_t rix_master_index_lookup_all(rix_packed_blob *out, size_t max, rix_master_index *mi,
 				   rix_blob_type t, const rix_id *id)
 {
 	if ((unsigned)t >= RIX_BLOB_TYPES)
 		return 0;
-	size_t n = 0;
-	pthread_rwlock_rdlock(&mi->lock);
-	const struct mstate *st = state_of(mi);
-	const struct frozen *f = st->frozen[t];
-	if (f != NULL) {
-		uint64_t h = rix__hash_id(id, mi->seed);
-		uint32_t b = rix__hash_bucket(h, f->nb);
-		uint32_t end = (uint32_t)f->buckets[b + 1];
-		for (uint32_t i = (uint32_t)f->buckets[b]; i < end; i++) {
-			if (!rix__id_eq(&f->entries[i].id, id))
-				continue;
-			if (n < max && out != NULL)
-				fill_from_frozen(st, t, &f->entries[i], &out[n]);
-			n++;
-		}
+	rix__rcu_read_lock();
+	if (atomic_load(&mi->nsep) == 0) { /* nsep before the state: see "Why a lock-free miss is safe" */
+		size_t n = frozen_find_all(state_of(mi), t, mi->seed, id, out, max);
+		n += rix__recent_find_all(mi->recent, t, id, out ? out + (n < max ? n : 0) : NULL, n < max ? max - n : 0);
+		rix__rcu_read_unlock();
+		return n;
 	}
+	rix__rcu_read_unlock();
+	pthread_rwlock_rdlock(&mi->lock);
+	size_t n = frozen_find_all(state_of(mi), t, mi->seed, id, out, max);
 	rix__rcu_read_lock();
 	n += rix__recent_find_all(mi->recent, t, id, out ? out + (n < max ? n : 0) : NULL, n < max ? max - n : 0);
 	rix__rcu_read_unlock();
@@ -613,12 +635,12 @@ static int sorted_unique(rix_id *all, size_t n, rix_id **out, size_t *nout)
 
 /* Collects base[0..nbase) and, per separate index, what get() returns; caller holds lock. */
 static int collect_ids(rix_master_index *mi, const rix_id *base, size_t nbase,
-		       const rix_id *(*get)(const rix_index *, size_t *), rix_id **out, size_t *n)
+		       const rix_id *(*get)(size_t *, const rix_index *), rix_id **out, size_t *n)
 {
 	size_t total = nbase;
 	for (size_t i = 0; i < mi->nseparate; i++) {
 		size_t k;
-		get(mi->separate[i], &k);
+		get(&k, mi->separate[i]);
 		total += k;
 	}
 	rix_id *all = rix_malloc((total ? total : 1) * sizeof(rix_id));
@@ -629,7 +651,7 @@ static int collect_ids(rix_master_index *mi, const rix_id *base, size_t nbase,
 	size_t at = nbase;
 	for (size_t i = 0; i < mi->nseparate; i++) {
 		size_t k;
-		const rix_id *ids = get(mi->separate[i], &k);
+		const rix_id *ids = get(&k, mi->separate[i]);
 		if (k)
 			memcpy(all + at, ids, k * sizeof(rix_id));
 		at += k;
@@ -637,7 +659,7 @@ static int collect_ids(rix_master_index *mi, const rix_id *base, size_t nbase,
 	return sorted_unique(all, total, out, n);
 }
 
-static const rix_id *packs_of(const rix_index *idx, size_t *n)
+static const rix_id *packs_of(size_t *n, const rix_index *idx)
 {
 	*n = idx->npacks;
 	return idx->packs;

@@ -403,7 +403,7 @@ int rix__recent_take_unindexed(struct rix__recent *re, rix_index **out, uint32_t
 	rix_index *idx = NULL;
 	if (lo == hi)
 		goto out;
-	if ((rc = rix_index_new(&idx, 0)) != 0)
+	if ((rc = rix_index_new(&idx)) != 0)
 		goto out;
 	/* The log holds exactly the stored entries of packs lo..hi, by pack: no scan of the table. */
 	const struct picked *v = re->log;

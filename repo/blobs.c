@@ -52,7 +52,7 @@ static int write_index_locked(rix_repo *r)
 	if (rc != 0)
 		return rc;
 	rix_id id;
-	rc = rix_repo_write_file(r, RIX_FILE_INDEX, json, len, &id);
+	rc = rix_repo_write_file(&id, r, RIX_FILE_INDEX, json, len);
 	rix_free(json);
 	if (rc == 0 && rix_master_index_mark_indexed(r->mi, upto, &id) != 0) {
 		/* written and marked; only its ID is not held: a later load merges it again (duplicates) */

@@ -530,7 +530,7 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 	}
 	/* The packs, by a pool of workers (the calling thread is one). */
 	if (np > 0)
-		rix__pool_run(rix__pool_size(rix__repo_workers(r), np < 64 ? (unsigned)np : 64), check_worker, &c);
+		rix__pool_run(rix__pool_size(rix_repo_workers(r), np < 64 ? (unsigned)np : 64), check_worker, &c);
 	rc = c.fatal;
 	if (rc != 0)
 		rix_error_set(rc, "%s", c.fatal_msg);

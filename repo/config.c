@@ -267,7 +267,7 @@ static int parse_polynomial(const rix__json *j, const char **pp, uint64_t *pol)
 	return 0;
 }
 
-int rix_config_parse(const char *json, size_t len, rix_config *out)
+int rix_config_parse(rix_config *out, const char *json, size_t len)
 {
 	if (len > RIX_CONFIG_MAX_SIZE)
 		return rix_error_set(RIX_ECORRUPT, "config: %zu bytes of JSON, more than %u", len, RIX_CONFIG_MAX_SIZE);
@@ -346,7 +346,7 @@ int rix_config_encode(char **json, size_t *len, const rix_config *cfg)
 	return 0;
 }
 
-int rix_config_open(const rix_key *key, const uint8_t *file, size_t n, rix_config *out)
+int rix_config_open(rix_config *out, const rix_key *key, const uint8_t *file, size_t n)
 {
 	if (n < RIX_CRYPTO_OVERHEAD)
 		return rix_error_set(RIX_ECORRUPT, "config: file of %zu bytes, shorter than IV and MAC (%d)", n,
@@ -365,7 +365,7 @@ int rix_config_open(const rix_key *key, const uint8_t *file, size_t n, rix_confi
 		rc = rix_error_set(RIX_ECORRUPT, "config: compressed (0x02 first); restic never compresses the "
 						 "config and refuses a compressed one");
 	else if (rc == 0)
-		rc = rix_config_parse((const char *)plain, plain_len, out);
+		rc = rix_config_parse(out, (const char *)plain, plain_len);
 	rix_free(plain);
 	return rc;
 }

@@ -27,7 +27,7 @@ int rix_repo_read_file(uint8_t **out, size_t *n, rix_repo *r, rix_file_type t, c
 	return rix__read_unpacked(r, t, name, RIX_REPO_FILE_MAX, out, n);
 }
 
-int rix_repo_write_file(rix_repo *r, rix_file_type t, const void *json, size_t n, rix_id *id)
+int rix_repo_write_file(rix_id *id, rix_repo *r, rix_file_type t, const void *json, size_t n)
 {
 	if (!unpacked_type(t))
 		return rix_error_set(RIX_EINVAL, "write_file: a %s is not an unpacked file", rix_file_type_name(t));

@@ -69,7 +69,7 @@ static int load_one(rix_repo *r, const struct rix__name *nm, struct load_bufs *l
 	size_t jn;
 	rc = rix_unpacked_decoder_decode(&json, &jn, lb->dec, r->key, lb->file, (size_t)size, r->cfg.version);
 	if (rc == 0)
-		rc = rix_index_decode_to((const char *)json, jn, rix_master_batch_sink(lb->batch), NULL);
+		rc = rix_index_decode_to(NULL, (const char *)json, jn, rix_master_batch_sink(lb->batch));
 	return rc;
 }
 

@@ -170,7 +170,7 @@ static int write_lock(rix_repo *r, int exclusive, char name[65])
 			       : rix_error_set(RIX_EINVAL, "lock: hostname or username is not valid UTF-8");
 	}
 	rix_id id;
-	int rc = rix_repo_write_file(r, RIX_FILE_LOCK, json, strlen(json), &id);
+	int rc = rix_repo_write_file(&id, r, RIX_FILE_LOCK, json, strlen(json));
 	rix__jansson_free(json);
 	if (rc == 0)
 		rix_id_to_hex(name, &id);

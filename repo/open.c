@@ -136,7 +136,7 @@ int rix_repo_open(rix_repo **out, rix_backend *b, const char *password, size_t p
 	size_t n = 0;
 	if (rc == 0)
 		rc = rix_backend_read_all(&file, &n, b, RIX_FILE_CONFIG, NULL, RIX_CONFIG_MAX_SIZE + RIX_CRYPTO_OVERHEAD);
-	if (rc == 0 && (rc = rix_config_open(r->key, file, n, &r->cfg)) == RIX_EAUTH)
+	if (rc == 0 && (rc = rix_config_open(&r->cfg, r->key, file, n)) == RIX_EAUTH)
 		rc = rix_error_set(RIX_ECORRUPT, "repo: the config does not authenticate with the repository key");
 	rix_free(file);
 	if (rc != 0) {

@@ -109,7 +109,7 @@ rix_master_index *rix_repo_master_index(rix_repo *r)
 	return r->mi;
 }
 
-unsigned rix__repo_workers(const rix_repo *r)
+unsigned rix_repo_workers(const rix_repo *r)
 {
 	return r->opt.workers;
 }

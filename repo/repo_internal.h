@@ -96,9 +96,6 @@ void rix__repo_set_held_lock(struct rix_repo *r, struct rix_lock *l);
 /* 0, or RIX_ELOCKED with the message set once that lock is lost (rix_lock_check). */
 int rix__repo_lock_ok(struct rix_repo *r);
 
-/* rix_repo_options.workers (0: one per CPU), for rix__pool_size. */
-unsigned rix__repo_workers(const struct rix_repo *r);
-
 /* The user name the repository writes into key files and locks (options, else the account). */
 const char *rix__repo_username(const struct rix_repo *r);
 

@@ -43,7 +43,7 @@ int rix__walker_new(rix__walker **out, rix_repo *r, const rix__walk_ops *ops)
 		return rix_error_set(RIX_ENOMEM, "tree walk: out of memory");
 	w->r = r;
 	w->ops = *ops;
-	int rc = rix_indexmap_new(&w->memo, 0);
+	int rc = rix_indexmap_new(&w->memo);
 	if (rc != 0) {
 		rix_free(w);
 		return rc;

@@ -69,7 +69,7 @@ int rix_repo_usage_compute(rix_repo_usage *u, rix_repo *r)
 	struct rix__names s = { 0 };
 	int rc = rix__walker_new(&walker, r, &ops);
 	if (rc == 0)
-		rc = rix_indexmap_new(&w.blobs, 0);
+		rc = rix_indexmap_new(&w.blobs);
 	if (rc == 0)
 		rc = rix__list_names(rix_repo_backend(r), RIX_FILE_SNAPSHOT, &s);
 	for (size_t i = 0; rc == 0 && i < s.n; i++) {

@@ -77,10 +77,10 @@ long rix_test_fault_injected(rix_test_fault *f)
 
 #define NO_FAULT (-1)
 
-/* Counts one call of kind op (writes: also sync, and rename when renames) and says whether it
- * fails: NO_FAULT, or the plan's kind (sync: fail after doing it). */
-static int count_call(rix_test_fault *f, rix_test_fault_op op, int renames,
-				    rix_test_fault_plan *plan)
+/* Counts one call of kind op on a file of type t (writes: also sync, and rename when renames),
+ * says whether it fails: NO_FAULT, or the plan's kind (sync: fail after doing it); then f->on_call. */
+static int count_call(rix_test_fault *f, rix_test_fault_op op, rix_file_type t, int renames,
+		      rix_test_fault_plan *plan)
 {
 	pthread_mutex_lock(&f->mu);
 	int is[RIX_TEST_FAULT_OPS] = { 0 };
@@ -100,7 +100,11 @@ static int count_call(rix_test_fault *f, rix_test_fault_op op, int renames,
 	}
 	if (fails)
 		f->injected++;
+	void (*on_call)(void *, rix_test_fault_op, rix_file_type) = f->on_call;
+	void *payload = f->on_call_payload;
 	pthread_mutex_unlock(&f->mu);
+	if (on_call != NULL)
+		on_call(payload, op, t);
 	return fails ? (int)plan->op : NO_FAULT;
 }
 
@@ -144,7 +148,7 @@ static int fb_list(void *self, rix_file_type t, rix_backend_list_fn fn, void *ar
 {
 	fault_backend *fb = self;
 	rix_test_fault_plan plan;
-	int fault = count_call(fb->f, RIX_TEST_FAULT_LIST, 0, &plan);
+	int fault = count_call(fb->f, RIX_TEST_FAULT_LIST, t, 0, &plan);
 	if (fault == NO_FAULT)
 		return rix_backend_list(fb->inner, t, fn, arg);
 	if (plan.effect != RIX_TEST_FAULT_SHORT)
@@ -162,7 +166,7 @@ static int fb_stat(void *self, rix_file_type t, const char *name, uint64_t *size
 {
 	fault_backend *fb = self;
 	rix_test_fault_plan plan;
-	if (count_call(fb->f, RIX_TEST_FAULT_STAT, 0, &plan) != NO_FAULT)
+	if (count_call(fb->f, RIX_TEST_FAULT_STAT, t, 0, &plan) != NO_FAULT)
 		return fault_error(&plan, RIX_TEST_FAULT_STAT, t, name);
 	return rix_backend_stat(size, fb->inner, t, name);
 }
@@ -171,7 +175,7 @@ static int fb_read(void *self, rix_file_type t, const char *name, uint64_t off, 
 {
 	fault_backend *fb = self;
 	rix_test_fault_plan plan;
-	if (count_call(fb->f, RIX_TEST_FAULT_READ, 0, &plan) == NO_FAULT)
+	if (count_call(fb->f, RIX_TEST_FAULT_READ, t, 0, &plan) == NO_FAULT)
 		return rix_backend_read(fb->inner, t, name, off, buf, len);
 	if (plan.effect != RIX_TEST_FAULT_SHORT)
 		return fault_error(&plan, RIX_TEST_FAULT_READ, t, name);
@@ -190,7 +194,7 @@ static int fb_write(void *self, rix_file_type t, const char *name, const void *d
 {
 	fault_backend *fb = self;
 	rix_test_fault_plan plan;
-	int fault = count_call(fb->f, RIX_TEST_FAULT_WRITE, 0, &plan);
+	int fault = count_call(fb->f, RIX_TEST_FAULT_WRITE, t, 0, &plan);
 	if (fault == NO_FAULT)
 		return rix_backend_write(fb->inner, t, name, data, n);
 	if (fault == (int)RIX_TEST_FAULT_SYNC) {
@@ -208,7 +212,7 @@ static int fb_write_file(void *self, rix_file_type t, const char *name, int fd, 
 	rix_test_fault_plan plan;
 	if (fb->f->copy)
 		path = NULL;
-	int fault = count_call(fb->f, RIX_TEST_FAULT_WRITE, path != NULL, &plan);
+	int fault = count_call(fb->f, RIX_TEST_FAULT_WRITE, t, path != NULL, &plan);
 	if (fault == NO_FAULT)
 		return rix_backend_write_file(taken, fb->inner, t, name, fd, path, size);
 	if (fault == (int)RIX_TEST_FAULT_SYNC) {
@@ -223,7 +227,7 @@ static int fb_remove(void *self, rix_file_type t, const char *name)
 {
 	fault_backend *fb = self;
 	rix_test_fault_plan plan;
-	if (count_call(fb->f, RIX_TEST_FAULT_REMOVE, 0, &plan) != NO_FAULT)
+	if (count_call(fb->f, RIX_TEST_FAULT_REMOVE, t, 0, &plan) != NO_FAULT)
 		return fault_error(&plan, RIX_TEST_FAULT_REMOVE, t, name);
 	return rix_backend_remove(fb->inner, t, name);
 }

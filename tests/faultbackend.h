@@ -31,6 +31,10 @@
  * Copying: with f->copy set, write_file hands the inner backend the descriptor only, never the
  * path, so the file is copied and never taken, as the REST backend does (and no write renames).
  *
+ * Watching: f->on_call (may be NULL) is called once per call, with its kind and file type,
+ * after it is counted and before it is done (or fails), outside the mutex and on the calling
+ * thread: it may block (to hold threads inside an operation) or record which thread called.
+ *
  * Modes: once (only the n-th operation of the kind fails) and keep-failing (the n-th and every
  * later one). The wrapper is safe to use from several threads (a mutex guards the counters): with
  * several threads, which operation is the n-th depends on scheduling.
@@ -79,6 +83,8 @@ typedef struct rix_test_fault {
 	long count[RIX_TEST_FAULT_OPS]; /* operations since the last arm, by kind */
 	long injected;                   /* faults made since the last arm */
 	int copy;                        /* write_file: never give the inner backend the path */
+	void (*on_call)(void *payload, rix_test_fault_op op, rix_file_type t); /* may be NULL */
+	void *on_call_payload;
 } rix_test_fault;
 
 /* The wrapper over inner (owned: freed with the wrapper). f stays the caller's. 0 or RIX_ENOMEM

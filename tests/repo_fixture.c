@@ -186,19 +186,19 @@ int drop_from_index(const char *dir, const rix_id *id)
 		size_t n;
 		MUST(rix_repo_read_file(&json, &n, r, RIX_FILE_INDEX, &fid));
 		rix_index *idx;
-		MUST(rix_index_decode(&idx, (const char *)json, n, NULL));
+		MUST(rix_index_decode(&idx, NULL, (const char *)json, n));
 		rix_free(json);
 		if (!rix_index_has(idx, RIX_BLOB_DATA, id) && !rix_index_has(idx, RIX_BLOB_TREE, id)) {
 			rix_index_free(idx);
 			continue;
 		}
 		struct dropping d = { .id = id };
-		MUST(rix_index_new(&d.out, 0));
+		MUST(rix_index_new(&d.out));
 		MUST(rix_index_foreach_pack(idx, copy_pack_without, &d));
 		char *out;
 		size_t on;
 		MUST(rix_index_encode(&out, &on, d.out));
-		MUST(rix_repo_write_file(r, RIX_FILE_INDEX, out, on, NULL));
+		MUST(rix_repo_write_file(NULL, r, RIX_FILE_INDEX, out, on));
 		MUST(rix_backend_remove(rix_repo_backend(r), RIX_FILE_INDEX, names.v[i]));
 		rix_free(out);
 		rix_index_free(d.out);

@@ -86,14 +86,14 @@ static void test_check(void **state)
 	rix_blob wrong = { .id = pb.id, .type = pb.type, .offset = pb.offset, .length = pb.length + 1,
 			   .uncompressed_length = pb.uncompressed_length };
 	rix_index *bad;
-	MUST(rix_index_new(&bad, 0));
+	MUST(rix_index_new(&bad));
 	MUST(rix_index_store_pack(bad, &pb.pack_id, &wrong, 1));
 	char *json;
 	size_t jl;
 	MUST(rix_index_encode(&json, &jl, bad));
 	rix_id bad_id;
 	char bad_name[65];
-	MUST(rix_repo_write_file(r, RIX_FILE_INDEX, json, jl, &bad_id));
+	MUST(rix_repo_write_file(&bad_id, r, RIX_FILE_INDEX, json, jl));
 	rix_id_to_hex(bad_name, &bad_id);
 	rix_free(json);
 	rix_index_free(bad);
@@ -171,7 +171,7 @@ static void put_snapshot(rix_repo *r, const rix_id *tree, int sec, char name[65]
 		 "\"username\":\"u\"}",
 		 sec, hex);
 	rix_id id;
-	MUST(rix_repo_write_file(r, RIX_FILE_SNAPSHOT, json, strlen(json), &id));
+	MUST(rix_repo_write_file(&id, r, RIX_FILE_SNAPSHOT, json, strlen(json)));
 	rix_id_to_hex(name, &id);
 }
 

@@ -26,7 +26,7 @@ static void put_snapshot(rix_repo *r, const rix_id *tree, int sec)
 		 "{\"time\":\"2024-05-06T07:08:%02d.5Z\",\"tree\":\"%s\",\"paths\":[\"/data\"],\"hostname\":\"h\","
 		 "\"username\":\"u\"}",
 		 sec, hex);
-	MUST(rix_repo_write_file(r, RIX_FILE_SNAPSHOT, json, strlen(json), NULL));
+	MUST(rix_repo_write_file(NULL, r, RIX_FILE_SNAPSHOT, json, strlen(json)));
 }
 
 /* Snapshot 1 -> A: file a (d0 d1), dir sub -> S: file s (d2); snapshot 2 -> B: dir sub -> S. */

@@ -267,7 +267,7 @@ static void test_snapshot_no_tree(void **state)
 		 "{\"time\":\"2024-05-06T07:08:09.5Z\",\"tree\":\"%s\",\"paths\":[\"/data\"],\"hostname\":\"h\","
 		 "\"username\":\"u\"}",
 		 nh);
-	MUST(rix_repo_write_file(r, RIX_FILE_SNAPSHOT, json, strlen(json), NULL));
+	MUST(rix_repo_write_file(NULL, r, RIX_FILE_SNAPSHOT, json, strlen(json)));
 	rix_repo_free(r);
 	rix_check_report rep = both_check(dir, false, nh, NULL);
 	assert_int_equal(rep.missing_blobs, 1);

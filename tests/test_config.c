@@ -119,13 +119,13 @@ static void test_restic_fixtures(void **state)
 		char *expected = rix_test_data_file(rel, &elen);
 		rix_config got, want;
 		memset(&got, 0, sizeof(got));
-		assert_int_equal(rix_config_open(key, file, n, &got), 0);
+		assert_int_equal(rix_config_open(&got, key, file, n), 0);
 		expected_config(expected, elen, &want);
 		assert_int_equal(want.version, v);
 		assert_config_equal(&got, &want);
 		/* restic's pretty printing (what cat config shows) parses to the same. */
 		rix_config pretty;
-		assert_int_equal(rix_config_parse(expected, elen, &pretty), 0);
+		assert_int_equal(rix_config_parse(&pretty, expected, elen), 0);
 		assert_config_equal(&pretty, &want);
 		/* The plaintext is restic's exact bytes: encode(parse(x)) == x, with no newline. */
 		uint8_t *plain = malloc(n);
@@ -144,7 +144,7 @@ static void test_restic_fixtures(void **state)
 		assert_int_equal(sn, n);
 		assert_true(memcmp(sealed, file, n) != 0);
 		rix_config back;
-		assert_int_equal(rix_config_open(key, sealed, sn, &back), 0);
+		assert_int_equal(rix_config_open(&back, key, sealed, sn), 0);
 		assert_config_equal(&back, &got);
 		rix_free(sealed);
 		rix_free(json);
@@ -185,7 +185,7 @@ static void test_restic_init_bytes(void **state)
 		assert_int_equal(plain[0], '{'); /* not 0x02: not compressed */
 		assert_int_equal(plain[pn - 1], '}');
 		rix_config cfg;
-		assert_int_equal(rix_config_open(key, file, n, &cfg), 0);
+		assert_int_equal(rix_config_open(&cfg, key, file, n), 0);
 		assert_int_equal(cfg.version, v);
 		assert_int_equal(rix_chunker_polynomial_check(cfg.chunker_polynomial), 0);
 		char *json;
@@ -243,7 +243,7 @@ static void test_parse_accepts(void **state)
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		rix_config got;
 		memset(&got, 0xAA, sizeof(got));
-		int rc = rix_config_parse(ok[i].s, input_len(&ok[i]), &got);
+		int rc = rix_config_parse(&got, ok[i].s, input_len(&ok[i]));
 		if (rc != 0)
 			fail_msg("accept case %zu (%s): %d %s", i, ok[i].s, rc, rix_error_last());
 		assert_config_equal(&got, &want);
@@ -274,7 +274,7 @@ static void test_parse_rustic_chunker(void **state)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		rix_config got;
-		if (rix_config_parse(cases[i].json, strlen(cases[i].json), &got) != 0)
+		if (rix_config_parse(&got, cases[i].json, strlen(cases[i].json)) != 0)
 			fail_msg("case %zu (%s): %s", i, cases[i].json, rix_error_last());
 		if (strcmp(got.other_chunker, cases[i].other) != 0)
 			fail_msg("case %zu: other_chunker \"%s\", want \"%s\"", i, got.other_chunker, cases[i].other);
@@ -377,7 +377,7 @@ static void test_parse_rejects(void **state)
 		rix_config got;
 		memset(&got, 0xAA, sizeof(got));
 		rix_error_clear();
-		int rc = rix_config_parse(bad[i].s, input_len(&bad[i]), &got);
+		int rc = rix_config_parse(&got, bad[i].s, input_len(&bad[i]));
 		if (rc != RIX_ECORRUPT)
 			fail_msg("reject case %zu (%s): got %d, want RIX_ECORRUPT", i, bad[i].s, rc);
 		if (strncmp(rix_error_last(), "config: ", 8) != 0 || strlen(rix_error_last()) < 16)
@@ -394,7 +394,7 @@ static void test_parse_rejects(void **state)
 		char buf[512];
 		int k = snprintf(buf, sizeof(buf), "{" MV "," MI "," MP ",\"%s\":0}", folded[i]);
 		rix_config c;
-		if (rix_config_parse(buf, (size_t)k, &c) != RIX_ECORRUPT || strstr(rix_error_last(), "ignore case") == NULL)
+		if (rix_config_parse(&c, buf, (size_t)k) != RIX_ECORRUPT || strstr(rix_error_last(), "ignore case") == NULL)
 			fail_msg("folded name %s: %s", buf, rix_error_last());
 	}
 	/* Names that fold to nothing of ours stay unknown: ASCII only folds letters, and no other
@@ -405,35 +405,35 @@ static void test_parse_rejects(void **state)
 		char buf[512];
 		int k = snprintf(buf, sizeof(buf), "{" MV "," MI "," MP ",\"%s\":0}", other[i]);
 		rix_config c;
-		if (rix_config_parse(buf, (size_t)k, &c) != 0)
+		if (rix_config_parse(&c, buf, (size_t)k) != 0)
 			fail_msg("unknown name %s: %s", buf, rix_error_last());
 	}
 	/* A few messages say what is wrong. */
 	rix_config c;
-	assert_error_has(RIX_ECORRUPT, rix_config_parse("{" MV "," MV "}", 25, &c), "duplicate key \"version\" at byte 13");
-	assert_error_has(RIX_ECORRUPT, rix_config_parse("{" MV ",\"\\u0076ersion\":1}", 28, &c),
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, "{" MV "," MV "}", 25), "duplicate key \"version\" at byte 13");
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, "{" MV ",\"\\u0076ersion\":1}", 28),
 			 "duplicate key \"version\" at byte 13");
-	assert_error_has(RIX_ECORRUPT, rix_config_parse("{" MV "," MI "}", strlen("{" MV "," MI "}"), &c),
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, "{" MV "," MI "}", strlen("{" MV "," MI "}")),
 			 "\"chunker_polynomial\" is missing");
-	assert_error_has(RIX_ECORRUPT, rix_config_parse("{\"Version\":2}", 13, &c), "ignore case");
-	assert_error_has(RIX_ECORRUPT, rix_config_parse("{\"version\":3}", 13, &c), "is 3, want 1 or 2");
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, "{\"Version\":2}", 13), "ignore case");
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, "{\"version\":3}", 13), "is 3, want 1 or 2");
 	const char *deg2 = "{" MV "," MI ",\"chunker_polynomial\":\"7\"}";
-	assert_error_has(RIX_ECORRUPT, rix_config_parse(deg2, strlen(deg2), &c), "degree 2, want 53");
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, deg2, strlen(deg2)), "degree 2, want 53");
 	const char *even = "{" MV "," MI ",\"chunker_polynomial\":\"370cecb30e240a\"}";
-	assert_error_has(RIX_ECORRUPT, rix_config_parse(even, strlen(even), &c), "reducible");
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, even, strlen(even)), "reducible");
 	const char *empty = "{" MV "," MI ",\"chunker_polynomial\":\"\"}";
-	assert_error_has(RIX_ECORRUPT, rix_config_parse(empty, strlen(empty), &c), "\"chunker_polynomial\" is empty");
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, empty, strlen(empty)), "\"chunker_polynomial\" is empty");
 	const char *shortid = "{" MV ",\"id\":\"abc\"," MP "}";
-	assert_error_has(RIX_ECORRUPT, rix_config_parse(shortid, strlen(shortid), &c), "\"id\" is not 64 hex digits (3 bytes)");
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, shortid, strlen(shortid)), "\"id\" is not 64 hex digits (3 bytes)");
 	const char *trail = "{" MV "," MI "," MP "} x";
-	assert_error_has(RIX_ECORRUPT, rix_config_parse(trail, strlen(trail), &c), "trailing bytes after the object at byte 124");
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, trail, strlen(trail)), "trailing bytes after the object at byte 124");
 	/* Over the size cap, before any parsing. */
 	size_t big = RIX_CONFIG_MAX_SIZE + 1;
 	char *huge = malloc(big);
 	memset(huge, ' ', big);
 	memcpy(huge, restic_v2, sizeof(restic_v2) - 1);
-	assert_error_has(RIX_ECORRUPT, rix_config_parse(huge, big, &c), "more than");
-	assert_int_equal(rix_config_parse(huge, big - 1, &c), 0); /* the same, at the cap: fine */
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, huge, big), "more than");
+	assert_int_equal(rix_config_parse(&c, huge, big - 1), 0); /* the same, at the cap: fine */
 	free(huge);
 }
 
@@ -454,7 +454,7 @@ static void test_parse_depth(void **state)
 			buf[n++] = i % 2 ? ']' : '}';
 		buf[n++] = '}';
 		rix_config c;
-		int rc = rix_config_parse(buf, (size_t)n, &c);
+		int rc = rix_config_parse(&c, buf, (size_t)n);
 		if (levels <= 64 && rc != 0)
 			fail_msg("%d levels: %d (%s)", levels, rc, rix_error_last());
 		if (levels > 64) {
@@ -465,7 +465,7 @@ static void test_parse_depth(void **state)
 	int n = snprintf(buf, sizeof(buf), "{" MV "," MI "," MP ",\"d\":");
 	memset(buf + n, '[', sizeof(buf) - (size_t)n);
 	rix_config c;
-	assert_error_has(RIX_ECORRUPT, rix_config_parse(buf, sizeof(buf), &c), "nesting too deep");
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, buf, sizeof(buf)), "nesting too deep");
 }
 
 /* Every proper prefix of a valid config (compact and pretty) is corrupt, and read in bounds. */
@@ -480,7 +480,7 @@ static void test_parse_truncated(void **state)
 	} whole[] = { { restic_v2, sizeof(restic_v2) - 1 }, { pretty, elen } };
 	for (size_t w = 0; w < 2; w++) {
 		rix_config c;
-		assert_int_equal(rix_config_parse(whole[w].s, whole[w].n, &c), 0);
+		assert_int_equal(rix_config_parse(&c, whole[w].s, whole[w].n), 0);
 		/* The closing brace is the last byte that is not whitespace. */
 		size_t end = whole[w].n;
 		while (end > 0 && whole[w].s[end - 1] != '}')
@@ -488,7 +488,7 @@ static void test_parse_truncated(void **state)
 		for (size_t k = 0; k < end; k++) {
 			char *copy = malloc(k + 1); /* exactly k bytes (+1 for malloc(0)): ASan sees overreads */
 			memcpy(copy, whole[w].s, k);
-			int rc = rix_config_parse(copy, k, &c);
+			int rc = rix_config_parse(&c, copy, k);
 			if (rc != RIX_ECORRUPT || rix_error_last()[0] == '\0')
 				fail_msg("prefix of %zu bytes: %d (%s)", k, rc, rix_error_last());
 			free(copy);
@@ -638,7 +638,7 @@ static void test_new(void **state)
 		size_t len;
 		assert_int_equal(rix_config_encode(&json, &len, &a), 0);
 		rix_config back;
-		assert_int_equal(rix_config_parse(json, len, &back), 0);
+		assert_int_equal(rix_config_parse(&back, json, len), 0);
 		assert_config_equal(&a, &back);
 		rix_free(json);
 	}
@@ -669,14 +669,14 @@ static void test_open_tampered(void **state)
 	size_t n;
 	assert_int_equal(rix_config_seal(&file, &n, key, &cfg), 0);
 	assert_int_equal(n, 123 + RIX_CRYPTO_OVERHEAD);
-	assert_int_equal(rix_config_open(key, file, n, &got), 0);
+	assert_int_equal(rix_config_open(&got, key, file, n), 0);
 	assert_config_equal(&got, &cfg);
-	assert_error_has(RIX_EAUTH, rix_config_open(other, file, n, &got), "MAC does not verify");
+	assert_error_has(RIX_EAUTH, rix_config_open(&got, other, file, n), "MAC does not verify");
 	/* Every bit flipped, one at a time: an error (the MAC, or an all-zero IV), never success. */
 	for (size_t i = 0; i < n; i++) {
 		for (int bit = 0; bit < 8; bit++) {
 			file[i] ^= (uint8_t)(1u << bit);
-			int rc = rix_config_open(key, file, n, &got);
+			int rc = rix_config_open(&got, key, file, n);
 			if (rc != RIX_EAUTH && rc != RIX_ECORRUPT)
 				fail_msg("bit %d of byte %zu flipped: %d", bit, i, rc);
 			file[i] ^= (uint8_t)(1u << bit);
@@ -684,27 +684,27 @@ static void test_open_tampered(void **state)
 	}
 	/* Cut short anywhere, and too short for IV and MAC. */
 	for (size_t k = 0; k < n; k++) {
-		int rc = rix_config_open(key, file, k, &got);
+		int rc = rix_config_open(&got, key, file, k);
 		assert_true(rc == RIX_EAUTH || rc == RIX_ECORRUPT);
 	}
-	assert_error_has(RIX_ECORRUPT, rix_config_open(key, file, 31, &got), "shorter than IV and MAC");
+	assert_error_has(RIX_ECORRUPT, rix_config_open(&got, key, file, 31), "shorter than IV and MAC");
 	rix_free(file);
 	/* Authentic but not a config: empty, compressed, junk, too large. */
 	size_t fn;
 	uint8_t *f = seal_raw(key, "", 0, &fn);
-	assert_error_has(RIX_ECORRUPT, rix_config_open(key, f, fn, &got), "empty");
+	assert_error_has(RIX_ECORRUPT, rix_config_open(&got, key, f, fn), "empty");
 	free(f);
 	uint8_t zplain[64] = { 0x02, 0x28, 0xb5, 0x2f, 0xfd };
 	f = seal_raw(key, zplain, sizeof(zplain), &fn);
-	assert_error_has(RIX_ECORRUPT, rix_config_open(key, f, fn, &got), "compressed");
+	assert_error_has(RIX_ECORRUPT, rix_config_open(&got, key, f, fn), "compressed");
 	free(f);
 	f = seal_raw(key, "{\"version\":2}", 13, &fn);
-	assert_error_has(RIX_ECORRUPT, rix_config_open(key, f, fn, &got), "missing");
+	assert_error_has(RIX_ECORRUPT, rix_config_open(&got, key, f, fn), "missing");
 	free(f);
 	size_t big = RIX_CONFIG_MAX_SIZE + 1;
 	uint8_t *bigp = calloc(1, big);
 	f = seal_raw(key, bigp, big, &fn);
-	assert_error_has(RIX_ECORRUPT, rix_config_open(key, f, fn, &got), "more than");
+	assert_error_has(RIX_ECORRUPT, rix_config_open(&got, key, f, fn), "more than");
 	free(f);
 	free(bigp);
 	rix_key_free(key);
@@ -733,7 +733,7 @@ static int oom_round(void *arg)
 		return rc;
 	}
 	rix_config got;
-	rc = rix_config_open(key, file, n, &got);
+	rc = rix_config_open(&got, key, file, n);
 	rix_free(file);
 	if (rc != 0)
 		return rc;
@@ -743,7 +743,7 @@ static int oom_round(void *arg)
 		assert_null(json);
 		return rc;
 	}
-	rc = rix_config_parse(json, len, &got);
+	rc = rix_config_parse(&got, json, len);
 	rix_free(json);
 	return rc;
 }
@@ -813,7 +813,7 @@ static void make_rix_repo(int version)
 	int bn = snprintf(bad, sizeof(bad), "{\"version\":%d,\"id\":\"%s\",\"chunker_polynomial\":\"%llx\"}",
 			  version, hex, (unsigned long long)prod);
 	rix_config c;
-	assert_error_has(RIX_ECORRUPT, rix_config_parse(bad, (size_t)bn, &c), "reducible");
+	assert_error_has(RIX_ECORRUPT, rix_config_parse(&c, bad, (size_t)bn), "reducible");
 	size_t sn;
 	uint8_t *sealed = seal_raw(master, bad, (size_t)bn, &sn);
 	rix_test_put_file(dir, "config", sealed, sn);

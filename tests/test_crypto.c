@@ -301,6 +301,59 @@ static void test_create_key_file_round_trip(void **state)
 	rix_key_free(back);
 }
 
+/* One key file opened (or created) per round of the allocation-failure loops below. */
+struct key_oom {
+	rix_key *master;
+	char *json; /* open: the key file; create: the file made (NULL after a failure) */
+	size_t len;
+	rix_key *key; /* open: what it gave */
+	bool outer, inner; /* open: a failure in the key file's JSON, in the master key's */
+};
+
+static int key_open_round(void *arg)
+{
+	struct key_oom *k = arg;
+	k->key = (rix_key *)1;
+	return rix_key_open_file(&k->key, k->json, k->len, "pw", 2);
+}
+
+/* A failure leaves no key and says where; the success is the same master key. */
+static void key_open_check(void *arg, const rix_test_oom_round *round)
+{
+	struct key_oom *k = arg;
+	if (round->rc != 0) {
+		assert_null(k->key);
+		k->outer |= strstr(rix_error_last(), "out of memory reading its JSON") != NULL;
+		k->inner |= strstr(rix_error_last(), "out of memory reading the master key's JSON") != NULL;
+		return;
+	}
+	uint8_t msg[16] = "the same key", sealed[16 + RIX_CRYPTO_OVERHEAD], out[16];
+	MUST(rix_crypto_seal(k->master, msg, sizeof(msg), sealed));
+	MUST(rix_crypto_open(k->key, sealed, sizeof(sealed), out));
+	assert_memory_equal(out, msg, sizeof(msg));
+	rix_key_free(k->key);
+}
+
+/* Creates a key file and frees it again (so that a success leaves nothing alive either). */
+static int key_create_round(void *arg)
+{
+	struct key_oom *k = arg;
+	k->json = (char *)1;
+	int rc = rix_key_create_file(&k->json, &k->len, k->master, "pw", 2, 128, 1, 1, "user", "host");
+	if (rc == 0) {
+		assert_int_equal(strlen(k->json), k->len);
+		rix_free(k->json);
+		k->json = NULL;
+	}
+	return rc;
+}
+
+static void key_create_check(void *arg, const rix_test_oom_round *round)
+{
+	(void)round;
+	assert_null(((struct key_oom *)arg)->json);
+}
+
 /*
  * jansson allocates through rix's hook: failing allocation N, for every N, makes opening a key
  * file fail with RIX_ENOMEM (never "not JSON"), leak nothing, and the loop reaches jansson's
@@ -309,65 +362,25 @@ static void test_create_key_file_round_trip(void **state)
 static void test_key_file_allocation_failure(void **state)
 {
 	(void)state;
-	rix_key *master;
-	MUST(rix_key_random(&master));
+	struct key_oom k = { 0 };
+	MUST(rix_key_random(&k.master));
+	MUST(rix_key_create_file(&k.json, &k.len, k.master, "pw", 2, 128, 1, 1, "user", "host"));
+	rix_test_oom o = { .what = "key file open", .run = key_open_round, .arg = &k, .max = 100000,
+			   .check = key_open_check, .must_fail = 1 };
+	rix_test_oom_run(&o);
+	assert_true(k.outer);
+	assert_true(k.inner);
+	rix_free(k.json);
+	k.json = NULL;
+	rix_test_oom c = { .what = "key file create", .run = key_create_round, .arg = &k, .max = 100000,
+			   .check = key_create_check, .must_fail = 1 };
+	assert_true(rix_test_oom_run(&c) > 3); /* jansson's objects, its text, the copy */
+	/* A hostname that is not UTF-8 is refused by jansson: not "out of memory". */
 	char *json;
 	size_t len;
-	MUST(rix_key_create_file(&json, &len, master, "pw", 2, 128, 1, 1, "user", "host"));
-	bool outer = false, inner = false;
-	for (long at = 1;; at++) {
-		rix_key *key = (rix_key *)1;
-		rix_test_failalloc_install(at);
-		int rc = rix_key_open_file(&key, json, len, "pw", 2);
-		long live = rix_test_failalloc_live(), calls = rix_test_failalloc_count();
-		rix_test_failalloc_remove();
-		if (live != 0)
-			fail_msg("allocation %ld failing: %ld allocations leaked", at, live);
-		if (rc == 0) {
-			assert_true(calls < at); /* every allocation was failed once: done */
-			uint8_t msg[16] = "the same key", sealed[16 + RIX_CRYPTO_OVERHEAD], out[16];
-			MUST(rix_crypto_seal(master, msg, sizeof(msg), sealed));
-			MUST(rix_crypto_open(key, sealed, sizeof(sealed), out));
-			assert_memory_equal(out, msg, sizeof(msg));
-			rix_key_free(key);
-			break;
-		}
-		if (rc != RIX_ENOMEM)
-			fail_msg("allocation %ld failing: %d (%s)", at, rc, rix_error_last());
-		assert_null(key);
-		outer |= strstr(rix_error_last(), "out of memory reading its JSON") != NULL;
-		inner |= strstr(rix_error_last(), "out of memory reading the master key's JSON") != NULL;
-		assert_true(at < 100000);
-	}
-	assert_true(outer);
-	assert_true(inner);
-	rix_free(json);
-	for (long at = 1;; at++) {
-		rix_test_failalloc_install(at);
-		json = (char *)1;
-		int rc = rix_key_create_file(&json, &len, master, "pw", 2, 128, 1, 1, "user", "host");
-		long live = rix_test_failalloc_live(), calls = rix_test_failalloc_count();
-		if (rc == 0) {
-			rix_free(json);
-			live = rix_test_failalloc_live();
-		}
-		rix_test_failalloc_remove();
-		if (live != 0)
-			fail_msg("create, allocation %ld failing: %ld allocations leaked", at, live);
-		if (rc == 0) {
-			assert_true(calls < at);
-			assert_true(at > 3); /* jansson's objects, its text, the copy */
-			break;
-		}
-		if (rc != RIX_ENOMEM)
-			fail_msg("create, allocation %ld failing: %d (%s)", at, rc, rix_error_last());
-		assert_null(json);
-		assert_true(at < 100000);
-	}
-	/* A hostname that is not UTF-8 is refused by jansson: not "out of memory". */
-	assert_int_equal(rix_key_create_file(&json, &len, master, "pw", 2, 128, 1, 1, "user", "h\xff"), RIX_EINVAL);
+	assert_int_equal(rix_key_create_file(&json, &len, k.master, "pw", 2, 128, 1, 1, "user", "h\xff"), RIX_EINVAL);
 	assert_null(json);
-	rix_key_free(master);
+	rix_key_free(k.master);
 }
 
 /* restic opens a repository whose only key file rix wrote (same master key, new password). */

@@ -219,7 +219,7 @@ static size_t check_index_names_complete_packs(const char *dir)
 			fail_msg("index file %s is not complete", names[i]);
 		MUST(rix_unpacked_decode(&json, &jn, rix__repo_key(r), file, fn, rix_repo_config(r)->version));
 		rix_index *idx;
-		MUST(rix_index_decode(&idx, (const char *)json, jn, NULL));
+		MUST(rix_index_decode(&idx, NULL, (const char *)json, jn));
 		struct pack_check pc = { b, rix__repo_key(r), rix_repo_config(r)->version, names[i], 0 };
 		MUST(rix_index_foreach_pack(idx, check_named_pack, &pc));
 		rix_index_free(idx);

@@ -67,7 +67,7 @@ static void check_all(const rix_index *idx, const struct fixture *fx)
 			/* The other type does not see it. */
 			assert_false(rix_index_has(idx, (rix_blob_type)(1 - bl->type), &bl->id));
 			uint32_t size;
-			assert_int_equal(rix_index_size(idx, bl->type, &bl->id, &size), 0);
+			assert_int_equal(rix_index_size(&size, idx, bl->type, &bl->id), 0);
 			assert_int_equal(size, bl->uncompressed_length ? bl->uncompressed_length : bl->length - 32);
 		}
 	}
@@ -79,7 +79,7 @@ static void test_store_lookup_size(void **state)
 	static struct fixture fx;
 	make_fixture(&fx, 11);
 	rix_index *idx;
-	assert_int_equal(rix_index_new(&idx, 0), 0);
+	assert_int_equal(rix_index_new(&idx), 0);
 	assert_int_equal(store_all(idx, &fx), 0);
 	check_all(idx, &fx);
 	assert_int_equal(rix_index_pack_count(idx), NPACKS);
@@ -94,7 +94,7 @@ static void test_store_lookup_size(void **state)
 	rix_test_random_id(&unknown, &st);
 	assert_int_equal(rix_index_lookup(NULL, idx, RIX_BLOB_DATA, &unknown), RIX_ENOTFOUND);
 	uint32_t size;
-	assert_int_equal(rix_index_size(idx, RIX_BLOB_DATA, &unknown, &size), RIX_ENOTFOUND);
+	assert_int_equal(rix_index_size(&size, idx, RIX_BLOB_DATA, &unknown), RIX_ENOTFOUND);
 	assert_int_equal(rix_index_lookup(NULL, idx, (rix_blob_type)7, &fx.blobs[0][0].id), RIX_ENOTFOUND);
 	assert_true(rix_index_memory(idx) > NPACKS * PER_PACK * 52);
 	rix_index_free(idx);
@@ -106,7 +106,7 @@ static void test_pack_stored_once_and_duplicates(void **state)
 	static struct fixture fx;
 	make_fixture(&fx, 12);
 	rix_index *idx;
-	assert_int_equal(rix_index_new(&idx, 4), 0);
+	assert_int_equal(rix_index_new_batch(&idx, 4), 0);
 	assert_int_equal(store_all(idx, &fx), 0);
 	/* Pack 0 again with pack 1's blobs: same pack number, and a blob now in two packs. */
 	assert_int_equal(rix_index_store_pack(idx, &fx.packs[0], fx.blobs[1], 2), 0);
@@ -176,7 +176,7 @@ static void test_iteration(void **state)
 	static struct fixture fx;
 	make_fixture(&fx, 13);
 	rix_index *idx;
-	assert_int_equal(rix_index_new(&idx, 0), 0);
+	assert_int_equal(rix_index_new(&idx), 0);
 	assert_int_equal(store_all(idx, &fx), 0);
 	struct walk w = { &fx, 0, 0 };
 	assert_int_equal(rix_index_foreach(idx, flat_cb, &w), 0);
@@ -197,7 +197,7 @@ static void test_final_and_id_lists(void **state)
 	static struct fixture fx;
 	make_fixture(&fx, 14);
 	rix_index *idx;
-	assert_int_equal(rix_index_new(&idx, 0), 0);
+	assert_int_equal(rix_index_new(&idx), 0);
 	assert_false(rix_index_is_final(idx));
 	assert_int_equal(rix_index_store_pack(idx, &fx.packs[0], fx.blobs[0], PER_PACK), 0);
 	rix_index_finalize(idx);
@@ -205,16 +205,16 @@ static void test_final_and_id_lists(void **state)
 	assert_int_equal(rix_index_store_pack(idx, &fx.packs[1], fx.blobs[1], PER_PACK), RIX_EINVAL);
 	assert_int_equal(rix_index_pack_count(idx), 1);
 	size_t n;
-	assert_null(rix_index_ids(idx, &n));
+	assert_null(rix_index_ids(&n, idx));
 	assert_int_equal(n, 0);
 	for (int i = 0; i < 10; i++) {
 		assert_int_equal(rix_index_add_id(idx, &fx.packs[i]), 0);
 		assert_int_equal(rix_index_add_supersedes(idx, &fx.packs[20 + i]), 0);
 	}
-	const rix_id *ids = rix_index_ids(idx, &n);
+	const rix_id *ids = rix_index_ids(&n, idx);
 	assert_int_equal(n, 10);
 	assert_memory_equal(ids[9].b, fx.packs[9].b, 32);
-	ids = rix_index_supersedes(idx, &n);
+	ids = rix_index_supersedes(&n, idx);
 	assert_int_equal(n, 10);
 	assert_memory_equal(ids[0].b, fx.packs[20].b, 32);
 	rix_index_free(idx);
@@ -225,7 +225,7 @@ static int oom_build(void *arg)
 {
 	struct fixture *fx = arg;
 	rix_index *idx = NULL;
-	int rc = rix_index_new(&idx, 16);
+	int rc = rix_index_new_batch(&idx, 16);
 	if (rc == 0) {
 		rc = store_all(idx, fx);
 		if (rc == 0) {

@@ -29,7 +29,7 @@ static int decode_exact(const char *text, size_t len, rix_index **out, bool *leg
 	char *copy = malloc(len ? len : 1);
 	assert_non_null(copy);
 	memcpy(copy, text, len);
-	int rc = rix_index_decode(out, copy, len, legacy);
+	int rc = rix_index_decode(out, legacy, copy, len);
 	free(copy);
 	return rc;
 }
@@ -99,7 +99,7 @@ static void roundtrip_fixture(const char *name, bool want_supersedes)
 	assert_true(rix_index_pack_count(idx) > 0);
 	assert_true(rix_index_count(idx, RIX_BLOB_DATA) > 0);
 	assert_true(rix_index_count(idx, RIX_BLOB_TREE) > 0);
-	rix_index_supersedes(idx, &n);
+	rix_index_supersedes(&n, idx);
 	assert_int_equal(n > 0, want_supersedes);
 
 	/* Every "type" in the text is one blob. */
@@ -292,7 +292,7 @@ static void assert_same_index(const rix_index *a, const rix_index *b)
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
 		assert_int_equal(rix_index_count(a, t), rix_index_count(b, t));
 	size_t na, nb;
-	const rix_id *sa = rix_index_supersedes(a, &na), *sb = rix_index_supersedes(b, &nb);
+	const rix_id *sa = rix_index_supersedes(&na, a), *sb = rix_index_supersedes(&nb, b);
 	assert_int_equal(na, nb);
 	if (na > 0)
 		assert_memory_equal(sa, sb, na * sizeof(rix_id));
@@ -316,7 +316,7 @@ static rix_index *random_index(uint64_t *st, size_t npacks, size_t nsup)
 	rix_index *idx = NULL;
 	rix_blob blobs[40];
 	rix_id prev_blob;
-	assert_int_equal(rix_index_new(&idx, 0), 0);
+	assert_int_equal(rix_index_new(&idx), 0);
 	rix_test_random_id(&prev_blob, st);
 	for (size_t p = 0; p < npacks; p++) {
 		rix_id pack;
@@ -378,7 +378,7 @@ static void test_encode_empty(void **state)
 {
 	(void)state;
 	rix_index *idx = NULL;
-	assert_int_equal(rix_index_new(&idx, 0), 0);
+	assert_int_equal(rix_index_new(&idx), 0);
 	char *out = encode(idx, NULL);
 	assert_string_equal(out, "{\"packs\":[]}\n");
 	rix_free(out);
@@ -403,7 +403,7 @@ static void test_null_and_missing_lists(void **state)
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
 		rix_index *idx = decode_ok(texts[i]);
 		size_t n;
-		rix_index_supersedes(idx, &n);
+		rix_index_supersedes(&n, idx);
 		assert_int_equal(n, 0);
 		assert_int_equal(rix_index_pack_count(idx), 0);
 		rix_index_free(idx);
@@ -460,7 +460,7 @@ static void test_unknown_fields_skipped(void **state)
 	assert_int_equal(pb.length, 6);
 	assert_int_equal(pb.uncompressed_length, 7);
 	size_t n;
-	rix_index_supersedes(idx, &n);
+	rix_index_supersedes(&n, idx);
 	assert_int_equal(n, 1);
 	assert_int_equal(rix_index_count(idx, RIX_BLOB_DATA), 1);
 	assert_int_equal(rix_index_pack_count(idx), 1);
@@ -853,7 +853,7 @@ static int oom_decode_round(void *arg)
 {
 	const struct text *t = arg;
 	rix_index *idx = (rix_index *)&idx;
-	int rc = rix_index_decode(&idx, t->p, t->len, NULL);
+	int rc = rix_index_decode(&idx, NULL, t->p, t->len);
 	if (rc == 0)
 		rix_index_free(idx);
 	else

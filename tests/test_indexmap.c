@@ -170,7 +170,7 @@ static void test_reserve_then_no_allocation(void **state)
 	make_entries(e, n, 0, &st);
 	rix_test_failalloc_install(0);
 	rix_indexmap *m;
-	assert_int_equal(rix_indexmap_new(&m, 256), 0);
+	assert_int_equal(rix_indexmap_new_batch(&m, 256), 0);
 	assert_int_equal(rix_indexmap_reserve(m, n), 0);
 	long before = rix_test_failalloc_count();
 	for (size_t i = 0; i < n; i++)
@@ -239,7 +239,7 @@ static void test_memory_and_limits(void **state)
 {
 	(void)state;
 	rix_indexmap *m;
-	assert_int_equal(rix_indexmap_new(&m, 0), 0);
+	assert_int_equal(rix_indexmap_new(&m), 0);
 	assert_int_equal(rix_indexmap_batch(m), RIX_INDEXMAP_DEFAULT_BATCH);
 	assert_int_equal(rix_indexmap_reserve(m, (size_t)RIX_INDEXMAP_MAX_ENTRIES + 1), RIX_ELIMIT);
 	rix_id id = { { 0 } };
@@ -274,7 +274,7 @@ static void test_foreach_order_and_stop(void **state)
 {
 	(void)state;
 	rix_indexmap *m;
-	assert_int_equal(rix_indexmap_new(&m, 16), 0);
+	assert_int_equal(rix_indexmap_new_batch(&m, 16), 0);
 	uint64_t st = 5;
 	for (uint32_t i = 0; i < 1000; i++) {
 		rix_id id;

@@ -32,7 +32,7 @@ static void put_lock(rix_repo *r, const char *time, int exclusive, long pid, con
 		 "{\"time\":\"%s\",\"exclusive\":%s,\"hostname\":\"%s\",\"username\":\"other\",\"pid\":%ld,"
 		 "\"uid\":1000,\"gid\":1000}",
 		 time, exclusive ? "true" : "false", host, pid);
-	MUST(rix_repo_write_file(r, RIX_FILE_LOCK, json, strlen(json), NULL));
+	MUST(rix_repo_write_file(NULL, r, RIX_FILE_LOCK, json, strlen(json)));
 }
 
 static void now_rfc3339(char *buf, size_t cap, long delta)

@@ -277,7 +277,7 @@ static void check_restic_repo(const char *repo, int version)
 		fail_msg("%s index: %s", repo, rix_error_last());
 	free(file);
 	rix_index *idx;
-	assert_int_equal(rix_index_decode(&idx, (const char *)json, jn, NULL), 0);
+	assert_int_equal(rix_index_decode(&idx, NULL, (const char *)json, jn), 0);
 	rix_free(json);
 
 	/* Every pack: its name is its SHA-256; header == index; every blob reads and verifies. */
@@ -1068,52 +1068,36 @@ static void test_pack_bad_blobs(void **state)
 
 /* ---- allocation failure --------------------------------------------------------------------- */
 
-typedef int (*oom_fn)(const rix_key *key, const uint8_t *in, size_t n, void *arg);
-
-struct oom_call {
-	oom_fn fn;
+/* What one allocation-failure loop works on: a key, input bytes, and the pack's blobs (oom_blobs). */
+struct oom_in {
 	const rix_key *key;
 	const uint8_t *in;
 	size_t n;
-	void *arg;
+	const rix_blob *b;
 };
 
-static int oom_call_run(void *arg)
+static int oom_header(void *arg)
 {
-	const struct oom_call *c = arg;
-	return c->fn(c->key, c->in, c->n, c->arg);
-}
-
-/* Fails allocation 1, 2, ... until fn succeeds with nothing failed; each failure is RIX_ENOMEM
- * and leaks nothing; fn allocates at least once. */
-static void oom_loop(const char *what, oom_fn fn, const rix_key *key, const uint8_t *in, size_t n, void *arg)
-{
-	struct oom_call c = { fn, key, in, n, arg };
-	assert_true(rix_test_oom_loop(what, oom_call_run, &c, 1000) > 1);
-}
-
-static int oom_header(const rix_key *key, const uint8_t *in, size_t n, void *arg)
-{
-	(void)arg;
+	const struct oom_in *o = arg;
 	rix_blob *b;
 	size_t cnt;
-	int rc = rix_pack_read_header(&b, &cnt, key, in, n, 2);
+	int rc = rix_pack_read_header(&b, &cnt, o->key, o->in, o->n, 2);
 	rix_free(b);
 	if (rc != 0)
 		return rc;
-	struct mem_pack mp = { in, n, 0 };
-	rc = rix_pack_read_header_at(&b, &cnt, key, n, mem_read, &mp, 2);
+	struct mem_pack mp = { o->in, o->n, 0 };
+	rc = rix_pack_read_header_at(&b, &cnt, o->key, o->n, mem_read, &mp, 2);
 	rix_free(b);
 	return rc;
 }
 
-static int oom_blobs(const rix_key *key, const uint8_t *in, size_t n, void *arg)
+static int oom_blobs(void *arg)
 {
-	const rix_blob *b = arg;
+	const struct oom_in *o = arg;
 	for (size_t i = 0; i < 4; i++) {
 		uint8_t *out;
 		size_t on;
-		int rc = rix_pack_read_blob(&out, &on, key, in, n, &b[i], 2);
+		int rc = rix_pack_read_blob(&out, &on, o->key, o->in, o->n, &o->b[i], 2);
 		if (rc != 0)
 			return rc;
 		rix_free(out);
@@ -1121,26 +1105,28 @@ static int oom_blobs(const rix_key *key, const uint8_t *in, size_t n, void *arg)
 	return 0;
 }
 
-static int oom_decode(const rix_key *key, const uint8_t *in, size_t n, void *arg)
+static int oom_decode(void *arg)
 {
-	(void)arg;
+	const struct oom_in *o = arg;
 	uint8_t *out;
 	size_t on;
-	int rc = rix_unpacked_decode(&out, &on, key, in, n, 2);
+	int rc = rix_unpacked_decode(&out, &on, o->key, o->in, o->n, 2);
 	rix_free(out);
 	return rc;
 }
 
-static int oom_encode(const rix_key *key, const uint8_t *in, size_t n, void *arg)
+static int oom_encode(void *arg)
 {
-	(void)arg;
+	const struct oom_in *o = arg;
 	uint8_t *out;
 	size_t on;
-	int rc = rix_unpacked_encode(&out, &on, key, in, n, 2);
+	int rc = rix_unpacked_encode(&out, &on, o->key, o->in, o->n, 2);
 	rix_free(out);
 	return rc;
 }
 
+/* Fails allocation 1, 2, ... until each call succeeds with nothing failed (rix_test_oom_loop):
+ * each failure is RIX_ENOMEM and leaks nothing; each call allocates at least once. */
 static void test_allocation_failure(void **state)
 {
 	(void)state;
@@ -1148,20 +1134,24 @@ static void test_allocation_failure(void **state)
 	assert_int_equal(rix_key_random(&key), 0);
 	size_t n;
 	uint8_t *p = small_pack(key, &n, NULL, NULL);
-	oom_loop("pack header", oom_header, key, p, n, NULL);
+	struct oom_in o = { key, p, n, NULL };
+	assert_true(rix_test_oom_loop("pack header", oom_header, &o, 1000) > 1);
 	rix_blob *b;
 	size_t cnt;
 	assert_int_equal(rix_pack_read_header(&b, &cnt, key, p, n, 2), 0);
-	oom_loop("blobs", oom_blobs, key, p, n, b);
+	o.b = b;
+	assert_true(rix_test_oom_loop("blobs", oom_blobs, &o, 1000) > 1);
 	rix_free(b);
 	free(p);
 	uint64_t st = 3;
 	char *json = fake_json(300000, &st);
-	oom_loop("unpacked encode", oom_encode, key, (const uint8_t *)json, 300000, NULL);
+	o = (struct oom_in){ key, (const uint8_t *)json, 300000, NULL };
+	assert_true(rix_test_oom_loop("unpacked encode", oom_encode, &o, 1000) > 1);
 	uint8_t *f;
 	size_t fn;
 	assert_int_equal(rix_unpacked_encode(&f, &fn, key, json, 300000, 2), 0);
-	oom_loop("unpacked decode (declared size)", oom_decode, key, f, fn, NULL);
+	o = (struct oom_in){ key, f, fn, NULL };
+	assert_true(rix_test_oom_loop("unpacked decode (declared size)", oom_decode, &o, 1000) > 1);
 	rix_free(f);
 	/* A streamed frame: the growing buffer's reallocations fail too. */
 	size_t zn;
@@ -1169,7 +1159,8 @@ static void test_allocation_failure(void **state)
 	tbuf fr = { 0 };
 	tb_put(&fr, z, zn);
 	f = sealed_zstd_file(key, &fr, &fn);
-	oom_loop("unpacked decode (streamed)", oom_decode, key, f, fn, NULL);
+	o = (struct oom_in){ key, f, fn, NULL };
+	assert_true(rix_test_oom_loop("unpacked decode (streamed)", oom_decode, &o, 1000) > 1);
 	free(f);
 	free(fr.p);
 	free(z);

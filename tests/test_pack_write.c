@@ -781,9 +781,15 @@ static void test_packer_keeps_pack_after_enomem(void **state)
 
 /* ---- allocation failure ------------------------------------------------------------------- */
 
-static int oom_codec(const rix_key *key, const char *dir)
+/* What each allocation-failure loop works on: a key, and a folder for the packs. */
+struct oom_in {
+	const rix_key *key;
+	const char *dir;
+};
+
+static int oom_codec(void *arg)
 {
-	(void)dir;
+	const rix_key *key = ((const struct oom_in *)arg)->key;
 	static uint8_t plain[50000], stored[60000], out[50000];
 	for (size_t i = 0; i < sizeof(plain); i++)
 		plain[i] = (uint8_t)("abcab"[i % 5]);
@@ -802,8 +808,10 @@ static int oom_codec(const rix_key *key, const char *dir)
 	return rc;
 }
 
-static int oom_writer(const rix_key *key, const char *dir)
+static int oom_writer(void *arg)
 {
+	const rix_key *key = ((const struct oom_in *)arg)->key;
+	const char *dir = ((const struct oom_in *)arg)->dir;
 	static uint8_t plain[50000];
 	rix_blob_codec *c;
 	int rc = rix_blob_codec_new(&c, key, 2, RIX_COMPRESSION_AUTO);
@@ -840,8 +848,10 @@ static int drop_done(void *arg, rix_pack_writer *w, const rix_id *pack_id)
 	return 0;
 }
 
-static int oom_packer(const rix_key *key, const char *dir)
+static int oom_packer(void *arg)
 {
+	const rix_key *key = ((const struct oom_in *)arg)->key;
+	const char *dir = ((const struct oom_in *)arg)->dir;
 	static uint8_t plain[300000];
 	rix_blob_codec *c;
 	int rc = rix_blob_codec_new(&c, key, 2, RIX_COMPRESSION_OFF);
@@ -862,46 +872,30 @@ static int oom_packer(const rix_key *key, const char *dir)
 	return rc;
 }
 
-typedef int (*oom_fn)(const rix_key *key, const char *dir);
-
-struct oom_call {
-	oom_fn fn;
-	const rix_key *key;
-	const char *dir;
-};
-
-static int oom_call_run(void *arg)
-{
-	const struct oom_call *c = arg;
-	return c->fn(c->key, c->dir);
-}
-
 /* No temporary file is left behind, failure or not. */
-static void oom_call_check(void *arg, const rix_test_oom_round *round)
+static void no_file_left(void *arg, const rix_test_oom_round *round)
 {
-	const struct oom_call *c = arg;
 	(void)round;
-	assert_int_equal(count_files(c->dir), 0);
+	assert_int_equal(count_files(((const struct oom_in *)arg)->dir), 0);
 }
 
-/* Fails allocation 1, 2, ... until fn succeeds with nothing failed: RIX_ENOMEM, no leak, no
- * file left; fn allocates at least once. */
-static void oom_loop(const char *what, oom_fn fn, const rix_key *key, const char *dir)
-{
-	struct oom_call c = { fn, key, dir };
-	rix_test_oom o = { .what = what, .run = oom_call_run, .arg = &c, .max = 1000, .check = oom_call_check };
-	assert_true(rix_test_oom_run(&o) > 1);
-}
-
+/* Fails allocation 1, 2, ... until each call succeeds with nothing failed (rix_test_oom_run):
+ * RIX_ENOMEM, no leak, no file left; each call allocates at least once. */
 static void test_allocation_failure(void **state)
 {
 	(void)state;
 	rix_key *key;
 	MUST(rix_key_random(&key));
 	char *dir = rix_test_new_dir("rix-packw");
-	oom_loop("codec", oom_codec, key, dir);
-	oom_loop("pack writer", oom_writer, key, dir);
-	oom_loop("packer", oom_packer, key, dir);
+	struct oom_in in = { key, dir };
+	rix_test_oom o = { .what = "codec", .run = oom_codec, .arg = &in, .max = 1000, .check = no_file_left };
+	assert_true(rix_test_oom_run(&o) > 1);
+	o.what = "pack writer";
+	o.run = oom_writer;
+	assert_true(rix_test_oom_run(&o) > 1);
+	o.what = "packer";
+	o.run = oom_packer;
+	assert_true(rix_test_oom_run(&o) > 1);
 	rix_test_free_dir(dir);
 	rix_key_free(key);
 }

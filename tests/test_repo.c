@@ -526,7 +526,7 @@ static void test_files(void **state)
 	rix_repo *r = init_repo(dir, 2);
 	const char *json = "{\"packs\":[]}";
 	rix_id id;
-	MUST(rix_repo_write_file(r, RIX_FILE_INDEX, json, strlen(json), &id));
+	MUST(rix_repo_write_file(&id, r, RIX_FILE_INDEX, json, strlen(json)));
 	char name[65];
 	rix_id_to_hex(name, &id);
 	uint64_t size;
@@ -572,8 +572,8 @@ static void test_files(void **state)
 	assert_int_equal(rix_repo_read_file(&out, &n, r, RIX_FILE_SNAPSHOT, &id), RIX_ENOTFOUND);
 
 	/* Keys, packs and the config are not unpacked files. */
-	assert_int_equal(rix_repo_write_file(r, RIX_FILE_PACK, json, strlen(json), NULL), RIX_EINVAL);
-	assert_int_equal(rix_repo_write_file(r, RIX_FILE_KEY, json, strlen(json), NULL), RIX_EINVAL);
+	assert_int_equal(rix_repo_write_file(NULL, r, RIX_FILE_PACK, json, strlen(json)), RIX_EINVAL);
+	assert_int_equal(rix_repo_write_file(NULL, r, RIX_FILE_KEY, json, strlen(json)), RIX_EINVAL);
 	assert_int_equal(rix_repo_read_file(&out, &n, r, RIX_FILE_CONFIG, &id), RIX_EINVAL);
 
 	/* A pack's header, as saved. */

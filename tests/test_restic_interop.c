@@ -433,7 +433,7 @@ static void check_restic_writes(int v, const char *mode)
 		if (rix_unpacked_decode(&json, &jn, key, f.p, f.n, v) != 0)
 			fail_msg("index %s: %s", names[i], rix_error_last());
 		check_unpacked_layout(key, &f, v, jn);
-		if (rix_index_decode(&idx[i], (const char *)json, jn, NULL) != 0)
+		if (rix_index_decode(&idx[i], NULL, (const char *)json, jn) != 0)
 			fail_msg("index %s: %s", names[i], rix_error_last());
 		index_blobs += rix_index_count(idx[i], RIX_BLOB_DATA) + rix_index_count(idx[i], RIX_BLOB_TREE);
 		index_packs += rix_index_pack_count(idx[i]);
@@ -837,7 +837,7 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 
 	/* Into packs. */
 	rix_index *idx;
-	assert_int_equal(rix_index_new(&idx, 0), 0);
+	assert_int_equal(rix_index_new(&idx), 0);
 	struct done_ctx done = { repo, idx, 0 };
 	rix_blob_codec *codec;
 	rix_packer *packer;
@@ -913,7 +913,7 @@ static void check_rix_writes(int v, rix_compression mode, const char *mode_name)
 	size_t ijn;
 	if (v == 2) {
 		rix_index *spoiled;
-		assert_int_equal(rix_index_new(&spoiled, 0), 0);
+		assert_int_equal(rix_index_new(&spoiled), 0);
 		struct spoil_ctx sc = { spoiled, &bl[B_TEXT].id };
 		assert_int_equal(rix_index_foreach_pack(idx, copy_pack_spoiled, &sc), 0);
 		assert_int_equal(rix_index_encode(&ijson, &ijn, spoiled), 0);

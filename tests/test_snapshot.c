@@ -14,7 +14,10 @@
  *                             restic's cat snapshot finds them; unreadable snapshot files
  *   test_rewrite              tags changed by rix: old file gone, original kept, the JSON
  *                             restic's tag writes for the same change, restic reads it back
+ *   test_load_workers         the list is loaded by rix_repo_options.workers threads (0: 8)
  */
+#include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +31,7 @@
 #include <jansson.h>
 
 #include "rix/rix.h"
+#include "faultbackend.h"
 #include "repo_fixture.h"
 #include "testutil.h"
 
@@ -794,7 +798,7 @@ static void test_find(void **state)
 
 	/* Unreadable files: listed apart, reported once each, found by ID with their error. */
 	rix_id junk;
-	MUST(rix_repo_write_file(r, RIX_FILE_SNAPSHOT, "not json", 8, &junk));
+	MUST(rix_repo_write_file(&junk, r, RIX_FILE_SNAPSHOT, "not json", 8));
 	struct seen_errors seen = { 0 };
 	MUST(rix_snapshot_list_load(&l, r, on_error, &seen));
 	assert_int_equal(seen.calls, 1);
@@ -921,6 +925,96 @@ static void test_rewrite(void **state)
 	rix_test_free_dir(work);
 }
 
+/* ==== workers ================================================================================= */
+
+/*
+ * The threads that read snapshot files. Each read waits (up to 10 s) until `want` threads have
+ * read one, so that every worker the load starts is seen reading, however they are scheduled:
+ * a worker holds its file until the others have theirs.
+ */
+struct readers {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t seen[64];
+	unsigned nseen, want;
+	bool overflow;
+};
+
+static void on_read(void *payload, rix_test_fault_op op, rix_file_type t)
+{
+	struct readers *rd = payload;
+	if (op != RIX_TEST_FAULT_READ || t != RIX_FILE_SNAPSHOT)
+		return;
+	pthread_mutex_lock(&rd->mu);
+	bool known = false;
+	for (unsigned i = 0; i < rd->nseen; i++)
+		known |= pthread_equal(rd->seen[i], pthread_self()) != 0;
+	if (!known && rd->nseen < 64)
+		rd->seen[rd->nseen++] = pthread_self();
+	else if (!known)
+		rd->overflow = true;
+	pthread_cond_broadcast(&rd->cv);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	while (rd->nseen < rd->want)
+		if (pthread_cond_timedwait(&rd->cv, &rd->mu, &until) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&rd->mu);
+}
+
+/* Loads the 24 snapshots of dir with workers; the number of threads that read them. */
+static unsigned load_threads(const char *dir, unsigned workers, unsigned want, bool *caller_read)
+{
+	rix_test_fault f;
+	rix_test_fault_init(&f);
+	struct readers rd = { .want = want };
+	pthread_mutex_init(&rd.mu, NULL);
+	pthread_cond_init(&rd.cv, NULL);
+	rix_backend *local, *b;
+	MUST(rix_backend_local_open(&local, dir, false));
+	MUST(rix_test_fault_backend(&b, local, &f));
+	rix_repo_options o = fast;
+	o.workers = workers;
+	rix_repo *r;
+	MUST(rix_repo_open(&r, b, PW, strlen(PW), &o));
+	assert_int_equal(rix_repo_workers(r), workers);
+	f.on_call_payload = &rd; /* set before any other thread runs */
+	f.on_call = on_read;
+	rix_snapshot_list *l = load_list(r);
+	assert_int_equal(l->count, 24);
+	rix_snapshot_list_free(l);
+	rix_repo_free(r);
+	rix_test_fault_destroy(&f);
+	assert_false(rd.overflow);
+	*caller_read = false;
+	for (unsigned i = 0; i < rd.nseen; i++)
+		*caller_read |= pthread_equal(rd.seen[i], pthread_self()) != 0;
+	pthread_cond_destroy(&rd.cv);
+	pthread_mutex_destroy(&rd.mu);
+	return rd.nseen;
+}
+
+/* rix_repo_options.workers threads load the snapshots (the calling thread one of them), 8 when it is 0. */
+static void test_load_workers(void **state)
+{
+	(void)state;
+	char *dir = rix_test_new_dir("rix-snap-workers");
+	rix_repo *r = init_repo(dir, 2);
+	make_filter_repo(r);
+	rix_repo_free(r);
+	bool caller;
+	assert_int_equal(load_threads(dir, 1, 1, &caller), 1);
+	assert_true(caller);
+	/* Each reader waits for the others, so no worker finishes the list alone; a thread too
+	 * many would find files left and be seen. */
+	assert_int_equal(load_threads(dir, 3, 3, &caller), 3);
+	assert_true(caller);
+	assert_int_equal(load_threads(dir, 0, 8, &caller), 8);
+	assert_true(caller);
+	rix_test_free_dir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -932,6 +1026,7 @@ int main(void)
 		cmocka_unit_test(test_filters_like_restic),
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_rewrite),
+		cmocka_unit_test(test_load_workers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,7 +50,7 @@ static void save_tree(rix_repo *r, const char *json, rix_id *id)
 static void put_snapshot_json(rix_repo *r, const char *json, char name[65])
 {
 	rix_id id;
-	MUST(rix_repo_write_file(r, RIX_FILE_SNAPSHOT, json, strlen(json), &id));
+	MUST(rix_repo_write_file(&id, r, RIX_FILE_SNAPSHOT, json, strlen(json)));
 	if (name != NULL)
 		rix_id_to_hex(name, &id);
 }

@@ -56,7 +56,7 @@ typedef struct rix_config {
  * *out is written only on success.
  * @return 0; RIX_ECORRUPT (with the byte offset in the message).
  */
-RIX_EXPORT RIX_NODISCARD int rix_config_parse(const char *json, size_t len, rix_config *out);
+RIX_EXPORT RIX_NODISCARD int rix_config_parse(rix_config *out, const char *json, size_t len);
 
 /*
  * The JSON restic writes for cfg, byte for byte (compact, lowercase hex, no trailing newline).
@@ -74,7 +74,7 @@ RIX_EXPORT RIX_NODISCARD int rix_config_encode(char **json, size_t *len, const r
  * @return 0; RIX_EAUTH (MAC mismatch: wrong key or a damaged file); RIX_ECORRUPT (too short or
  * larger than RIX_CONFIG_MAX_SIZE plus the overhead, compressed, or bad JSON); RIX_ENOMEM.
  */
-RIX_EXPORT RIX_NODISCARD int rix_config_open(const rix_key *key, const uint8_t *file, size_t n, rix_config *out);
+RIX_EXPORT RIX_NODISCARD int rix_config_open(rix_config *out, const rix_key *key, const uint8_t *file, size_t n);
 
 /*
  * The inverse of rix_config_open: encodes cfg and seals it under key with a fresh IV.

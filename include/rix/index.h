@@ -27,11 +27,16 @@ extern "C" {
 typedef struct rix_index rix_index;
 
 /*
- * Creates an empty, unfinished index. batch: entry batch size for its maps (0: default).
- * *out belongs to the caller, freed with rix_index_free.
+ * Creates an empty, unfinished index. *out belongs to the caller, freed with rix_index_free.
  * @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT RIX_NODISCARD int rix_index_new(rix_index **out, uint32_t batch);
+RIX_EXPORT RIX_NODISCARD int rix_index_new(rix_index **out);
+
+#ifdef RIX_ADVANCED /* tuning (rix/common.h) */
+/* As rix_index_new, its maps with batch entries per allocation block (rix_indexmap_new_batch;
+ * 0: the default). @return 0, RIX_ENOMEM. */
+RIX_EXPORT RIX_NODISCARD int rix_index_new_batch(rix_index **out, uint32_t batch);
+#endif /* RIX_ADVANCED */
 
 /* Frees the index. NULL-safe. */
 RIX_EXPORT void rix_index_free(rix_index *idx);
@@ -54,7 +59,7 @@ RIX_EXPORT size_t rix_index_lookup_all(rix_packed_blob *out, size_t max, const r
 RIX_EXPORT bool rix_index_has(const rix_index *idx, rix_blob_type t, const rix_id *id);
 
 /* Plaintext size of a blob (see rix_blob_plain_size). @return 0, RIX_ENOTFOUND. */
-RIX_EXPORT RIX_NODISCARD int rix_index_size(const rix_index *idx, rix_blob_type t, const rix_id *id, uint32_t *size);
+RIX_EXPORT RIX_NODISCARD int rix_index_size(uint32_t *size, const rix_index *idx, rix_blob_type t, const rix_id *id);
 
 /* Number of blob entries of type t. */
 RIX_EXPORT size_t rix_index_count(const rix_index *idx, rix_blob_type t);
@@ -84,11 +89,11 @@ RIX_EXPORT bool rix_index_is_final(const rix_index *idx);
 
 /* IDs of the index files this index was read from. @return 0, RIX_ENOMEM. */
 RIX_EXPORT RIX_NODISCARD int rix_index_add_id(rix_index *idx, const rix_id *id);
-RIX_EXPORT const rix_id *rix_index_ids(const rix_index *idx, size_t *n);
+RIX_EXPORT const rix_id *rix_index_ids(size_t *n, const rix_index *idx);
 
 /* IDs of index files this one supersedes. @return 0, RIX_ENOMEM. */
 RIX_EXPORT RIX_NODISCARD int rix_index_add_supersedes(rix_index *idx, const rix_id *id);
-RIX_EXPORT const rix_id *rix_index_supersedes(const rix_index *idx, size_t *n);
+RIX_EXPORT const rix_id *rix_index_supersedes(size_t *n, const rix_index *idx);
 
 /* Bytes held (maps, pack table, id lists). */
 RIX_EXPORT size_t rix_index_memory(const rix_index *idx);
@@ -99,7 +104,7 @@ RIX_EXPORT size_t rix_index_memory(const rix_index *idx);
  * caller. legacy, if not NULL, is set to whether the array form was read.
  * @return 0, RIX_ECORRUPT, RIX_ENOMEM, RIX_ELIMIT.
  */
-RIX_EXPORT RIX_NODISCARD int rix_index_decode(rix_index **out, const char *json, size_t len, bool *legacy);
+RIX_EXPORT RIX_NODISCARD int rix_index_decode(rix_index **out, bool *legacy, const char *json, size_t len);
 
 /*
  * Receives an index file's content as it is decoded, in document order: pack gives each pack
@@ -120,7 +125,7 @@ typedef struct rix_index_sink {
  * the receiver's business. legacy as in rix_index_decode.
  * @return 0, RIX_ECORRUPT, or the sink's error.
  */
-RIX_EXPORT RIX_NODISCARD int rix_index_decode_to(const char *json, size_t len, const rix_index_sink *sink, bool *legacy);
+RIX_EXPORT RIX_NODISCARD int rix_index_decode_to(bool *legacy, const char *json, size_t len, const rix_index_sink *sink);
 
 /*
  * Encodes as restic writes it: compact JSON with a trailing newline, "supersedes" first and

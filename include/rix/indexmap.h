@@ -27,21 +27,26 @@ extern "C" {
 
 typedef struct rix_indexmap rix_indexmap;
 
-/* Default entries per allocation batch (chosen by bench/RESULTS.md's sweep). */
-#define RIX_INDEXMAP_DEFAULT_BATCH 1024u
 /* The largest number of entries one table holds. */
 #define RIX_INDEXMAP_MAX_ENTRIES 0xFFFFFFFEu
 
 /*
- * Creates an empty table. batch = entries per allocation block (0: the default; rounded up to a
- * power of two, at most 2^20). The seed is random (libc getrandom).
+ * Creates an empty table. Entries are allocated a batch at a time (the default batch; block 0
+ * grows up to it, so a small table stays small). The seed is random (libc getrandom).
  * *out belongs to the caller, freed with rix_indexmap_free.
  * @return 0, RIX_ENOMEM.
  */
-RIX_EXPORT RIX_NODISCARD int rix_indexmap_new(rix_indexmap **out, uint32_t batch);
+RIX_EXPORT RIX_NODISCARD int rix_indexmap_new(rix_indexmap **out);
 
-#ifdef RIX_ADVANCED /* reproducible tables (rix/common.h) */
-/* As rix_indexmap_new with a fixed hash seed (tests and reproducible benchmarks). @return 0, RIX_ENOMEM. */
+#ifdef RIX_ADVANCED /* tuning, reproducible tables (rix/common.h) */
+/* Default entries per allocation batch (chosen by bench/RESULTS.md's sweep). */
+#define RIX_INDEXMAP_DEFAULT_BATCH 1024u
+/*
+ * As rix_indexmap_new with batch entries per allocation block (0: the default; rounded up to a
+ * power of two, at most 2^20). @return 0, RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_indexmap_new_batch(rix_indexmap **out, uint32_t batch);
+/* As rix_indexmap_new_batch with a fixed hash seed (tests and reproducible benchmarks). @return 0, RIX_ENOMEM. */
 RIX_EXPORT RIX_NODISCARD int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed);
 #endif /* RIX_ADVANCED */
 

@@ -11,10 +11,13 @@
  * two threads saving the same blob store it once: rix_master_index_add_pending returns 1 to
  * exactly one caller), then stored with their location, until an index file names their pack.
  *
- * Thread-safety: every function may be called from many threads at once. Lookups take no
- * lock (RCU read sections over the frozen tables and the table of saved blobs); only a miss
- * while separate indexes exist takes a read lock. Adding and merging build their new state
- * first and hold the write lock only to publish it, so lookups continue during a merge.
+ * Thread-safety: every function may be called from many threads at once. lookup, has, size,
+ * lookup_many, lookup_all and add_pending take no lock (RCU read sections over the frozen
+ * tables and the table of saved blobs) while no separate index exists, which is the case in a
+ * repository (its index is loaded in bulk); with separate indexes, a miss (lookup_all: every
+ * call) takes the read lock. count, pack_count, foreach, packs, index_ids and memory always
+ * take the read lock. Adding and merging build their new state first and hold the write lock
+ * only to publish it, so lookups continue during a merge.
  */
 #ifndef RIX_MASTER_INDEX_H
 #define RIX_MASTER_INDEX_H

@@ -50,7 +50,8 @@ typedef struct rix_repo_options {
 	const char *username;        /* for key files; NULL: the user running */
 	const char *hostname;        /* NULL: this machine's name */
 	unsigned workers;            /* threads for index loading (within load_memory), the merged table's
-	                                build and check; 0: one per CPU */
+	                                build, check and snapshot loading; 0: one per CPU (snapshot
+	                                loading: 8, its files are small and it waits on I/O) */
 	uint64_t load_memory;        /* index loading's working memory; 0: RIX_REPO_LOAD_MEMORY_DEFAULT */
 	bool strict;                 /* a damaged index file makes rix_repo_load_index fail */
 	const char *key_hint;        /* open: key files whose name starts with this are tried first */
@@ -100,6 +101,8 @@ RIX_EXPORT rix_backend *rix_repo_backend(rix_repo *r);
 RIX_EXPORT rix_master_index *rix_repo_master_index(rix_repo *r);
 /* Name (64 hex) of the key file the repository was opened or made with. */
 RIX_EXPORT const char *rix_repo_key_name(const rix_repo *r);
+/* rix_repo_options.workers as the repository was opened or made with (0: the default). */
+RIX_EXPORT unsigned rix_repo_workers(const rix_repo *r);
 
 /*
  * Called for an index file that could not be loaded: its name and the error (code and
@@ -201,8 +204,7 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_read_file(uint8_t **out, size_t *n, rix_re
  * @return 0; RIX_EINVAL (another file type; json too large); backend errors (RIX_ENOSPC, RIX_EIO);
  * RIX_ENOMEM.
  */
-RIX_EXPORT RIX_NODISCARD int rix_repo_write_file(rix_repo *r, rix_file_type t, const void *json, size_t n,
-						 rix_id *id);
+RIX_EXPORT RIX_NODISCARD int rix_repo_write_file(rix_id *id, rix_repo *r, rix_file_type t, const void *json, size_t n);
 
 /*
  * The IDs of every file of type t (not RIX_FILE_CONFIG), sorted: *ids (the caller's, rix_free;

@@ -173,7 +173,7 @@ typedef struct rix_snapshot_list {
 } rix_snapshot_list;
 
 /*
- * Loads every snapshot of r (several files at a time). A file that cannot be read or decoded
+ * Loads every snapshot of r (several files at a time: rix_repo_options.workers). A file that cannot be read or decoded
  * is left out, listed in unreadable and given to on_error (may be NULL) instead of failing the
  * whole list, as restic lists snapshots. *out is the caller's (rix_snapshot_list_free).
  * @return 0; backend errors listing snapshots/; RIX_ENOMEM.

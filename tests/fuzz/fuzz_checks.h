@@ -18,7 +18,7 @@ static inline const char *rix_fuzz_check_decode(const uint8_t *data, size_t size
 	rix_index *idx = (rix_index *)1;
 	bool legacy;
 	rix_error_clear();
-	int rc = rix_index_decode(&idx, (const char *)data, size, &legacy);
+	int rc = rix_index_decode(&idx, &legacy, (const char *)data, size);
 	if (rc == 0) {
 		if (idx == NULL || !rix_index_is_final(idx))
 			return "decode succeeded without a final index";
@@ -52,8 +52,8 @@ static inline int rix_fuzz_has_fn(void *arg, const rix_packed_blob *pb)
 static inline bool rix_fuzz_same_counts(const rix_index *a, const rix_index *b)
 {
 	size_t na, nb;
-	rix_index_supersedes(a, &na);
-	rix_index_supersedes(b, &nb);
+	rix_index_supersedes(&na, a);
+	rix_index_supersedes(&nb, b);
 	return na == nb && rix_index_pack_count(a) == rix_index_pack_count(b) &&
 	       rix_index_count(a, RIX_BLOB_DATA) == rix_index_count(b, RIX_BLOB_DATA) &&
 	       rix_index_count(a, RIX_BLOB_TREE) == rix_index_count(b, RIX_BLOB_TREE);
@@ -70,7 +70,7 @@ static inline const char *rix_fuzz_check_roundtrip(const uint8_t *data, size_t s
 	size_t n1 = 0, n2 = 0;
 	const char *why = NULL;
 
-	if (rix_index_decode(&a, (const char *)data, size, NULL) != 0)
+	if (rix_index_decode(&a, NULL, (const char *)data, size) != 0)
 		return NULL;
 	if (rix_index_encode(&e1, &n1, a) != 0) {
 		why = "encode failed";
@@ -80,7 +80,7 @@ static inline const char *rix_fuzz_check_roundtrip(const uint8_t *data, size_t s
 		why = "encoding is not one NUL-terminated line";
 		goto out;
 	}
-	if (rix_index_decode(&b, e1, n1, NULL) != 0) {
+	if (rix_index_decode(&b, NULL, e1, n1) != 0) {
 		why = "decoding our own encoding failed";
 		goto out;
 	}

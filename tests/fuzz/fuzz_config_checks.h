@@ -56,7 +56,7 @@ static inline const char *rix_fuzz_check_config(const uint8_t *data, size_t size
 	rix_config c;
 	memset(&c, 0xAA, sizeof(c));
 	rix_error_clear();
-	int rc = rix_config_parse((const char *)data, size, &c);
+	int rc = rix_config_parse(&c, (const char *)data, size);
 	if (rc != 0) {
 		if (rc != RIX_ECORRUPT)
 			return "parse failed with a code other than RIX_ECORRUPT";
@@ -78,7 +78,7 @@ static inline const char *rix_fuzz_check_config(const uint8_t *data, size_t size
 			why = "encode failed";
 		else if (n1 != 123 || strlen(e1) != n1)
 			why = "encoding is not 123 bytes and NUL";
-		else if (rix_config_parse(e1, n1, &back) != 0)
+		else if (rix_config_parse(&back, e1, n1) != 0)
 			why = "the encoding does not parse";
 		else if (!rix_fuzz_config_equal(&c, &back))
 			why = "the encoding parses to another config";
@@ -98,7 +98,7 @@ static inline const char *rix_fuzz_check_config(const uint8_t *data, size_t size
 		abort();
 	rix_config o;
 	memset(&o, 0xAA, sizeof(o));
-	int orc = rix_config_open(key, sealed, size + RIX_CRYPTO_OVERHEAD, &o);
+	int orc = rix_config_open(&o, key, sealed, size + RIX_CRYPTO_OVERHEAD);
 	free(sealed);
 	if (size > 0 && data[0] == 0x02) {
 		if (orc != RIX_ECORRUPT || strstr(rix_error_last(), "compressed") == NULL || !rix_fuzz_config_untouched(&o))
