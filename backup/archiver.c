@@ -1219,6 +1219,7 @@ struct tnode {
 	char *name;      /* a component */
 	char *fspath;    /* the path on disk it stands for */
 	int target;      /* backed up whole */
+	int root;        /* top level: where its target starts (-1: "/", n: n ".." up from here) */
 	struct tnode *kids;
 	size_t nkids, cap;
 };
@@ -1246,12 +1247,38 @@ static struct tnode *tnode_child(struct tnode *t, const char *name, const char *
 		t->cap = c;
 	}
 	struct tnode *k = &t->kids[t->nkids];
-	*k = (struct tnode){ strdup(name), strdup(fspath), 0, NULL, 0, 0 };
+	*k = (struct tnode){ strdup(name), strdup(fspath), 0, 0, NULL, 0, 0 };
 	if (k->name == NULL || k->fspath == NULL) {
 		tnode_free(k);
 		return NULL;
 	}
 	t->nkids++;
+	return k;
+}
+
+/*
+ * The top-level node for a target's first component name, whose target starts at root: as
+ * restic's, a node of that name from the same root is shared; one from another root (the
+ * relative "tmp" beside "/tmp/x", or "x" beside "../x") makes this one "name-1", "name-2", ...
+ */
+static struct tnode *tnode_top(struct tnode *top, const char *name, const char *fspath, int root)
+{
+	char cand[4096];
+	snprintf(cand, sizeof(cand), "%s", name);
+	for (unsigned i = 1;; i++) {
+		struct tnode *k = NULL;
+		for (size_t j = 0; j < top->nkids && k == NULL; j++)
+			if (strcmp(top->kids[j].name, cand) == 0)
+				k = &top->kids[j];
+		if (k == NULL)
+			break;
+		if (k->root == root)
+			return k;
+		snprintf(cand, sizeof(cand), "%s-%u", name, i);
+	}
+	struct tnode *k = tnode_child(top, cand, fspath);
+	if (k != NULL)
+		k->root = root;
 	return k;
 }
 
@@ -1363,6 +1390,26 @@ static int rel_components(const char *p)
 		c += *c == '/';
 	}
 	return k;
+}
+
+/* How many ".." a relative path starts with once cleaned (Go's Clean: "a/../../x" is "../x"). */
+static int rel_updirs(const char *p)
+{
+	int k = 0, ups = 0;
+	for (const char *c = p; *c != '\0';) {
+		size_t len = strcspn(c, "/");
+		if (len == 2 && c[0] == '.' && c[1] == '.') {
+			if (k > 0)
+				k--;
+			else
+				ups++;
+		} else if (len > 0 && !(len == 1 && c[0] == '.')) {
+			k++;
+		}
+		c += len;
+		c += *c == '/';
+	}
+	return ups;
 }
 
 /* "." and "./": the target is the snapshot's root, as restic 0.14 does for `backup .`. */
@@ -1835,7 +1882,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 		for (char *save = NULL, *c = strtok_r(clean, "/", &save); t != NULL && c != NULL; c = strtok_r(NULL, "/", &save)) {
 			wl += (size_t)snprintf(walk + wl, sizeof(walk) - wl, "/%s", c);
 			if (skip-- <= 0)
-				t = tnode_child(t, c, walk);
+				t = t == &root ? tnode_top(t, c, walk, rel < 0 ? -1 : rel_updirs(paths[i])) : tnode_child(t, c, walk);
 		}
 		if (t == NULL) {
 			rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
