@@ -127,7 +127,7 @@ static void print_help(FILE *f, const struct command *c)
 			fprintf(f, "  %-58s %s\n", commands[i].synopsis, commands[i].what);
 		fprintf(f, "\n%s\nExit status: 0 success, 1 failure or usage error, 3 backup: some files could not be read\n"
 			   "(the snapshot lacks them), 10 no repository, 11 lock failed, 12 wrong password,\n"
-			   "130/143 interrupted (SIGINT/SIGTERM).\n",
+			   "130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP).\n",
 			global_help);
 		return;
 	}

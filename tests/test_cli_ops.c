@@ -577,6 +577,7 @@ static void test_help_and_flags(void **state)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		assert_non_null(strstr(out, cmds[i]));
 	assert_non_null(strstr(out, "--password-command"));
+	assert_non_null(strstr(out, "130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP)")); /* the codes test_signal_releases_lock sees */
 	free(out);
 	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "'%s' help check 2>/dev/null", RIX_CLI_PATH), 0);
 	assert_non_null(strstr(out, "--read-data"));
