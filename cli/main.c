@@ -100,12 +100,12 @@ static const char global_help[] =
 	"                              messages; -vv: backup's per-item lines); --verbose=N sets the level\n"
 	"      --compression MODE      auto, off or max: how this run compresses data (repository version 2;\n"
 	"                              else $RIX_/$RESTIC_COMPRESSION, else auto)\n"
-	"      --no-cache              accepted: rix keeps no local cache\n"
+	"      --no-cache, --cleanup-cache  accepted: rix keeps no local cache\n"
 	"      --cacert FILE           CA certificates for a https REST server, PEM (else $RIX_/$RESTIC_CACERT)\n"
 	"      --insecure-tls          do not verify the REST server's certificate\n"
 	"      --limit-upload KiB/s    limit the REST backend's uploads\n"
 	"      --limit-download KiB/s  limit the REST backend's downloads\n"
-	"      --cache-dir, -o         refused: rix has no cache and no backend options\n"
+	"      --cache-dir, -o, --option  refused: rix has no cache and no backend options\n"
 	"  -h, --help                  help (also `rix help COMMAND`, `rix COMMAND --help`)\n"
 	"      --version               the version\n";
 

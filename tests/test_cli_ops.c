@@ -14,9 +14,11 @@
  *   test_missing_empty_folders       a repository without its empty folders: check, save, flush
  *   test_help_and_flags              help, unknown flags/commands named, restic's global flags
  *   test_tls_options                 https REST with --cacert / --insecure-tls
+ *   test_readme_usage                every command and flag `rix help` lists is in README's usage
  *
  * The repositories are made through the library (repo_fixture: a cheap scrypt, password PW).
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -620,6 +622,91 @@ static void test_help_and_flags(void **state)
 	free(out);
 }
 
+/* Whether text holds tok as a word of the command line (not inside a longer flag or word). */
+static int has_word(const char *text, const char *tok)
+{
+	size_t n = strlen(tok);
+	for (const char *p = text; (p = strstr(p, tok)) != NULL; p++) {
+		int before = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '-');
+		int after = isalnum((unsigned char)p[n]) || p[n] == '-';
+		if (!before && !after)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The flags of a help text: on each line whose first non-blank is '-', the column before the
+ * description (up to two spaces), split at spaces and commas, each word that begins with '-'.
+ * Each must be a word of readme; the flags seen counted in *seen.
+ */
+static void flags_in_readme(const char *help, const char *readme, const char *what, int *seen)
+{
+	for (const char *line = help; *line;) {
+		size_t len = strcspn(line, "\n");
+		const char *p = line + strspn(line, " ");
+		if (*p == '-') {
+			const char *end = strstr(p, "  ");
+			if (end == NULL || end > line + len)
+				end = line + len;
+			while (p < end) {
+				size_t w = strcspn(p, " ,");
+				if (p + w > end)
+					w = (size_t)(end - p);
+				if (*p == '-') {
+					char flag[64];
+					snprintf(flag, sizeof(flag), "%.*s", (int)w, p);
+					if (!has_word(readme, flag))
+						fail_msg("README's usage section lacks %s (%s)", flag, what);
+					++*seen;
+				}
+				p += w;
+				p += strspn(p, " ,");
+			}
+		}
+		line += len + (line[len] == '\n');
+	}
+}
+
+/*
+ * README's usage section ("## The rix command") names every command `rix help` lists and every
+ * flag of each command's help and of the global options: help prints the parser's own tables
+ * (main.c), so a flag the parser takes and README lacks fails here.
+ */
+static void test_readme_usage(void **state)
+{
+	(void)state;
+	char path[600];
+	snprintf(path, sizeof(path), "%s/../../README.md", rix_test_data_dir());
+	char *readme = rix_test_must_read(path, &(size_t){ 0 });
+	char *from = strstr(readme, "\n## The rix command\n");
+	assert_non_null(from);
+	char *to = strstr(from + 1, "\n## ");
+	if (to != NULL)
+		*to = '\0';
+	char *help = NULL;
+	assert_int_equal(rix_test_run(&help, &(size_t){ 0 }, "'%s' help 2>/dev/null", RIX_CLI_PATH), 0);
+	int seen = 0, ncmds = 0;
+	flags_in_readme(help, from, "global options", &seen);
+	const char *cmds = strstr(help, "commands:\n");
+	assert_non_null(cmds);
+	for (const char *line = cmds + 10; strncmp(line, "  ", 2) == 0; line = strchr(line, '\n') + 1) {
+		char name[32], want[48], *sub = NULL;
+		assert_int_equal(sscanf(line, " %31s", name), 1);
+		snprintf(want, sizeof(want), "rix %s", name);
+		if (!has_word(from, want))
+			fail_msg("README's usage section lacks `%s`", want);
+		assert_int_equal(rix_test_run(&sub, &(size_t){ 0 }, "'%s' help %s 2>/dev/null", RIX_CLI_PATH, name), 0);
+		flags_in_readme(sub, from, name, &seen);
+		free(sub);
+		ncmds++;
+	}
+	assert_true(ncmds >= 13);
+	assert_true(seen > 60); /* the parse found the flags (globals counted once per help) */
+	free(help);
+	free(readme);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -631,6 +718,7 @@ int main(void)
 		cmocka_unit_test(test_missing_empty_folders),
 		cmocka_unit_test(test_help_and_flags),
 		cmocka_unit_test(test_tls_options),
+		cmocka_unit_test(test_readme_usage),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
