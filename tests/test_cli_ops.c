@@ -15,6 +15,8 @@
  *   test_help_and_flags              help, unknown flags/commands named, restic's global flags
  *   test_tls_options                 https REST with --cacert / --insecure-tls
  *   test_readme_usage                every command and flag `rix help` lists is in README's usage
+ *   test_stats_missing_blobs         stats (--json and text) counts a data blob a snapshot names
+ *                                    that the index lacks
  *
  * The repositories are made through the library (repo_fixture: a cheap scrypt, password PW).
  */
@@ -622,6 +624,44 @@ static void test_help_and_flags(void **state)
 	free(out);
 }
 
+/*
+ * A snapshot of two files of one blob each; one blob dropped from the index (its pack still
+ * holds it): stats says "missing_blobs":1 (0 before), and the text names it.
+ */
+static void test_stats_missing_blobs(void **state)
+{
+	(void)state;
+	char dir[300], src[300];
+	make_repo(dir, sizeof(dir), "stats", 0);
+	snprintf(src, sizeof(src), "%s/stats-src", work);
+	assert_int_equal(mkdir(src, 0700), 0);
+	uint64_t st = 77;
+	uint8_t buf[3000];
+	rix_test_fill_random(buf, sizeof(buf), &st);
+	rix_test_put_file(src, "a", buf, 1000);
+	rix_test_put_file(src, "b", buf + 1000, 2000);
+	char *out = NULL;
+	assert_int_equal(rix(&out, "-r '%s' -q backup '%s'", dir, src), 0);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' stats --json", dir), 0);
+	assert_non_null(strstr(out, "\"missing_blobs\":0}"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 0);
+	char *line = strstr(out, "data ");
+	assert_non_null(line);
+	rix_id id;
+	MUST(rix_id_from_hex(&id, line + 5, 64));
+	free(out);
+	assert_int_equal(drop_from_index(dir, &id), 1);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='%s' '%s' -r '%s' stats --json", PW, RIX_CLI_PATH, dir), 0);
+	assert_non_null(strstr(out, "\"data_blobs\":1,"));
+	assert_non_null(strstr(out, "\"missing_blobs\":1}"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' stats", dir), 0);
+	assert_non_null(strstr(out, "Missing data blobs:       1 "));
+	free(out);
+}
+
 /* Whether text holds tok as a word of the command line (not inside a longer flag or word). */
 static int has_word(const char *text, const char *tok)
 {
@@ -719,6 +759,7 @@ int main(void)
 		cmocka_unit_test(test_help_and_flags),
 		cmocka_unit_test(test_tls_options),
 		cmocka_unit_test(test_readme_usage),
+		cmocka_unit_test(test_stats_missing_blobs),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
