@@ -166,8 +166,9 @@ static void test_signal_releases_lock(void **state)
 }
 
 /*
- * Locks: list, cat, stats, find-blob, check take a shared lock (a second reader runs beside a
- * held shared lock; an exclusive holder stops them with exit 11); --no-lock takes none, so a
+ * Locks: list, cat, stats, find-blob, check and key add take a shared lock (they run beside a
+ * held shared lock; an exclusive holder stops them with exit 11); key passwd and key remove an
+ * exclusive one (a shared holder stops them); --no-lock takes none, so a
  * repository whose locks/ cannot be written (a file in its place) can still be read and checked.
  */
 static void test_locks_and_no_lock(void **state)
@@ -176,13 +177,22 @@ static void test_locks_and_no_lock(void **state)
 	char dir[300], locks[320];
 	make_repo(dir, sizeof(dir), "locks", 1);
 	snprintf(locks, sizeof(locks), "%s/locks", dir);
-	char *out = NULL;
-	/* A live exclusive lock (ours: this process) blocks readers with exit 11. */
+	char *out = NULL, newpw[320], blob[65];
+	rix_test_put_file(work, "locks-newpw", "another one", 11);
+	snprintf(newpw, sizeof(newpw), "%s/locks-newpw", work);
+	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 0);
+	assert_int_equal(sscanf(out, "%*s %64s", blob), 1);
+	free(out);
+	/* A live exclusive lock (ours: this process) blocks readers and key add with exit 11. */
 	rix_repo *r = open_repo(dir, NULL);
 	rix_lock *l;
 	assert_int_equal(rix_lock_acquire(&l, r, true), 0);
 	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 11);
 	assert_non_null(strstr(out, "locked exclusively"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' find-blob %s", dir, blob), 11);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' key add --new-password-file '%s'", dir, newpw), 11);
 	free(out);
 	assert_int_equal(rix(&out, "-r '%s' cat config", dir), 11);
 	free(out);
@@ -193,9 +203,25 @@ static void test_locks_and_no_lock(void **state)
 	assert_int_equal(rix(&out, "-r '%s' --no-lock check", dir), 0);
 	free(out);
 	assert_int_equal(rix_lock_free(l), 0);
-	/* A shared one lets them run, and stops key passwd / remove (exclusive). */
+	/* A shared one lets them and key add (shared) run, and stops key passwd / remove (exclusive). */
 	assert_int_equal(rix_lock_acquire(&l, r, false), 0);
 	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 0);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' find-blob %s", dir, blob), 0);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' list keys", dir), 0);
+	assert_int_equal(strlen(out), 65); /* one key */
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' key add --new-password-file '%s'", dir, newpw), 0);
+	assert_non_null(strstr(out, "saved new key"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' list keys", dir), 0);
+	assert_int_equal(strlen(out), 2 * 65); /* two */
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' key passwd --new-password-file '%s'", dir, newpw), 11);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' list keys", dir), 0);
+	assert_int_equal(strlen(out), 2 * 65); /* passwd changed nothing */
 	free(out);
 	assert_int_equal(rix(&out, "-r '%s' key remove 0000000000000000000000000000000000000000000000000000000000000000", dir), 11);
 	free(out);
