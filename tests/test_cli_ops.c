@@ -17,6 +17,8 @@
  *   test_readme_usage                every command and flag `rix help` lists is in README's usage
  *   test_stats_missing_blobs         stats (--json and text) counts a data blob a snapshot names
  *                                    that the index lacks
+ *   test_rest_gone_mid_check         the REST server killed during check (--read-data, --json,
+ *                                    plain): one line naming the failed operation, no damage, 1
  *
  * The repositories are made through the library (repo_fixture: a cheap scrypt, password PW).
  */
@@ -361,9 +363,11 @@ static void test_exit_codes_and_damage(void **state)
 
 /*
  * rclone serve restic over root with user "u", password "s3cr:et@x" (a ':' and an '@' in it);
- * https with cert and key when cert is not NULL. Its URL (rest:..., ending in '/') into base.
+ * https with cert and key when cert is not NULL; its requests logged (-vv) into the file log
+ * when log is not NULL. Its URL (rest:..., ending in '/') into base.
  */
-static pid_t start_rest_tls(const char *root, char *base, size_t cap, const char *cert, const char *key)
+static pid_t start_rest_logged(const char *root, char *base, size_t cap, const char *cert, const char *key,
+			       const char *log)
 {
 	assert_int_equal(system("command -v rclone >/dev/null 2>&1"), 0);
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
@@ -376,12 +380,13 @@ static pid_t start_rest_tls(const char *root, char *base, size_t cap, const char
 		if (pid == 0) {
 			int devnull = open("/dev/null", O_WRONLY);
 			dup2(devnull, 1);
-			dup2(devnull, 2);
+			dup2(log != NULL ? open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600) : devnull, 2);
+			const char *v = log != NULL ? "-vv" : "-q";
 			if (cert != NULL)
-				execlp("rclone", "rclone", "serve", "restic", "--addr", addr, "--user", "u", "--pass", "s3cr:et@x",
+				execlp("rclone", "rclone", "serve", "restic", v, "--addr", addr, "--user", "u", "--pass", "s3cr:et@x",
 				       "--cert", cert, "--key", key, root, (char *)NULL);
 			else
-				execlp("rclone", "rclone", "serve", "restic", "--addr", addr, "--user", "u", "--pass", "s3cr:et@x",
+				execlp("rclone", "rclone", "serve", "restic", v, "--addr", addr, "--user", "u", "--pass", "s3cr:et@x",
 				       root, (char *)NULL);
 			_exit(127);
 		}
@@ -406,6 +411,11 @@ static pid_t start_rest_tls(const char *root, char *base, size_t cap, const char
 	}
 	fail_msg("rclone serve restic did not start");
 	return -1;
+}
+
+static pid_t start_rest_tls(const char *root, char *base, size_t cap, const char *cert, const char *key)
+{
+	return start_rest_logged(root, base, cap, cert, key, NULL);
 }
 
 static pid_t start_rest(const char *root, char *base, size_t cap)
@@ -688,6 +698,111 @@ static void test_stats_missing_blobs(void **state)
 	free(out);
 }
 
+/* `rix <args>` started in the background (PW, 3 tries from 50 ms), stdout and stderr into
+ * <work>/bg.out and <work>/bg.err; its pid. */
+static pid_t rix_bg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static pid_t rix_bg(const char *fmt, ...)
+{
+	char args[2048], cmd[3000];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd),
+		 "RIX_PASSWORD='%s' RESTIC_PASSWORD= RIX_REST_TRIES=3 RIX_REST_FIRST_DELAY_MS=50 exec '%s' %s >'%s/bg.out' 2>'%s/bg.err'",
+		 PW, RIX_CLI_PATH, args, work, work);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Waits (up to 30 s) until the file holds text. */
+static void wait_for_text(const char *path, const char *text)
+{
+	struct timespec ms = { 0, 1000000 };
+	for (int i = 0; i < 30000; i++) {
+		char *t = rix_test_read_file(path, &(size_t){ 0 });
+		int found = t != NULL && strstr(t, text) != NULL;
+		free(t);
+		if (found)
+			return;
+		nanosleep(&ms, NULL);
+	}
+	fail_msg("\"%s\" did not appear in %s", text, path);
+}
+
+/*
+ * The REST server killed while `rix check` runs: the check stops at the first request that
+ * fails after its tries, and says so once, naming the operation ("check stopped: ... rest:
+ * read <url>: ... (3 tries ...)"), exit 1; nothing reported as damage (no "error:" lines, no
+ * "damaged", no summary, no broken_packs); the only other line allowed is the one saying the
+ * lock file could not be removed (the server is gone). The server's log says where rix is:
+ * --read-data (text and --json): killed while packs are read (a download limit keeps it
+ * reading); plain: rix stopped (SIGSTOP) as soon as it lists the index files, the server
+ * killed, rix resumed.
+ */
+static void test_rest_gone_mid_check(void **state)
+{
+	(void)state;
+	char root[300], dir[300], base[200], locks[320], path[400], log[300];
+	snprintf(root, sizeof(root), "%s/gone", work);
+	assert_int_equal(mkdir(root, 0700), 0);
+	make_repo(dir, sizeof(dir), "gone/repo", 4);
+	snprintf(locks, sizeof(locks), "%s/locks", dir);
+	static const char *const runs[] = { "check --read-data", "--json check --read-data", "check" };
+	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+		int plain = strstr(runs[k], "--read-data") == NULL, json = strstr(runs[k], "--json") != NULL;
+		rix_test_rmtree(locks); /* the lock the last run could not remove */
+		assert_int_equal(mkdir(locks, 0700), 0);
+		snprintf(log, sizeof(log), "%s/rclone.log", work);
+		pid_t srv = start_rest_logged(root, base, sizeof(base), NULL, NULL, log);
+		pid_t pid = rix_bg("--limit-download 2048 -r '%srepo' %s", base, runs[k]);
+		if (plain) {
+			wait_for_text(log, "GET /repo/index/");
+			kill(pid, SIGSTOP);
+		} else {
+			wait_for_text(log, "GET /repo/data/");
+			usleep(300000); /* reading packs: 60 MiB at 2 MiB/s */
+		}
+		kill(srv, SIGKILL);
+		assert_int_equal(waitpid(srv, NULL, 0), srv);
+		if (plain)
+			kill(pid, SIGCONT);
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		snprintf(path, sizeof(path), "%s/bg.err", work);
+		char *err = rix_test_must_read(path, &(size_t){ 0 });
+		snprintf(path, sizeof(path), "%s/bg.out", work);
+		char *out = rix_test_must_read(path, &(size_t){ 0 });
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 1)
+			fail_msg("%s: status %d\n%s%s", runs[k], st, out, err);
+		int stopped = 0;
+		for (char *save = NULL, *line = strtok_r(err, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+			static const char want[] = "rix: check stopped: the repository could not be read: rest: ";
+			if (strncmp(line, want, sizeof(want) - 1) == 0) {
+				stopped++;
+				if (strstr(line, "(3 tries over") == NULL)
+					fail_msg("%s: %s", runs[k], line);
+				if (!plain && (strstr(line, "rest: read ") == NULL || strstr(line, "/data/") == NULL))
+					fail_msg("%s: not a pack's read: %s", runs[k], line); /* killed while packs were read */
+			} else if (strncmp(line, "rix: the lock file could not be removed", 39) != 0) {
+				fail_msg("%s: another line: %s", runs[k], line);
+			}
+		}
+		assert_int_equal(stopped, 1);
+		assert_null(strstr(out, "no errors were found"));
+		assert_null(strstr(out, "damaged"));
+		if (json)
+			assert_string_equal(out, ""); /* no summary, so no broken_packs */
+		free(err);
+		free(out);
+	}
+}
+
 /* Whether text holds tok as a word of the command line (not inside a longer flag or word). */
 static int has_word(const char *text, const char *tok)
 {
@@ -786,6 +901,7 @@ int main(void)
 		cmocka_unit_test(test_tls_options),
 		cmocka_unit_test(test_readme_usage),
 		cmocka_unit_test(test_stats_missing_blobs),
+		cmocka_unit_test(test_rest_gone_mid_check),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

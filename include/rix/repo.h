@@ -323,9 +323,14 @@ typedef struct rix_check_options {
  * rix_repo_options.workers threads (0: one per CPU, at most 64). Loads the index itself (on a
  * repository whose index is not loaded). rep (may be NULL) gets the counts; opt may be NULL
  * (the defaults: no read_data, no callbacks). Messages about a pack start "pack <64 hex>:".
+ * A file that reads but is wrong, or is missing, is an error of the repository (counted in rep,
+ * given to msg) and the check goes on; RIX_EIO from the backend (a REST server gone after its
+ * retries, a failing disk) is not: the check stops at the first, returns it with a message
+ * naming the operation and the file ("check stopped: ..."), and counts it nowhere in rep.
  * @return 0 when no error was found; RIX_ECORRUPT when some were (rep says which); RIX_ELOCKED
- * (the repository's lock was lost: the check stopped); RIX_EINVAL (opt of another version, or a
- * subset out of range); backend errors that stop the check; RIX_ENOMEM.
+ * (the repository's lock was lost: the check stopped); RIX_EIO (the backend failed: stopped);
+ * RIX_EINVAL (opt of another version, or a subset out of range); other backend errors that stop
+ * the check (listing); RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_check(rix_check_report *rep, rix_repo *r, const rix_check_options *opt);
 
