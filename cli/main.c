@@ -106,8 +106,8 @@ static const char global_help[] =
 	"      --no-cache, --cleanup-cache  accepted: rix keeps no local cache\n"
 	"      --cacert FILE           CA certificates for a https REST server, PEM (else $RIX_/$RESTIC_CACERT)\n"
 	"      --insecure-tls          do not verify the REST server's certificate\n"
-	"      --limit-upload KiB/s    limit the REST backend's uploads\n"
-	"      --limit-download KiB/s  limit the REST backend's downloads\n"
+	"      --limit-upload KiB/s    limit the uploads (all of them together, any repository)\n"
+	"      --limit-download KiB/s  limit the downloads (all of them together, any repository)\n"
 	"      --cache-dir, -o, --option  refused: rix has no cache and no backend options\n"
 	"  -h, --help                  help (also `rix help COMMAND`, `rix COMMAND --help`)\n"
 	"      --version               the version\n";

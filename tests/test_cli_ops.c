@@ -19,6 +19,8 @@
  *                                    that the index lacks
  *   test_rest_gone_mid_check         the REST server killed during check (--read-data, --json,
  *                                    plain): one line naming the failed operation, no damage, 1
+ *   test_limits                      --limit-download / --limit-upload on a local repository: all
+ *                                    transfers together take at least bytes / rate
  *
  * The repositories are made through the library (repo_fixture: a cheap scrypt, password PW).
  */
@@ -803,6 +805,73 @@ static void test_rest_gone_mid_check(void **state)
 	}
 }
 
+static double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The bytes of the files under dir. */
+static long long tree_bytes(const char *dir)
+{
+	char *out = NULL;
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "find '%s' -type f -printf '%%s\\n' | awk '{ s += $1 } END { print s }'", dir), 0);
+	long long n = atoll(out);
+	free(out);
+	assert_true(n > 0);
+	return n;
+}
+
+/*
+ * The limits act on every backend, local too, and on all transfers together (check reads packs
+ * on two threads and more): a limited check --read-data takes at least the packs' bytes / rate,
+ * a limited backup at least the bytes it stores / rate. Lower bounds only: a slow machine only
+ * makes them truer.
+ */
+static void test_limits(void **state)
+{
+	(void)state;
+	char dir[300], data[320], src[300];
+	make_repo(dir, sizeof(dir), "limits", 1);
+	snprintf(data, sizeof(data), "%s/data", dir);
+	long long packs = tree_bytes(data);
+	int npacks = 0;
+	char *out = NULL;
+	assert_int_equal(rix(&out, "-r '%s' list packs", dir), 0);
+	for (const char *p = out; (p = strchr(p, '\n')) != NULL; p++)
+		npacks++;
+	free(out);
+	assert_true(npacks >= 2); /* so that several threads read at once */
+	long kib = (long)(packs / 1024 / 2); /* about 2 s */
+	double t0 = now_seconds();
+	assert_int_equal(rix(&out, "--limit-download %ld -r '%s' check --read-data", kib, dir), 0);
+	double took = now_seconds() - t0;
+	assert_non_null(strstr(out, "no errors were found"));
+	free(out);
+	if (took < (double)packs / (double)(kib * 1024))
+		fail_msg("check --read-data of %lld bytes of packs at %ld KiB/s took %.2f s", packs, kib, took);
+	/* uploads: a backup of 3 MiB of random data */
+	snprintf(src, sizeof(src), "%s/limits-src", work);
+	assert_int_equal(mkdir(src, 0700), 0);
+	static uint8_t buf[3 << 20];
+	uint64_t st = 99;
+	rix_test_fill_random(buf, sizeof(buf), &st);
+	rix_test_put_file(src, "random", buf, sizeof(buf));
+	t0 = now_seconds();
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='%s' '%s' --limit-upload 1024 -q --json -r '%s' backup '%s'", PW,
+				      RIX_CLI_PATH, dir, src),
+			 0);
+	took = now_seconds() - t0;
+	const char *at = strstr(out, "\"data_added_packed\":");
+	assert_non_null(at);
+	long long stored = atoll(at + 20);
+	free(out);
+	assert_true(stored >= (long long)sizeof(buf));
+	if (took < (double)stored / (1024 * 1024))
+		fail_msg("a backup storing %lld bytes at 1024 KiB/s took %.2f s", stored, took);
+}
+
 /* Whether text holds tok as a word of the command line (not inside a longer flag or word). */
 static int has_word(const char *text, const char *tok)
 {
@@ -902,6 +971,7 @@ int main(void)
 		cmocka_unit_test(test_readme_usage),
 		cmocka_unit_test(test_stats_missing_blobs),
 		cmocka_unit_test(test_rest_gone_mid_check),
+		cmocka_unit_test(test_limits),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
