@@ -358,7 +358,8 @@ typedef struct rix_lock rix_lock;
 
 /*
  * Takes a lock: writes its file, then looks at every other lock; on a conflict removes its own
- * again and fails naming the holder. The first lock taken on r (until released) is the one r's
+ * again and fails naming the holder. A lock file that cannot be read or decoded is ignored, as
+ * restic 0.14 ignores it. The first lock taken on r (until released) is the one r's
  * long operations depend on: once it is lost (see rix_lock_check) rix_repo_save_blob,
  * rix_repo_flush and rix_repo_check fail with its RIX_ELOCKED instead of running on.
  * @return 0; RIX_ELOCKED ("locked exclusively by PID 123 on host by user since ..."); backend
@@ -388,7 +389,8 @@ RIX_EXPORT RIX_NODISCARD int rix_lock_refresh(rix_lock *l);
 RIX_EXPORT int rix_lock_free(rix_lock *l);
 /*
  * Removes the stale locks of the repository, or every lock when all (a lock file that cannot
- * be read counts as held: only all removes it); *removed (may be NULL) counts those removed.
+ * be read is left, its age unknown, as restic 0.14 leaves it: only all removes it); *removed
+ * (may be NULL) counts those removed.
  * @return 0; the first backend error (the locks after it are left); RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_lock_remove(size_t *removed, rix_repo *r, bool all);
