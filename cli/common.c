@@ -489,7 +489,8 @@ void close_repo(rix_repo *r, rix_lock *l)
 
 void index_error(void *arg, const char *name, int code, const char *msg)
 {
-	(void)code;
+	if (code == RIX_EIO) /* the backend failed: the load stops and returns it, said once */
+		return;
 	if (arg != NULL)
 		++*(size_t *)arg;
 	fprintf(stderr, "rix: index %s could not be read: %s\n", name, msg);

@@ -493,7 +493,7 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 	int rc = rix_repo_load_index(&ls, r, index_error, &c);
 	rep.index_files = ls.files;
 	rix_master_index *mi = rix_repo_master_index(r);
-	if (rc == 0 && c.fatal != 0) /* an index file the backend failed to read */
+	if (c.fatal != 0) /* an index file the backend failed to read (the load stopped there) */
 		rc = rix_error_set(c.fatal, "%s", c.fatal_msg);
 	if (rc == 0)
 		rc = check_snapshots(&c);

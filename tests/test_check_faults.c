@@ -6,7 +6,8 @@
  * How it fails tells damage from a backend that failed: a short read (a file that ends early)
  * is RIX_ECORRUPT with the fault counted and reported as an error; RIX_EIO (a server gone, a
  * failing disk; a listing cut off) stops the check with RIX_EIO, "check stopped: ..." naming
- * the operation, and nothing counted or reported as damage.
+ * the operation, and nothing counted or reported as damage. Loading the index (lenient) stops
+ * at the first RIX_EIO too: no index file is read after it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -139,10 +140,53 @@ static void test_check_faults(void **state)
 	rix_test_free_dir(dir);
 }
 
+static void count_index_error(void *payload, const char *name, int code, const char *msg)
+{
+	(void)name;
+	(void)msg;
+	assert_int_equal(code, RIX_EIO);
+	++*(int *)payload;
+}
+
+/* Three index files, one loader thread, every read failing with EIO from the first: the load
+ * reads one file, reports it, and returns RIX_EIO naming it (lenient: no strict option). */
+static void test_index_load_stops(void **state)
+{
+	(void)state;
+	char *dir = rix_test_new_dir("rix-load-stops");
+	rix_repo *r = init_repo(dir, 2);
+	for (int i = 0; i < 3; i++) {
+		char text[64];
+		snprintf(text, sizeof(text), "blob %d of its own index file", i);
+		MUST(rix_repo_save_blob(NULL, NULL, r, RIX_BLOB_DATA, text, strlen(text)));
+		MUST(rix_repo_flush(r));
+	}
+	assert_int_equal(count_files(r, RIX_FILE_INDEX), 3);
+	rix_repo_free(r);
+	rix_test_fault f;
+	rix_test_fault_init(&f);
+	rix_backend *inner, *b;
+	MUST(rix_backend_local_open(&inner, dir, 0));
+	MUST(rix_test_fault_backend(&b, inner, &f));
+	rix_repo_options o = fast;
+	o.workers = 1;
+	MUST(rix_repo_open(&r, b, PW, strlen(PW), &o));
+	rix_test_fault_arm(&f, &(rix_test_fault_plan){ RIX_TEST_FAULT_READ, 1, RIX_TEST_FAULT_FROM, RIX_TEST_FAULT_EIO });
+	int reported = 0;
+	assert_int_equal(rix_repo_load_index(NULL, r, count_index_error, &reported), RIX_EIO);
+	assert_non_null(strstr(rix_error_last(), "injected"));
+	assert_int_equal(reported, 1);
+	assert_int_equal(rix_test_fault_count(&f, RIX_TEST_FAULT_READ), 1);
+	rix_repo_free(r);
+	rix_test_fault_destroy(&f);
+	rix_test_free_dir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_check_faults),
+		cmocka_unit_test(test_index_load_stops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -117,10 +117,13 @@ typedef struct rix_repo_load_stats {
 /*
  * Loads every index file into the master index, in parallel (opt->workers threads): read,
  * check the file's SHA-256 against its name, authenticate, decompress, decode, merge.
- * Damaged files go to on_error (may be NULL) and are skipped, unless opt->strict. Index files
- * loaded by an earlier call are skipped, so calling it again (or rix_repo_check after it)
+ * Damaged files go to on_error (may be NULL) and are skipped, unless opt->strict. RIX_EIO
+ * reading a file (the backend failing: a REST server gone after its retries, a failing disk)
+ * goes to on_error too and ends the load, strict or not: no file is started after it. Index
+ * files loaded by an earlier call are skipped, so calling it again (or rix_repo_check after it)
  * loads only what was added meanwhile. stats may be NULL.
- * @return 0; the first error when strict; backend errors from listing; RIX_ENOMEM.
+ * @return 0; the first error when strict; RIX_EIO (the backend failed: the index is partial;
+ * the message names the file); backend errors from listing; RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *payload);
 
