@@ -16,6 +16,7 @@
  * The library calls progress from a thread of its own, item and warn from the threads that
  * read files: every write to the terminal or stdout goes through out.mu.
  */
+#include <limits.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -412,55 +413,64 @@ int cmd_backup(int argc, char **argv)
 	static const char *paths[4096];
 	size_t npaths = 0;
 	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--tag") == 0 && i + 1 < argc) {
+		const char *v;
+		/* restic's names: --flag V or --flag=V, and its short forms -H, -f, -e, -x, -n */
+#define VALUE(name) flag_value(&v, argc, argv, &i, name)
+		if (VALUE("--tag")) {
 			if (!(ntags < 64))
 				return die("backup: more than 64 --tag");
-			tags[ntags++] = argv[++i];
-		} else if (strcmp(argv[i], "--host") == 0 && i + 1 < argc)
-			bo.hostname = argv[++i];
+			tags[ntags++] = v;
+		} else if (VALUE("--host") || VALUE("-H"))
+			bo.hostname = v;
 		else if (strcmp(argv[i], "--with-atime") == 0)
 			bo.with_atime = true;
-		else if (strcmp(argv[i], "--force") == 0)
+		else if (strcmp(argv[i], "--force") == 0 || strcmp(argv[i], "-f") == 0)
 			bo.force = true;
 		else if (strcmp(argv[i], "--dry-run") == 0 || strcmp(argv[i], "-n") == 0)
 			bo.dry_run = true;
-		else if (strcmp(argv[i], "--exclude") == 0 && i + 1 < argc) {
+		else if (VALUE("--exclude") || VALUE("-e")) {
 			if (!(bo.nexcludes < 1024))
 				return die("backup: more than 1024 --exclude");
-			ex[bo.nexcludes++] = argv[++i];
-		} else if (strcmp(argv[i], "--iexclude") == 0 && i + 1 < argc) {
+			ex[bo.nexcludes++] = v;
+		} else if (VALUE("--iexclude")) {
 			if (!(bo.niexcludes < 1024))
 				return die("backup: more than 1024 --iexclude");
-			iex[bo.niexcludes++] = argv[++i];
-		} else if (strcmp(argv[i], "--exclude-file") == 0 && i + 1 < argc) {
-			if (read_patterns(argv[++i], ex, &bo.nexcludes, 1024))
+			iex[bo.niexcludes++] = v;
+		} else if (VALUE("--exclude-file")) {
+			if (read_patterns(v, ex, &bo.nexcludes, 1024))
 				return 1;
-		} else if (strcmp(argv[i], "--iexclude-file") == 0 && i + 1 < argc) {
-			if (read_patterns(argv[++i], iex, &bo.niexcludes, 1024))
+		} else if (VALUE("--iexclude-file")) {
+			if (read_patterns(v, iex, &bo.niexcludes, 1024))
 				return 1;
-		} else if (strcmp(argv[i], "--exclude-if-present") == 0 && i + 1 < argc) {
+		} else if (VALUE("--exclude-if-present")) {
 			if (!(bo.nif_present < 64))
 				return die("backup: more than 64 --exclude-if-present");
-			present[bo.nif_present++] = argv[++i];
+			present[bo.nif_present++] = v;
 		} else if (strcmp(argv[i], "--exclude-caches") == 0)
 			bo.exclude_caches = true;
 		else if (strcmp(argv[i], "--one-file-system") == 0 || strcmp(argv[i], "-x") == 0)
 			bo.one_file_system = true;
-		else if (strcmp(argv[i], "--read-concurrency") == 0 && i + 1 < argc)
-			bo.read_concurrency = (unsigned)strtoul(argv[++i], NULL, 10);
-		else if (strcmp(argv[i], "--skip-if-unchanged") == 0)
+		else if (VALUE("--read-concurrency")) {
+			char *end;
+			errno = 0;
+			unsigned long n = strtoul(v, &end, 10);
+			if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || n > UINT_MAX)
+				return die("backup: --read-concurrency %s is not a number of threads", v);
+			bo.read_concurrency = (unsigned)n;
+		} else if (strcmp(argv[i], "--skip-if-unchanged") == 0)
 			bo.skip_if_unchanged = true;
 		else if (strcmp(argv[i], "--stdin") == 0)
 			use_stdin = 1;
-		else if (strcmp(argv[i], "--stdin-filename") == 0 && i + 1 < argc)
-			bo.stdin_name = argv[++i];
-		else if (strcmp(argv[i], "--files-from") == 0 && i + 1 < argc) {
-			if (read_patterns(argv[++i], paths, &npaths, 4096))
+		else if (VALUE("--stdin-filename"))
+			bo.stdin_name = v;
+		else if (VALUE("--files-from")) {
+			if (read_patterns(v, paths, &npaths, 4096))
 				return 1;
-		} else if (strcmp(argv[i], "--parent") == 0 && i + 1 < argc) {
-			if (parse_id(argv[++i], &parent))
+		} else if (VALUE("--parent")) {
+			if (parse_id(v, &parent))
 				return 1;
 			bo.parent = &parent;
+#undef VALUE
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0')
 			return die("backup: unknown flag %s", argv[i]);
 		else if (npaths < 4096)

@@ -166,12 +166,16 @@ int cmd_check(int argc, char **argv)
 	rc = rix_repo_check(&rep, r, &co);
 	if (tty)
 		fputs("\r\033[K", stderr);
-	cli_unlock(lock);
 	if (rc != 0 && rc != RIX_ECORRUPT) {
+		/* The check's own error first (a backend that failed stops it: one line naming the
+		 * operation), then the release's, which may fail the same way. */
+		int code = fail(rc);
+		cli_unlock(lock);
 		free(f.broken);
 		rix_repo_free(r);
-		return fail(rc);
+		return code;
 	}
+	cli_unlock(lock);
 	if (g.json) {
 		printf("{\"message_type\":\"summary\",\"num_errors\":%zu,\"broken_packs\":[", rep.errors);
 		for (size_t i = 0; i < f.nbroken; i++)

@@ -372,13 +372,16 @@ const char *repo_location(void)
 }
 
 static rix_rest_options rest_o = RIX_REST_OPTIONS_INIT;
+static uint64_t limit_up, limit_down; /* every backend's transfers together, bytes/s (0: none) */
 
 int rest_settings(const char *cacert, bool insecure_tls, uint64_t limit_upload, uint64_t limit_download)
 {
 	rest_o.cacert = cacert;
 	rest_o.insecure_tls = insecure_tls;
-	rest_o.limit_upload = limit_upload;
-	rest_o.limit_download = limit_download;
+	/* The totals are open_backend's limiter; on REST curl also paces each transfer at the rate,
+	 * so an upload (one transfer, however big) flows evenly too. */
+	rest_o.limit_upload = limit_up = limit_upload;
+	rest_o.limit_download = limit_down = limit_download;
 	/* Tuning, for tests mostly: how often and how soon a failed request is tried again. */
 	const char *t = env("RIX_REST_TRIES"), *d = env("RIX_REST_FIRST_DELAY_MS");
 	rest_o.tries = t != NULL ? (unsigned)strtoul(t, NULL, 10) : 0;
@@ -388,17 +391,33 @@ int rest_settings(const char *cacert, bool insecure_tls, uint64_t limit_upload, 
 	return 0;
 }
 
-/* "rest:http://..." or a local path ("local:" optional). */
+/*
+ * "rest:http://..." or a local path ("local:" optional), behind the --limit-upload /
+ * --limit-download limiter (all its transfers together, as restic's) when one is set.
+ */
 int open_backend(const char *path, int create, rix_backend **b)
 {
-	if (strncmp(path, "rest:", 5) == 0)
-		return rix_backend_rest_open_opts(b, path, create, &rest_o);
-	if (strchr(path, ':') != NULL && path[0] != '/' && path[0] != '.') {
+	int rc;
+	if (strncmp(path, "rest:", 5) == 0) {
+		rc = rix_backend_rest_open_opts(b, path, create, &rest_o);
+	} else if (strchr(path, ':') != NULL && path[0] != '/' && path[0] != '.') {
 		char shown[4096];
 		return rix_error_set(RIX_EINVAL, "%s: unknown repository kind (local paths and rest: URLs)",
 				     redact(path, shown, sizeof(shown)));
+	} else {
+		rc = rix_backend_local_open(b, path, create);
 	}
-	return rix_backend_local_open(b, path, create);
+	if (rc != 0 || (limit_up == 0 && limit_down == 0))
+		return rc;
+	rix_backend *limited;
+	rc = rix_backend_limit(&limited, *b, limit_up, limit_down);
+	if (rc != 0) {
+		rix_backend_free(*b);
+		*b = NULL;
+		return rc;
+	}
+	*b = limited;
+	return 0;
 }
 
 /* The index-loading progress line on a terminal, rewritten in place. */
@@ -470,7 +489,8 @@ void close_repo(rix_repo *r, rix_lock *l)
 
 void index_error(void *arg, const char *name, int code, const char *msg)
 {
-	(void)code;
+	if (code == RIX_EIO) /* the backend failed: the load stops and returns it, said once */
+		return;
 	if (arg != NULL)
 		++*(size_t *)arg;
 	fprintf(stderr, "rix: index %s could not be read: %s\n", name, msg);

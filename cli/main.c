@@ -41,13 +41,16 @@ static const struct command commands[] = {
 	{ "backup", cmd_backup, "backup [flags] PATH... | --stdin [--stdin-filename NAME]",
 	  "back up files and directories (or standard input)",
 	  "--tag= tags for the snapshot, a,b (repeatable)\n"
-	  "--host= the host name recorded (default: this machine's)\n"
+	  "--host= the host name recorded (default: this machine's; also -H)\n"
+	  "-H= the host name recorded\n"
 	  "--parent= the parent snapshot (default: the latest of this host and these paths)\n"
-	  "--force read every file, whatever the parent says\n"
+	  "--force read every file, whatever the parent says (also -f)\n"
+	  "-f read every file, whatever the parent says\n"
 	  "--dry-run write nothing: say what would be stored (also -n; takes no lock)\n"
 	  "-n write nothing: say what would be stored\n"
 	  "--with-atime store access times (else the modification time, as restic)\n"
-	  "--exclude= leave out what matches (repeatable; * ? [..] within a component, ** any depth)\n"
+	  "--exclude= leave out what matches (repeatable; * ? [..] within a component, ** any depth; also -e)\n"
+	  "-e= leave out what matches (repeatable)\n"
 	  "--iexclude= the same, ignoring case\n"
 	  "--exclude-file= patterns from a file, one a line\n"
 	  "--iexclude-file= the same, ignoring case\n"
@@ -100,12 +103,12 @@ static const char global_help[] =
 	"                              messages; -vv: backup's per-item lines); --verbose=N sets the level\n"
 	"      --compression MODE      auto, off or max: how this run compresses data (repository version 2;\n"
 	"                              else $RIX_/$RESTIC_COMPRESSION, else auto)\n"
-	"      --no-cache              accepted: rix keeps no local cache\n"
+	"      --no-cache, --cleanup-cache  accepted: rix keeps no local cache\n"
 	"      --cacert FILE           CA certificates for a https REST server, PEM (else $RIX_/$RESTIC_CACERT)\n"
 	"      --insecure-tls          do not verify the REST server's certificate\n"
-	"      --limit-upload KiB/s    limit the REST backend's uploads\n"
-	"      --limit-download KiB/s  limit the REST backend's downloads\n"
-	"      --cache-dir, -o         refused: rix has no cache and no backend options\n"
+	"      --limit-upload KiB/s    limit the uploads (all of them together, any repository)\n"
+	"      --limit-download KiB/s  limit the downloads (all of them together, any repository)\n"
+	"      --cache-dir, -o, --option  refused: rix has no cache and no backend options\n"
 	"  -h, --help                  help (also `rix help COMMAND`, `rix COMMAND --help`)\n"
 	"      --version               the version\n";
 
@@ -127,7 +130,7 @@ static void print_help(FILE *f, const struct command *c)
 			fprintf(f, "  %-58s %s\n", commands[i].synopsis, commands[i].what);
 		fprintf(f, "\n%s\nExit status: 0 success, 1 failure or usage error, 3 backup: some files could not be read\n"
 			   "(the snapshot lacks them), 10 no repository, 11 lock failed, 12 wrong password,\n"
-			   "130/143 interrupted (SIGINT/SIGTERM).\n",
+			   "130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP).\n",
 			global_help);
 		return;
 	}

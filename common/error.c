@@ -41,10 +41,14 @@ int rix_error_set(int code, const char *fmt, ...)
 		snprintf(last_msg, sizeof(last_msg), "%s", rix_strerror(code));
 		return code;
 	}
+	/* Formatted aside, then copied: a message made from rix_error_last() itself (its "%s")
+	 * would otherwise be read while it is overwritten. */
+	char m[sizeof(last_msg)];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(last_msg, sizeof(last_msg), fmt, ap);
+	vsnprintf(m, sizeof(m), fmt, ap);
 	va_end(ap);
+	memcpy(last_msg, m, strlen(m) + 1);
 	return code;
 }
 

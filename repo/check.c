@@ -8,6 +8,13 @@
  *   workers, one pack at a time:
  *     header from the tail (two reads) == the index's entries for that pack (both ways)
  *     read_data (all packs, or restic's subset): the whole pack: SHA-256 == name, every blob
+ *
+ * What is damage and what is not: a file that reads but is wrong (RIX_ECORRUPT, RIX_EAUTH, a
+ * hash that is not its name, a file shorter than the index says) or is missing is an error of
+ * the repository, reported and counted, and the check goes on. RIX_EIO is the backend failing
+ * (a REST server gone after its retries, a disk that fails): the repository cannot be read, so
+ * every file after it would fail the same way. The check stops at the first one, which is its
+ * result (the operation and file named once), counted nowhere and never reported as damage.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -134,7 +141,13 @@ static void report(struct checker *c, bool is_error, size_t *counter, const char
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* Checks pack k. Returns only errors that stop the whole check (memory). */
+/* The backend failed, as opposed to a file that is damaged or missing (see the top). */
+static bool backend_failed(int rc)
+{
+	return rc == RIX_EIO;
+}
+
+/* Checks pack k. Returns only errors that stop the whole check (memory, the backend failing). */
 static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 {
 	const rix_packed_blob *e = c->e + c->start[k];
@@ -179,7 +192,7 @@ static int check_pack(struct checker *c, size_t k, rix_blob_codec *codec)
 	} else {
 		rc = rix__read_pack_header(c->r, name, c->size[k], &hdr, &cnt);
 	}
-	if (rc == RIX_ENOMEM) {
+	if (rc == RIX_ENOMEM || backend_failed(rc)) {
 		rix_free(pack);
 		return rc;
 	}
@@ -294,11 +307,24 @@ static void *check_worker(void *arg)
 	return NULL;
 }
 
+/* The first error that stops the check, kept with its message (any thread). */
+static void stop_with(struct checker *c, int code, const char *msg)
+{
+	pthread_mutex_lock(&c->mu);
+	if (c->fatal == 0) {
+		c->fatal = code;
+		snprintf(c->fatal_msg, sizeof(c->fatal_msg), "%s", msg);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
 static void index_error(void *arg, const char *name, int code, const char *msg)
 {
 	struct checker *c = arg;
-	(void)code;
-	report(c, true, &c->rep->damaged_index_files, "index %s: %s", name, msg);
+	if (backend_failed(code))
+		stop_with(c, code, msg); /* not a damaged index file: the check stops after loading */
+	else
+		report(c, true, &c->rep->damaged_index_files, "index %s: %s", name, msg);
 }
 
 /* ---- the snapshots and their trees ---- */
@@ -326,7 +352,7 @@ static int on_data_blob(void *payload, const rix_id *tree, const char *path, con
 static int on_bad_tree(void *payload, const rix_id *tree, const char *path, int code, const char *msg)
 {
 	struct checker *c = payload;
-	if (code == RIX_ENOMEM || code == RIX_ELOCKED)
+	if (code == RIX_ENOMEM || code == RIX_ELOCKED || backend_failed(code))
 		return rix_error_set(code, "%s", msg);
 	char th[65];
 	rix_id_to_hex(th, tree);
@@ -353,7 +379,7 @@ static int check_snapshots(struct checker *c)
 		c->snapshot = s.v[i].s;
 		rix_id tree;
 		rc = rix__snapshot_tree(&tree, c->r, s.v[i].s);
-		if (rc == RIX_ENOMEM)
+		if (rc == RIX_ENOMEM || backend_failed(rc))
 			break;
 		if (rc != 0) {
 			report(c, true, &c->rep->damaged_snapshots, "snapshot %s: %s", s.v[i].s, rix_error_last());
@@ -467,6 +493,8 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 	int rc = rix_repo_load_index(&ls, r, index_error, &c);
 	rep.index_files = ls.files;
 	rix_master_index *mi = rix_repo_master_index(r);
+	if (c.fatal != 0) /* an index file the backend failed to read (the load stopped there) */
+		rc = rix_error_set(c.fatal, "%s", c.fatal_msg);
 	if (rc == 0)
 		rc = check_snapshots(&c);
 	if (rc == 0)
@@ -537,6 +565,8 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 	else if (rep.errors > 0)
 		rc = rix_error_set(RIX_ECORRUPT, "check: %zu errors found", rep.errors);
 out:
+	if (backend_failed(rc)) /* once, naming the operation (the backend's message does) */
+		rix_error_set(rc, "check stopped: the repository could not be read: %s", rix_error_last());
 	rix_free(e.v);
 	rix_free(seen.v);
 	rix_free(c.start);

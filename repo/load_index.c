@@ -2,9 +2,14 @@
  * repo/load_index.c — loading a repository's index: every index file, read, checked and decoded
  * by a pool of threads (sized to the machine and the memory budget) straight into batches of
  * the master index, which bulk_finish then turns into its frozen table.
+ *
+ * A damaged file is skipped (reported, and fatal when strict); RIX_EIO, the backend failing (a
+ * REST server gone after its retries, a failing disk), ends the load, strict or not: no file
+ * is started after it, since each would wait out the same retries and fail the same way.
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +31,8 @@ struct loader {
 	rix_repo_index_error_fn on_error;
 	void *arg;
 	int first_error;
+	int stop;           /* RIX_EIO once the backend failed: no file is started after it */
+	char stop_msg[512]; /* its message (from the thread that met it) */
 	rix_repo_load_stats stats;
 };
 
@@ -85,8 +92,9 @@ static void *load_worker(void *arg)
 		pthread_mutex_lock(&l->mu);
 		if (brc != 0 && l->first_error == 0)
 			l->first_error = brc;
-		size_t i = brc == 0 && l->next < l->names.n && (l->first_error == 0 || !l->r->opt.strict) ? l->next++
-													   : SIZE_MAX;
+		size_t i = brc == 0 && l->stop == 0 && l->next < l->names.n && (l->first_error == 0 || !l->r->opt.strict)
+				   ? l->next++
+				   : SIZE_MAX;
 		pthread_mutex_unlock(&l->mu);
 		if (i == SIZE_MAX)
 			break;
@@ -110,6 +118,10 @@ static void *load_worker(void *arg)
 		if (rc == 0)
 			l->stats.loaded++;
 		if (rc != 0) {
+			if (rc == RIX_EIO && l->stop == 0) {
+				l->stop = rc;
+				snprintf(l->stop_msg, sizeof(l->stop_msg), "%s", rix_error_last());
+			}
 			if (l->on_error != NULL)
 				l->on_error(l->arg, l->names.v[i].s, rc, rix_error_last());
 			if (l->first_error == 0 || rc == RIX_ENOMEM)
@@ -180,6 +192,8 @@ int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_
 		return rc;
 	if (l.first_error == RIX_ENOMEM)
 		return rix_error_set(RIX_ENOMEM, "repo: out of memory loading the index");
+	if (l.stop != 0)
+		return rix_error_set(l.stop, "%s", l.stop_msg);
 	if (l.first_error != 0 && r->opt.strict)
 		return l.first_error;
 	return 0;

@@ -13,10 +13,11 @@
  *             rix_lock_check and every long operation of the repository fail with RIX_ELOCKED
  *   release:  stop the thread, remove the file
  *
- * A lock file that cannot be read or decoded is taken as held (restic 0.15+ does the same; 0.14
- * ignored it, which let a lock unreadable for a moment be overlooked), an empty one, a failed
- * upload, is ignored (restic 0.16+): plain
- * `unlock` leaves it (its age cannot be told), `unlock --remove-all` removes it. The host in a
+ * A lock file that cannot be read or decoded (junk, another key's, a failed upload, or a read
+ * that failed) is ignored, as restic 0.14 does (restic's checkForOtherLocks: "ignore locks that
+ * cannot be loaded", logged for debugging only): it blocks no one, and plain `unlock` leaves it
+ * (its age cannot be told, as restic's RemoveStaleLocks leaves it), `unlock --remove-all`
+ * removes it. (restic 0.15+ takes such a file as held instead.) The host in a
  * lock is this machine's name (the PID check of a stale lock is only meaningful there); the
  * user is the repository's (rix_repo_options.username, else the account running).
  */
@@ -193,18 +194,8 @@ static int find_conflict(rix_repo *r, int exclusive, const char *ours)
 			rc = lrc;
 			break;
 		}
-		if (lrc != 0) {
-			/* An empty file is a failed upload, never a lock: restic (0.16+) ignores it too. */
-			uint64_t size = 1;
-			if (rix_backend_stat(&size, rix_repo_backend(r), RIX_FILE_LOCK, l.v[i].s) == 0 && size == 0)
-				continue;
-			char why[256]; /* a copy: rix_error_set writes the buffer rix_error_last reads */
-			snprintf(why, sizeof(why), "%s", rix_error_last());
-			rc = rix_error_set(RIX_ELOCKED, "repository is locked: lock file %.16s cannot be read (%s); "
-							"`rix unlock --remove-all` removes it",
-					   l.v[i].s, why);
-			break;
-		}
+		if (lrc != 0) /* cannot be loaded: ignored, as restic 0.14 does (see the top) */
+			continue;
 		if (is_stale(&li) || (!exclusive && !li.exclusive))
 			continue;
 		char when[64];

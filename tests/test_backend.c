@@ -6,11 +6,14 @@
  * hex digits refused (no path escapes); a read past the end is RIX_ECORRUPT; missing files are
  * RIX_ENOTFOUND; files end read-only and no temporary file is ever listed; write_file by rename
  * (same file system) and by copy (from /dev/shm, another file system); a full disk
- * (RLIMIT_FSIZE) gives RIX_ENOSPC and leaves the old file whole and no temporary file; and
- * allocation failure at every allocation.
+ * (RLIMIT_FSIZE) gives RIX_ENOSPC and leaves the old file whole and no temporary file;
+ * allocation failure at every allocation; the rate limiter (rix_backend_limit): reads from two
+ * threads together, writes and write_file take at least bytes / rate, what is read is what is
+ * stored (reads cut into pieces), errors pass through, and a failed wrap leaves the backend.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -21,6 +24,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -353,6 +357,118 @@ static void test_allocation_failure(void **state)
 	rix_test_free_dir(dir);
 }
 
+static double seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct whole_read {
+	rix_backend *b;
+	const char *name;
+	const uint8_t *want;
+	size_t n;
+	int rc, same;
+};
+
+static void *read_whole(void *arg)
+{
+	struct whole_read *w = arg;
+	uint8_t *buf = malloc(w->n);
+	w->rc = rix_backend_read(w->b, RIX_FILE_PACK, w->name, 0, buf, w->n);
+	w->same = w->rc == 0 && memcmp(buf, w->want, w->n) == 0;
+	free(buf);
+	return NULL;
+}
+
+/*
+ * rix_backend_limit over the local backend: two threads reading a 300 KiB file whole at once
+ * under 512 KiB/s take 600/512 s at least (one clock for both); a write and a write_file of
+ * 128 KiB under 256 KiB/s half a second each; the bytes are the file's (pieces of 64 KiB put
+ * together at their offsets); a missing file and a read past the end fail as without the
+ * limiter; a wrap that fails for memory leaves the backend to the caller.
+ */
+static void test_limit(void **state)
+{
+	(void)state;
+	char *dir = rix_test_new_dir("rix-backend");
+	rix_backend *b, *l;
+	MUST(rix_backend_local_open(&b, dir, 1));
+	enum { N = 300 << 10, W = 128 << 10 };
+	static uint8_t data[N];
+	uint64_t st = 5;
+	rix_test_fill_random(data, N, &st);
+	char name[65], wname[65], fname[65];
+	name_of(data, N, name);
+	MUST(rix_backend_write(b, RIX_FILE_CONFIG, NULL, "c", 1));
+	MUST(rix_backend_write(b, RIX_FILE_PACK, name, data, N));
+	MUST(rix_backend_limit(&l, b, 256 << 10, 512 << 10)); /* l owns b */
+	assert_string_equal(rix_backend_kind(l), "local");
+	double t0 = seconds();
+	struct whole_read w[2] = { { l, name, data, N, -1, 0 }, { l, name, data, N, -1, 0 } };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, read_whole, &w[1]), 0);
+	read_whole(&w[0]);
+	pthread_join(th, NULL);
+	double took = seconds() - t0;
+	assert_int_equal(w[0].rc, 0);
+	assert_int_equal(w[1].rc, 0);
+	assert_true(w[0].same && w[1].same);
+	if (took < 2.0 * N / (512 << 10))
+		fail_msg("two reads of %d bytes under 512 KiB/s took %.3f s", N, took);
+	/* a range across pieces */
+	static uint8_t part[200000];
+	MUST(rix_backend_read(l, RIX_FILE_PACK, name, 1000, part, sizeof(part)));
+	assert_memory_equal(part, data + 1000, sizeof(part));
+	assert_int_equal(rix_backend_read(l, RIX_FILE_PACK, name, N - 10, part, 100), RIX_ECORRUPT);
+	char none[65];
+	memset(none, 'a', 64);
+	none[64] = '\0';
+	assert_int_equal(rix_backend_read(l, RIX_FILE_PACK, none, 0, part, 10), RIX_ENOTFOUND);
+	/* uploads: write, then write_file from a file elsewhere (copied) */
+	name_of(data, W, wname);
+	t0 = seconds();
+	MUST(rix_backend_write(l, RIX_FILE_INDEX, wname, data, W));
+	took = seconds() - t0;
+	if (took < (double)W / (256 << 10))
+		fail_msg("a write of %d bytes under 256 KiB/s took %.3f s", W, took);
+	name_of(data + 1, W, fname);
+	FILE *tf = tmpfile();
+	assert_non_null(tf);
+	assert_int_equal(fwrite(data + 1, 1, W, tf), W);
+	assert_int_equal(fflush(tf), 0);
+	bool taken;
+	t0 = seconds();
+	MUST(rix_backend_write_file(&taken, l, RIX_FILE_PACK, fname, fileno(tf), NULL, W));
+	took = seconds() - t0;
+	fclose(tf);
+	if (took < (double)W / (256 << 10))
+		fail_msg("a write_file of %d bytes under 256 KiB/s took %.3f s", W, took);
+	uint8_t *back;
+	size_t n;
+	MUST(rix_backend_read_all(&back, &n, l, RIX_FILE_PACK, fname, W));
+	assert_int_equal(n, W);
+	assert_memory_equal(back, data + 1, W);
+	rix_free(back);
+	rix_backend_free(l); /* and b */
+	/* out of memory: the backend is still the caller's (ASan: no leak, no double free) */
+	MUST(rix_backend_local_open(&b, dir, 0));
+	rix_test_failalloc_install(1);
+	int rc = rix_backend_limit(&l, b, 1, 1);
+	rix_test_failalloc_remove();
+	assert_int_equal(rc, RIX_ENOMEM);
+	assert_null(l);
+	rix_test_failalloc_install(2);
+	rc = rix_backend_limit(&l, b, 1, 1);
+	rix_test_failalloc_remove();
+	assert_int_equal(rc, RIX_ENOMEM);
+	assert_null(l);
+	MUST(rix_backend_stat(&(uint64_t){ 0 }, b, RIX_FILE_PACK, name));
+	rix_backend_free(b);
+	rix_test_free_dir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_write_file),
 		cmocka_unit_test(test_disk_full),
 		cmocka_unit_test(test_allocation_failure),
+		cmocka_unit_test(test_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,8 @@
  *                            mode is refused; on a version 1 repository it is taken (restic does)
  *   test_other_chunker       a config naming rustic's fixed-size chunker: backup refuses (1),
  *                            check passes
+ *   test_flag_forms          --flag=VALUE as --flag VALUE, restic's -H, -e, -f; a bad
+ *                            --read-concurrency refused
  *
  * The repositories are made through the library (repo_fixture: a cheap scrypt, password PW).
  */
@@ -488,6 +490,59 @@ static void test_other_chunker(void **state)
 	free(o);
 }
 
+/* The --json -q summary of `rix backup` run in src with args; exit 0 asserted. */
+static json_t *backup_summary(const char *src, const char *repo, const char *args)
+{
+	char *o;
+	assert_int_equal(rix_at(src, &o, "-r '%s' -q --json backup %s", repo, args), 0);
+	struct counts c;
+	check_lines(o, &c);
+	free(o);
+	return c.last_summary;
+}
+
+static long long summary_int(json_t *sum, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(sum, key));
+}
+
+/*
+ * restic's flag forms: --flag=VALUE as --flag VALUE (backup refused them), and the short -H
+ * (host), -e (exclude), -f (force) restic's backup has.
+ */
+static void test_flag_forms(void **state)
+{
+	(void)state;
+	char repo[300], src[300];
+	new_repo(repo, sizeof(repo), "forms", 2);
+	make_src(src, sizeof(src), "forms-src", 0);
+	/* a, b, bad<name>, sub/c: sub and bad* left out */
+	json_t *s = backup_summary(src, repo, "--tag=x,y --host=h1 -e sub '--exclude=bad*' .");
+	assert_int_equal(summary_int(s, "files_new"), 2);
+	json_decref(s);
+	char *o;
+	assert_int_equal(rix(&o, "-r '%s' --json snapshots", repo), 0);
+	json_t *l = json_loads(o, 0, NULL);
+	free(o);
+	assert_true(json_is_array(l) && json_array_size(l) == 1);
+	json_t *sn = json_array_get(l, 0);
+	assert_string_equal(json_string_value(json_object_get(sn, "hostname")), "h1");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(sn, "tags"), 1)), "y");
+	json_decref(l);
+	/* -H h1 finds that snapshot as the parent: a and b unmodified; with -f read again (new to the
+	 * archiver's counts, as restic's --force counts them), --read-concurrency=1 taken */
+	s = backup_summary(src, repo, "-H h1 --exclude sub --exclude 'bad*' .");
+	assert_int_equal(summary_int(s, "files_unmodified"), 2);
+	json_decref(s);
+	s = backup_summary(src, repo, "-H h1 -f --exclude=sub -e 'bad*' --read-concurrency=1 .");
+	assert_int_equal(summary_int(s, "files_unmodified"), 0);
+	assert_int_equal(summary_int(s, "files_new") + summary_int(s, "files_changed"), 2);
+	json_decref(s);
+	assert_int_equal(rix_at(src, &o, "-r '%s' backup --read-concurrency=many . 2>&1", repo), 1);
+	assert_non_null(strstr(o, "--read-concurrency many"));
+	free(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -497,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_terminal_status),
 		cmocka_unit_test(test_compression),
 		cmocka_unit_test(test_other_chunker),
+		cmocka_unit_test(test_flag_forms),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -5,7 +5,8 @@
  *                                    no lock left, restic check passes; a reader gone (SIGPIPE)
  *   test_locks_and_no_lock           shared/exclusive locks per command (exit 11), --no-lock on
  *                                    a repository whose locks/ cannot be written or that is
- *                                    mounted read-only, an unreadable lock file
+ *                                    mounted read-only, a lock file that cannot be read ignored
+ *                                    by rix and restic 0.14 alike
  *   test_exit_codes_and_damage       10, 12, 1; a missing pack named by cat blob; a damaged index
  *                                    file fails list/find-blob/stats; permission denied said so
  *   test_secrets_not_printed         user:***@ in init/check/errors, text and JSON; REST retries
@@ -14,9 +15,17 @@
  *   test_missing_empty_folders       a repository without its empty folders: check, save, flush
  *   test_help_and_flags              help, unknown flags/commands named, restic's global flags
  *   test_tls_options                 https REST with --cacert / --insecure-tls
+ *   test_readme_usage                every command and flag `rix help` lists is in README's usage
+ *   test_stats_missing_blobs         stats (--json and text) counts a data blob a snapshot names
+ *                                    that the index lacks
+ *   test_rest_gone_mid_check         the REST server killed during check (--read-data, --json,
+ *                                    plain): one line naming the failed operation, no damage, 1
+ *   test_limits                      --limit-download / --limit-upload on a local repository: all
+ *                                    transfers together take at least bytes / rate
  *
  * The repositories are made through the library (repo_fixture: a cheap scrypt, password PW).
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -162,23 +171,34 @@ static void test_signal_releases_lock(void **state)
 }
 
 /*
- * Locks: list, cat, stats, find-blob, check take a shared lock (a second reader runs beside a
- * held shared lock; an exclusive holder stops them with exit 11); --no-lock takes none, so a
+ * Locks: list, cat, stats, find-blob, check and key add take a shared lock (they run beside a
+ * held shared lock; an exclusive holder stops them with exit 11); key passwd and key remove an
+ * exclusive one (a shared holder stops them); --no-lock takes none, so a
  * repository whose locks/ cannot be written (a file in its place) can still be read and checked.
  */
 static void test_locks_and_no_lock(void **state)
 {
 	(void)state;
+	rix_test_need_restic();
 	char dir[300], locks[320];
 	make_repo(dir, sizeof(dir), "locks", 1);
 	snprintf(locks, sizeof(locks), "%s/locks", dir);
-	char *out = NULL;
-	/* A live exclusive lock (ours: this process) blocks readers with exit 11. */
+	char *out = NULL, newpw[320], blob[65];
+	rix_test_put_file(work, "locks-newpw", "another one", 11);
+	snprintf(newpw, sizeof(newpw), "%s/locks-newpw", work);
+	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 0);
+	assert_int_equal(sscanf(out, "%*s %64s", blob), 1);
+	free(out);
+	/* A live exclusive lock (ours: this process) blocks readers and key add with exit 11. */
 	rix_repo *r = open_repo(dir, NULL);
 	rix_lock *l;
 	assert_int_equal(rix_lock_acquire(&l, r, true), 0);
 	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 11);
 	assert_non_null(strstr(out, "locked exclusively"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' find-blob %s", dir, blob), 11);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' key add --new-password-file '%s'", dir, newpw), 11);
 	free(out);
 	assert_int_equal(rix(&out, "-r '%s' cat config", dir), 11);
 	free(out);
@@ -189,9 +209,25 @@ static void test_locks_and_no_lock(void **state)
 	assert_int_equal(rix(&out, "-r '%s' --no-lock check", dir), 0);
 	free(out);
 	assert_int_equal(rix_lock_free(l), 0);
-	/* A shared one lets them run, and stops key passwd / remove (exclusive). */
+	/* A shared one lets them and key add (shared) run, and stops key passwd / remove (exclusive). */
 	assert_int_equal(rix_lock_acquire(&l, r, false), 0);
 	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 0);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' find-blob %s", dir, blob), 0);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' list keys", dir), 0);
+	assert_int_equal(strlen(out), 65); /* one key */
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' key add --new-password-file '%s'", dir, newpw), 0);
+	assert_non_null(strstr(out, "saved new key"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' list keys", dir), 0);
+	assert_int_equal(strlen(out), 2 * 65); /* two */
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' key passwd --new-password-file '%s'", dir, newpw), 11);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' list keys", dir), 0);
+	assert_int_equal(strlen(out), 2 * 65); /* passwd changed nothing */
 	free(out);
 	assert_int_equal(rix(&out, "-r '%s' key remove 0000000000000000000000000000000000000000000000000000000000000000", dir), 11);
 	free(out);
@@ -236,20 +272,42 @@ static void test_locks_and_no_lock(void **state)
 		fprintf(stderr, "(no read-only bind mount here: that part is skipped)\n");
 	}
 	free(out);
-	/* A lock file that cannot be read: exit 11, said clearly; unlock leaves it, --remove-all not. */
+	/*
+	 * A lock file that cannot be read or decoded: ignored by rix as by restic 0.14 beside it (no
+	 * message: restic 0.14 prints none), shared and exclusive alike; plain unlock leaves it (both),
+	 * --remove-all removes it.
+	 */
 	rix_test_put_file(locks, "abababababababababababababababababababababababababababababababab", "junk", 4);
-	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 11);
-	assert_non_null(strstr(out, "cannot be read"));
-	assert_non_null(strstr(out, "unlock --remove-all"));
+	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 0);
+	assert_null(strstr(out, "abababab"));
 	free(out);
-	assert_int_equal(rix(&out, "-r '%s' unlock", dir), 0);
+	assert_int_equal(rix(&out, "-r '%s' check", dir), 0);
+	assert_non_null(strstr(out, "no errors were found"));
 	free(out);
-	assert_int_equal(count_entries(locks), 1);
-	assert_int_equal(rix(&out, "-r '%s' unlock --remove-all", dir), 0);
+	assert_int_equal(rix(&out, "-r '%s' -q backup '%s/index'", dir, dir), 0); /* any files will do */
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' key passwd --new-password-file '%s'", dir, newpw), 0); /* exclusive */
+	free(out);
+	static const char *const restic_runs[] = { "list blobs", "check", "backup -q %s/keys", "unlock" };
+	for (size_t i = 0; i < sizeof(restic_runs) / sizeof(restic_runs[0]); i++) {
+		char args[600];
+		snprintf(args, sizeof(args), restic_runs[i], dir);
+		assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RESTIC_PASSWORD='another one' restic --no-cache -r '%s' %s 2>&1", dir,
+					      args),
+				 0);
+		free(out);
+	}
+	assert_int_equal(count_entries(locks), 1); /* restic's unlock left it */
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='another one' '%s' -r '%s' unlock 2>&1", RIX_CLI_PATH, dir), 0);
+	free(out);
+	assert_int_equal(count_entries(locks), 1); /* and rix's */
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='another one' '%s' -r '%s' snapshots 2>&1", RIX_CLI_PATH, dir), 0);
+	assert_non_null(strstr(out, "2 snapshots")); /* rix's and restic's */
+	free(out);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='another one' '%s' -r '%s' unlock --remove-all 2>&1", RIX_CLI_PATH, dir),
+			 0);
 	free(out);
 	assert_int_equal(count_entries(locks), 0);
-	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 0);
-	free(out);
 }
 
 /* The first file of a folder, its path into path. */
@@ -331,9 +389,11 @@ static void test_exit_codes_and_damage(void **state)
 
 /*
  * rclone serve restic over root with user "u", password "s3cr:et@x" (a ':' and an '@' in it);
- * https with cert and key when cert is not NULL. Its URL (rest:..., ending in '/') into base.
+ * https with cert and key when cert is not NULL; its requests logged (-vv) into the file log
+ * when log is not NULL. Its URL (rest:..., ending in '/') into base.
  */
-static pid_t start_rest_tls(const char *root, char *base, size_t cap, const char *cert, const char *key)
+static pid_t start_rest_logged(const char *root, char *base, size_t cap, const char *cert, const char *key,
+			       const char *log)
 {
 	assert_int_equal(system("command -v rclone >/dev/null 2>&1"), 0);
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
@@ -346,12 +406,13 @@ static pid_t start_rest_tls(const char *root, char *base, size_t cap, const char
 		if (pid == 0) {
 			int devnull = open("/dev/null", O_WRONLY);
 			dup2(devnull, 1);
-			dup2(devnull, 2);
+			dup2(log != NULL ? open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600) : devnull, 2);
+			const char *v = log != NULL ? "-vv" : "-q";
 			if (cert != NULL)
-				execlp("rclone", "rclone", "serve", "restic", "--addr", addr, "--user", "u", "--pass", "s3cr:et@x",
+				execlp("rclone", "rclone", "serve", "restic", v, "--addr", addr, "--user", "u", "--pass", "s3cr:et@x",
 				       "--cert", cert, "--key", key, root, (char *)NULL);
 			else
-				execlp("rclone", "rclone", "serve", "restic", "--addr", addr, "--user", "u", "--pass", "s3cr:et@x",
+				execlp("rclone", "rclone", "serve", "restic", v, "--addr", addr, "--user", "u", "--pass", "s3cr:et@x",
 				       root, (char *)NULL);
 			_exit(127);
 		}
@@ -376,6 +437,11 @@ static pid_t start_rest_tls(const char *root, char *base, size_t cap, const char
 	}
 	fail_msg("rclone serve restic did not start");
 	return -1;
+}
+
+static pid_t start_rest_tls(const char *root, char *base, size_t cap, const char *cert, const char *key)
+{
+	return start_rest_logged(root, base, cap, cert, key, NULL);
 }
 
 static pid_t start_rest(const char *root, char *base, size_t cap)
@@ -577,6 +643,7 @@ static void test_help_and_flags(void **state)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		assert_non_null(strstr(out, cmds[i]));
 	assert_non_null(strstr(out, "--password-command"));
+	assert_non_null(strstr(out, "130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP)")); /* the codes test_signal_releases_lock sees */
 	free(out);
 	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "'%s' help check 2>/dev/null", RIX_CLI_PATH), 0);
 	assert_non_null(strstr(out, "--read-data"));
@@ -619,6 +686,301 @@ static void test_help_and_flags(void **state)
 	free(out);
 }
 
+/*
+ * A snapshot of two files of one blob each; one blob dropped from the index (its pack still
+ * holds it): stats says "missing_blobs":1 (0 before), and the text names it.
+ */
+static void test_stats_missing_blobs(void **state)
+{
+	(void)state;
+	char dir[300], src[300];
+	make_repo(dir, sizeof(dir), "stats", 0);
+	snprintf(src, sizeof(src), "%s/stats-src", work);
+	assert_int_equal(mkdir(src, 0700), 0);
+	uint64_t st = 77;
+	uint8_t buf[3000];
+	rix_test_fill_random(buf, sizeof(buf), &st);
+	rix_test_put_file(src, "a", buf, 1000);
+	rix_test_put_file(src, "b", buf + 1000, 2000);
+	char *out = NULL;
+	assert_int_equal(rix(&out, "-r '%s' -q backup '%s'", dir, src), 0);
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' stats --json", dir), 0);
+	assert_non_null(strstr(out, "\"missing_blobs\":0}"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' list blobs", dir), 0);
+	char *line = strstr(out, "data ");
+	assert_non_null(line);
+	rix_id id;
+	MUST(rix_id_from_hex(&id, line + 5, 64));
+	free(out);
+	assert_int_equal(drop_from_index(dir, &id), 1);
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='%s' '%s' -r '%s' stats --json", PW, RIX_CLI_PATH, dir), 0);
+	assert_non_null(strstr(out, "\"data_blobs\":1,"));
+	assert_non_null(strstr(out, "\"missing_blobs\":1}"));
+	free(out);
+	assert_int_equal(rix(&out, "-r '%s' stats", dir), 0);
+	assert_non_null(strstr(out, "Missing data blobs:       1 "));
+	free(out);
+}
+
+/* `rix <args>` started in the background (PW, 3 tries from 50 ms), stdout and stderr into
+ * <work>/bg.out and <work>/bg.err; its pid. */
+static pid_t rix_bg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static pid_t rix_bg(const char *fmt, ...)
+{
+	char args[2048], cmd[3000];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd),
+		 "RIX_PASSWORD='%s' RESTIC_PASSWORD= RIX_REST_TRIES=3 RIX_REST_FIRST_DELAY_MS=50 exec '%s' %s >'%s/bg.out' 2>'%s/bg.err'",
+		 PW, RIX_CLI_PATH, args, work, work);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Waits (up to 30 s) until the file holds text. */
+static void wait_for_text(const char *path, const char *text)
+{
+	struct timespec ms = { 0, 1000000 };
+	for (int i = 0; i < 30000; i++) {
+		char *t = rix_test_read_file(path, &(size_t){ 0 });
+		int found = t != NULL && strstr(t, text) != NULL;
+		free(t);
+		if (found)
+			return;
+		nanosleep(&ms, NULL);
+	}
+	fail_msg("\"%s\" did not appear in %s", text, path);
+}
+
+/*
+ * The REST server killed while `rix check` runs: the check stops at the first request that
+ * fails after its tries, and says so once, naming the operation ("check stopped: ... rest:
+ * read <url>: ... (3 tries ...)"), exit 1; nothing reported as damage (no "error:" lines, no
+ * "damaged", no summary, no broken_packs); the only other line allowed is the one saying the
+ * lock file could not be removed (the server is gone). The server's log says where rix is:
+ * --read-data (text and --json): killed while packs are read (a download limit keeps it
+ * reading); plain: rix stopped (SIGSTOP) as soon as it lists the index files, the server
+ * killed, rix resumed.
+ */
+static void test_rest_gone_mid_check(void **state)
+{
+	(void)state;
+	char root[300], dir[300], base[200], locks[320], path[400], log[300];
+	snprintf(root, sizeof(root), "%s/gone", work);
+	assert_int_equal(mkdir(root, 0700), 0);
+	make_repo(dir, sizeof(dir), "gone/repo", 4);
+	snprintf(locks, sizeof(locks), "%s/locks", dir);
+	static const char *const runs[] = { "check --read-data", "--json check --read-data", "check" };
+	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+		int plain = strstr(runs[k], "--read-data") == NULL, json = strstr(runs[k], "--json") != NULL;
+		rix_test_rmtree(locks); /* the lock the last run could not remove */
+		assert_int_equal(mkdir(locks, 0700), 0);
+		snprintf(log, sizeof(log), "%s/rclone.log", work);
+		pid_t srv = start_rest_logged(root, base, sizeof(base), NULL, NULL, log);
+		pid_t pid = rix_bg("--limit-download 2048 -r '%srepo' %s", base, runs[k]);
+		if (plain) {
+			wait_for_text(log, "GET /repo/index/");
+			kill(pid, SIGSTOP);
+		} else {
+			wait_for_text(log, "GET /repo/data/");
+			usleep(300000); /* reading packs: 60 MiB at 2 MiB/s */
+		}
+		kill(srv, SIGKILL);
+		assert_int_equal(waitpid(srv, NULL, 0), srv);
+		if (plain)
+			kill(pid, SIGCONT);
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		snprintf(path, sizeof(path), "%s/bg.err", work);
+		char *err = rix_test_must_read(path, &(size_t){ 0 });
+		snprintf(path, sizeof(path), "%s/bg.out", work);
+		char *out = rix_test_must_read(path, &(size_t){ 0 });
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 1)
+			fail_msg("%s: status %d\n%s%s", runs[k], st, out, err);
+		int stopped = 0;
+		for (char *save = NULL, *line = strtok_r(err, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+			static const char want[] = "rix: check stopped: the repository could not be read: rest: ";
+			if (strncmp(line, want, sizeof(want) - 1) == 0) {
+				stopped++;
+				if (strstr(line, "(3 tries over") == NULL)
+					fail_msg("%s: %s", runs[k], line);
+				if (!plain && (strstr(line, "rest: read ") == NULL || strstr(line, "/data/") == NULL))
+					fail_msg("%s: not a pack's read: %s", runs[k], line); /* killed while packs were read */
+			} else if (strncmp(line, "rix: the lock file could not be removed", 39) != 0) {
+				fail_msg("%s: another line: %s", runs[k], line);
+			}
+		}
+		assert_int_equal(stopped, 1);
+		assert_null(strstr(out, "no errors were found"));
+		assert_null(strstr(out, "damaged"));
+		if (json)
+			assert_string_equal(out, ""); /* no summary, so no broken_packs */
+		free(err);
+		free(out);
+	}
+}
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The bytes of the files under dir. */
+static long long tree_bytes(const char *dir)
+{
+	char *out = NULL;
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "find '%s' -type f -printf '%%s\\n' | awk '{ s += $1 } END { print s }'", dir), 0);
+	long long n = atoll(out);
+	free(out);
+	assert_true(n > 0);
+	return n;
+}
+
+/*
+ * The limits act on every backend, local too, and on all transfers together (check reads packs
+ * on two threads and more): a limited check --read-data takes at least the packs' bytes / rate,
+ * a limited backup at least the bytes it stores / rate. Lower bounds only: a slow machine only
+ * makes them truer.
+ */
+static void test_limits(void **state)
+{
+	(void)state;
+	char dir[300], data[320], src[300];
+	make_repo(dir, sizeof(dir), "limits", 1);
+	snprintf(data, sizeof(data), "%s/data", dir);
+	long long packs = tree_bytes(data);
+	int npacks = 0;
+	char *out = NULL;
+	assert_int_equal(rix(&out, "-r '%s' list packs", dir), 0);
+	for (const char *p = out; (p = strchr(p, '\n')) != NULL; p++)
+		npacks++;
+	free(out);
+	assert_true(npacks >= 2); /* so that several threads read at once */
+	long kib = (long)(packs / 1024 / 2); /* about 2 s */
+	double t0 = now_seconds();
+	assert_int_equal(rix(&out, "--limit-download %ld -r '%s' check --read-data", kib, dir), 0);
+	double took = now_seconds() - t0;
+	assert_non_null(strstr(out, "no errors were found"));
+	free(out);
+	if (took < (double)packs / (double)(kib * 1024))
+		fail_msg("check --read-data of %lld bytes of packs at %ld KiB/s took %.2f s", packs, kib, took);
+	/* uploads: a backup of 3 MiB of random data */
+	snprintf(src, sizeof(src), "%s/limits-src", work);
+	assert_int_equal(mkdir(src, 0700), 0);
+	static uint8_t buf[3 << 20];
+	uint64_t st = 99;
+	rix_test_fill_random(buf, sizeof(buf), &st);
+	rix_test_put_file(src, "random", buf, sizeof(buf));
+	t0 = now_seconds();
+	assert_int_equal(rix_test_run(&out, &(size_t){ 0 }, "RIX_PASSWORD='%s' '%s' --limit-upload 1024 -q --json -r '%s' backup '%s'", PW,
+				      RIX_CLI_PATH, dir, src),
+			 0);
+	took = now_seconds() - t0;
+	const char *at = strstr(out, "\"data_added_packed\":");
+	assert_non_null(at);
+	long long stored = atoll(at + 20);
+	free(out);
+	assert_true(stored >= (long long)sizeof(buf));
+	if (took < (double)stored / (1024 * 1024))
+		fail_msg("a backup storing %lld bytes at 1024 KiB/s took %.2f s", stored, took);
+}
+
+/* Whether text holds tok as a word of the command line (not inside a longer flag or word). */
+static int has_word(const char *text, const char *tok)
+{
+	size_t n = strlen(tok);
+	for (const char *p = text; (p = strstr(p, tok)) != NULL; p++) {
+		int before = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '-');
+		int after = isalnum((unsigned char)p[n]) || p[n] == '-';
+		if (!before && !after)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The flags of a help text: on each line whose first non-blank is '-', the column before the
+ * description (up to two spaces), split at spaces and commas, each word that begins with '-'.
+ * Each must be a word of readme; the flags seen counted in *seen.
+ */
+static void flags_in_readme(const char *help, const char *readme, const char *what, int *seen)
+{
+	for (const char *line = help; *line;) {
+		size_t len = strcspn(line, "\n");
+		const char *p = line + strspn(line, " ");
+		if (*p == '-') {
+			const char *end = strstr(p, "  ");
+			if (end == NULL || end > line + len)
+				end = line + len;
+			while (p < end) {
+				size_t w = strcspn(p, " ,");
+				if (p + w > end)
+					w = (size_t)(end - p);
+				if (*p == '-') {
+					char flag[64];
+					snprintf(flag, sizeof(flag), "%.*s", (int)w, p);
+					if (!has_word(readme, flag))
+						fail_msg("README's usage section lacks %s (%s)", flag, what);
+					++*seen;
+				}
+				p += w;
+				p += strspn(p, " ,");
+			}
+		}
+		line += len + (line[len] == '\n');
+	}
+}
+
+/*
+ * README's usage section ("## The rix command") names every command `rix help` lists and every
+ * flag of each command's help and of the global options: help prints the parser's own tables
+ * (main.c), so a flag the parser takes and README lacks fails here.
+ */
+static void test_readme_usage(void **state)
+{
+	(void)state;
+	char path[600];
+	snprintf(path, sizeof(path), "%s/../../README.md", rix_test_data_dir());
+	char *readme = rix_test_must_read(path, &(size_t){ 0 });
+	char *from = strstr(readme, "\n## The rix command\n");
+	assert_non_null(from);
+	char *to = strstr(from + 1, "\n## ");
+	if (to != NULL)
+		*to = '\0';
+	char *help = NULL;
+	assert_int_equal(rix_test_run(&help, &(size_t){ 0 }, "'%s' help 2>/dev/null", RIX_CLI_PATH), 0);
+	int seen = 0, ncmds = 0;
+	flags_in_readme(help, from, "global options", &seen);
+	const char *cmds = strstr(help, "commands:\n");
+	assert_non_null(cmds);
+	for (const char *line = cmds + 10; strncmp(line, "  ", 2) == 0; line = strchr(line, '\n') + 1) {
+		char name[32], want[48], *sub = NULL;
+		assert_int_equal(sscanf(line, " %31s", name), 1);
+		snprintf(want, sizeof(want), "rix %s", name);
+		if (!has_word(from, want))
+			fail_msg("README's usage section lacks `%s`", want);
+		assert_int_equal(rix_test_run(&sub, &(size_t){ 0 }, "'%s' help %s 2>/dev/null", RIX_CLI_PATH, name), 0);
+		flags_in_readme(sub, from, name, &seen);
+		free(sub);
+		ncmds++;
+	}
+	assert_true(ncmds >= 13);
+	assert_true(seen > 60); /* the parse found the flags (globals counted once per help) */
+	free(help);
+	free(readme);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -630,6 +992,10 @@ int main(void)
 		cmocka_unit_test(test_missing_empty_folders),
 		cmocka_unit_test(test_help_and_flags),
 		cmocka_unit_test(test_tls_options),
+		cmocka_unit_test(test_readme_usage),
+		cmocka_unit_test(test_stats_missing_blobs),
+		cmocka_unit_test(test_rest_gone_mid_check),
+		cmocka_unit_test(test_limits),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

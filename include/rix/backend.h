@@ -113,8 +113,8 @@ typedef struct rix_rest_options {
 	unsigned version;
 	const char *cacert;      /* a PEM file of the CAs to trust for https (NULL: the system's); copied */
 	bool insecure_tls;       /* do not verify the server's certificate (nor its name) */
-	uint64_t limit_upload;   /* bytes per second, each transfer (0: no limit) */
-	uint64_t limit_download; /* bytes per second, each transfer (0: no limit) */
+	uint64_t limit_upload;   /* bytes per second, each transfer (0: no limit; all: rix_backend_limit) */
+	uint64_t limit_download; /* bytes per second, each transfer (0: no limit; all: rix_backend_limit) */
 	unsigned tries;          /* attempts of a request in all (0: RIX_REST_TRIES) */
 	unsigned first_delay_ms; /* the first wait between attempts (0: RIX_REST_FIRST_DELAY_MS) */
 } rix_rest_options;
@@ -126,6 +126,20 @@ typedef struct rix_rest_options {
 /* rix_backend_rest_open with options (NULL: the defaults). The same return codes. */
 RIX_EXPORT RIX_NODISCARD int rix_backend_rest_open_opts(rix_backend **out, const char *url, bool create,
 							const rix_rest_options *o);
+
+/*
+ * Wraps inner so that all the transfers through it, from every thread, stay under a rate:
+ * upload and download in bytes per second (0: no limit), as restic's --limit-upload and
+ * --limit-download act on any backend. Reads count as downloads, writes (write, write_file) as
+ * uploads; list, stat and remove are not counted. The transfers share one clock per direction:
+ * each takes the next n / rate seconds of it, waits for them to begin and returns no earlier
+ * than their end, so N bytes take at least N / rate seconds (idle time gives no credit). Reads
+ * are cut into pieces of a quarter second's worth (64 KiB to 16 MiB; on REST each piece is a
+ * range request) so the bytes flow evenly; a write is one transfer. The kind is inner's. On
+ * success *out owns inner (rix_backend_free frees both); on failure inner stays the caller's.
+ * @return 0; RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_backend_limit(rix_backend **out, rix_backend *inner, uint64_t upload, uint64_t download);
 
 /*
  * The operations, through any backend. name is a file name (64 lowercase hex digits; ignored

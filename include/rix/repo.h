@@ -120,10 +120,13 @@ typedef struct rix_repo_load_stats {
 /*
  * Loads every index file into the master index, in parallel (opt->workers threads): read,
  * check the file's SHA-256 against its name, authenticate, decompress, decode, merge.
- * Damaged files go to on_error (may be NULL) and are skipped, unless opt->strict. Index files
- * loaded by an earlier call are skipped, so calling it again (or rix_repo_check after it)
+ * Damaged files go to on_error (may be NULL) and are skipped, unless opt->strict. RIX_EIO
+ * reading a file (the backend failing: a REST server gone after its retries, a failing disk)
+ * goes to on_error too and ends the load, strict or not: no file is started after it. Index
+ * files loaded by an earlier call are skipped, so calling it again (or rix_repo_check after it)
  * loads only what was added meanwhile. stats may be NULL.
- * @return 0; the first error when strict; backend errors from listing; RIX_ENOMEM.
+ * @return 0; the first error when strict; RIX_EIO (the backend failed: the index is partial;
+ * the message names the file); backend errors from listing; RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *payload);
 
@@ -325,9 +328,14 @@ typedef struct rix_check_options {
  * rix_repo_options.workers threads (0: one per CPU, at most 64). Loads the index itself (on a
  * repository whose index is not loaded). rep (may be NULL) gets the counts; opt may be NULL
  * (the defaults: no read_data, no callbacks). Messages about a pack start "pack <64 hex>:".
+ * A file that reads but is wrong, or is missing, is an error of the repository (counted in rep,
+ * given to msg) and the check goes on; RIX_EIO from the backend (a REST server gone after its
+ * retries, a failing disk) is not: the check stops at the first, returns it with a message
+ * naming the operation and the file ("check stopped: ..."), and counts it nowhere in rep.
  * @return 0 when no error was found; RIX_ECORRUPT when some were (rep says which); RIX_ELOCKED
- * (the repository's lock was lost: the check stopped); RIX_EINVAL (opt of another version, or a
- * subset out of range); backend errors that stop the check; RIX_ENOMEM.
+ * (the repository's lock was lost: the check stopped); RIX_EIO (the backend failed: stopped);
+ * RIX_EINVAL (opt of another version, or a subset out of range); other backend errors that stop
+ * the check (listing); RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_check(rix_check_report *rep, rix_repo *r, const rix_check_options *opt);
 
@@ -355,7 +363,8 @@ typedef struct rix_lock rix_lock;
 
 /*
  * Takes a lock: writes its file, then looks at every other lock; on a conflict removes its own
- * again and fails naming the holder. The first lock taken on r (until released) is the one r's
+ * again and fails naming the holder. A lock file that cannot be read or decoded is ignored, as
+ * restic 0.14 ignores it. The first lock taken on r (until released) is the one r's
  * long operations depend on: once it is lost (see rix_lock_check) rix_repo_save_blob,
  * rix_repo_flush and rix_repo_check fail with its RIX_ELOCKED instead of running on.
  * @return 0; RIX_ELOCKED ("locked exclusively by PID 123 on host by user since ..."); backend
@@ -385,7 +394,8 @@ RIX_EXPORT RIX_NODISCARD int rix_lock_refresh(rix_lock *l);
 RIX_EXPORT int rix_lock_free(rix_lock *l);
 /*
  * Removes the stale locks of the repository, or every lock when all (a lock file that cannot
- * be read counts as held: only all removes it); *removed (may be NULL) counts those removed.
+ * be read is left, its age unknown, as restic 0.14 leaves it: only all removes it); *removed
+ * (may be NULL) counts those removed.
  * @return 0; the first backend error (the locks after it are left); RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_lock_remove(size_t *removed, rix_repo *r, bool all);
