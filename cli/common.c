@@ -427,6 +427,13 @@ void load_progress(void *arg, size_t done, size_t total)
 	fprintf(stderr, "\rloading index: %zu of %zu files ", done, total);
 }
 
+/* The library's warnings (a lock file that cannot be read, ignored): one line on stderr. */
+static void repo_warn(void *arg, const char *msg)
+{
+	(void)arg;
+	fprintf(stderr, "rix: warning: %s\n", msg);
+}
+
 int open_repo(rix_repo **r)
 {
 	const char *path = repo_location();
@@ -451,6 +458,7 @@ int open_repo(rix_repo **r)
 	o.key_hint = g.key_hint != NULL ? g.key_hint : getenv("RIX_KEY_HINT");
 	if (!g.quiet && isatty(2))
 		o.load_progress = load_progress;
+	o.warn = repo_warn;
 	if (o.key_hint == NULL)
 		o.key_hint = getenv("RESTIC_KEY_HINT");
 	rc = rix_repo_open(r, b, pw, strlen(pw), &o);

@@ -17,7 +17,8 @@
  * that failed) is ignored, as restic 0.14 does (restic's checkForOtherLocks: "ignore locks that
  * cannot be loaded", logged for debugging only): it blocks no one, and plain `unlock` leaves it
  * (its age cannot be told, as restic's RemoveStaleLocks leaves it), `unlock --remove-all`
- * removes it. (restic 0.15+ takes such a file as held instead.) The host in a
+ * removes it. (restic 0.15+ takes such a file as held instead.) It is said through
+ * rix_repo_options.warn (restic 0.14 says nothing). The host in a
  * lock is this machine's name (the PID check of a stale lock is only meaningful there); the
  * user is the repository's (rix_repo_options.username, else the account running).
  */
@@ -194,8 +195,11 @@ static int find_conflict(rix_repo *r, int exclusive, const char *ours)
 			rc = lrc;
 			break;
 		}
-		if (lrc != 0) /* cannot be loaded: ignored, as restic 0.14 does (see the top) */
+		if (lrc != 0) { /* cannot be loaded: ignored, as restic 0.14 does (see the top); said */
+			rix__repo_warn(r, "lock file %s cannot be read (%s): ignored; `unlock --remove-all` removes it",
+				       l.v[i].s, rix_error_last());
 			continue;
+		}
 		if (is_stale(&li) || (!exclusive && !li.exclusive))
 			continue;
 		char when[64];

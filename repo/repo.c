@@ -5,6 +5,8 @@
  * blobs in blobs.c; the struct is in repo_internal.h.
  */
 #include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,15 +44,16 @@ void rix_repo_options_init(rix_repo_options *opt)
 
 int rix__repo_new(rix_repo **out, rix_backend *b, const rix_repo_options *opt)
 {
-	if (opt != NULL && opt->version != RIX_REPO_OPTIONS_VERSION)
-		return rix_error_set(RIX_EINVAL, "repo: options of version %u, this librix knows %u "
+	if (opt != NULL && (opt->version < 1 || opt->version > RIX_REPO_OPTIONS_VERSION))
+		return rix_error_set(RIX_EINVAL, "repo: options of version %u, this librix knows 1 to %u "
 				     "(start from RIX_REPO_OPTIONS_INIT)", opt->version, RIX_REPO_OPTIONS_VERSION);
 	rix_repo *r = rix_calloc(1, sizeof(*r));
 	if (r == NULL)
 		return rix_error_set(RIX_ENOMEM, "repo: out of memory");
 	rix_repo_options_init(&r->opt);
-	if (opt != NULL)
-		r->opt = *opt;
+	if (opt != NULL) /* a version 1 caller's struct ends before warn */
+		memcpy(&r->opt, opt, opt->version == 1 ? offsetof(rix_repo_options, warn) : sizeof(*opt));
+	r->opt.version = RIX_REPO_OPTIONS_VERSION;
 	r->b = b;
 	r->compression = r->opt.compression;
 	set_identity(r);
@@ -107,6 +110,21 @@ rix_backend *rix_repo_backend(rix_repo *r)
 rix_master_index *rix_repo_master_index(rix_repo *r)
 {
 	return r->mi;
+}
+
+void rix__repo_warn(rix_repo *r, const char *fmt, ...)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* one call at a time */
+	if (r->opt.warn == NULL)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&mu);
+	r->opt.warn(r->opt.payload, msg);
+	pthread_mutex_unlock(&mu);
 }
 
 unsigned rix_repo_workers(const rix_repo *r)

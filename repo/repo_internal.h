@@ -68,6 +68,9 @@ struct rix_repo {
 
 /* A repository over b with opt (NULL: defaults), with no key or config yet. @return 0, RIX_ENOMEM. */
 int rix__repo_new(struct rix_repo **out, rix_backend *b, const rix_repo_options *opt);
+/* Tells the caller something that fails nothing, through rix_repo_options.warn (printf-style;
+ * one call at a time). */
+void rix__repo_warn(struct rix_repo *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Frees r but not its backend (the caller keeps it when open or init fails). */
 void rix__repo_free(struct rix_repo *r);

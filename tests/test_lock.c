@@ -44,6 +44,19 @@ static void now_rfc3339(char *buf, size_t cap, long delta)
 	strftime(buf, cap, "%Y-%m-%dT%H:%M:%S.123456789Z", &tm);
 }
 
+/* rix_repo_options.warn: the messages, one line each. */
+struct warned {
+	int n;
+	char last[512];
+};
+
+static void on_warn(void *payload, const char *msg)
+{
+	struct warned *w = payload;
+	w->n++;
+	snprintf(w->last, sizeof(w->last), "%s", msg);
+}
+
 static void test_locks(void **state)
 {
 	(void)state;
@@ -126,6 +139,30 @@ static void test_locks(void **state)
 	MUST(rix_backend_write(rix_repo_backend(r), RIX_FILE_LOCK, junk, "junk", 4));
 	MUST(rix_lock_acquire(&a, r, 0));
 	MUST(rix_lock_free(a));
+	/* ... and said, through the options' warn (version 2); version 1 options, which end before
+	 * warn, still open a repository; an unknown version does not. */
+	struct warned w = { 0 };
+	rix_repo_options wo = RIX_REPO_OPTIONS_INIT;
+	wo.warn = on_warn;
+	wo.payload = &w;
+	rix_repo *r3 = open_repo(dir, &wo);
+	MUST(rix_lock_acquire(&x, r3, 0));
+	MUST(rix_lock_free(x));
+	assert_int_equal(w.n, 1);
+	assert_non_null(strstr(w.last, junk));
+	assert_non_null(strstr(w.last, "cannot be read"));
+	rix_repo_free(r3);
+	wo.version = 1;
+	r3 = open_repo(dir, &wo);
+	MUST(rix_lock_acquire(&x, r3, 0));
+	MUST(rix_lock_free(x));
+	assert_int_equal(w.n, 1); /* a version 1 caller has no warn */
+	rix_repo_free(r3);
+	rix_backend *be;
+	MUST(rix_backend_local_open(&be, dir, false));
+	wo.version = RIX_REPO_OPTIONS_VERSION + 1;
+	assert_int_equal(rix_repo_open(&r3, be, PW, strlen(PW), &wo), RIX_EINVAL);
+	rix_backend_free(be);
 	MUST(rix_lock_acquire(&a, r, 1));
 	MUST(rix_lock_free(a));
 	MUST(rix_lock_remove(&removed, r, 0));

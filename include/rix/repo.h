@@ -39,7 +39,7 @@ extern "C" {
  * struct the caller was built with, so fields can be added without breaking callers built
  * before; a struct without it is refused (RIX_EINVAL).
  */
-#define RIX_REPO_OPTIONS_VERSION 1u
+#define RIX_REPO_OPTIONS_VERSION 2u /* 1: without warn (still accepted) */
 typedef struct rix_repo_options {
 	unsigned version;            /* RIX_REPO_OPTIONS_VERSION */
 	int repo_version;            /* init: the repository format, 1 or 2 (0: 2) */
@@ -58,7 +58,11 @@ typedef struct rix_repo_options {
 	/* rix_repo_load_index calls this after each index file (one call at a time): for a
 	 * progress line. May be NULL. */
 	void (*load_progress)(void *payload, size_t files_done, size_t files_total);
-	void *payload;               /* given to load_progress */
+	void *payload;               /* given to load_progress and warn */
+	/* Version 2. Something the caller should be told that fails nothing (a lock file that cannot
+	 * be read, and is ignored as restic 0.14 ignores it): one line, no newline. May be called
+	 * from any thread, one call at a time. May be NULL. */
+	void (*warn)(void *payload, const char *msg);
 } rix_repo_options;
 #define RIX_REPO_OPTIONS_INIT { .version = RIX_REPO_OPTIONS_VERSION, .compression = RIX_COMPRESSION_AUTO }
 /* Sets *opt to RIX_REPO_OPTIONS_INIT (for options that are not initialized where declared). */
