@@ -113,7 +113,7 @@ struct job {
  * caller's rix_backup_summary at the end.
  */
 struct tally {
-	_Atomic uint64_t files, dirs, others, files_new, files_changed, files_unmodified, dirs_new, dirs_changed,
+	_Atomic uint64_t others, files_new, files_changed, files_unmodified, dirs_new, dirs_changed,
 		dirs_unmodified, bytes, bytes_total, data_blobs, data_added, tree_blobs, tree_added, added_packed, errors, excluded;
 	_Atomic uint64_t bytes_done; /* progress: bytes read so far (per chunk) and unchanged files' sizes */
 	_Atomic uint64_t files_total, dirs_total, bytes_total_scanned; /* the scanner's */
@@ -121,6 +121,9 @@ struct tally {
 };
 #define ADD(a, field, v) atomic_fetch_add_explicit(&(a)->t.field, (uint64_t)(v), memory_order_relaxed)
 #define GET(a, field) atomic_load_explicit(&(a)->t.field, memory_order_relaxed)
+/* Files and directories done: each is counted once, as new, changed or unmodified. */
+#define FILES_DONE(a) (GET(a, files_new) + GET(a, files_changed) + GET(a, files_unmodified))
+#define DIRS_DONE(a) (GET(a, dirs_new) + GET(a, dirs_changed) + GET(a, dirs_unmodified))
 
 /* A dry run's blobs: what it would have stored, so that each counts once (256 shards by the
  * first ID byte, each an open-addressing table under its own mutex). */
@@ -163,8 +166,6 @@ struct arch {
 	size_t npat;
 	char *cwd;                /* the working directory at the start (relative paths' base) */
 };
-
-#define SUM(a, field, v) ADD(a, field, v)
 
 /* A warning that leaves nothing out (not counted as an error); one at a time, whichever thread. */
 static void notice(struct arch *a, const char *path, const char *msg)
@@ -484,8 +485,8 @@ static int save_fd(struct arch *a, struct worker *w, const char *path, struct he
 	}
 	/* What was read is what the snapshot records (a file that changed meanwhile: its bytes now). */
 	h->n.size = total;
-	SUM(a, bytes, total);
-	SUM(a, bytes_total, total);
+	ADD(a, bytes, total);
+	ADD(a, bytes_total, total);
 	h->n.content = h->content;
 	h->n.content_len = h->ncontent;
 	return 0;
@@ -749,7 +750,6 @@ static void count_dir(struct arch *a, struct held *h, const rix_id *ps, const ch
 		      struct sizes meta)
 {
 	h->n.subtree = &h->subtree;
-	ADD(a, dirs, 1);
 	rix_backup_action act = ps == NULL ? RIX_BACKUP_NEW
 				: memcmp(ps->b, h->subtree.b, RIX_ID_SIZE) == 0 ? RIX_BACKUP_UNCHANGED
 										  : RIX_BACKUP_MODIFIED;
@@ -799,7 +799,6 @@ static int read_file_counted(struct arch *a, struct worker *w, const char *path,
 	set_current(a, w, NULL);
 	if (rc == 0) {
 		bool is_new = old == NULL || old->type != RIX_NODE_FILE;
-		ADD(a, files, 1);
 		if (is_new)
 			ADD(a, files_new, 1);
 		else
@@ -859,13 +858,12 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 			for (size_t i = 0; rc == 0 && i < old->content_len; i++)
 				rc = push_content(h, &old->content[i]);
 			n->size = old->size;
-			SUM(a, bytes_total, old->size);
+			ADD(a, bytes_total, old->size);
 			ADD(a, bytes_done, old->size);
 			n->content = h->content;
 			n->content_len = h->ncontent;
 			if (rc == 0) {
-				SUM(a, files, 1);
-				SUM(a, files_unmodified, 1);
+				ADD(a, files_unmodified, 1);
 				item_done(a, path, false, RIX_BACKUP_UNCHANGED, NULL, NO_SIZES, NO_SIZES);
 			}
 			break;
@@ -901,7 +899,7 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		n->links = st.st_nlink;
 		if ((rc = read_link(a, path, h)) != 0)
 			return rc;
-		SUM(a, others, 1);
+		ADD(a, others, 1);
 		break;
 	}
 	case S_IFBLK:
@@ -909,15 +907,15 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		n->type = S_ISBLK(st.st_mode) ? RIX_NODE_DEV : RIX_NODE_CHARDEV;
 		n->device = st.st_rdev;
 		n->links = st.st_nlink;
-		SUM(a, others, 1);
+		ADD(a, others, 1);
 		break;
 	case S_IFIFO:
 		n->type = RIX_NODE_FIFO;
-		SUM(a, others, 1);
+		ADD(a, others, 1);
 		break;
 	case S_IFSOCK:
 		n->type = RIX_NODE_SOCKET;
-		SUM(a, others, 1);
+		ADD(a, others, 1);
 		break;
 	default:
 		warn(a, path, "unknown file type");
@@ -1173,7 +1171,7 @@ static int walk_dir(struct arch *a, struct dir *up, const char *path, struct hel
 		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
 			continue;
 		if (only != NULL && strcmp(nm, only) != 0) { /* a marked directory: its marker alone */
-			SUM(a, excluded, 1);
+			ADD(a, excluded, 1);
 			continue;
 		}
 		size_t need = pl + strlen(nm) + 2;
@@ -1184,7 +1182,7 @@ static int walk_dir(struct arch *a, struct dir *up, const char *path, struct hel
 		}
 		snprintf(child, need, "%s%s%s", path, pl > 0 && path[pl - 1] == '/' ? "" : "/", nm);
 		if (entry_excluded(a, child)) {
-			SUM(a, excluded, 1);
+			ADD(a, excluded, 1);
 			free(child);
 			continue;
 		}
@@ -1480,8 +1478,7 @@ static int save_stdin(struct arch *a, rix_id *tree)
 	if (rc == 1)
 		rc = rix_error_set(RIX_EIO, "backup: standard input cannot be read");
 	if (rc == 0) {
-		SUM(a, files, 1);
-		SUM(a, files_new, 1);
+		ADD(a, files_new, 1);
 		item_done(a, path, false, RIX_BACKUP_NEW, &start, h.added, NO_SIZES);
 		rc = save_tree(a, &h, 1, tree, NULL);
 	}
@@ -1654,8 +1651,8 @@ static void report(struct arch *a, bool done)
 	rix_backup_progress p;
 	memset(&p, 0, sizeof(p));
 	p.seconds = since(&a->t0);
-	p.files_done = GET(a, files);
-	p.dirs_done = GET(a, dirs);
+	p.files_done = FILES_DONE(a);
+	p.dirs_done = DIRS_DONE(a);
 	p.bytes_done = GET(a, bytes_done);
 	p.errors = GET(a, errors);
 	p.totals_final = atomic_load(&a->t.scan_final) != 0; /* before the totals: they are whole then */
@@ -1718,8 +1715,8 @@ static void *reporter_main(void *p)
 static void tally_out(struct arch *a)
 {
 	rix_backup_summary *m = a->sum;
-	m->files = GET(a, files);
-	m->dirs = GET(a, dirs);
+	m->files = FILES_DONE(a);
+	m->dirs = DIRS_DONE(a);
 	m->others = GET(a, others);
 	m->files_new = GET(a, files_new);
 	m->files_changed = GET(a, files_changed);
