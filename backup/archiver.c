@@ -43,8 +43,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "rix/alloc.h"
 #include "rix/archiver.h"
 #include "rix/chunker.h"
@@ -52,8 +50,8 @@
 #include "rix/error.h"
 #include "rix/snapshot.h"
 #include "rix/tree.h"
-#include "../common/jansson_alloc.h"
 #include "rix/master_index.h"
+#include "snapshot_internal.h"
 
 #define READ_PIECE ((size_t)256 << 10) /* what moves after a cut is less than this */
 
@@ -1381,73 +1379,52 @@ static void backup_host(const struct arch *a, char *host, size_t cap)
 	host[cap - 1] = '\0';
 }
 
-static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *const *abs, size_t n)
+/*
+ * The snapshot file's JSON (rix_snapshot_encode: restic's members, order and escapes) into *out
+ * (rix_free), *len bytes. The snapshot borrows every string: it is encoded, never freed.
+ */
+static int snapshot_json(char **out, size_t *len, struct arch *a, const rix_id *tree, char *const *abs, size_t n)
 {
-	const rix_id *parent = a->sum->has_parent ? &a->sum->parent_id : NULL;
-	char host[256], treehex[65];
-	const char *when = a->start;
+	char host[256], end[RIX_TIME_MAX], summary[1024];
 	backup_host(a, host, sizeof(host));
 	const char *user = a->opt.username != NULL ? a->opt.username : cached_name(&a->users, getuid(), 0);
-	rix_id_to_hex(treehex, tree);
-	rix__jansson_begin();
-	json_t *o = json_object(), *paths = json_array(), *tags = NULL;
-	int bad = o == NULL || paths == NULL;
-	bad |= json_object_set_new(o, "time", json_string(when)) != 0;
-	if (parent != NULL) {
-		char ph[65];
-		rix_id_to_hex(ph, parent);
-		bad |= json_object_set_new(o, "parent", json_string(ph)) != 0;
-	}
-	bad |= json_object_set_new(o, "tree", json_string(treehex)) != 0;
-	for (size_t i = 0; i < n; i++)
-		bad |= json_array_append_new(paths, json_string(abs[i])) != 0;
-	bad |= json_object_set(o, "paths", paths) != 0;
-	bad |= json_object_set_new(o, "hostname", json_string(host)) != 0;
-	if (user[0] != '\0')
-		bad |= json_object_set_new(o, "username", json_string(user)) != 0;
-	if (getuid() != 0)
-		bad |= json_object_set_new(o, "uid", json_integer(getuid())) != 0;
-	if (getgid() != 0)
-		bad |= json_object_set_new(o, "gid", json_integer(getgid())) != 0;
-	if (a->opt.ntags > 0) {
-		tags = json_array();
-		for (size_t i = 0; tags != NULL && i < a->opt.ntags; i++)
-			bad |= json_array_append_new(tags, json_string(a->opt.tags[i])) != 0;
-		bad |= tags == NULL || json_object_set(o, "tags", tags) != 0;
-	}
-	bad |= json_object_set_new(o, "program_version", json_string("rix 0.1.0")) != 0;
-	/* restic 0.17's summary object (its data_added and data_added_packed count the trees too;
-	 * total_files_processed the regular files alone). */
-	json_t *s = json_object();
-	char end[RIX_TIME_MAX];
 	struct timespec fin;
 	clock_gettime(CLOCK_REALTIME, &fin);
 	rix_time te = to_time(fin);
 	rix_time_format(end, &te);
-	bad |= s == NULL;
-	if (s != NULL) {
-		const rix_backup_summary *m = a->sum;
-		bad |= json_object_set_new(s, "backup_start", json_string(a->start)) != 0;
-		bad |= json_object_set_new(s, "backup_end", json_string(end)) != 0;
-		const char *names[] = { "files_new", "files_changed", "files_unmodified", "dirs_new", "dirs_changed",
-					"dirs_unmodified", "data_blobs", "tree_blobs", "data_added", "data_added_packed",
-					"total_files_processed", "total_bytes_processed" };
-		const uint64_t vals[] = { m->files_new, m->files_changed, m->files_unmodified, m->dirs_new,
-					  m->dirs_changed, m->dirs_unmodified, m->data_blobs, m->tree_blobs,
-					  m->data_added + m->tree_added, m->data_added_packed,
-					  m->files_new + m->files_changed + m->files_unmodified, m->bytes_total };
-		for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
-			bad |= json_object_set_new(s, names[i], json_integer((json_int_t)vals[i])) != 0;
-		bad |= json_object_set_new(o, "summary", s) != 0;
-	}
-	*out = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(paths);
-	json_decref(tags);
-	json_decref(o);
-	if (*out == NULL)
-		return rix__jansson_out_of_memory() ? rix_error_set(RIX_ENOMEM, "backup: out of memory")
-						    : rix_error_set(RIX_EINVAL, "backup: a host, user, path or tag is not UTF-8");
-	return 0;
+	/* restic 0.17's summary object (its data_added and data_added_packed count the trees too;
+	 * total_files_processed the regular files alone): ASCII times and numbers, no escapes. */
+	const rix_backup_summary *m = a->sum;
+	int k = snprintf(summary, sizeof(summary),
+			 "{\"backup_start\":\"%s\",\"backup_end\":\"%s\",\"files_new\":%llu,\"files_changed\":%llu,"
+			 "\"files_unmodified\":%llu,\"dirs_new\":%llu,\"dirs_changed\":%llu,\"dirs_unmodified\":%llu,"
+			 "\"data_blobs\":%llu,\"tree_blobs\":%llu,\"data_added\":%llu,\"data_added_packed\":%llu,"
+			 "\"total_files_processed\":%llu,\"total_bytes_processed\":%llu}",
+			 a->start, end, (unsigned long long)m->files_new, (unsigned long long)m->files_changed,
+			 (unsigned long long)m->files_unmodified, (unsigned long long)m->dirs_new,
+			 (unsigned long long)m->dirs_changed, (unsigned long long)m->dirs_unmodified,
+			 (unsigned long long)m->data_blobs, (unsigned long long)m->tree_blobs,
+			 (unsigned long long)(m->data_added + m->tree_added), (unsigned long long)m->data_added_packed,
+			 (unsigned long long)(m->files_new + m->files_changed + m->files_unmodified),
+			 (unsigned long long)m->bytes_total);
+	rix_snapshot_extra extra = { .summary = summary, .summary_len = (size_t)k };
+	const rix_snapshot sn = {
+		.time = a->start_time,
+		.tree = *tree,
+		.has_parent = m->has_parent,
+		.parent = m->parent_id,
+		.paths = (char **)abs,
+		.npaths = n,
+		.hostname = host,
+		.username = (char *)user,
+		.uid = getuid(),
+		.gid = getgid(),
+		.tags = (char **)a->opt.tags,
+		.ntags = a->opt.ntags,
+		.program_version = (char *)"rix 0.1.0",
+		.extra = &extra,
+	};
+	return rix_snapshot_encode(out, len, &sn);
 }
 
 /* Standard input as one file at the root (restic's --stdin): mode 0644, now, this user. */
@@ -1901,6 +1878,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	rix_id ptree;
 	const rix_id *pt = NULL;
 	char *json = NULL;
+	size_t json_len = 0;
 	if (rc == 0 && !a.opt.force) {
 		int prc = find_parent(&a, abs, nabs, &ptree);
 		if (prc < 0)
@@ -1939,9 +1917,9 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 		rc = rix_repo_flush(r);
 	tally_out(&a);
 	if (rc == 0)
-		rc = snapshot_json(&json, &a, &tree, abs, nabs);
+		rc = snapshot_json(&json, &json_len, &a, &tree, abs, nabs);
 	if (rc == 0)
-		rc = rix_repo_write_file(snapshot_id, r, RIX_FILE_SNAPSHOT, json, strlen(json));
+		rc = rix_repo_write_file(snapshot_id, r, RIX_FILE_SNAPSHOT, json, json_len);
 done:
 	if (scanning) {
 		atomic_store(&a.t.scan_stop, 1);
@@ -1959,7 +1937,7 @@ done:
 	tally_out(&a);
 	if (summary != NULL)
 		memcpy(summary, &full, sum_size);
-	rix__jansson_free(json);
+	rix_free(json);
 	for (size_t i = 0; abs != NULL && i < nabs; i++)
 		free(abs[i]);
 	free(abs);

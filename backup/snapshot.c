@@ -19,13 +19,6 @@
 #include "../common/json_scan.h"
 #include "snapshot_internal.h"
 
-struct rix_snapshot_extra {
-	char *summary; /* the summary object, compacted; NULL when none */
-	size_t summary_len;
-	char *unknown; /* the unknown members, compacted: "k":v,"k2":v2 (no outer braces); NULL when none */
-	size_t unknown_len;
-};
-
 /* ==== Strings and lists ======================================================================= */
 
 static char *dup_n(const char *s, size_t n)

@@ -9,7 +9,8 @@
  *                               tags and the original; restic's tag, then rix; the exclusive lock;
  *                               usage errors
  *   test_rix_made               snapshots rix backup made (--tag a,b: two tags): restic's fields
- *                               equal, rix's own kept
+ *                               equal, rix's own kept; the stored file is the snapshot encoder's
+ *                               bytes (Go's escapes)
  *
  * The repositories are made through the library (repo_fixture: a cheap scrypt, password PW), the
  * snapshots by restic backup.
@@ -402,6 +403,24 @@ static void test_rix_made(void **state)
 	json_decref(jb);
 	free(a);
 	free(b);
+	/* The file rix backup stored is the snapshot encoder's bytes (Go's escapes: & as \u0026). */
+	rix_repo *r = open_repo(repo, NULL);
+	rix_id sid;
+	MUST(rix_id_from_hex(&sid, id[1], 64));
+	uint8_t *raw;
+	size_t rawn, encn;
+	MUST(rix_repo_read_file(&raw, &rawn, r, RIX_FILE_SNAPSHOT, &sid));
+	rix_snapshot *sn;
+	char *enc;
+	MUST(rix_snapshot_decode(&sn, raw, rawn));
+	MUST(rix_snapshot_encode(&enc, &encn, sn));
+	assert_int_equal(encn, rawn);
+	assert_memory_equal(enc, raw, rawn);
+	assert_non_null(strstr(enc, "\"hostname\":\"a\\u0026b\""));
+	rix_free(enc);
+	rix_snapshot_free(sn);
+	rix_free(raw);
+	rix_repo_free(r);
 	/* A tag by rix keeps rix's members (restic 0.14's would drop them). */
 	assert_int_equal(rix(NULL, NULL, "tag --add t3 latest"), 0);
 	assert_int_equal(rix(&a, NULL, "cat snapshot latest"), 0);
