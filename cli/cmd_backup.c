@@ -499,8 +499,8 @@ int cmd_backup(int argc, char **argv)
 	bo.if_present = present;
 	/* restic's tag lists: --tag a,b is two tags (TagLists.Flatten). */
 	const char **flat;
-	if (flatten_tags(&flat, &bo.ntags, tags, ntags))
-		return 1;
+	if (rix_snapshot_tags_flatten(&flat, &bo.ntags, tags, ntags) != 0)
+		return fail(RIX_ENOMEM);
 	bo.tags = flat;
 	bo.warn = backup_warn;
 	out.tty = !g.json && !g.quiet && isatty(1);
@@ -516,11 +516,11 @@ int cmd_backup(int argc, char **argv)
 	/* A dry run writes nothing, so it takes no lock (restic 0.17 neither). */
 	int rc = bo.dry_run ? open_repo(&r) : open_repo_locked(&r, &lock, false); /* shared, released on a signal too */
 	if (rc != 0) {
-		free(flat);
+		rix_free(flat);
 		return rc;
 	}
 	if ((rc = load_index(r, NULL, NULL)) != 0) {
-		free(flat);
+		rix_free(flat);
 		close_repo(r, lock);
 		return rc;
 	}
@@ -529,7 +529,7 @@ int cmd_backup(int argc, char **argv)
 	rix_id snap;
 	rix_backup_summary s;
 	rc = rix_backup(&snap, &s, r, paths, npaths, &bo);
-	free(flat);
+	rix_free(flat);
 	now_rfc3339(end);
 	if (rc != 0)
 		rc = fail(rc);
