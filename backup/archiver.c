@@ -231,10 +231,7 @@ static const char *cached_name(struct names_cache *c, uint32_t id, int group)
 
 static rix_time to_time(struct timespec t)
 {
-	struct tm tm;
-	time_t s = t.tv_sec;
-	long off = localtime_r(&s, &tm) != NULL ? tm.tm_gmtoff : 0;
-	return (rix_time){ t.tv_sec, (uint32_t)t.tv_nsec, (int32_t)off };
+	return rix_time_local(t.tv_sec, (uint32_t)t.tv_nsec);
 }
 
 static struct timespec now_mono(void)
@@ -1388,9 +1385,7 @@ static int snapshot_json(char **out, size_t *len, struct arch *a, const rix_id *
 	char host[256], end[RIX_TIME_MAX], summary[1024];
 	backup_host(a, host, sizeof(host));
 	const char *user = a->opt.username != NULL ? a->opt.username : cached_name(&a->users, getuid(), 0);
-	struct timespec fin;
-	clock_gettime(CLOCK_REALTIME, &fin);
-	rix_time te = to_time(fin);
+	rix_time te = rix_time_now();
 	rix_time_format(end, &te);
 	/* restic 0.17's summary object (its data_added and data_added_packed count the trees too;
 	 * total_files_processed the regular files alone): ASCII times and numbers, no escapes. */

@@ -154,6 +154,21 @@ static int is_leap(long y)
 	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
 
+rix_time rix_time_local(int64_t sec, uint32_t nsec)
+{
+	struct tm tm;
+	time_t s = (time_t)sec;
+	long off = localtime_r(&s, &tm) != NULL ? tm.tm_gmtoff : 0;
+	return (rix_time){ sec, nsec, (int32_t)off };
+}
+
+rix_time rix_time_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return rix_time_local(t.tv_sec, (uint32_t)t.tv_nsec);
+}
+
 size_t rix_time_format(char out[RIX_TIME_MAX], const rix_time *t)
 {
 	time_t local = (time_t)(t->sec + t->utc_offset);
