@@ -2,7 +2,8 @@
  * cli/cmd_snapshots.c — rix snapshots [ID...]: the snapshots, oldest first, as restic 0.14's
  * table (ID, local time, host, tags, paths; --compact: no paths, a tag a line) or --json
  * (restic's fields, and id and short_id), picked by --host, --tag, --path, IDs or "latest",
- * and --latest N (the N latest of each host and paths).
+ * and --latest N (the N latest of each host and paths); --group-by host,paths,tags: a table
+ * (or a JSON object) per group, as restic's GroupSnapshots makes them.
  */
 #include "cli.h"
 
