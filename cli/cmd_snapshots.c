@@ -274,8 +274,9 @@ static int group_snapshots(struct group **out, size_t *ngroups, rix_snapshot_lis
 	int rc = k == NULL || gr == NULL ? die("out of memory") : 0;
 	for (size_t i = 0; rc == 0 && i < l->count; i++) {
 		rix_snapshot *sn = l->items[i];
-		qsort(sn->paths, sn->npaths, sizeof(*sn->paths), cmp_cstr);
-		if (by & GROUP_TAGS)
+		if (sn->npaths > 1)
+			qsort(sn->paths, sn->npaths, sizeof(*sn->paths), cmp_cstr);
+		if ((by & GROUP_TAGS) && sn->ntags > 1) /* (none: NULL, which qsort may not be given) */
 			qsort(sn->tags, sn->ntags, sizeof(*sn->tags), cmp_cstr);
 		k[i].i = i;
 		if ((k[i].key = group_key(sn, by)) == NULL)
