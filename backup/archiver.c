@@ -43,8 +43,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "rix/alloc.h"
 #include "rix/archiver.h"
 #include "rix/chunker.h"
@@ -52,8 +50,8 @@
 #include "rix/error.h"
 #include "rix/snapshot.h"
 #include "rix/tree.h"
-#include "../common/jansson_alloc.h"
 #include "rix/master_index.h"
+#include "snapshot_internal.h"
 
 #define READ_PIECE ((size_t)256 << 10) /* what moves after a cut is less than this */
 
@@ -113,7 +111,7 @@ struct job {
  * caller's rix_backup_summary at the end.
  */
 struct tally {
-	_Atomic uint64_t files, dirs, others, files_new, files_changed, files_unmodified, dirs_new, dirs_changed,
+	_Atomic uint64_t others, files_new, files_changed, files_unmodified, dirs_new, dirs_changed,
 		dirs_unmodified, bytes, bytes_total, data_blobs, data_added, tree_blobs, tree_added, added_packed, errors, excluded;
 	_Atomic uint64_t bytes_done; /* progress: bytes read so far (per chunk) and unchanged files' sizes */
 	_Atomic uint64_t files_total, dirs_total, bytes_total_scanned; /* the scanner's */
@@ -121,6 +119,9 @@ struct tally {
 };
 #define ADD(a, field, v) atomic_fetch_add_explicit(&(a)->t.field, (uint64_t)(v), memory_order_relaxed)
 #define GET(a, field) atomic_load_explicit(&(a)->t.field, memory_order_relaxed)
+/* Files and directories done: each is counted once, as new, changed or unmodified. */
+#define FILES_DONE(a) (GET(a, files_new) + GET(a, files_changed) + GET(a, files_unmodified))
+#define DIRS_DONE(a) (GET(a, dirs_new) + GET(a, dirs_changed) + GET(a, dirs_unmodified))
 
 /* A dry run's blobs: what it would have stored, so that each counts once (256 shards by the
  * first ID byte, each an open-addressing table under its own mutex). */
@@ -163,8 +164,6 @@ struct arch {
 	size_t npat;
 	char *cwd;                /* the working directory at the start (relative paths' base) */
 };
-
-#define SUM(a, field, v) ADD(a, field, v)
 
 /* A warning that leaves nothing out (not counted as an error); one at a time, whichever thread. */
 static void notice(struct arch *a, const char *path, const char *msg)
@@ -232,10 +231,7 @@ static const char *cached_name(struct names_cache *c, uint32_t id, int group)
 
 static rix_time to_time(struct timespec t)
 {
-	struct tm tm;
-	time_t s = t.tv_sec;
-	long off = localtime_r(&s, &tm) != NULL ? tm.tm_gmtoff : 0;
-	return (rix_time){ t.tv_sec, (uint32_t)t.tv_nsec, (int32_t)off };
+	return rix_time_local(t.tv_sec, (uint32_t)t.tv_nsec);
 }
 
 static struct timespec now_mono(void)
@@ -484,8 +480,8 @@ static int save_fd(struct arch *a, struct worker *w, const char *path, struct he
 	}
 	/* What was read is what the snapshot records (a file that changed meanwhile: its bytes now). */
 	h->n.size = total;
-	SUM(a, bytes, total);
-	SUM(a, bytes_total, total);
+	ADD(a, bytes, total);
+	ADD(a, bytes_total, total);
 	h->n.content = h->content;
 	h->n.content_len = h->ncontent;
 	return 0;
@@ -749,7 +745,6 @@ static void count_dir(struct arch *a, struct held *h, const rix_id *ps, const ch
 		      struct sizes meta)
 {
 	h->n.subtree = &h->subtree;
-	ADD(a, dirs, 1);
 	rix_backup_action act = ps == NULL ? RIX_BACKUP_NEW
 				: memcmp(ps->b, h->subtree.b, RIX_ID_SIZE) == 0 ? RIX_BACKUP_UNCHANGED
 										  : RIX_BACKUP_MODIFIED;
@@ -799,7 +794,6 @@ static int read_file_counted(struct arch *a, struct worker *w, const char *path,
 	set_current(a, w, NULL);
 	if (rc == 0) {
 		bool is_new = old == NULL || old->type != RIX_NODE_FILE;
-		ADD(a, files, 1);
 		if (is_new)
 			ADD(a, files_new, 1);
 		else
@@ -859,13 +853,12 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 			for (size_t i = 0; rc == 0 && i < old->content_len; i++)
 				rc = push_content(h, &old->content[i]);
 			n->size = old->size;
-			SUM(a, bytes_total, old->size);
+			ADD(a, bytes_total, old->size);
 			ADD(a, bytes_done, old->size);
 			n->content = h->content;
 			n->content_len = h->ncontent;
 			if (rc == 0) {
-				SUM(a, files, 1);
-				SUM(a, files_unmodified, 1);
+				ADD(a, files_unmodified, 1);
 				item_done(a, path, false, RIX_BACKUP_UNCHANGED, NULL, NO_SIZES, NO_SIZES);
 			}
 			break;
@@ -901,7 +894,7 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		n->links = st.st_nlink;
 		if ((rc = read_link(a, path, h)) != 0)
 			return rc;
-		SUM(a, others, 1);
+		ADD(a, others, 1);
 		break;
 	}
 	case S_IFBLK:
@@ -909,15 +902,15 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 		n->type = S_ISBLK(st.st_mode) ? RIX_NODE_DEV : RIX_NODE_CHARDEV;
 		n->device = st.st_rdev;
 		n->links = st.st_nlink;
-		SUM(a, others, 1);
+		ADD(a, others, 1);
 		break;
 	case S_IFIFO:
 		n->type = RIX_NODE_FIFO;
-		SUM(a, others, 1);
+		ADD(a, others, 1);
 		break;
 	case S_IFSOCK:
 		n->type = RIX_NODE_SOCKET;
-		SUM(a, others, 1);
+		ADD(a, others, 1);
 		break;
 	default:
 		warn(a, path, "unknown file type");
@@ -1173,7 +1166,7 @@ static int walk_dir(struct arch *a, struct dir *up, const char *path, struct hel
 		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
 			continue;
 		if (only != NULL && strcmp(nm, only) != 0) { /* a marked directory: its marker alone */
-			SUM(a, excluded, 1);
+			ADD(a, excluded, 1);
 			continue;
 		}
 		size_t need = pl + strlen(nm) + 2;
@@ -1184,7 +1177,7 @@ static int walk_dir(struct arch *a, struct dir *up, const char *path, struct hel
 		}
 		snprintf(child, need, "%s%s%s", path, pl > 0 && path[pl - 1] == '/' ? "" : "/", nm);
 		if (entry_excluded(a, child)) {
-			SUM(a, excluded, 1);
+			ADD(a, excluded, 1);
 			free(child);
 			continue;
 		}
@@ -1430,73 +1423,50 @@ static void backup_host(const struct arch *a, char *host, size_t cap)
 	host[cap - 1] = '\0';
 }
 
-static int snapshot_json(char **out, struct arch *a, const rix_id *tree, char *const *abs, size_t n)
+/*
+ * The snapshot file's JSON (rix_snapshot_encode: restic's members, order and escapes) into *out
+ * (rix_free), *len bytes. The snapshot borrows every string: it is encoded, never freed.
+ */
+static int snapshot_json(char **out, size_t *len, struct arch *a, const rix_id *tree, char *const *abs, size_t n)
 {
-	const rix_id *parent = a->sum->has_parent ? &a->sum->parent_id : NULL;
-	char host[256], treehex[65];
-	const char *when = a->start;
+	char host[256], end[RIX_TIME_MAX], summary[1024];
 	backup_host(a, host, sizeof(host));
 	const char *user = a->opt.username != NULL ? a->opt.username : cached_name(&a->users, getuid(), 0);
-	rix_id_to_hex(treehex, tree);
-	rix__jansson_begin();
-	json_t *o = json_object(), *paths = json_array(), *tags = NULL;
-	int bad = o == NULL || paths == NULL;
-	bad |= json_object_set_new(o, "time", json_string(when)) != 0;
-	if (parent != NULL) {
-		char ph[65];
-		rix_id_to_hex(ph, parent);
-		bad |= json_object_set_new(o, "parent", json_string(ph)) != 0;
-	}
-	bad |= json_object_set_new(o, "tree", json_string(treehex)) != 0;
-	for (size_t i = 0; i < n; i++)
-		bad |= json_array_append_new(paths, json_string(abs[i])) != 0;
-	bad |= json_object_set(o, "paths", paths) != 0;
-	bad |= json_object_set_new(o, "hostname", json_string(host)) != 0;
-	if (user[0] != '\0')
-		bad |= json_object_set_new(o, "username", json_string(user)) != 0;
-	if (getuid() != 0)
-		bad |= json_object_set_new(o, "uid", json_integer(getuid())) != 0;
-	if (getgid() != 0)
-		bad |= json_object_set_new(o, "gid", json_integer(getgid())) != 0;
-	if (a->opt.ntags > 0) {
-		tags = json_array();
-		for (size_t i = 0; tags != NULL && i < a->opt.ntags; i++)
-			bad |= json_array_append_new(tags, json_string(a->opt.tags[i])) != 0;
-		bad |= tags == NULL || json_object_set(o, "tags", tags) != 0;
-	}
-	bad |= json_object_set_new(o, "program_version", json_string("rix 0.1.0")) != 0;
-	/* restic 0.17's summary object (its data_added and data_added_packed count the trees too;
-	 * total_files_processed the regular files alone). */
-	json_t *s = json_object();
-	char end[RIX_TIME_MAX];
-	struct timespec fin;
-	clock_gettime(CLOCK_REALTIME, &fin);
-	rix_time te = to_time(fin);
+	rix_time te = rix_time_now();
 	rix_time_format(end, &te);
-	bad |= s == NULL;
-	if (s != NULL) {
-		const rix_backup_summary *m = a->sum;
-		bad |= json_object_set_new(s, "backup_start", json_string(a->start)) != 0;
-		bad |= json_object_set_new(s, "backup_end", json_string(end)) != 0;
-		const char *names[] = { "files_new", "files_changed", "files_unmodified", "dirs_new", "dirs_changed",
-					"dirs_unmodified", "data_blobs", "tree_blobs", "data_added", "data_added_packed",
-					"total_files_processed", "total_bytes_processed" };
-		const uint64_t vals[] = { m->files_new, m->files_changed, m->files_unmodified, m->dirs_new,
-					  m->dirs_changed, m->dirs_unmodified, m->data_blobs, m->tree_blobs,
-					  m->data_added + m->tree_added, m->data_added_packed,
-					  m->files_new + m->files_changed + m->files_unmodified, m->bytes_total };
-		for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
-			bad |= json_object_set_new(s, names[i], json_integer((json_int_t)vals[i])) != 0;
-		bad |= json_object_set_new(o, "summary", s) != 0;
-	}
-	*out = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(paths);
-	json_decref(tags);
-	json_decref(o);
-	if (*out == NULL)
-		return rix__jansson_out_of_memory() ? rix_error_set(RIX_ENOMEM, "backup: out of memory")
-						    : rix_error_set(RIX_EINVAL, "backup: a host, user, path or tag is not UTF-8");
-	return 0;
+	/* restic 0.17's summary object (its data_added and data_added_packed count the trees too;
+	 * total_files_processed the regular files alone): ASCII times and numbers, no escapes. */
+	const rix_backup_summary *m = a->sum;
+	int k = snprintf(summary, sizeof(summary),
+			 "{\"backup_start\":\"%s\",\"backup_end\":\"%s\",\"files_new\":%llu,\"files_changed\":%llu,"
+			 "\"files_unmodified\":%llu,\"dirs_new\":%llu,\"dirs_changed\":%llu,\"dirs_unmodified\":%llu,"
+			 "\"data_blobs\":%llu,\"tree_blobs\":%llu,\"data_added\":%llu,\"data_added_packed\":%llu,"
+			 "\"total_files_processed\":%llu,\"total_bytes_processed\":%llu}",
+			 a->start, end, (unsigned long long)m->files_new, (unsigned long long)m->files_changed,
+			 (unsigned long long)m->files_unmodified, (unsigned long long)m->dirs_new,
+			 (unsigned long long)m->dirs_changed, (unsigned long long)m->dirs_unmodified,
+			 (unsigned long long)m->data_blobs, (unsigned long long)m->tree_blobs,
+			 (unsigned long long)(m->data_added + m->tree_added), (unsigned long long)m->data_added_packed,
+			 (unsigned long long)(m->files_new + m->files_changed + m->files_unmodified),
+			 (unsigned long long)m->bytes_total);
+	rix_snapshot_extra extra = { .summary = summary, .summary_len = (size_t)k };
+	const rix_snapshot sn = {
+		.time = a->start_time,
+		.tree = *tree,
+		.has_parent = m->has_parent,
+		.parent = m->parent_id,
+		.paths = (char **)abs,
+		.npaths = n,
+		.hostname = host,
+		.username = (char *)user,
+		.uid = getuid(),
+		.gid = getgid(),
+		.tags = (char **)a->opt.tags,
+		.ntags = a->opt.ntags,
+		.program_version = (char *)"rix 0.1.0",
+		.extra = &extra,
+	};
+	return rix_snapshot_encode(out, len, &sn);
 }
 
 /* Standard input as one file at the root (restic's --stdin): mode 0644, now, this user. */
@@ -1527,8 +1497,7 @@ static int save_stdin(struct arch *a, rix_id *tree)
 	if (rc == 1)
 		rc = rix_error_set(RIX_EIO, "backup: standard input cannot be read");
 	if (rc == 0) {
-		SUM(a, files, 1);
-		SUM(a, files_new, 1);
+		ADD(a, files_new, 1);
 		item_done(a, path, false, RIX_BACKUP_NEW, &start, h.added, NO_SIZES);
 		rc = save_tree(a, &h, 1, tree, NULL);
 	}
@@ -1701,8 +1670,8 @@ static void report(struct arch *a, bool done)
 	rix_backup_progress p;
 	memset(&p, 0, sizeof(p));
 	p.seconds = since(&a->t0);
-	p.files_done = GET(a, files);
-	p.dirs_done = GET(a, dirs);
+	p.files_done = FILES_DONE(a);
+	p.dirs_done = DIRS_DONE(a);
 	p.bytes_done = GET(a, bytes_done);
 	p.errors = GET(a, errors);
 	p.totals_final = atomic_load(&a->t.scan_final) != 0; /* before the totals: they are whole then */
@@ -1765,8 +1734,8 @@ static void *reporter_main(void *p)
 static void tally_out(struct arch *a)
 {
 	rix_backup_summary *m = a->sum;
-	m->files = GET(a, files);
-	m->dirs = GET(a, dirs);
+	m->files = FILES_DONE(a);
+	m->dirs = DIRS_DONE(a);
 	m->others = GET(a, others);
 	m->files_new = GET(a, files_new);
 	m->files_changed = GET(a, files_changed);
@@ -1951,6 +1920,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	rix_id ptree;
 	const rix_id *pt = NULL;
 	char *json = NULL;
+	size_t json_len = 0;
 	if (rc == 0 && !a.opt.force) {
 		int prc = find_parent(&a, abs, nabs, &ptree);
 		if (prc < 0)
@@ -1989,9 +1959,9 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 		rc = rix_repo_flush(r);
 	tally_out(&a);
 	if (rc == 0)
-		rc = snapshot_json(&json, &a, &tree, abs, nabs);
+		rc = snapshot_json(&json, &json_len, &a, &tree, abs, nabs);
 	if (rc == 0)
-		rc = rix_repo_write_file(snapshot_id, r, RIX_FILE_SNAPSHOT, json, strlen(json));
+		rc = rix_repo_write_file(snapshot_id, r, RIX_FILE_SNAPSHOT, json, json_len);
 done:
 	if (scanning) {
 		atomic_store(&a.t.scan_stop, 1);
@@ -2009,7 +1979,7 @@ done:
 	tally_out(&a);
 	if (summary != NULL)
 		memcpy(summary, &full, sum_size);
-	rix__jansson_free(json);
+	rix_free(json);
 	for (size_t i = 0; abs != NULL && i < nabs; i++)
 		free(abs[i]);
 	free(abs);

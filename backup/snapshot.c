@@ -7,7 +7,8 @@
  * (common/gojson.h). Members rix does not know, and the summary, are kept as their compacted
  * JSON text in the private rix_snapshot_extra and written back as they were, so a snapshot
  * rewritten here (tag) keeps what a newer restic put in it. The encoder appends restic's members
- * in restic's order into one growing buffer, strings with Go's escapes.
+ * in restic's order into one growing buffer (common/buf.h, the tree encoder's), strings with
+ * Go's escapes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,16 +16,10 @@
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "rix/snapshot.h"
+#include "../common/buf.h"
 #include "../common/gojson.h"
 #include "../common/json_scan.h"
 #include "snapshot_internal.h"
-
-struct rix_snapshot_extra {
-	char *summary; /* the summary object, compacted; NULL when none */
-	size_t summary_len;
-	char *unknown; /* the unknown members, compacted: "k":v,"k2":v2 (no outer braces); NULL when none */
-	size_t unknown_len;
-};
 
 /* ==== Strings and lists ======================================================================= */
 
@@ -414,109 +409,62 @@ int rix_snapshot_decode(rix_snapshot **out, const uint8_t *json, size_t len)
 
 /* ==== Encoding ================================================================================ */
 
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-	bool failed;
-};
-
-/* Room for n more bytes (and a NUL); false once out of memory. */
-static bool reserve(struct buf *b, size_t n)
+static void put_json_string(rix__buf *b, const char *s)
 {
-	if (b->failed)
-		return false;
-	if (n > SIZE_MAX / 2 - b->len) {
-		b->failed = true;
-		return false;
-	}
-	if (b->len + n + 1 <= b->cap)
-		return true;
-	size_t c = b->cap ? b->cap : 512;
-	while (c < b->len + n + 1)
-		c *= 2;
-	uint8_t *q = rix_realloc(b->p, c);
-	if (q == NULL) {
-		b->failed = true;
-		return false;
-	}
-	b->p = q;
-	b->cap = c;
-	return true;
-}
-
-static void put(struct buf *b, const void *s, size_t n)
-{
-	if (reserve(b, n)) {
-		memcpy(b->p + b->len, s, n);
-		b->len += n;
-	}
-}
-
-static void put_str(struct buf *b, const char *s)
-{
-	put(b, s, strlen(s));
-}
-
-static void put_json_string(struct buf *b, const char *s)
-{
-	size_t n = strlen(s);
-	if (n <= (SIZE_MAX / 2 - 2) / 6 && reserve(b, RIX_GOJSON_STRING_MAX(n)))
-		b->len += rix__gojson_string(b->p + b->len, b->cap - b->len, (const uint8_t *)s, n);
-	else
-		b->failed = true;
+	rix__buf_put_json_string(b, (const uint8_t *)s, strlen(s));
 }
 
 /* ,"name": (the comma unless it is the first member) */
-static void put_key(struct buf *b, const char *name)
+static void put_key(rix__buf *b, const char *name)
 {
 	if (b->len > 1)
-		put(b, ",", 1);
-	put(b, "\"", 1);
-	put_str(b, name);
-	put(b, "\":", 2);
+		rix__buf_put(b, ",", 1);
+	rix__buf_put(b, "\"", 1);
+	rix__buf_puts(b, name);
+	rix__buf_put(b, "\":", 2);
 }
 
-static void put_id(struct buf *b, const char *name, const rix_id *id)
+static void put_id(rix__buf *b, const char *name, const rix_id *id)
 {
 	char hex[67];
 	rix_id_to_hex(hex + 1, id);
 	hex[0] = hex[65] = '"';
 	hex[66] = '\0';
 	put_key(b, name);
-	put(b, hex, 66);
+	rix__buf_put(b, hex, 66);
 }
 
-static void put_strings(struct buf *b, const char *name, char *const *v, size_t n)
+static void put_strings(rix__buf *b, const char *name, char *const *v, size_t n)
 {
 	put_key(b, name);
-	put(b, "[", 1);
+	rix__buf_put(b, "[", 1);
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0)
-			put(b, ",", 1);
+			rix__buf_put(b, ",", 1);
 		put_json_string(b, v[i]);
 	}
-	put(b, "]", 1);
+	rix__buf_put(b, "]", 1);
 }
 
-static void put_u32(struct buf *b, const char *name, uint32_t v)
+static void put_u32(rix__buf *b, const char *name, uint32_t v)
 {
 	char num[16];
 	int k = snprintf(num, sizeof(num), "%u", v);
 	put_key(b, name);
-	put(b, num, (size_t)k);
+	rix__buf_put(b, num, (size_t)k);
 }
 
 int rix_snapshot_encode(char **json, size_t *len, const rix_snapshot *sn)
 {
 	*json = NULL;
 	*len = 0;
-	struct buf b = { NULL, 0, 0, false };
+	rix__buf b = { 0 };
 	char t[RIX_TIME_MAX];
-	put(&b, "{", 1);
+	rix__buf_put(&b, "{", 1);
 	put_key(&b, "time");
-	put(&b, "\"", 1);
-	put(&b, t, rix_time_format(t, &sn->time));
-	put(&b, "\"", 1);
+	rix__buf_put(&b, "\"", 1);
+	rix__buf_put(&b, t, rix_time_format(t, &sn->time));
+	rix__buf_put(&b, "\"", 1);
 	if (sn->has_parent)
 		put_id(&b, "parent", &sn->parent);
 	put_id(&b, "tree", &sn->tree);
@@ -546,15 +494,15 @@ int rix_snapshot_encode(char **json, size_t *len, const rix_snapshot *sn)
 	const rix_snapshot_extra *x = sn->extra;
 	if (x != NULL && x->summary != NULL) {
 		put_key(&b, "summary");
-		put(&b, x->summary, x->summary_len);
+		rix__buf_put(&b, x->summary, x->summary_len);
 	}
 	if (x != NULL && x->unknown != NULL) {
-		put(&b, ",", 1);
-		put(&b, x->unknown, x->unknown_len);
+		rix__buf_put(&b, ",", 1);
+		rix__buf_put(&b, x->unknown, x->unknown_len);
 	}
-	put(&b, "}", 1);
-	if (!reserve(&b, 0)) {
-		rix_free(b.p);
+	rix__buf_put(&b, "}", 1);
+	if (b.failed) {
+		rix__buf_free(&b);
 		return rix_error_set(RIX_ENOMEM, "snapshot: out of memory encoding");
 	}
 	b.p[b.len] = '\0';

@@ -10,6 +10,17 @@
 
 #include "rix/snapshot.h"
 
+/*
+ * What rix_snapshot keeps as JSON text. The archiver builds one on its stack to hand the backup's
+ * summary to rix_snapshot_encode; a decoded snapshot owns its strings (rix_snapshot_free).
+ */
+struct rix_snapshot_extra {
+	char *summary; /* the summary object, compacted; NULL when none */
+	size_t summary_len;
+	char *unknown; /* the unknown members, compacted: "k":v,"k2":v2 (no outer braces); NULL when none */
+	size_t unknown_len;
+};
+
 /* Frees v[0..n) and v (rix_free). */
 void rix__snapshot_free_strings(char **v, size_t n);
 

@@ -223,26 +223,86 @@ static bool is_space(char c)
 }
 
 /*
- * Whether sn has every tag of the list s ("a,b": split at commas, each trimmed), as restic's
- * HasTags: an empty tag matches a snapshot without tags, whatever follows it.
+ * The next tag of a tag list ("a, b,c": split at commas, spaces around each tag trimmed, as
+ * restic's TagList.Set): *tag, *len (may be empty), and *s moves past it. false when it was the
+ * list's last tag.
+ */
+static bool next_tag(const char **s, const char **tag, size_t *len)
+{
+	size_t n = strcspn(*s, ",");
+	const char *a = *s, *b = *s + n;
+	while (a < b && is_space(*a))
+		a++;
+	while (b > a && is_space(b[-1]))
+		b--;
+	*tag = a;
+	*len = (size_t)(b - a);
+	bool more = (*s)[n] == ',';
+	*s += n + more;
+	return more;
+}
+
+/*
+ * Whether sn has every tag of the list s, as restic's HasTags: an empty tag matches a snapshot
+ * without tags, whatever follows it.
  */
 static bool has_tag_list(const rix_snapshot *sn, const char *s)
 {
-	for (;;) {
-		size_t n = strcspn(s, ",");
-		const char *a = s, *b = s + n;
-		while (a < b && is_space(*a))
-			a++;
-		while (b > a && is_space(b[-1]))
-			b--;
-		if (a == b && sn->ntags == 0)
+	const char *t;
+	size_t n;
+	for (bool more = true; more;) {
+		more = next_tag(&s, &t, &n);
+		if (n == 0 && sn->ntags == 0)
 			return true;
-		if (!rix__snapshot_has_tag(sn, a, (size_t)(b - a)))
+		if (!rix__snapshot_has_tag(sn, t, n))
 			return false;
-		if (s[n] == '\0')
-			return true;
-		s += n + 1;
 	}
+	return true;
+}
+
+int rix_snapshot_tags_flatten(const char ***out, size_t *n, const char *const *lists, size_t nlists)
+{
+	*out = NULL;
+	*n = 0;
+	size_t most = 0, bytes = 0; /* tags at most (one more than the commas) and their bytes */
+	for (size_t i = 0; i < nlists; i++) {
+		size_t len = strlen(lists[i]);
+		most++;
+		for (size_t k = 0; k < len; k++)
+			most += lists[i][k] == ',';
+		if (len + 1 > SIZE_MAX / 4 - bytes)
+			return rix_error_set(RIX_ENOMEM, "snapshot: tag lists too long");
+		bytes += len + 1;
+	}
+	if (most == 0)
+		return 0;
+	if (most > (SIZE_MAX / 4 - bytes) / sizeof(char *))
+		return rix_error_set(RIX_ENOMEM, "snapshot: too many tags");
+	const char **v = rix_malloc(most * sizeof(*v) + bytes);
+	if (v == NULL)
+		return rix_error_set(RIX_ENOMEM, "snapshot: out of memory for %zu tags", most);
+	char *buf = (char *)(v + most);
+	size_t k = 0;
+	for (size_t i = 0; i < nlists; i++) {
+		const char *s = lists[i], *t;
+		size_t len;
+		for (bool more = true; more;) {
+			more = next_tag(&s, &t, &len);
+			if (len == 0) /* restic's Flatten drops empty tags */
+				continue;
+			memcpy(buf, t, len);
+			buf[len] = '\0';
+			v[k++] = buf;
+			buf += len + 1;
+		}
+	}
+	if (k == 0) {
+		rix_free(v);
+		return 0;
+	}
+	*out = v;
+	*n = k;
+	return 0;
 }
 
 static bool has_path(const rix_snapshot *sn, const char *p)

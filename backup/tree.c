@@ -1,7 +1,7 @@
 /*
  * backup/tree.c — tree blobs in restic's exact bytes (rix/tree.h).
  *
- * One growing buffer per encoder; each node is appended field by field in restic's order, with
+ * One growing buffer per encoder (common/buf.h, shared with the snapshot encoder); each node is appended field by field in restic's order, with
  * the escapes of Go's strconv.Quote (names only) and encoding/json (every string), so that the
  * bytes equal restic's for the same metadata and the tree blobs deduplicate across the tools.
  * The encoding/json escaper is common/gojson.c's, shared with the snapshot codec and rix_json_quote.
@@ -14,47 +14,24 @@
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "rix/tree.h"
+#include "../common/buf.h"
 #include "../common/gojson.h"
 #include "../common/json_scan.h"
 
 #include <sodium.h>
 
 struct rix_tree_enc {
-	uint8_t *buf;
-	size_t len, cap;
+	rix__buf out;    /* the tree blob so far; out.failed: an append ran out of memory */
 	size_t nodes;
-	uint8_t *prev; /* the previous node's name, to check the order */
-	size_t prev_len, prev_cap;
-	uint8_t *quoted; /* scratch for the Go-quoted name */
-	size_t quoted_cap;
-	int failed; /* out of memory: every later call fails */
+	rix__buf prev;   /* the previous node's name, to check the order */
+	rix__buf quoted; /* scratch for the Go-quoted name */
 };
 
 static const char hexdig[] = "0123456789abcdef";
 
-static int grow(uint8_t **p, size_t *cap, size_t need)
-{
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 4096;
-	while (c < need)
-		c *= 2;
-	uint8_t *q = rix_realloc(*p, c);
-	if (q == NULL)
-		return -1;
-	*p = q;
-	*cap = c;
-	return 0;
-}
-
 static void put(rix_tree_enc *e, const void *s, size_t n)
 {
-	if (e->failed || grow(&e->buf, &e->cap, e->len + n) != 0) {
-		e->failed = 1;
-		return;
-	}
-	memcpy(e->buf + e->len, s, n);
-	e->len += n;
+	rix__buf_put(&e->out, s, n);
 }
 
 static void puts_(rix_tree_enc *e, const char *s)
@@ -110,9 +87,11 @@ static void put_utf8(uint8_t *o, size_t *k, int32_t r)
 /* Go's strconv.Quote(s) without the quotes, into e->quoted; its length, or -1 (memory). */
 static long go_quote(rix_tree_enc *e, const uint8_t *s, size_t n)
 {
-	if (grow(&e->quoted, &e->quoted_cap, n * 10 + 1) != 0) /* \U0010ffff: 10 bytes a rune at most */
+	e->quoted.len = 0;
+	e->quoted.failed = false;
+	if (n > SIZE_MAX / 40 || !rix__buf_reserve(&e->quoted, n * 10)) /* \U0010ffff: 10 bytes a rune at most */
 		return -1;
-	uint8_t *o = e->quoted;
+	uint8_t *o = e->quoted.p;
 	size_t k = 0;
 	for (size_t i = 0; i < n;) {
 		size_t w;
@@ -154,12 +133,7 @@ static long go_quote(rix_tree_enc *e, const uint8_t *s, size_t n)
 /* A JSON string with encoding/json's escapes (common/gojson.h). */
 static void put_json_string(rix_tree_enc *e, const uint8_t *s, size_t n)
 {
-	if (e->failed || n > (SIZE_MAX - e->len - 2) / 6 ||
-	    grow(&e->buf, &e->cap, e->len + RIX_GOJSON_STRING_MAX(n)) != 0) {
-		e->failed = 1;
-		return;
-	}
-	e->len += rix__gojson_string(e->buf + e->len, e->cap - e->len, s, n);
+	rix__buf_put_json_string(&e->out, s, n);
 }
 
 static void put_cstring(rix_tree_enc *e, const char *s)
@@ -178,6 +152,21 @@ size_t rix_json_quote(char *out, size_t cap, const char *s, size_t n)
 static int is_leap(long y)
 {
 	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+rix_time rix_time_local(int64_t sec, uint32_t nsec)
+{
+	struct tm tm;
+	time_t s = (time_t)sec;
+	long off = localtime_r(&s, &tm) != NULL ? tm.tm_gmtoff : 0;
+	return (rix_time){ sec, nsec, (int32_t)off };
+}
+
+rix_time rix_time_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return rix_time_local(t.tv_sec, (uint32_t)t.tv_nsec);
 }
 
 size_t rix_time_format(char out[RIX_TIME_MAX], const rix_time *t)
@@ -285,7 +274,7 @@ int rix_tree_enc_new(rix_tree_enc **out)
 	if (e == NULL)
 		return rix_error_set(RIX_ENOMEM, "tree: out of memory");
 	rix_tree_enc_reset(e);
-	if (e->failed) {
+	if (e->out.failed) {
 		rix_tree_enc_free(e);
 		return rix_error_set(RIX_ENOMEM, "tree: out of memory");
 	}
@@ -297,18 +286,18 @@ void rix_tree_enc_free(rix_tree_enc *e)
 {
 	if (e == NULL)
 		return;
-	rix_free(e->buf);
-	rix_free(e->prev);
-	rix_free(e->quoted);
+	rix__buf_free(&e->out);
+	rix__buf_free(&e->prev);
+	rix__buf_free(&e->quoted);
 	rix_free(e);
 }
 
 void rix_tree_enc_reset(rix_tree_enc *e)
 {
-	e->len = 0;
+	e->out.len = 0;
+	e->out.failed = false;
 	e->nodes = 0;
-	e->prev_len = 0;
-	e->failed = 0;
+	e->prev.len = 0;
 	put(e, "{\"nodes\":[", 10);
 }
 
@@ -328,16 +317,17 @@ int rix_tree_enc_add(rix_tree_enc *e, const rix_node *n)
 	    (n->name_len == 2 && name[0] == '.' && name[1] == '.') || memchr(name, '/', n->name_len) != NULL ||
 	    memchr(name, '\0', n->name_len) != NULL)
 		return rix_error_set(RIX_EINVAL, "tree: a node name that cannot be a directory entry");
-	if (e->nodes > 0 && name_cmp(e->prev, e->prev_len, name, n->name_len) >= 0)
+	if (e->nodes > 0 && name_cmp(e->prev.p, e->prev.len, name, n->name_len) >= 0)
 		return rix_error_set(RIX_EINVAL, "tree: nodes out of order (names must increase)");
-	if (grow(&e->prev, &e->prev_cap, n->name_len) != 0)
+	e->prev.failed = false;
+	if (!rix__buf_reserve(&e->prev, n->name_len)) /* the name fits below, whatever prev.len */
 		return rix_error_set(RIX_ENOMEM, "tree: out of memory");
-	size_t mark = e->len;
+	size_t mark = e->out.len;
 	long ql = go_quote(e, name, n->name_len);
 	if (ql < 0)
 		return rix_error_set(RIX_ENOMEM, "tree: out of memory");
 	puts_(e, e->nodes > 0 ? ",{\"name\":" : "{\"name\":");
-	put_json_string(e, e->quoted, (size_t)ql);
+	put_json_string(e, e->quoted.p, (size_t)ql);
 	puts_(e, ",\"type\":\"");
 	puts_(e, types[n->type]);
 	put(e, "\"", 1);
@@ -418,13 +408,13 @@ int rix_tree_enc_add(rix_tree_enc *e, const rix_node *n)
 		put_cstring(e, n->error);
 	}
 	put(e, "}", 1);
-	if (e->failed) {
-		e->len = mark;
-		e->failed = 0;
+	if (e->out.failed) {
+		e->out.len = mark;
+		e->out.failed = false;
 		return rix_error_set(RIX_ENOMEM, "tree: out of memory");
 	}
-	memcpy(e->prev, name, n->name_len);
-	e->prev_len = n->name_len;
+	e->prev.len = 0;
+	rix__buf_put(&e->prev, name, n->name_len); /* reserved above: cannot fail */
 	e->nodes++;
 	return 0;
 }
@@ -433,16 +423,16 @@ int rix_tree_enc_finish(const uint8_t **data, size_t *len, rix_tree_enc *e)
 {
 	*data = NULL;
 	*len = 0;
-	size_t mark = e->len;
+	size_t mark = e->out.len;
 	put(e, "]}\n", 3);
-	if (e->failed) {
-		e->len = mark;
-		e->failed = 0;
+	if (e->out.failed) {
+		e->out.len = mark;
+		e->out.failed = false;
 		return rix_error_set(RIX_ENOMEM, "tree: out of memory");
 	}
-	*data = e->buf;
-	*len = e->len;
-	e->len = mark; /* a later add goes on before the closing bytes */
+	*data = e->out.p;
+	*len = e->out.len;
+	e->out.len = mark; /* a later add goes on before the closing bytes */
 	return 0;
 }
 
@@ -704,8 +694,7 @@ int rix_time_parse(rix_time *t, const char *s)
 struct dec {
 	rix__json j;
 	rix_tree *t;
-	uint8_t *scratch; /* a string being unescaped */
-	size_t scap;
+	rix__buf scratch; /* a string being unescaped (len stays 0) */
 	rix_id *ids; /* a content list being read */
 	size_t icap;
 	rix_xattr *xa; /* an xattr list being read */
@@ -777,19 +766,20 @@ static int dec_string(struct dec *d, const char **pp, size_t *len, const char *w
 	int rc = dec_raw_string(d, pp, &s, &n, what);
 	if (rc != 0)
 		return rc;
-	if (n > (SIZE_MAX - 1) / 3 || grow(&d->scratch, &d->scap, 3 * n + 1) != 0)
+	d->scratch.failed = false;
+	if (n > SIZE_MAX / 12 || !rix__buf_reserve(&d->scratch, 3 * n))
 		return dec_nomem();
 	bool nul;
-	*len = rix__gojson_unescape((char *)d->scratch, s, n, &nul);
+	*len = rix__gojson_unescape((char *)d->scratch.p, s, n, &nul);
 	return 0;
 }
 
-/* A copy of d->scratch[0..n) (NUL-terminated) in the tree. */
+/* A copy of d->scratch.p[0..n) (NUL-terminated) in the tree. */
 static char *dec_keep(struct dec *d, size_t n)
 {
 	char *p = tree_alloc(d->t, n + 1);
 	if (p != NULL)
-		memcpy(p, d->scratch, n + 1);
+		memcpy(p, d->scratch.p, n + 1);
 	return p;
 }
 
@@ -898,7 +888,7 @@ static int dec_bytes(struct dec *d, const char **pp, const uint8_t **out, size_t
 	if (b == NULL)
 		return dec_nomem();
 	size_t bl;
-	if (sodium_base642bin(b, sl / 4 * 3 + 3, (const char *)d->scratch, sl, NULL, &bl, NULL,
+	if (sodium_base642bin(b, sl / 4 * 3 + 3, (const char *)d->scratch.p, sl, NULL, &bl, NULL,
 			      sodium_base64_VARIANT_ORIGINAL) != 0)
 		return rix__json_corrupt(&d->j, at, "bad base64");
 	*out = b;
@@ -1023,7 +1013,7 @@ static int dec_name(struct dec *d, const char **pp, rix_node *nd)
 	uint8_t *raw = tree_alloc(d->t, ql + 1);
 	if (raw == NULL)
 		return dec_nomem();
-	long nl = go_unquote(raw, (const char *)d->scratch, ql);
+	long nl = go_unquote(raw, (const char *)d->scratch.p, ql);
 	if (nl < 0)
 		return rix__json_corrupt(&d->j, at, "a name that does not unquote");
 	/* A name no directory entry has (restic writes readdir's names): "", ".", "..", a '/' or a
@@ -1046,7 +1036,7 @@ static int dec_type(struct dec *d, const char **pp, rix_node *nd)
 	if (rc != 0)
 		return rc;
 	for (int k = 0; k < 7; k++)
-		if (strlen(types[k]) == n && memcmp(d->scratch, types[k], n) == 0) {
+		if (strlen(types[k]) == n && memcmp(d->scratch.p, types[k], n) == 0) {
 			nd->type = (rix_node_type)k;
 			return 0;
 		}
@@ -1190,7 +1180,7 @@ int rix_tree_decode(rix_tree **out, const uint8_t *json, size_t len)
 		rc = rix__json_corrupt(&d.j, p, "trailing bytes after the object");
 	if (rc == 0 && !nodes)
 		rc = rix_error_set(RIX_ECORRUPT, "tree: no \"nodes\" array");
-	rix_free(d.scratch);
+	rix__buf_free(&d.scratch);
 	rix_free(d.ids);
 	rix_free(d.xa);
 	if (rc != 0) {

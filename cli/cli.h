@@ -154,12 +154,6 @@ void filter_flags_free(struct filter_flags *ff);
 int select_snapshots(rix_snapshot_list **out, int *bad, rix_repo *r, const rix_snapshot_filter *f, char **args,
 		     int nargs);
 
-/*
- * restic's tag lists ("a,b" each) flattened: split at commas, spaces trimmed, empty tags
- * dropped. *out (one block: free) points at *n tags. 0, or 1 (reported).
- */
-int flatten_tags(const char ***out, size_t *n, const char *const *lists, size_t nlists);
-
 int cmd_init(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_cat(int argc, char **argv);

@@ -34,7 +34,7 @@ static struct {
 	bool scan_told;      /* the scanner's totals were told (-v) */
 	double t[ETA_SAMPLES];
 	uint64_t b[ETA_SAMPLES];
-	size_t ns;           /* samples taken (the ring holds the last ETA_SAMPLES) */
+	size_t ns;           /* samples taken (the ring holds the last ETA_SAMPLES); t, b, ns under mu */
 } out = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static void human(char *o, size_t cap, uint64_t b)
@@ -136,7 +136,8 @@ static void backup_warn(void *arg, const char *path, const char *msg)
 	pthread_mutex_unlock(&out.mu);
 }
 
-/* Seconds left at the rate of the last samples (restic's: 0 when unknown or under 1 KiB/s). */
+/* Seconds left at the rate of the last samples (restic's: 0 when unknown or under 1 KiB/s).
+ * Records p as a sample: out.mu held. */
 static uint64_t eta(const rix_backup_progress *p)
 {
 	size_t i = out.ns % ETA_SAMPLES;
@@ -212,8 +213,8 @@ static void status_text(const rix_backup_progress *p, uint64_t left)
 static void backup_progress(void *arg, const rix_backup_progress *p)
 {
 	(void)arg;
-	uint64_t left = eta(p);
 	pthread_mutex_lock(&out.mu);
+	uint64_t left = eta(p); /* its samples are out's: under out.mu */
 	/* -v: the scanner's totals once it is done (restic's "scan finished"). */
 	if (p->totals_final && !out.scan_told && g.verbose >= 1 && !g.quiet) {
 		out.scan_told = true;
@@ -300,17 +301,6 @@ static int read_patterns(const char *path, const char **v, size_t *n, size_t max
 	}
 	fclose(f);
 	return 0;
-}
-
-/* Now as Go's time.Time marshals it (RFC 3339, nanoseconds, the local zone). */
-static void now_rfc3339(char out_[RIX_TIME_MAX])
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	time_t s = ts.tv_sec;
-	rix_time t = { ts.tv_sec, (uint32_t)ts.tv_nsec, localtime_r(&s, &tm) != NULL ? (int32_t)tm.tm_gmtoff : 0 };
-	rix_time_format(out_, &t);
 }
 
 static void summary_json(const rix_backup_summary *s, const rix_id *snap, bool dry_run, const char *start, const char *end)
@@ -509,8 +499,8 @@ int cmd_backup(int argc, char **argv)
 	bo.if_present = present;
 	/* restic's tag lists: --tag a,b is two tags (TagLists.Flatten). */
 	const char **flat;
-	if (flatten_tags(&flat, &bo.ntags, tags, ntags))
-		return 1;
+	if (rix_snapshot_tags_flatten(&flat, &bo.ntags, tags, ntags) != 0)
+		return fail(RIX_ENOMEM);
 	bo.tags = flat;
 	bo.warn = backup_warn;
 	out.tty = !g.json && !g.quiet && isatty(1);
@@ -526,21 +516,23 @@ int cmd_backup(int argc, char **argv)
 	/* A dry run writes nothing, so it takes no lock (restic 0.17 neither). */
 	int rc = bo.dry_run ? open_repo(&r) : open_repo_locked(&r, &lock, false); /* shared, released on a signal too */
 	if (rc != 0) {
-		free(flat);
+		rix_free(flat);
 		return rc;
 	}
 	if ((rc = load_index(r, NULL, NULL)) != 0) {
-		free(flat);
+		rix_free(flat);
 		close_repo(r, lock);
 		return rc;
 	}
 	char start[RIX_TIME_MAX], end[RIX_TIME_MAX];
-	now_rfc3339(start);
+	rix_time now = rix_time_now(); /* restic's backup_start and backup_end: RFC 3339, the local zone */
+	rix_time_format(start, &now);
 	rix_id snap;
 	rix_backup_summary s;
 	rc = rix_backup(&snap, &s, r, paths, npaths, &bo);
-	free(flat);
-	now_rfc3339(end);
+	rix_free(flat);
+	now = rix_time_now();
+	rix_time_format(end, &now);
 	if (rc != 0)
 		rc = fail(rc);
 	close_repo(r, lock);

@@ -46,9 +46,10 @@ int cmd_tag(int argc, char **argv)
 		rc = die("tag: nothing to do! (--set, --add or --remove)");
 	if (rc == 0 && nlists[0] > 0 && nlists[1] + nlists[2] > 0)
 		rc = die("tag: --set and --add/--remove cannot be given at the same time");
-	if (rc == 0)
-		rc = flatten_tags(&set, &nset, lists[0], nlists[0]) || flatten_tags(&add, &nadd, lists[1], nlists[1]) ||
-		     flatten_tags(&del, &ndel, lists[2], nlists[2]);
+	if (rc == 0 && (rix_snapshot_tags_flatten(&set, &nset, lists[0], nlists[0]) != 0 ||
+			rix_snapshot_tags_flatten(&add, &nadd, lists[1], nlists[1]) != 0 ||
+			rix_snapshot_tags_flatten(&del, &ndel, lists[2], nlists[2]) != 0))
+		rc = fail(RIX_ENOMEM);
 	rix_repo *r = NULL;
 	rix_lock *lock = NULL;
 	rix_snapshot_list *l = NULL;
@@ -106,9 +107,9 @@ int cmd_tag(int argc, char **argv)
 	filter_flags_free(&ff);
 	for (int w = 0; w < 3; w++)
 		free(lists[w]);
-	free(set);
-	free(add);
-	free(del);
+	rix_free(set);
+	rix_free(add);
+	rix_free(del);
 	free(ids);
 	return rc != 0 ? rc : bad;
 }

@@ -68,7 +68,9 @@ static const struct command commands[] = {
 	  "-H= only snapshots of this host (repeatable)\n"
 	  "--tag= only snapshots with these tags, a,b: both (repeatable: either list)\n"
 	  "--path= only snapshots holding this path (repeatable: all of them)\n"
-	  "--latest= only the latest N snapshots of each host and paths\n"
+	  "--latest= only the latest N snapshots of each host and paths (in each group)\n"
+	  "--group-by= group by host, paths and/or tags (comma-separated): a table each, or --json groups\n"
+	  "-g= group by host, paths and/or tags (comma-separated)\n"
 	  "--compact no paths, a tag a line\n"
 	  "-c no paths, a tag a line\n" },
 	{ "tag", cmd_tag, "tag [--set T | --add T --remove T] [flags] [ID...|latest]",

@@ -11,6 +11,7 @@
 #include "rix/error.h"
 #include "rix/indexmap.h"
 #include "rix/repo.h"
+#include "rix/snapshot.h"
 #include "repo_internal.h"
 #include "tree_walk.h"
 #include "../common/jansson_alloc.h"
@@ -272,17 +273,17 @@ int rix__snapshot_tree(rix_id *tree, rix_repo *r, const char *name)
 	int rc = rix_repo_read_file(&json, &n, r, RIX_FILE_SNAPSHOT, &sid);
 	if (rc != 0)
 		return rc;
-	json_t *root = NULL;
-	json_error_t jerr;
-	rc = rix__jansson_load(&root, (const char *)json, n, &jerr);
+	rix_snapshot *sn;
+	rc = rix_snapshot_decode(&sn, json, n); /* tree required: 64 hex digits, not null */
 	rix_free(json);
 	if (rc == RIX_ENOMEM)
 		return rix_error_set(RIX_ENOMEM, "snapshot %.16s: out of memory decoding it", name);
-	const char *hex = json_string_value(json_object_get(root, "tree"));
-	if (hex == NULL || rix_id_from_hex(tree, hex, strlen(hex)) != 0)
-		rc = rix_error_set(RIX_ECORRUPT, "snapshot %.16s has no tree%s", name, root == NULL ? " (not JSON)" : "");
-	else
-		rc = 0;
-	json_decref(root);
-	return rc;
+	if (rc != 0) {
+		char why[400]; /* the decoder's message: copied, rix_error_set overwrites it */
+		snprintf(why, sizeof(why), "%s", rix_error_last());
+		return rix_error_set(RIX_ECORRUPT, "snapshot %.16s has no tree (%s)", name, why);
+	}
+	*tree = sn->tree;
+	rix_snapshot_free(sn);
+	return 0;
 }

@@ -50,8 +50,10 @@ size_t rix__walker_trees(const rix__walker *w);
 
 /*
  * Reads snapshot name (64 hex digits): its file (SHA-256 = name, MAC, decrypt, decompress),
- * decoded as JSON, its "tree" into *tree.
- * @return 0; RIX_ECORRUPT ("... has no tree", not JSON, a bad name); rix_repo_read_file's errors.
+ * decoded by rix_snapshot_decode (as every snapshot reader of rix), its "tree" into *tree.
+ * @return 0; RIX_ECORRUPT ("snapshot ... has no tree (why)": the decoder's reason, the tree
+ * missing, null or not 64 hex digits, or anything else it refuses; a bad name);
+ * rix_repo_read_file's errors; RIX_ENOMEM.
  */
 int rix__snapshot_tree(rix_id *tree, rix_repo *r, const char *name);
 

@@ -4,12 +4,16 @@
  *   test_snapshots_like_restic  the table (several zones' snapshots, several paths, --compact) and
  *                               --json byte for byte as restic prints them, under --host, --tag,
  *                               --path, --latest N, IDs, prefixes and latest; unknown IDs
+ *   test_group_by               --group-by host, paths, tags and their combinations, text and
+ *                               --json, with filters, --latest and --compact: restic's groups
+ *                               byte for byte (in any order: restic's is random)
  *   test_cat_snapshot           cat snapshot ID / prefix / latest: restic's bytes; errors
  *   test_tag                    rix tag --add/--remove/--set with filters and IDs: restic sees the
  *                               tags and the original; restic's tag, then rix; the exclusive lock;
  *                               usage errors
  *   test_rix_made               snapshots rix backup made (--tag a,b: two tags): restic's fields
- *                               equal, rix's own kept
+ *                               equal, rix's own kept; the stored file is the snapshot encoder's
+ *                               bytes (Go's escapes)
  *
  * The repositories are made through the library (repo_fixture: a cheap scrypt, password PW), the
  * snapshots by restic backup.
@@ -197,8 +201,8 @@ static void test_snapshots_like_restic(void **state)
 	assert_int_equal(rix(NULL, &err, "snapshots --latest x"), 1);
 	assert_non_null(strstr(err, "--latest x"));
 	free(err);
-	assert_int_equal(rix(NULL, &err, "snapshots --group-by host"), 1);
-	assert_non_null(strstr(err, "unknown flag --group-by"));
+	assert_int_equal(rix(NULL, &err, "snapshots --group-by host,foo"), 1);
+	assert_non_null(strstr(err, "unknown grouping option: 'foo'"));
 	free(err);
 	/* An unreadable snapshot file: the others listed, it is named, exit 1. */
 	char path[600];
@@ -211,6 +215,106 @@ static void test_snapshots_like_restic(void **state)
 	assert_non_null(strstr(err, want));
 	free(out);
 	free(err);
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* The parts of a snapshots output, sorted; their number. */
+static size_t split_groups(char **parts, size_t max, const char *out, bool json)
+{
+	size_t n = 0;
+	if (json) { /* "[" element,... "]\n": each element's bytes */
+		assert_true(out[0] == '[' && strcmp(out + strlen(out) - 2, "]\n") == 0);
+		const char *a = out + 1;
+		int depth = 0;
+		bool str = false;
+		for (const char *p = a; *p && n < max; p++) {
+			if (str) {
+				if (*p == '\\')
+					p++;
+				else if (*p == '"')
+					str = false;
+			} else if (*p == '"') {
+				str = true;
+			} else if (*p == '{' || *p == '[') {
+				depth++;
+			} else if (*p == '}' || (*p == ']' && depth > 0)) {
+				depth--;
+			} else if (depth == 0 && (*p == ',' || *p == ']')) {
+				if (p > a)
+					parts[n++] = strndup(a, (size_t)(p - a));
+				a = p + 1;
+			}
+		}
+	} else { /* a group: its header line ("snapshots for (...):"), if any, and its table */
+		const char *a = out, *prev = NULL;
+		for (const char *line = out; *line && n < max;) {
+			bool head = strncmp(line, "snapshots for (", 15) == 0,
+			     table = strncmp(line, "ID ", 3) == 0 && (prev == NULL || strncmp(prev, "snapshots for (", 15) != 0);
+			if ((head || table) && line > a) {
+				parts[n++] = strndup(a, (size_t)(line - a));
+				a = line;
+			}
+			prev = line;
+			line += strcspn(line, "\n");
+			line += *line == '\n';
+		}
+		if (*a && n < max)
+			parts[n++] = strdup(a);
+	}
+	qsort(parts, n, sizeof(*parts), cmp_str);
+	return n;
+}
+
+/*
+ * rix's and restic's --group-by output for the same arguments (text, then --json): the same
+ * groups, byte for byte, in any order (restic's is its map's); at least `groups` of them.
+ */
+static void same_groups(const char *args, size_t groups)
+{
+	for (int json = 0; json < 2; json++) {
+		char *a = NULL, *b = NULL, *pa[64], *pb[64];
+		int ra = rix(&a, NULL, "%s snapshots %s", json ? "--json" : "", args);
+		int rb = restic(&b, "--no-lock %s snapshots %s", json ? "--json" : "", args);
+		size_t na = split_groups(pa, 64, a, json), nb = split_groups(pb, 64, b, json);
+		bool same = ra == 0 && rb == 0 && na == nb && na >= groups && strlen(a) == strlen(b);
+		for (size_t i = 0; same && i < na; i++)
+			same = strcmp(pa[i], pb[i]) == 0;
+		if (!same)
+			fail_msg("snapshots %s%s: rix (exit %d, %zu groups) printed\n%s\nrestic (exit %d, %zu groups)\n%s", args,
+				 json ? " --json" : "", ra, na, a, rb, nb, b);
+		for (size_t i = 0; i < na; i++)
+			free(pa[i]);
+		for (size_t i = 0; i < nb; i++)
+			free(pb[i]);
+		free(a);
+		free(b);
+	}
+}
+
+/* --group-by host, paths, tags and combinations, with filters, --latest and --compact. */
+static void test_group_by(void **state)
+{
+	(void)state;
+	make_repo();
+	/* Paths and tags given out of order: restic shows them sorted (tags when grouping by them). */
+	assert_int_equal(restic(NULL, "backup --host h1 --tag c,a '%s/g' '%s' >/dev/null", src, src), 0);
+	assert_int_equal(restic(NULL, "backup --host h1 --tag b,a '%s' >/dev/null", src), 0);
+	same_groups("--group-by host", 2);
+	same_groups("--group-by paths", 4);
+	same_groups("-g tags", 5); /* [a], [a b] twice, [a b c], [c], none (no header line) */
+	same_groups("--group-by host,paths", 4);
+	same_groups("--group-by paths,host", 4);
+	same_groups("-g host,paths,tags", 6);
+	same_groups("--group-by=tag,hosts --latest 1", 5);
+	same_groups("--group-by host --latest 2 --compact", 2);
+	same_groups("-g tags --tag a", 3);
+	same_groups("--group-by ,host,", 2);
+	same_groups("--group-by ''", 1); /* no grouping: one table, a plain array */
+	same_groups("--group-by host --host nope", 0);
 }
 
 static void test_cat_snapshot(void **state)
@@ -402,6 +506,24 @@ static void test_rix_made(void **state)
 	json_decref(jb);
 	free(a);
 	free(b);
+	/* The file rix backup stored is the snapshot encoder's bytes (Go's escapes: & as \u0026). */
+	rix_repo *r = open_repo(repo, NULL);
+	rix_id sid;
+	MUST(rix_id_from_hex(&sid, id[1], 64));
+	uint8_t *raw;
+	size_t rawn, encn;
+	MUST(rix_repo_read_file(&raw, &rawn, r, RIX_FILE_SNAPSHOT, &sid));
+	rix_snapshot *sn;
+	char *enc;
+	MUST(rix_snapshot_decode(&sn, raw, rawn));
+	MUST(rix_snapshot_encode(&enc, &encn, sn));
+	assert_int_equal(encn, rawn);
+	assert_memory_equal(enc, raw, rawn);
+	assert_non_null(strstr(enc, "\"hostname\":\"a\\u0026b\""));
+	rix_free(enc);
+	rix_snapshot_free(sn);
+	rix_free(raw);
+	rix_repo_free(r);
 	/* A tag by rix keeps rix's members (restic 0.14's would drop them). */
 	assert_int_equal(rix(NULL, NULL, "tag --add t3 latest"), 0);
 	assert_int_equal(rix(&a, NULL, "cat snapshot latest"), 0);
@@ -417,6 +539,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_snapshots_like_restic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_by, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cat_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tag, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rix_made, setup, teardown),

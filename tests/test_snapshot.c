@@ -8,6 +8,8 @@
  *   test_hostile              malformed, ill-typed, folded or duplicated keys, U+0000, deep,
  *                             every truncation and many flipped bytes: RIX_ECORRUPT, no crash
  *   test_oom                  decode, encode, tags, keep_latest, find under failing allocation N
+ *   test_tags_flatten         tag lists (" a , b", "c,", "") flattened: the tags restic's backup
+ *                             --tag records; none: NULL; under failing allocation N
  *   test_filters_like_restic  --host, --tag, --path, --latest N and latest over 24 snapshots in
  *                             several zones: the snapshots restic snapshots --json shows
  *   test_find                 ID prefixes (unique, ambiguous, unknown, whole in upper case) as
@@ -579,6 +581,59 @@ static void test_oom(void **state)
 
 /* ==== filters, finding, against restic ======================================================== */
 
+/* The tag lists of test_tags_flatten: commas, spaces around and inside, empty tags and lists. */
+static const char *const tag_lists[] = { " a , b", "", "c,", ",,d d ,", "e\t", " ", "a" };
+#define NTAG_LISTS (sizeof(tag_lists) / sizeof(tag_lists[0]))
+
+static int oom_flatten(void *arg)
+{
+	(void)arg;
+	const char **t;
+	size_t n;
+	int rc = rix_snapshot_tags_flatten(&t, &n, tag_lists, NTAG_LISTS);
+	rix_free(t);
+	return rc;
+}
+
+/* Tag lists flattened as restic's backup --tag flattens them: the tags of restic's snapshot. */
+static void test_tags_flatten(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-snap-tags"), repo[4200], src[4200], args[4096] = "backup";
+	snprintf(repo, sizeof(repo), "%s/repo", work);
+	snprintf(src, sizeof(src), "%s/src", work);
+	assert_int_equal(mkdir(src, 0700), 0);
+	assert_int_equal(mkdir(repo, 0700), 0);
+	rix_repo_free(init_repo(repo, 2));
+	for (size_t i = 0; i < NTAG_LISTS; i++)
+		snprintf(args + strlen(args), sizeof(args) - strlen(args), " --tag '%s'", tag_lists[i]);
+	assert_int_equal(restic(NULL, repo, "%s '%s' >/dev/null", args, src), 0);
+	char *out;
+	assert_int_equal(restic(&out, repo, "snapshots --json"), 0);
+	json_t *j = json_loads(out, 0, NULL), *want = json_object_get(json_array_get(j, 0), "tags");
+	free(out);
+	const char **tags;
+	size_t n;
+	MUST(rix_snapshot_tags_flatten(&tags, &n, tag_lists, NTAG_LISTS));
+	assert_int_equal(n, json_array_size(want));
+	assert_true(n >= 5); /* the lists hold a, b, c, "d d", e, a */
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(tags[i], json_string_value(json_array_get(want, i)));
+	rix_free(tags);
+	json_decref(j);
+	/* None at all: NULL. */
+	static const char *const empty[] = { "", " , ", "," };
+	tags = (const char **)work;
+	MUST(rix_snapshot_tags_flatten(&tags, &n, empty, 3));
+	assert_null(tags);
+	assert_int_equal(n, 0);
+	MUST(rix_snapshot_tags_flatten(&tags, &n, NULL, 0));
+	assert_null(tags);
+	assert_true(rix_test_oom_loop("tags flatten", oom_flatten, NULL, 10) >= 1);
+	rix_test_free_dir(work);
+}
+
+
 /* 24 snapshots: hosts h0..h2, tag sets, path sets, times in three zones (text order is not time order). */
 static void make_filter_repo(rix_repo *r)
 {
@@ -1023,6 +1078,7 @@ int main(void)
 		cmocka_unit_test(test_go_strings),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_oom),
+		cmocka_unit_test(test_tags_flatten),
 		cmocka_unit_test(test_filters_like_restic),
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_rewrite),

@@ -3,7 +3,8 @@
  * entry (files, an empty file, odd and invalid-UTF-8 names, a long name, a subdirectory,
  * a symlink, a FIFO, a hard link, a setuid file, an xattr where the file system takes one) is backed up by the real restic; rix encodes the same metadata, read with
  * lstat, the way restic reads it, and the bytes must equal restic's tree blobs, the subtree's
- * ID included. Also: the encoder's refusals and its escapes on fixed inputs.
+ * ID included. Also: the encoder's refusals and its escapes on fixed inputs; times in the local
+ * zone (rix_time_local, rix_time_now) as `date` shows them in several zones.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -115,6 +116,48 @@ static void test_escapes(void **state)
 	assert_int_equal(c.nsec, 500000000);
 	assert_int_equal(rix_time_parse(&a, "2023-11-14T22:13:20"), -1);
 	assert_int_equal(rix_time_parse(&a, "2023-11-14T22:13:20Zx"), -1);
+}
+
+/*
+ * rix_time_local and rix_time_now in several zones (one with half-hour offsets, one with summer
+ * time, one 30 minutes apart in summer): the offset and wall time `date` prints for that instant.
+ */
+static void test_time_local(void **state)
+{
+	(void)state;
+	static const char *const zones[] = { "UTC", "Asia/Kolkata", "America/New_York", "Australia/Lord_Howe" };
+	static const int64_t at[] = { 0, 1690000000, 1700000000, -86400 * 365 };
+	const char *old = getenv("TZ");
+	char *saved = old != NULL ? strdup(old) : NULL;
+	for (size_t z = 0; z < sizeof(zones) / sizeof(zones[0]); z++) {
+		setenv("TZ", zones[z], 1);
+		tzset();
+		for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+			rix_time t = rix_time_local(at[i], 7);
+			char got[RIX_TIME_MAX], *want;
+			size_t n;
+			rix_time_format(got, &t);
+			assert_int_equal(rix_test_run(&want, &n, "TZ=%s date -d @%lld '+%%Y-%%m-%%dT%%H:%%M:%%S.000000007%%:z'",
+						     zones[z], (long long)at[i]),
+					 0);
+			want[strcspn(want, "\n")] = '\0';
+			if (strcmp(want + strlen(want) - 6, "+00:00") == 0) /* Go writes UTC as Z */
+				strcpy(want + strlen(want) - 6, "Z");
+			assert_string_equal(got, want);
+			assert_int_equal(t.sec, at[i]);
+			free(want);
+		}
+		time_t before = time(NULL);
+		rix_time now = rix_time_now();
+		assert_true(now.sec >= before && now.sec <= time(NULL));
+		assert_int_equal(now.utc_offset, rix_time_local(now.sec, 0).utc_offset);
+	}
+	if (saved != NULL)
+		setenv("TZ", saved, 1);
+	else
+		unsetenv("TZ");
+	tzset();
+	free(saved);
 }
 
 /* A tree of one node: {"nodes":[{"name":"n","type":"file",<members>}]} decoded; its return code. */
@@ -635,6 +678,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_escapes),
+		cmocka_unit_test(test_time_local),
 		cmocka_unit_test(test_decode_like_go),
 		cmocka_unit_test(test_json_quote),
 		cmocka_unit_test(test_decode_arena),

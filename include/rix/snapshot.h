@@ -206,6 +206,17 @@ typedef struct rix_snapshot_filter {
 #define RIX_SNAPSHOT_FILTER_INIT { .version = RIX_SNAPSHOT_FILTER_VERSION }
 
 /*
+ * The tags of restic's tag lists lists[0..nlists) (each "a,b": split at commas, spaces around
+ * each tag trimmed, as rix_snapshot_filter's tags are read), empty tags dropped, in order, as
+ * restic's TagLists.Flatten makes the tags of `backup --tag` and `tag --set/--add/--remove`:
+ * { "a, b", "", "c," } gives a, b, c. *out, the caller's (one block holding the strings too:
+ * rix_free), points at *n tags; NULL and 0 when there are none.
+ * @return 0; RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_snapshot_tags_flatten(const char ***out, size_t *n, const char *const *lists,
+						       size_t nlists);
+
+/*
  * Whether sn passes f (NULL: every snapshot does). A filter of another version passes none.
  * Returns nothing to check.
  */

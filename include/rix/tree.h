@@ -87,6 +87,15 @@ RIX_EXPORT size_t rix_time_format(char out[RIX_TIME_MAX], const rix_time *t);
  * of the fraction past nine ignored. @return 0, or -1 for anything else (nothing after the zone).
  */
 RIX_EXPORT RIX_NODISCARD int rix_time_parse(rix_time *t, const char *s);
+/*
+ * The instant sec.nsec after the Unix epoch in the machine's local zone (its UTC offset at that
+ * instant, from the TZ environment variable or the system's zone; UTC when it cannot be found),
+ * as Go's time.Unix(sec, nsec) is in time.Local: how restic records file times and snapshot times.
+ * Returns the time; nothing to check.
+ */
+RIX_EXPORT rix_time rix_time_local(int64_t sec, uint32_t nsec);
+/* Now (the real-time clock) in the local zone, as rix_time_local: restic's time.Now(). */
+RIX_EXPORT rix_time rix_time_now(void);
 /* <0, 0, >0 as a is before, at, after b (the instants: zones do not matter). */
 static inline int rix_time_cmp(const rix_time *a, const rix_time *b)
 {
