@@ -1463,6 +1463,8 @@ static int snapshot_json(char **out, size_t *len, struct arch *a, const rix_id *
 		.gid = getgid(),
 		.tags = (char **)a->opt.tags,
 		.ntags = a->opt.ntags,
+		.excludes = (char **)a->opt.snapshot_excludes,
+		.nexcludes = a->opt.nsnapshot_excludes,
 		.program_version = (char *)"rix 0.1.0",
 		.extra = &extra,
 	};
@@ -1764,9 +1766,11 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	if (opt != NULL && (opt->version < 1 || opt->version > RIX_BACKUP_OPTIONS_VERSION))
 		return rix_error_set(RIX_EINVAL, "backup: options of version %u, this librix knows 1 to %u", opt->version,
 				     RIX_BACKUP_OPTIONS_VERSION);
-	/* What a caller built for version 1 has of the options and the summary. */
+	/* What a caller built for an older version has of the options and the summary. */
 	const bool v1 = opt != NULL && opt->version == 1;
-	size_t opt_size = v1 ? offsetof(rix_backup_options, progress) : sizeof(*opt);
+	size_t opt_size = v1 ? offsetof(rix_backup_options, progress)
+		 : opt != NULL && opt->version == 2 ? offsetof(rix_backup_options, snapshot_excludes)
+						    : sizeof(*opt);
 	size_t sum_size = v1 ? offsetof(rix_backup_summary, tree_added) : sizeof(*summary);
 	if (summary != NULL)
 		memset(summary, 0, sum_size);

@@ -394,7 +394,7 @@ static unsigned progress_interval_ms(void)
 
 int cmd_backup(int argc, char **argv)
 {
-	static const char *ex[1024], *iex[1024], *present[64];
+	static const char *ex[1024], *iex[1024], *present[64], *recorded[1024];
 	rix_backup_options bo = RIX_BACKUP_OPTIONS_INIT;
 	rix_id parent;
 	int use_stdin = 0;
@@ -422,6 +422,7 @@ int cmd_backup(int argc, char **argv)
 			if (!(bo.nexcludes < 1024))
 				return die("backup: more than 1024 --exclude");
 			ex[bo.nexcludes++] = v;
+			recorded[bo.nsnapshot_excludes++] = v; /* the snapshot records these, as restic's */
 		} else if (VALUE("--iexclude")) {
 			if (!(bo.niexcludes < 1024))
 				return die("backup: more than 1024 --iexclude");
@@ -496,6 +497,7 @@ int cmd_backup(int argc, char **argv)
 	npaths = kept;
 	bo.excludes = ex;
 	bo.iexcludes = iex;
+	bo.snapshot_excludes = recorded;
 	bo.if_present = present;
 	/* restic's tag lists: --tag a,b is two tags (TagLists.Flatten). */
 	const char **flat;

@@ -744,7 +744,8 @@ static void test_dry_run(void **state)
 }
 
 /* Options of version 1 (before progress, item and dry_run) still work, and their summary is
- * written without the fields version 2 added; an unknown version is refused. */
+ * written without the fields version 2 added; version 2's end before snapshot_excludes; an
+ * unknown version is refused. */
 static void test_options_v1(void **state)
 {
 	(void)state;
@@ -765,7 +766,24 @@ static void test_options_v1(void **state)
 	memset(tail, 0xAB, sizeof(tail));
 	assert_memory_equal((uint8_t *)&sum + offsetof(rix_backup_summary, tree_added), tail, sizeof(tail));
 	assert_int_equal(count_files(r, RIX_FILE_SNAPSHOT), 1); /* not a dry run */
-	bo.version = 3;
+	/* version 2 ends before snapshot_excludes: not read */
+	bo.version = 2;
+	bo.dry_run = false;
+	const char *rec[] = { "x" };
+	bo.snapshot_excludes = rec;
+	bo.nsnapshot_excludes = 1;
+	rix_backup_dot(&snap, &sum, r, &f, &bo);
+	rix_snapshot *sn;
+	MUST(rix_snapshot_load(&sn, r, &snap));
+	assert_int_equal(sn->nexcludes, 0);
+	rix_snapshot_free(sn);
+	bo.version = 3; /* now it is */
+	rix_backup_dot(&snap, &sum, r, &f, &bo);
+	MUST(rix_snapshot_load(&sn, r, &snap));
+	assert_int_equal(sn->nexcludes, 1);
+	assert_string_equal(sn->excludes[0], "x");
+	rix_snapshot_free(sn);
+	bo.version = RIX_BACKUP_OPTIONS_VERSION + 1;
 	const char *paths[] = { f.src };
 	assert_int_equal(rix_backup(&snap, &sum, r, paths, 1, &bo), RIX_EINVAL);
 	rix_repo_free(r);

@@ -12,6 +12,7 @@
  *                            mode is refused; on a version 1 repository it is taken (restic does)
  *   test_other_chunker       a config naming rustic's fixed-size chunker: backup refuses (1),
  *                            check passes
+ *   test_snapshot_excludes   the snapshot's "excludes": the --exclude flags, as restic's
  *   test_flag_forms          --flag=VALUE as --flag VALUE, restic's -H, -e, -f; a bad
  *                            --read-concurrency refused
  *
@@ -543,6 +544,66 @@ static void test_flag_forms(void **state)
 	free(o);
 }
 
+/* The "excludes" of the newest snapshot in repo, as restic lists it (a JSON array, or "null"). */
+static char *latest_excludes(const char *repo)
+{
+	char *o;
+	assert_int_equal(rix_test_run(&o, &(size_t){ 0 }, "RESTIC_PASSWORD='%s' restic --no-cache -r '%s' snapshots --json --latest 1",
+				      PW, repo),
+			 0);
+	json_t *l = json_loads(o, 0, NULL);
+	free(o);
+	assert_true(json_is_array(l) && json_array_size(l) == 1);
+	/* by hand: json_dumps allocates through the hook librix gives jansson, not malloc */
+	json_t *ex = json_object_get(json_array_get(l, 0), "excludes");
+	char e[1024] = "null";
+	if (ex != NULL) {
+		assert_true(json_is_array(ex));
+		size_t k = (size_t)snprintf(e, sizeof(e), "[");
+		for (size_t i = 0; i < json_array_size(ex); i++)
+			k += (size_t)snprintf(e + k, sizeof(e) - k, "%s\"%s\"", i ? "," : "",
+					      json_string_value(json_array_get(ex, i)));
+		snprintf(e + k, sizeof(e) - k, "]");
+	}
+	json_decref(l);
+	return strdup(e);
+}
+
+/*
+ * The snapshot records the --exclude flags as restic's does: not --iexclude, not an exclude
+ * file's lines; no excludes, no "excludes". The same flags, restic's snapshot and rix's.
+ */
+static void test_snapshot_excludes(void **state)
+{
+	(void)state;
+	rix_test_need_restic();
+	char repo[300], src[300], file[400];
+	new_repo(repo, sizeof(repo), "excl", 2);
+	make_src(src, sizeof(src), "excl-src", 0);
+	snprintf(file, sizeof(file), "%s/excl-patterns", work);
+	FILE *f = fopen(file, "w");
+	assert_non_null(f);
+	fputs("# a comment\nnone-such\n", f);
+	fclose(f);
+	const char *const flagsets[] = { "--exclude sub -e 'bad*' --iexclude Z --exclude-file '%s'", "" };
+	for (size_t i = 0; i < 2; i++) {
+		char flags[600];
+		snprintf(flags, sizeof(flags), flagsets[i], file);
+		assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RESTIC_PASSWORD='%s' restic --no-cache -q -r '%s' backup %s . >/dev/null", src,
+					      PW, repo, flags),
+				 0);
+		char *theirs = latest_excludes(repo);
+		char *o;
+		assert_int_equal(rix_at(src, &o, "-r '%s' -q backup %s .", repo, flags), 0);
+		free(o);
+		char *mine = latest_excludes(repo);
+		assert_string_equal(mine, theirs);
+		assert_string_equal(mine, i == 0 ? "[\"sub\",\"bad*\"]" : "null");
+		free(mine);
+		free(theirs);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +614,7 @@ int main(void)
 		cmocka_unit_test(test_compression),
 		cmocka_unit_test(test_other_chunker),
 		cmocka_unit_test(test_flag_forms),
+		cmocka_unit_test(test_snapshot_excludes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -104,10 +104,11 @@ typedef struct rix_backup_item {
 typedef void (*rix_backup_item_fn)(void *payload, const rix_backup_item *item);
 
 /*
- * Version 2 added the fields after `payload`, and to the summary. Options of version 1 are
- * still taken (their summary is written without the fields version 2 added to it).
+ * Version 2 added the fields after `payload`, and to the summary; version 3 the snapshot's
+ * excludes. Options of versions 1 and 2 are still taken (a version 1 caller's summary is
+ * written without the fields version 2 added to it).
  */
-#define RIX_BACKUP_OPTIONS_VERSION 2u
+#define RIX_BACKUP_OPTIONS_VERSION 3u
 typedef struct rix_backup_options {
 	unsigned version;                 /* RIX_BACKUP_OPTIONS_VERSION */
 	const char *hostname;             /* NULL: this machine's name */
@@ -136,6 +137,11 @@ typedef struct rix_backup_options {
 	rix_backup_item_fn item;          /* may be NULL (then nothing is timed per item) */
 	bool dry_run;                     /* write nothing: blobs are hashed and looked up, and what would
 	                                     be stored is counted (once each) as if it were */
+	/* version 3 */
+	const char *const *snapshot_excludes; /* what the snapshot's "excludes" records (restic: its
+	                                     --exclude flags, not an exclude file's lines nor --iexclude);
+	                                     nsnapshot_excludes of them; none: omitted */
+	size_t nsnapshot_excludes;
 } rix_backup_options;
 #define RIX_BACKUP_OPTIONS_INIT { .version = RIX_BACKUP_OPTIONS_VERSION }
 
