@@ -14,6 +14,7 @@
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "rix/repo.h"
+#include "../common/pool.h"
 #include "repo_internal.h"
 
 /* ---- the repository object ------------------------------------------------------------------ */
@@ -112,6 +113,11 @@ rix_master_index *rix_repo_master_index(rix_repo *r)
 unsigned rix__repo_workers(const rix_repo *r)
 {
 	return r->opt.workers;
+}
+
+unsigned rix_repo_workers(const rix_repo *r)
+{
+	return rix__pool_size(r->opt.workers, 256);
 }
 
 struct rix_lock *rix__repo_held_lock(const rix_repo *r)
