@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rix/alloc.h"
 #include "rix/pattern.h"
 
 #define PATTERN_PARTS 256
-#define PATH_PARTS 1024
 
 /* Whether pattern components p[0..np) match path components s[0..ns) or a prefix of them. */
 static bool match_parts(char **p, size_t np, char **s, size_t ns, bool icase)
@@ -42,19 +42,10 @@ static size_t split(char *s, char **parts, size_t max)
 	return n;
 }
 
-bool rix_pattern_match(bool *child_may_match, const char *pattern, const char *path, bool icase)
+static bool match_split(bool *child_may_match, char *pbuf, bool rel, char *sbuf, char **pp, char **sp, size_t maxs,
+			bool icase)
 {
-	char pbuf[4096 + 4], sbuf[16384];
-	char *pp[PATTERN_PARTS], *sp[PATH_PARTS];
-	if (child_may_match != NULL)
-		*child_may_match = false;
-	if (pattern[0] == '\0')
-		return false;
-	bool rel = pattern[0] != '/';
-	if ((size_t)snprintf(pbuf, sizeof(pbuf), "%s%s", rel ? "**/" : "", pattern) >= sizeof(pbuf) ||
-	    (size_t)snprintf(sbuf, sizeof(sbuf), "%s", path) >= sizeof(sbuf))
-		return false;
-	size_t np = split(pbuf, pp, PATTERN_PARTS), ns = split(sbuf, sp, PATH_PARTS);
+	size_t np = split(pbuf, pp, PATTERN_PARTS), ns = split(sbuf, sp, maxs);
 	if (np == 0 || np == SIZE_MAX || ns == SIZE_MAX)
 		return false;
 	bool m = match_parts(pp, np, sp, ns, icase);
@@ -77,5 +68,35 @@ bool rix_pattern_match(bool *child_may_match, const char *pattern, const char *p
 			}
 		}
 	}
+	return m;
+}
+
+bool rix_pattern_match(bool *child_may_match, const char *pattern, const char *path, bool icase)
+{
+	char pbuf[4096 + 4], sbuf[4096];
+	char *pp[PATTERN_PARTS], *sp[128];
+	if (child_may_match != NULL)
+		*child_may_match = false;
+	if (pattern[0] == '\0')
+		return false;
+	bool rel = pattern[0] != '/';
+	if ((size_t)snprintf(pbuf, sizeof(pbuf), "%s%s", rel ? "**/" : "", pattern) >= sizeof(pbuf))
+		return false;
+	size_t plen = strlen(path);
+	if (plen < sizeof(sbuf) && plen / 2 + 1 < sizeof(sp) / sizeof(sp[0])) { /* the common case: no allocation */
+		memcpy(sbuf, path, plen + 1);
+		return match_split(child_may_match, pbuf, rel, sbuf, pp, sp, sizeof(sp) / sizeof(sp[0]), icase);
+	}
+	/* a long or deep path: its copy and components on the heap (at most plen / 2 + 1 of them) */
+	size_t maxs = plen / 2 + 1;
+	char *big = rix_malloc(plen + 1);
+	char **bsp = rix_malloc(maxs * sizeof(*bsp));
+	bool m = false;
+	if (big != NULL && bsp != NULL) {
+		memcpy(big, path, plen + 1);
+		m = match_split(child_may_match, pbuf, rel, big, pp, bsp, maxs, icase);
+	}
+	rix_free(big);
+	rix_free(bsp);
 	return m;
 }

@@ -1,5 +1,6 @@
 /*
  * tests/test_restore.c — rix_restore (backup/restorer.c) and what it stands on:
+ *   test_patterns          rix_pattern_match: restic's rules, child-may-match, case, deep paths
  *   test_pack_blobs        rix_repo_load_pack_blobs: every other blob of a pack, in one read,
  *                          equal to rix_repo_load_blob's; a missing pack: each blob told so
  *   test_roundtrip         a tree with every kind of entry (multi-blob, repeated and shared
@@ -163,6 +164,45 @@ static void make_source(const char *work)
 		print_message("(no user xattrs on this file system)\n");
 	snprintf(p, sizeof(p), "%s/src/a", work); /* the xattr changed a's ctime only; mtime again */
 	sh("touch -d '2010-01-01' '%s'", p);
+}
+
+/* ---- patterns -------------------------------------------------------------------------------- */
+
+static void test_patterns(void **state)
+{
+	(void)state;
+	bool child;
+	assert_true(rix_pattern_match(&child, "*.o", "/a/b/x.o", false));
+	assert_true(child);
+	assert_false(rix_pattern_match(NULL, "*.o", "/a/b/x.c", false));
+	assert_true(rix_pattern_match(NULL, "/home/user", "/home/user", false));
+	assert_true(rix_pattern_match(NULL, "/home/user", "/home/user/.bashrc", false)); /* under a match */
+	assert_false(rix_pattern_match(NULL, "/home/user", "/home/username", false));
+	assert_false(rix_pattern_match(&child, "/home/user/*.txt", "/home", false));
+	assert_true(child);
+	assert_false(rix_pattern_match(&child, "/home/user/*.txt", "/etc", false));
+	assert_false(child);
+	assert_true(rix_pattern_match(NULL, "/home/user/*.txt", "/home/user/a.txt", false));
+	assert_true(rix_pattern_match(NULL, "/a/**/z", "/a/b/c/z", false));
+	assert_true(rix_pattern_match(NULL, "/a/**/z", "/a/z", false));
+	assert_false(rix_pattern_match(&child, "/a/**/z", "/a/x/y", false));
+	assert_true(child);
+	assert_false(rix_pattern_match(&child, "/a/**/z", "/b", false));
+	assert_false(child);
+	assert_true(rix_pattern_match(NULL, "y.txt", "/x/Y.TXT", true));
+	assert_false(rix_pattern_match(NULL, "y.txt", "/x/Y.TXT", false));
+	assert_true(rix_pattern_match(NULL, "/x/[a-c]?", "/x/bz", false));
+	assert_false(rix_pattern_match(NULL, "", "/x", false));
+	/* a path of 3000 components and 6000 bytes (on the heap) */
+	char *deep = malloc(6100);
+	size_t k = 0;
+	for (int i = 0; i < 3000; i++)
+		k += (size_t)sprintf(deep + k, "/a");
+	sprintf(deep + k, "/f");
+	assert_true(rix_pattern_match(NULL, "f", deep, false));
+	assert_true(rix_pattern_match(NULL, "/a/**/f", deep, false));
+	assert_false(rix_pattern_match(NULL, "/a/b", deep, false));
+	free(deep);
 }
 
 /* ---- rix_repo_load_pack_blobs ------------------------------------------------------------- */
@@ -663,7 +703,7 @@ static void test_options(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_patterns),       cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
 		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_symlink_escape),
 		cmocka_unit_test(test_missing_pack),   cmocka_unit_test(test_options),

@@ -24,8 +24,8 @@ extern "C" {
  * --iinclude, --iexclude). *child_may_match (may be NULL) says whether the pattern could match
  * something below path, as restic's ListWithChild: always for a pattern that does not start
  * with '/', else when path's components match the pattern's first ones (up to a `**`).
- * Patterns and paths of more than 256 / 1024 components, or 4096 / 16384 bytes, match nothing.
- * Allocates nothing; thread-safe.
+ * A pattern of more than 256 components or 4096 bytes matches nothing. Allocates nothing for
+ * paths under 4096 bytes (longer ones: a copy, and nothing matches if that fails); thread-safe.
  */
 RIX_EXPORT bool rix_pattern_match(bool *child_may_match, const char *pattern, const char *path, bool icase);
 
