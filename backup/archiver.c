@@ -28,7 +28,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -47,6 +46,7 @@
 
 #include "rix/alloc.h"
 #include "rix/archiver.h"
+#include "rix/pattern.h"
 #include "rix/chunker.h"
 #include "rix/crypto.h"
 #include "rix/error.h"
@@ -495,52 +495,13 @@ static int abs_clean(char *out, size_t cap, const char *path);
 
 /* ---- excludes ---------------------------------------------------------------------------- */
 
-/* Whether pattern components p[0..np) match path components s[0..ns) or a prefix of them. */
-static int match_parts(char **p, size_t np, char **s, size_t ns, int icase)
-{
-	if (np == 0)
-		return 1; /* the whole pattern matched: a prefix of the path (its directory) */
-	if (strcmp(p[0], "**") == 0) {
-		for (size_t k = 0; k <= ns; k++)
-			if (match_parts(p + 1, np - 1, s + k, ns - k, icase))
-				return 1;
-		return 0;
-	}
-	if (ns == 0)
-		return 0;
-	if (fnmatch(p[0], s[0], icase ? FNM_CASEFOLD : 0) != 0)
-		return 0;
-	return match_parts(p + 1, np - 1, s + 1, ns - 1, icase);
-}
-
-/* Splits a copy of s on '/' into at most max parts. */
-static size_t split(char *s, char **parts, size_t max)
-{
-	size_t n = 0;
-	for (char *save = NULL, *c = strtok_r(s, "/", &save); c != NULL && n < max; c = strtok_r(NULL, "/", &save))
-		n++[parts] = c;
-	return n;
-}
-
-static int excluded_by(const char *pattern, const char *path, int icase)
-{
-	char pbuf[4096], sbuf[8192];
-	char *pp[256], *sp[512];
-	if (pattern[0] == '\0')
-		return 0;
-	snprintf(pbuf, sizeof(pbuf), "%s%s", pattern[0] == '/' ? "" : "**/", pattern);
-	snprintf(sbuf, sizeof(sbuf), "%s", path);
-	size_t np = split(pbuf, pp, 256), ns = split(sbuf, sp, 512);
-	return np > 0 && match_parts(pp, np, sp, ns, icase);
-}
-
 static int is_excluded(struct arch *a, const char *path)
 {
 	for (size_t i = 0; i < a->opt.nexcludes; i++)
-		if (excluded_by(a->opt.excludes[i], path, 0))
+		if (rix_pattern_match(NULL, a->opt.excludes[i], path, false))
 			return 1;
 	for (size_t i = 0; i < a->opt.niexcludes; i++)
-		if (excluded_by(a->opt.iexcludes[i], path, 1))
+		if (rix_pattern_match(NULL, a->opt.iexcludes[i], path, true))
 			return 1;
 	return 0;
 }
