@@ -157,6 +157,8 @@ struct rfile {
 	size_t ncontent;
 	atomic_int failed;
 	bool keep;       /* if-changed: the file there is kept, its metadata restored */
+	bool linked;     /* links > 1: ino and dev name its entry in the hard link table */
+	uint64_t ino, dev;
 	bool existed;    /* "updated" rather than "restored" */
 };
 
@@ -185,7 +187,11 @@ struct dmeta {
 
 struct link_ent {
 	uint64_t ino, dev;
-	char *rel; /* NULL: empty slot */
+	char *rel;      /* the first path restored; NULL: an empty slot */
+	bool failed;    /* its content could not be restored */
+	bool done;      /* its batch is over: links made later need no record */
+	char **others;  /* the links made to it since (reported if it fails) */
+	size_t nothers, capothers;
 };
 
 struct rs {
@@ -536,8 +542,8 @@ static uint64_t link_hash(uint64_t ino, uint64_t dev)
 	return h ^ (h >> 29);
 }
 
-/* The first path restored of (ino, dev), or NULL after recording rel as it. -1: no memory. */
-static int link_find_or_add(struct rs *s, uint64_t ino, uint64_t dev, const char *rel, const char **first)
+/* The entry of (ino, dev) (*first), or NULL after recording rel as its first path. */
+static int link_find_or_add(struct rs *s, uint64_t ino, uint64_t dev, const char *rel, struct link_ent **first)
 {
 	*first = NULL;
 	if (2 * (s->nlinks + 1) > s->caplinks) {
@@ -560,7 +566,7 @@ static int link_find_or_add(struct rs *s, uint64_t ino, uint64_t dev, const char
 	size_t j = link_hash(ino, dev) & (s->caplinks - 1);
 	while (s->links[j].rel != NULL) {
 		if (s->links[j].ino == ino && s->links[j].dev == dev) {
-			*first = s->links[j].rel;
+			*first = &s->links[j];
 			return 0;
 		}
 		j = (j + 1) & (s->caplinks - 1);
@@ -571,6 +577,16 @@ static int link_find_or_add(struct rs *s, uint64_t ino, uint64_t dev, const char
 	s->links[j].dev = dev;
 	s->nlinks++;
 	return 0;
+}
+
+static struct link_ent *link_find(struct rs *s, uint64_t ino, uint64_t dev)
+{
+	if (s->caplinks == 0)
+		return NULL;
+	for (size_t j = link_hash(ino, dev) & (s->caplinks - 1); s->links[j].rel != NULL; j = (j + 1) & (s->caplinks - 1))
+		if (s->links[j].ino == ino && s->links[j].dev == dev)
+			return &s->links[j];
+	return NULL;
 }
 
 /* ---- the batch: read packs, write files ------------------------------------------------------ */
@@ -813,6 +829,22 @@ static int run_batch(struct rs *s)
 	}
 	for (size_t i = 0; i < s->nfiles; i++) {
 		struct rfile *f = &s->files[i];
+		struct link_ent *le = f->linked ? link_find(s, f->ino, f->dev) : NULL;
+		if (le != NULL && atomic_load(&f->failed)) { /* its links share the damage */
+			le->failed = true;
+			for (size_t k = 0; k < le->nothers; k++) {
+				report(s, le->others[k], "hard link to /%s, whose content could not be restored", f->rel);
+				atomic_fetch_sub(&s->files_restored, 1);
+			}
+		}
+		if (le != NULL) {
+			le->done = true;
+			for (size_t k = 0; k < le->nothers; k++)
+				rix_free(le->others[k]);
+			rix_free(le->others);
+			le->others = NULL;
+			le->nothers = le->capothers = 0;
+		}
 		if (!atomic_load(&f->failed)) {
 			if (s->o.verify && !f->keep)
 				verify_file(s, f);
@@ -903,11 +935,12 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 	atomic_fetch_add(&s->bytes_total, n->size);
 	/* a hard link to a file restored before */
 	if (n->links > 1) {
-		const char *first;
-		int rc = link_find_or_add(s, n->inode, n->device_id, rel, &first);
+		struct link_ent *le;
+		int rc = link_find_or_add(s, n->inode, n->device_id, rel, &le);
 		if (rc != 0)
 			return rc;
-		if (first != NULL) {
+		if (le != NULL) {
+			const char *first = le->rel;
 			atomic_fetch_sub(&s->bytes_total, n->size);
 			if (s->o.dry_run) {
 				atomic_fetch_add(&s->files_restored, 1);
@@ -928,9 +961,20 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 				ffd = open_beneath(s, dir, O_RDONLY | O_DIRECTORY);
 				rix_free(dir);
 			}
-			if (ffd < 0 || linkat(ffd, slash ? slash + 1 : first, pfd, name, 0) != 0)
+			if (ffd < 0 || linkat(ffd, slash ? slash + 1 : first, pfd, name, 0) != 0) {
 				report(s, rel, "hard link to /%s: %s", first, strerror(errno));
-			else {
+			} else if (le->failed) {
+				report(s, rel, "hard link to /%s, whose content could not be restored", first);
+			} else if (le->done) {
+				atomic_fetch_add(&s->files_restored, 1);
+				item(s, "restored", rel, 0);
+			} else {
+				/* told when the first fails later in its batch */
+				char *copy = dup_n(rel, strlen(rel));
+				if (copy != NULL && grow((void **)&le->others, &le->capothers, le->nothers, sizeof(char *)) == 0)
+					le->others[le->nothers++] = copy;
+				else
+					rix_free(copy);
 				atomic_fetch_add(&s->files_restored, 1);
 				item(s, "restored", rel, 0);
 			}
@@ -990,6 +1034,9 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 	memset(f, 0, sizeof(*f));
 	f->size = n->size;
 	f->keep = keep;
+	f->linked = n->links > 1;
+	f->ino = n->inode;
+	f->dev = n->device_id;
 	f->existed = existed;
 	if ((f->rel = dup_n(rel, strlen(rel))) == NULL || meta_copy(&f->m, n) != 0) {
 		rix_free(f->rel);
@@ -1562,8 +1609,12 @@ int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const
 	}
 	if (rc == 0 && s->errors > 0)
 		rc = rix_error_set(RIX_EIO, "restore: %llu errors", (unsigned long long)s->errors);
-	for (size_t i = 0; i < s->caplinks; i++)
+	for (size_t i = 0; i < s->caplinks; i++) {
 		rix_free(s->links[i].rel);
+		for (size_t k = 0; k < s->links[i].nothers; k++)
+			rix_free(s->links[i].others[k]);
+		rix_free(s->links[i].others);
+	}
 	rix_free(s->links);
 	rix_free(s->dirs);
 	rix_free(s->st);

@@ -606,7 +606,8 @@ static void test_missing_pack(void **state)
 	sh("cd '%s' && mkdir src && head -c 100000 /dev/urandom > src/keep", work);
 	rix_id tree;
 	backup_dir(&tree, r, src);
-	sh("cd '%s' && head -c 6000000 /dev/urandom > src/lost && head -c 5000 /dev/urandom > src/bad", work);
+	sh("cd '%s' && head -c 6000000 /dev/urandom > src/lost && head -c 5000 /dev/urandom > src/bad && ln src/lost src/lost-link",
+	   work);
 	backup_dir(&tree, r, src);
 	rix_tree *t;
 	const rix_node *lost = find_node(r, &tree, "lost", &t);
@@ -630,6 +631,7 @@ static void test_missing_pack(void **state)
 	assert_int_equal(restore(&sum, &e, r, &tree, tgt, NULL), RIX_EIO);
 	assert_true(has_error_for(&e, "/lost"));
 	assert_true(has_error_for(&e, "/bad"));
+	assert_true(has_error_for(&e, "/lost-link")); /* a hard link to a file that failed */
 	assert_false(has_error_for(&e, "/keep"));
 	char a[4500], b2[4500];
 	snprintf(a, sizeof(a), "%s/keep", src);
