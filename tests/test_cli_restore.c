@@ -13,6 +13,7 @@
  *                                   pack removed: exit 1, restic's error messages naming the
  *                                   files, the others restored; a snapshot that does not exist,
  *                                   include with exclude: exit 1
+ *   test_terminal_status            the status line on a terminal, not with -q or without one
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -298,12 +299,51 @@ static void test_json_and_errors(void **state)
 	assert_int_equal(rixc(NULL, "-r '%s' restore latest 2>/dev/null", repo), 1);
 }
 
+/* On a terminal (script's pty) the status line is drawn and cleared; not with -q, nor when
+ * stdout is no terminal. */
+static void test_terminal_status(void **state)
+{
+	const char *work = *state;
+	char repo[4300], src[4300], out[4300];
+	snprintf(repo, sizeof(repo), "%s/repo-tty", work);
+	snprintf(src, sizeof(src), "%s/src", work);
+	assert_int_equal(rixc(NULL, "-r '%s' init -q", repo), 0);
+	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RIX_PASSWORD='%s' '%s' -r '%s' backup . -q", src, PW,
+				      RIX_CLI_PATH, repo),
+			 0);
+	char *o;
+	snprintf(out, sizeof(out), "%s/tty-out1", work);
+	assert_int_equal(rix_test_run(&o, &(size_t){ 0 },
+				      "RIX_PASSWORD='%s' RIX_PROGRESS_FPS=60 script -qec \"'%s' -r '%s' restore latest --target '%s'\" /dev/null",
+				      PW, RIX_CLI_PATH, repo, out),
+			 0);
+	const char *line = strstr(o, "\033[2K[0:");
+	if (line == NULL || strstr(line, " files/dirs ") == NULL || strstr(line, ", total ") == NULL)
+		fail_msg("no status line in: %s", o);
+	assert_non_null(strstr(o, "Summary: Restored "));
+	free(o);
+	snprintf(out, sizeof(out), "%s/tty-out2", work);
+	assert_int_equal(rix_test_run(&o, &(size_t){ 0 },
+				      "RIX_PASSWORD='%s' RIX_PROGRESS_FPS=60 script -qec \"'%s' -r '%s' -q restore latest --target '%s'\" /dev/null",
+				      PW, RIX_CLI_PATH, repo, out),
+			 0);
+	assert_null(strstr(o, "\033[2K"));
+	free(o);
+	snprintf(out, sizeof(out), "%s/tty-out3", work);
+	assert_int_equal(rixc(&o, "-r '%s' restore latest --target '%s' 2>&1", repo, out), 0);
+	assert_null(strchr(o, '\033'));
+	assert_non_null(strstr(o, "restoring <Snapshot "));
+	assert_non_null(strstr(o, "Summary: Restored "));
+	free(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_restic_backup_rix_restore),
 		cmocka_unit_test(test_rix_backup_both_restore),
 		cmocka_unit_test(test_json_and_errors),
+		cmocka_unit_test(test_terminal_status),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
