@@ -276,12 +276,12 @@ static void warn(struct rs *s, const char *rel, const char *fmt, ...)
 	}
 }
 
-static void item(struct rs *s, const char *action, const char *rel, uint64_t size)
+static void item(struct rs *s, const char *action, const char *rel, bool file, uint64_t size)
 {
 	char loc[8192];
 	if (s->o.item != NULL) {
 		pthread_mutex_lock(&s->cb);
-		s->o.item(s->o.payload, action, loc_of(loc, sizeof(loc), rel), size);
+		s->o.item(s->o.payload, action, loc_of(loc, sizeof(loc), rel), file, size);
 		pthread_mutex_unlock(&s->cb);
 	}
 }
@@ -857,9 +857,9 @@ static int run_batch(struct rs *s)
 			}
 			if (!f->keep) {
 				atomic_fetch_add(&s->files_restored, 1);
-				item(s, f->existed ? "updated" : "restored", f->rel, f->size);
+				item(s, f->existed ? "updated" : "restored", f->rel, true, f->size);
 			} else {
-				item(s, "unchanged", f->rel, f->size);
+				item(s, "unchanged", f->rel, true, f->size);
 			}
 		}
 		rix_free(f->rel);
@@ -967,7 +967,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 				report(s, rel, "hard link to /%s, whose content could not be restored", first);
 			} else if (le->done) {
 				atomic_fetch_add(&s->files_restored, 1);
-				item(s, "restored", rel, 0);
+				item(s, "restored", rel, false, 0);
 			} else {
 				/* told when the first fails later in its batch */
 				char *copy = dup_n(rel, strlen(rel));
@@ -976,7 +976,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 				else
 					rix_free(copy);
 				atomic_fetch_add(&s->files_restored, 1);
-				item(s, "restored", rel, 0);
+				item(s, "restored", rel, false, 0);
 			}
 			if (ffd >= 0 && ffd != s->tfd)
 				close(ffd);
@@ -1108,7 +1108,7 @@ static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node 
 			meta_free(&m);
 		}
 		atomic_fetch_add(&s->files_restored, 1);
-		item(s, "restored", rel, 0);
+		item(s, "restored", rel, false, 0);
 	}
 	rix_free(t);
 }
@@ -1143,7 +1143,7 @@ static void add_special(struct rs *s, int pfd, const char *name, const rix_node 
 		meta_free(&m);
 	}
 	atomic_fetch_add(&s->files_restored, 1);
-	item(s, "restored", rel, 0);
+	item(s, "restored", rel, false, 0);
 }
 
 /* ---- --delete ---------------------------------------------------------------------------------- */
@@ -1211,7 +1211,7 @@ static void delete_extra(struct rs *s, const struct frame *f, int fd)
 			if (selected(s, loc_of(loc, sizeof(loc), rel), isdir, &child)) {
 				if (s->o.dry_run || remove_all(fd, names[i], 0) == 0) {
 					atomic_fetch_add(&s->files_deleted, 1);
-					item(s, "deleted", rel, 0);
+					item(s, "deleted", rel, false, 0);
 				} else {
 					report(s, rel, "delete: %s", strerror(errno));
 				}
@@ -1385,7 +1385,7 @@ static int walk(struct rs *s, rix_tree *root)
 						continue;
 					}
 				}
-				item(s, "restored", rel, 0);
+				item(s, "restored", rel, false, 0);
 			}
 			continue;
 		}

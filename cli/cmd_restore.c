@@ -104,7 +104,7 @@ static void restore_progress(void *arg, const rix_restore_progress *p)
 	pthread_mutex_unlock(&out.mu);
 }
 
-static void restore_item(void *arg, const char *action, const char *path, uint64_t size)
+static void restore_item(void *arg, const char *action, const char *path, bool file, uint64_t size)
 {
 	(void)arg;
 	pthread_mutex_lock(&out.mu);
@@ -116,7 +116,10 @@ static void restore_item(void *arg, const char *action, const char *path, uint64
 		clear_status();
 		char sz[32];
 		human(sz, sizeof(sz), size);
-		printf("%-9s %s with size %s\n", action, path, sz);
+		if (file && strcmp(action, "deleted") != 0) /* restic's lines */
+			printf("%-9s %s with size %s\n", action, path, sz);
+		else
+			printf("%-9s %s\n", action, path);
 	}
 	pthread_mutex_unlock(&out.mu);
 }

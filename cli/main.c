@@ -266,6 +266,8 @@ static int global_option(int argc, char **argv, int *i)
 		g.verbose++;
 	else if (strcmp(a, "-vv") == 0)
 		g.verbose += 2;
+	else if (strcmp(a, "-vvv") == 0)
+		g.verbose += 3;
 	else if (strncmp(a, "--verbose=", 10) == 0)
 		g.verbose = atoi(a + 10);
 	else if (strcmp(a, "--no-cache") == 0 || strcmp(a, "--cleanup-cache") == 0)

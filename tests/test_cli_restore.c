@@ -330,8 +330,10 @@ static void test_terminal_status(void **state)
 	assert_null(strstr(o, "\033[2K"));
 	free(o);
 	snprintf(out, sizeof(out), "%s/tty-out3", work);
-	assert_int_equal(rixc(&o, "-r '%s' restore latest --target '%s' 2>&1", repo, out), 0);
+	assert_int_equal(rixc(&o, "-r '%s' restore latest --target '%s' -vv 2>&1", repo, out), 0);
 	assert_null(strchr(o, '\033'));
+	assert_non_null(strstr(o, "\nrestored  /dir/sub/small with size 6 B\n")); /* -vv: restic's item lines */
+	assert_non_null(strstr(o, "\nrestored  /dir/sub\n"));
 	assert_non_null(strstr(o, "restoring <Snapshot "));
 	assert_non_null(strstr(o, "Summary: Restored "));
 	free(o);

@@ -523,9 +523,10 @@ struct swap {
 	bool done;
 };
 
-static void swap_on_item(void *payload, const char *action, const char *path, uint64_t size)
+static void swap_on_item(void *payload, const char *action, const char *path, bool file, uint64_t size)
 {
 	(void)action;
+	(void)file;
 	(void)size;
 	struct swap *w = payload;
 	if (w->done || strcmp(path, "/a") != 0)

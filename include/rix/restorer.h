@@ -74,8 +74,9 @@ typedef struct rix_restore_progress {
 typedef void (*rix_restore_msg_fn)(void *payload, const char *path, const char *msg);
 /* Every progress_interval_ms from a thread of the restore's own; the last with done set. */
 typedef void (*rix_restore_progress_fn)(void *payload, const rix_restore_progress *p);
-/* restic's verbose_status: action "restored", "updated", "unchanged" or "deleted". */
-typedef void (*rix_restore_item_fn)(void *payload, const char *action, const char *path, uint64_t size);
+/* restic's verbose_status: action "restored", "updated", "unchanged" or "deleted"; file: a regular
+ * file (its size), else a directory, link or other entry (size 0). */
+typedef void (*rix_restore_item_fn)(void *payload, const char *action, const char *path, bool file, uint64_t size);
 
 #define RIX_RESTORE_OPTIONS_VERSION 1u
 typedef struct rix_restore_options {
