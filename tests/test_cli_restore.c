@@ -14,6 +14,7 @@
  *                                   files, the others restored; a snapshot that does not exist,
  *                                   include with exclude: exit 1
  *   test_terminal_status            the status line on a terminal, not with -q or without one
+ *   test_as_nobody                  not root: no owners set, a device node an error, the rest restored
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -339,6 +340,38 @@ static void test_terminal_status(void **state)
 	free(o);
 }
 
+/* Not root (nobody): no ownership is set (the files are nobody's), a device node is an error
+ * naming it, everything else is restored; exit 1. Only when the test runs as root. */
+static void test_as_nobody(void **state)
+{
+	const char *work = *state;
+	if (geteuid() != 0) {
+		print_message("(not root: skipped)\n");
+		return;
+	}
+	char repo[4300], out[4300], errfile[4300];
+	snprintf(repo, sizeof(repo), "%s/repo-restic", work);
+	snprintf(out, sizeof(out), "%s/nobody-out", work);
+	snprintf(errfile, sizeof(errfile), "%s/nobody-err", work);
+	sh("chmod a+x '%s' && chmod -R a+rwX '%s' && mkdir '%s' && chown 65534:65534 '%s' && touch '%s' && chmod a+w '%s'", work,
+	   repo, out, out, errfile, errfile);
+	int rc = rix_test_run(NULL, NULL,
+			      "cd / && RIX_PASSWORD='%s' setpriv --reuid=65534 --regid=65534 --clear-groups '%s' -r '%s' restore "
+			      "latest --target '%s' -q 2>'%s'",
+			      PW, RIX_CLI_PATH, repo, out, errfile);
+	size_t n;
+	char *err = rix_test_read_file(errfile, &n);
+	assert_non_null(err);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(err, "/null-dev: a device node is only restored by root"));
+	assert_null(strstr(err, "chown"));
+	free(err);
+	char *o;
+	assert_int_equal(rix_test_run(&o, &n, "find '%s' -name mid -printf '%%u %%s\\n'", out), 0);
+	assert_string_equal(o, "nobody 100000\n");
+	free(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -346,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_rix_backup_both_restore),
 		cmocka_unit_test(test_json_and_errors),
 		cmocka_unit_test(test_terminal_status),
+		cmocka_unit_test(test_as_nobody),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
