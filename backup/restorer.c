@@ -222,6 +222,7 @@ struct rs {
 	_Atomic uint64_t files_total, files_restored, files_skipped, files_deleted;
 	_Atomic uint64_t bytes_total, bytes_restored, bytes_skipped, errors, verified, packs;
 	uint64_t batches;
+	atomic_bool nomem; /* an allocation failed somewhere: the restore returns RIX_ENOMEM */
 	bool xattr_warned;
 	pthread_mutex_t cb; /* one callback at a time */
 	/* progress thread */
@@ -606,6 +607,8 @@ struct worker {
 static void fail_file(struct rs *s, uint32_t f, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void fail_file(struct rs *s, uint32_t f, const char *fmt, ...)
 {
+	if (rix_error_last_code() == RIX_ENOMEM)
+		atomic_store(&s->nomem, true);
 	if (atomic_exchange(&s->files[f].failed, 1) != 0)
 		return; /* reported once */
 	char msg[1024];
@@ -680,6 +683,8 @@ static int on_blob(void *payload, size_t i, int code, const uint8_t *data, size_
 	for (size_t k = a; k < b; k++) {
 		const struct ref *rf = &s->refs[k];
 		if (code != 0) {
+			if (code == RIX_ENOMEM)
+				atomic_store(&s->nomem, true);
 			fail_file(s, rf->file, "%s", rix_error_last());
 			continue;
 		}
@@ -741,6 +746,8 @@ static void *batch_worker(void *arg)
 		}
 		int rc = nomem ? RIX_ENOMEM
 			       : rix_repo_load_pack_blobs(s->r, &s->refs[w.first].pack, w.blobs, w.nuniq, on_blob, &w);
+		if (rc == RIX_ENOMEM)
+			atomic_store(&s->nomem, true);
 		if (rc != 0)
 			for (size_t k = w.first; k < w.end; k++)
 				fail_file(s, s->refs[k].file, "%s", rix_error_last());
@@ -773,6 +780,7 @@ static void verify_file(struct rs *s, struct rfile *f)
 			cap = n;
 			if ((buf = rix_malloc(cap ? cap : 1)) == NULL) {
 				cap = 0;
+				atomic_store(&s->nomem, true);
 				report(s, f->rel, "verify: out of memory");
 				bad = true;
 				break;
@@ -814,8 +822,14 @@ static int run_batch(struct rs *s)
 		for (size_t k = 0; k < s->nrefs; k++)
 			nj += k == 0 || memcmp(&s->refs[k].pack, &s->refs[k - 1].pack, sizeof(rix_id)) != 0;
 		s->jobs = rix_malloc((nj + 1) * sizeof(*s->jobs));
-		if (s->jobs == NULL)
-			return rix_error_set(RIX_ENOMEM, "restore: out of memory for %zu packs", nj);
+		if (s->jobs == NULL) { /* nothing written: the files are failed and freed below */
+			rc = rix_error_set(RIX_ENOMEM, "restore: out of memory for %zu packs", nj);
+			atomic_store(&s->nomem, true);
+			for (size_t i = 0; i < s->nfiles; i++)
+				atomic_store(&s->files[i].failed, 1);
+		}
+	}
+	if (s->nrefs > 0 && s->jobs != NULL) {
 		s->njobs = 0;
 		for (size_t k = 0; k < s->nrefs; k++)
 			if (k == 0 || memcmp(&s->refs[k].pack, &s->refs[k - 1].pack, sizeof(rix_id)) != 0)
@@ -971,10 +985,12 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			} else {
 				/* told when the first fails later in its batch */
 				char *copy = dup_n(rel, strlen(rel));
-				if (copy != NULL && grow((void **)&le->others, &le->capothers, le->nothers, sizeof(char *)) == 0)
+				if (copy != NULL && grow((void **)&le->others, &le->capothers, le->nothers, sizeof(char *)) == 0) {
 					le->others[le->nothers++] = copy;
-				else
+				} else {
 					rix_free(copy);
+					atomic_store(&s->nomem, true);
+				}
 				atomic_fetch_add(&s->files_restored, 1);
 				item(s, "restored", rel, false, 0);
 			}
@@ -1096,6 +1112,7 @@ static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node 
 		return;
 	char *t = dup_n(n->linktarget, n->linktarget_len);
 	if (t == NULL) {
+		atomic_store(&s->nomem, true);
 		report(s, rel, "out of memory");
 		return;
 	}
@@ -1106,6 +1123,8 @@ static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node 
 		if (meta_copy(&m, n) == 0) {
 			meta_at(s, pfd, name, &m, rel, true);
 			meta_free(&m);
+		} else {
+			atomic_store(&s->nomem, true);
 		}
 		atomic_fetch_add(&s->files_restored, 1);
 		item(s, "restored", rel, false, 0);
@@ -1141,6 +1160,8 @@ static void add_special(struct rs *s, int pfd, const char *name, const rix_node 
 	if (meta_copy(&m, n) == 0) {
 		meta_at(s, pfd, name, &m, rel, false);
 		meta_free(&m);
+	} else {
+		atomic_store(&s->nomem, true);
 	}
 	atomic_fetch_add(&s->files_restored, 1);
 	item(s, "restored", rel, false, 0);
@@ -1195,8 +1216,10 @@ static void delete_extra(struct rs *s, const struct frame *f, int fd)
 		    rix_tree_find(f->t, e->d_name, strlen(e->d_name)) != NULL)
 			continue;
 		if (grow((void **)&names, &cap, nn, sizeof(*names)) != 0 ||
-		    (names[nn] = dup_n(e->d_name, strlen(e->d_name))) == NULL)
+		    (names[nn] = dup_n(e->d_name, strlen(e->d_name))) == NULL) {
+			atomic_store(&s->nomem, true);
 			break;
+		}
 		nn++;
 	}
 	closedir(d);
@@ -1217,6 +1240,8 @@ static void delete_extra(struct rs *s, const struct frame *f, int fd)
 				}
 			}
 			rix_free(rel);
+		} else {
+			atomic_store(&s->nomem, true);
 		}
 		rix_free(names[i]);
 	}
@@ -1607,6 +1632,9 @@ int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const
 		sum->packs = s->packs;
 		sum->seconds = elapsed(s);
 	}
+	if (rc == 0 && atomic_load(&s->nomem))
+		rc = rix_error_set(RIX_ENOMEM, "restore: out of memory (%llu entries not restored)",
+				   (unsigned long long)s->errors);
 	if (rc == 0 && s->errors > 0)
 		rc = rix_error_set(RIX_EIO, "restore: %llu errors", (unsigned long long)s->errors);
 	for (size_t i = 0; i < s->caplinks; i++) {

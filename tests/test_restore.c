@@ -19,6 +19,7 @@
  *   test_missing_pack      a pack removed, another damaged: those files reported by path, the
  *                          others restored, RIX_EIO
  *   test_options           include / exclude, overwrite modes, delete, dry run, verify, sparse
+ *   test_oom               allocation N failing for every N: 0 or RIX_ENOMEM, no leak, then whole
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -761,13 +762,59 @@ static void test_options(void **state)
 	rix_test_free_dir(work);
 }
 
+/* Allocation N failing, for every N: rix_restore returns 0 or RIX_ENOMEM, leaks nothing, and a
+ * restore after it is whole. */
+struct oom {
+	rix_repo *r;
+	rix_id tree;
+	char src[4300], tgt[4300];
+};
+
+static void oom_setup(void *arg)
+{
+	struct oom *o = arg;
+	rix_test_rmtree(o->tgt);
+}
+
+static int oom_run(void *arg)
+{
+	struct oom *o = arg;
+	rix_restore_options ro = RIX_RESTORE_OPTIONS_INIT;
+	ro.workers = 2;
+	return rix_restore(NULL, o->r, &o->tree, o->tgt, &ro);
+}
+
+static void test_oom(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-restore-oom");
+	struct oom o;
+	char repo[4300];
+	snprintf(o.src, sizeof(o.src), "%s/src", work);
+	snprintf(o.tgt, sizeof(o.tgt), "%s/target", work);
+	sh("cd '%s' && mkdir -p src/d/e && head -c 300000 /dev/urandom > src/d/big && echo 1 > src/d/e/f && "
+	   "ln src/d/e/f src/hard && ln -s d src/link && mkfifo src/p",
+	   work);
+	o.r = new_repo(work, "repo", repo, sizeof(repo));
+	backup_dir(&o.tree, o.r, o.src);
+	MUST(rix_repo_flush(o.r));
+	rix_test_oom oo = { .what = "restore", .run = oom_run, .arg = &o, .max = 2000, .setup = oom_setup,
+			    .live = RIX_TEST_OOM_LIVE_UNCHECKED }; /* the repository keeps codecs and buffers: ASan finds leaks */
+	rix_test_oom_run(&oo);
+	rix_test_rmtree(o.tgt);
+	MUST(oom_run(&o));
+	assert_int_equal(rix_test_compare_trees(o.src, o.tgt, 0), 0);
+	rix_repo_free(o.r);
+	rix_test_free_dir(work);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_patterns),       cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
 		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_symlink_escape), cmocka_unit_test(test_symlink_during),
-		cmocka_unit_test(test_missing_pack),   cmocka_unit_test(test_options),
+		cmocka_unit_test(test_missing_pack),   cmocka_unit_test(test_options),        cmocka_unit_test(test_oom),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
