@@ -18,6 +18,8 @@
  *                          restore runs: nothing lands outside
  *   test_missing_pack      a pack removed, another damaged: those files reported by path, the
  *                          others restored, RIX_EIO
+ *   test_full_target       a 1 MiB tmpfs as the target (root): what does not fit is reported,
+ *                          every file not reported is whole
  *   test_options           include / exclude, overwrite modes, delete, dry run, verify, sparse
  *   test_oom               allocation N failing for every N: 0 or RIX_ENOMEM, no leak, then whole
  */
@@ -644,6 +646,46 @@ static void test_missing_pack(void **state)
 	rix_test_free_dir(work);
 }
 
+/* A target that fills up (a 1 MiB tmpfs; root only): the files that do not fit are reported
+ * with the disk's error, and every file not reported is whole. */
+static void test_full_target(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-restore-full");
+	char repo[4300], src[4300], tgt[4300];
+	snprintf(src, sizeof(src), "%s/src", work);
+	snprintf(tgt, sizeof(tgt), "%s/target", work);
+	sh("mkdir '%s'", tgt);
+	if (rix_test_run(NULL, NULL, "mount -t tmpfs -o size=1m tmpfs '%s' 2>/dev/null", tgt) != 0) {
+		print_message("(no tmpfs mount here: skipped)\n");
+		rix_test_free_dir(work);
+		return;
+	}
+	sh("cd '%s' && mkdir src && head -c 3000000 /dev/urandom > src/big && echo a > src/a && echo z > src/z && "
+	   "head -c 300000 /dev/urandom > src/mid",
+	   work);
+	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
+	rix_id tree;
+	backup_dir(&tree, r, src);
+	rix_restore_summary sum;
+	struct errs e;
+	int rc = restore(&sum, &e, r, &tree, tgt, NULL);
+	assert_int_equal(rc, RIX_EIO);
+	assert_true(has_error_for(&e, "/big"));
+	assert_non_null(strstr(e.last, "No space left on device"));
+	assert_true(sum.files_restored < 4);
+	const char *names[] = { "a", "z", "mid", "big" };
+	for (size_t i = 0; i < 4; i++) {
+		char loc[64];
+		snprintf(loc, sizeof(loc), "/%s", names[i]);
+		if (!has_error_for(&e, loc))
+			assert_int_equal(rix_test_run(NULL, NULL, "cmp -s '%s/%s' '%s/%s'", src, names[i], tgt, names[i]), 0);
+	}
+	sh("umount '%s'", tgt);
+	rix_repo_free(r);
+	rix_test_free_dir(work);
+}
+
 /* ---- options -------------------------------------------------------------------------------- */
 
 static bool exists(const char *dir, const char *rel)
@@ -814,7 +856,7 @@ int main(void)
 		cmocka_unit_test(test_patterns),       cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
 		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_symlink_escape), cmocka_unit_test(test_symlink_during),
-		cmocka_unit_test(test_missing_pack),   cmocka_unit_test(test_options),        cmocka_unit_test(test_oom),
+		cmocka_unit_test(test_missing_pack),   cmocka_unit_test(test_full_target),    cmocka_unit_test(test_options),        cmocka_unit_test(test_oom),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
