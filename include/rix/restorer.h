@@ -12,7 +12,10 @@
  *
  * Memory is bounded by opt.memory: when the plan of the files walked so far passes it, they are
  * restored (a batch) before the walk goes on. The directories' metadata waits for the end (a
- * path and its metadata per directory), so that a read-only directory is made so last.
+ * path and its metadata per directory), so that a read-only directory is made so last; hard
+ * links are remembered by (inode, device_id) for the whole restore (a path each). A blob needed
+ * by files of two batches is read once per batch; tree blobs are read one by one as the walk
+ * meets them.
  *
  * Safety: nothing is ever written outside target, whatever the repository holds. Every path is
  * opened beneath target one component at a time with O_NOFOLLOW (or openat2 with
