@@ -1398,7 +1398,6 @@ static int walk(struct rs *s, rix_tree *root)
 			}
 			if (sel) {
 				atomic_fetch_add(&s->files_total, 1);
-				atomic_fetch_add(&s->files_restored, 1);
 				if (!s->o.dry_run) {
 					bool own;
 					int fd = frame_fd(s, s->depth, &own);
@@ -1410,6 +1409,7 @@ static int walk(struct rs *s, rix_tree *root)
 						continue;
 					}
 				}
+				atomic_fetch_add(&s->files_restored, 1); /* made (or there) */
 				item(s, "restored", rel, false, 0);
 			}
 			continue;
