@@ -28,7 +28,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -45,6 +44,7 @@
 
 #include "rix/alloc.h"
 #include "rix/archiver.h"
+#include "rix/pattern.h"
 #include "rix/chunker.h"
 #include "rix/crypto.h"
 #include "rix/error.h"
@@ -160,8 +160,6 @@ struct arch {
 	struct worker **readers;  /* every worker and main: their current files */
 	size_t nreaders;
 	struct dry_shard *dry;    /* opt.dry_run: 256 shards */
-	struct pattern *pat;      /* the excludes, split once (npat of them) */
-	size_t npat;
 	char *cwd;                /* the working directory at the start (relative paths' base) */
 };
 
@@ -495,88 +493,13 @@ static int abs_clean(char *out, size_t cap, const char *cwd, const char *path);
 
 /* ---- excludes ---------------------------------------------------------------------------- */
 
-/* Whether pattern components p[0..np) match path components s[0..ns) or a prefix of them. */
-static int match_parts(char **p, size_t np, char **s, size_t ns, int icase)
-{
-	if (np == 0)
-		return 1; /* the whole pattern matched: a prefix of the path (its directory) */
-	if (strcmp(p[0], "**") == 0) {
-		for (size_t k = 0; k <= ns; k++)
-			if (match_parts(p + 1, np - 1, s + k, ns - k, icase))
-				return 1;
-		return 0;
-	}
-	if (ns == 0)
-		return 0;
-	if (fnmatch(p[0], s[0], icase ? FNM_CASEFOLD : 0) != 0)
-		return 0;
-	return match_parts(p + 1, np - 1, s + 1, ns - 1, icase);
-}
-
-/* Splits s in place on '/' into at most max parts. */
-static size_t split(char *s, char **parts, size_t max)
-{
-	size_t n = 0;
-	for (char *save = NULL, *c = strtok_r(s, "/", &save); c != NULL && n < max; c = strtok_r(NULL, "/", &save))
-		n++[parts] = c;
-	return n;
-}
-
-/* An exclude pattern split into components once per backup ("**" first unless it is absolute). */
-struct pattern {
-	char *buf;
-	char *parts[256];
-	size_t n;
-	int icase;
-};
-
-/* Splits the excludes of a->opt into a->pat (patterns that are empty match nothing: left out). */
-static int compile_patterns(struct arch *a)
-{
-	size_t total = a->opt.nexcludes + a->opt.niexcludes;
-	if (total == 0)
-		return 0;
-	if ((a->pat = calloc(total, sizeof(*a->pat))) == NULL)
-		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
-	for (size_t i = 0; i < total; i++) {
-		int icase = i >= a->opt.nexcludes;
-		const char *p = icase ? a->opt.iexcludes[i - a->opt.nexcludes] : a->opt.excludes[i];
-		if (p[0] == '\0')
-			continue;
-		struct pattern *t = &a->pat[a->npat];
-		size_t need = strlen(p) + 4;
-		if ((t->buf = malloc(need)) == NULL)
-			return rix_error_set(RIX_ENOMEM, "backup: out of memory");
-		snprintf(t->buf, need, "%s%s", p[0] == '/' ? "" : "**/", p);
-		t->icase = icase;
-		t->n = split(t->buf, t->parts, 256);
-		if (t->n == 0) {
-			free(t->buf);
-			continue;
-		}
-		a->npat++;
-	}
-	return 0;
-}
-
-static void patterns_free(struct arch *a)
-{
-	for (size_t i = 0; i < a->npat; i++)
-		free(a->pat[i].buf);
-	free(a->pat);
-}
-
-/* Whether the clean absolute path is excluded (its components split once, for every pattern). */
 static int is_excluded(struct arch *a, const char *path)
 {
-	if (a->npat == 0)
-		return 0;
-	char sbuf[8192];
-	char *sp[512];
-	snprintf(sbuf, sizeof(sbuf), "%s", path);
-	size_t ns = split(sbuf, sp, 512);
-	for (size_t i = 0; i < a->npat; i++)
-		if (match_parts(a->pat[i].parts, a->pat[i].n, sp, ns, a->pat[i].icase))
+	for (size_t i = 0; i < a->opt.nexcludes; i++)
+		if (rix_pattern_match(NULL, a->opt.excludes[i], path, false))
+			return 1;
+	for (size_t i = 0; i < a->opt.niexcludes; i++)
+		if (rix_pattern_match(NULL, a->opt.iexcludes[i], path, true))
 			return 1;
 	return 0;
 }
@@ -657,7 +580,7 @@ static __attribute__((noinline)) int marked_only(char **only, struct arch *a, co
 static __attribute__((noinline)) bool entry_excluded(struct arch *a, const char *child)
 {
 	char absbuf[8192];
-	return a->npat > 0 && abs_clean(absbuf, sizeof(absbuf), a->cwd, child) == 0 && is_excluded(a, absbuf);
+	return (a->opt.nexcludes > 0 || a->opt.niexcludes > 0) && abs_clean(absbuf, sizeof(absbuf), a->cwd, child) == 0 && is_excluded(a, absbuf);
 }
 
 /* The parent's tree id, decoded (NULL when there is none or it cannot be read: warned). */
@@ -1597,7 +1520,7 @@ static void scan_dir(struct arch *a, char *path, size_t len, size_t cap, dev_t d
 		return;
 	char only[1024];
 	const char *marker = marker_ok && dir_marked(a, path, only, sizeof(only)) ? only : NULL;
-	bool ex = a->npat > 0;
+	bool ex = a->opt.nexcludes > 0 || a->opt.niexcludes > 0;
 	size_t at = len > 0 && path[len - 1] == '/' ? len : len + 1; /* where a name goes */
 	for (struct dirent *e; !scan_stopped(a) && (e = readdir(d)) != NULL;) {
 		const char *nm = e->d_name;
@@ -1816,7 +1739,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	struct tnode root = { 0 };
 	const size_t nabs = a.opt.stdin_name != NULL ? 1 : n; /* the snapshot's paths */
 	char **abs = calloc(nabs, sizeof(*abs));
-	int rc = abs == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : compile_patterns(&a);
+	int rc = abs == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
 	if (rc == 0 && a.opt.stdin_name != NULL && (abs[0] = strdup(stdin_path)) == NULL)
 		rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -2006,7 +1929,6 @@ done:
 	free(a.dry);
 	names_free(&a.users);
 	names_free(&a.groups);
-	patterns_free(&a);
 	free(a.cwd);
 	pthread_cond_destroy(&a.work);
 	pthread_cond_destroy(&a.idle);

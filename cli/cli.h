@@ -5,6 +5,7 @@
  *   main.c        global options, the command table, usage
  *   common.c      the helpers below
  *   select.c      the snapshots a command works on (--host, --tag, --path, IDs, latest)
+ *   term.c        byte and time formats, JSON floats, status lines on a terminal
  *   cmd_*.c       one command each, over librix's stable public API only
  */
 #ifndef RIX_CLI_H
@@ -154,6 +155,25 @@ void filter_flags_free(struct filter_flags *ff);
 int select_snapshots(rix_snapshot_list **out, int *bad, rix_repo *r, const rix_snapshot_filter *f, char **args,
 		     int nargs);
 
+/* ---- output of long commands (term.c) ------------------------------------------------------ */
+
+/* restic's ui.FormatBytes ("1.234 GiB") and FormatSeconds (M:SS, H:MM:SS) into o[cap]. */
+void human(char *o, size_t cap, uint64_t b);
+void clock_str(char *o, size_t cap, uint64_t sec);
+/* v on stdout as Go's JSON writes a float64: the shortest form that reads back the same. */
+void put_float(double v);
+/* Columns of the terminal on stdout (80 when it does not say). */
+size_t term_width(void);
+/*
+ * Draws lines[0..k) as the status on stdout (k = 0: clears it) over the `shown` lines there,
+ * each cut to the terminal's width, control bytes as '?'; the cursor ends at the first line.
+ * @return k, the lines now shown. The caller serializes output.
+ */
+int term_draw(int shown, char *const *lines, int k);
+/* Progress calls a second: RIX_ or RESTIC_PROGRESS_FPS (at most 60), else 10 on a terminal and
+ * 4 for --json; as milliseconds between calls. */
+unsigned progress_interval_ms(void);
+
 int cmd_init(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
@@ -165,5 +185,6 @@ int cmd_unlock(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
 int cmd_snapshots(int argc, char **argv);
 int cmd_tag(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
 
 #endif

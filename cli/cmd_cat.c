@@ -1,5 +1,5 @@
 /*
- * cli/cmd_cat.c — rix cat: config, an index file, a snapshot, a blob, a pack header.
+ * cli/cmd_cat.c — rix cat: config, an index file, a snapshot, a blob, a pack header, a tree.
  */
 #include "cli.h"
 
@@ -86,6 +86,43 @@ static int cat_snapshot(rix_repo *r, const char *arg)
 	return rc;
 }
 
+/*
+ * A tree blob's bytes, as restic's `cat tree` prints them (the blob as stored, a newline at its
+ * end), after rix_tree_decode accepted them. arg: a tree blob's ID, or SNAPSHOT[:PATH] (an ID,
+ * a prefix or latest, and a directory in it).
+ */
+static int cat_tree(rix_repo *r, const char *arg)
+{
+	int rc = load_index(r, NULL, NULL);
+	if (rc != 0)
+		return rix_error_set(RIX_EIO, "the index could not be loaded");
+	rix_id id;
+	rix_snapshot_list *l = NULL;
+	if (!(strlen(arg) == 64 && rix_id_from_hex(&id, arg, 64) == 0 &&
+	      rix_master_index_has(rix_repo_master_index(r), RIX_BLOB_TREE, &id))) {
+		char snap[256];
+		const char *colon = strchr(arg, ':');
+		snprintf(snap, sizeof(snap), "%.*s", (int)(colon ? (size_t)(colon - arg) : strlen(arg)), arg);
+		rix_snapshot *sn;
+		if ((rc = rix_snapshot_list_load(&l, r, NULL, NULL)) == 0 && (rc = rix_snapshot_find(&sn, l, snap, NULL)) == 0)
+			rc = rix_tree_find_dir(&id, r, &sn->tree, colon ? colon + 1 : NULL);
+		rix_snapshot_list_free(l);
+		if (rc != 0)
+			return rc;
+	}
+	uint8_t *data;
+	size_t n;
+	rix_tree *t;
+	if ((rc = rix_repo_load_blob(&data, &n, r, RIX_BLOB_TREE, &id)) != 0)
+		return rc;
+	if ((rc = rix_tree_decode(&t, data, n)) == 0) {
+		rix_tree_free(t);
+		fwrite(data, 1, n, stdout);
+	}
+	rix_free(data);
+	return rc;
+}
+
 int cmd_cat(int argc, char **argv)
 {
 	if (argc < 1)
@@ -95,11 +132,12 @@ int cmd_cat(int argc, char **argv)
 	if (argc != 1 + needs_id)
 		return usage();
 	if (strcmp(what, "config") && strcmp(what, "index") && strcmp(what, "snapshot") && strcmp(what, "blob") &&
-	    strcmp(what, "pack-header"))
-		return die("cat: unknown object %s (config, index, snapshot, blob, pack-header)", what);
+	    strcmp(what, "pack-header") && strcmp(what, "tree"))
+		return die("cat: unknown object %s (config, index, snapshot, blob, pack-header, tree)", what);
 	rix_id id;
 	int is_snapshot = strcmp(what, "snapshot") == 0; /* an ID prefix or latest too */
-	if (needs_id && !is_snapshot && parse_id(argv[1], &id))
+	int is_tree = strcmp(what, "tree") == 0;         /* a tree ID, or SNAPSHOT[:PATH] */
+	if (needs_id && !is_snapshot && !is_tree && parse_id(argv[1], &id))
 		return 1;
 	rix_repo *r;
 	rix_lock *lock;
@@ -125,6 +163,8 @@ int cmd_cat(int argc, char **argv)
 		}
 	} else if (is_snapshot) {
 		rc = cat_snapshot(r, argv[1]);
+	} else if (is_tree) {
+		rc = cat_tree(r, argv[1]);
 	} else if (strcmp(what, "blob") == 0) {
 		rc = load_index(r, NULL, NULL);
 		if (rc != 0) {

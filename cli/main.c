@@ -28,7 +28,7 @@ static const struct command commands[] = {
 	{ "init", cmd_init, "init [--repository-version 1|2]", "make a repository",
 	  "--repository-version= 1 or 2 (default 2: compression)\n" },
 	{ "list", cmd_list, "list blobs|packs|index|keys|snapshots|locks", "list the repository's files or blobs", "" },
-	{ "cat", cmd_cat, "cat config|index ID|snapshot ID|blob ID|pack-header ID", "print an object of the repository",
+	{ "cat", cmd_cat, "cat config|index ID|snapshot ID|blob ID|pack-header ID|tree ID|tree SNAPSHOT[:PATH]", "print an object of the repository",
 	  "" },
 	{ "find-blob", cmd_find_blob, "find-blob ID...", "where blobs are stored (packs, offsets)", "" },
 	{ "stats", cmd_stats, "stats", "blobs, sizes, snapshots, the index's memory and load time", "" },
@@ -82,6 +82,26 @@ static const struct command commands[] = {
 	  "-H= without IDs: only snapshots of this host (repeatable)\n"
 	  "--tag= without IDs: only snapshots with these tags, a,b: both (repeatable: either list)\n"
 	  "--path= without IDs: only snapshots holding this path (repeatable: all of them)\n" },
+	{ "restore", cmd_restore, "restore SNAPSHOT[:PATH] --target DIR [flags]",
+	  "restore a snapshot (or a directory of it) into a directory",
+	  "--target= the directory to restore into (made if missing)\n"
+	  "-t= the directory to restore into\n"
+	  "--host= with latest: only snapshots of this host (repeatable)\n"
+	  "-H= with latest: only snapshots of this host (repeatable)\n"
+	  "--tag= with latest: only snapshots with these tags, a,b: both (repeatable: either list)\n"
+	  "--path= with latest: only snapshots holding this path (repeatable: all of them)\n"
+	  "--include= restore only what matches (repeatable; restic's patterns)\n"
+	  "-i= restore only what matches\n"
+	  "--iinclude= the same, ignoring case\n"
+	  "--exclude= leave out what matches (repeatable; not with --include)\n"
+	  "-e= leave out what matches\n"
+	  "--iexclude= the same, ignoring case\n"
+	  "--overwrite= always (default), if-changed (size and mtime), if-newer, never\n"
+	  "--delete remove what the target has and the snapshot has not\n"
+	  "--dry-run write nothing: say what would be restored\n"
+	  "--verify reread every restored file and check its content\n"
+	  "--sparse leave runs of zeros as holes\n"
+	  "--ownership-by-name as root: owners and groups by name first, then by number\n" },
 	{ "unlock", cmd_unlock, "unlock [--remove-all]", "remove stale locks (or all)",
 	  "--remove-all remove every lock, not only the stale ones\n" },
 	{ "version", NULL, "version", "print the version", "" },
@@ -98,11 +118,12 @@ static const char global_help[] =
 	"      --password-command CMD  the password from a command's output (else $RIX_/$RESTIC_PASSWORD_COMMAND)\n"
 	"                              (else $RIX_PASSWORD / $RESTIC_PASSWORD, standard input, the terminal)\n"
 	"      --key-hint ID           the key to try first (else $RIX_/$RESTIC_KEY_HINT)\n"
-	"      --no-lock               take no lock (list, cat, find-blob, stats, check, snapshots; keys always lock)\n"
+	"      --no-lock               take no lock (list, cat, find-blob, stats, check, snapshots, restore; keys always lock)\n"
 	"      --json                  JSON output\n"
 	"  -q, --quiet                 no progress, fewer messages\n"
 	"  -v, --verbose               more messages (-v: backup's scan and blob counts, its --json per-item\n"
-	"                              messages; -vv: backup's per-item lines); --verbose=N sets the level\n"
+	"                              messages; -vv: backup's and restore's per-item lines, -vvv: restore's\n"
+	"                              --json per-item messages); --verbose=N sets the level\n"
 	"      --compression MODE      auto, off or max: how this run compresses data (repository version 2;\n"
 	"                              else $RIX_/$RESTIC_COMPRESSION, else auto)\n"
 	"      --no-cache, --cleanup-cache  accepted: rix keeps no local cache\n"
@@ -250,6 +271,8 @@ static int global_option(int argc, char **argv, int *i)
 		g.verbose++;
 	else if (strcmp(a, "-vv") == 0)
 		g.verbose += 2;
+	else if (strcmp(a, "-vvv") == 0)
+		g.verbose += 3;
 	else if (strncmp(a, "--verbose=", 10) == 0)
 		g.verbose = atoi(a + 10);
 	else if (strcmp(a, "--no-cache") == 0 || strcmp(a, "--cleanup-cache") == 0)

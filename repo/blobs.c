@@ -373,3 +373,81 @@ int rix_repo_load_blob_into(size_t *n, rix_repo *r, rix_blob_type t, const rix_i
 		*n = 0;
 	return rc;
 }
+
+/* ---- a pack's blobs in few reads (restore) -------------------------------------------------- */
+
+int rix_repo_load_pack_blobs(rix_repo *r, const rix_id *pack_id, const rix_blob *blobs, size_t n, rix_repo_blob_fn fn,
+			     void *payload)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && (uint64_t)blobs[i].offset < (uint64_t)blobs[i - 1].offset + blobs[i - 1].length)
+			return rix_error_set(RIX_EINVAL, "repo: the blobs of a pack read at once must be in increasing offsets");
+		if (rix_blob_plain_size(blobs[i].length, blobs[i].uncompressed_length) > RIX_BLOB_MAX)
+			return rix_error_set(RIX_EINVAL, "repo: a blob over RIX_BLOB_MAX");
+	}
+	char pack[65];
+	rix_id_to_hex(pack, pack_id);
+	uint8_t *stored = NULL, *plain = NULL;
+	size_t scap = 0, pcap = 0;
+	rix_blob_codec *c = NULL;
+	int rc = take_codec(r, &c);
+	for (size_t i = 0; rc == 0 && i < n;) {
+		/* blobs[i..j) in one read: close together, and not too much at once */
+		uint64_t start = blobs[i].offset, end = start + blobs[i].length;
+		size_t j = i + 1;
+		while (j < n && blobs[j].offset - end <= RIX_REPO_PACK_READ_GAP &&
+		       (uint64_t)blobs[j].offset + blobs[j].length - start <= RIX_REPO_PACK_READ_MAX) {
+			end = (uint64_t)blobs[j].offset + blobs[j].length;
+			j++;
+		}
+		size_t len = (size_t)(end - start);
+		if (scap < len) {
+			rix_free(stored);
+			scap = len > 4096 ? len : 4096;
+			if ((stored = rix_malloc(scap)) == NULL) {
+				scap = 0;
+				rc = rix_error_set(RIX_ENOMEM, "repo: out of memory for %zu bytes of pack %s", len, pack);
+				break;
+			}
+		}
+		int rrc = rix_backend_read(r->b, RIX_FILE_PACK, pack, start, stored, len);
+		char readmsg[400] = "";
+		if (rrc == RIX_ENOTFOUND)
+			snprintf(readmsg, sizeof(readmsg), "repo: pack %s, which the index names, is missing", pack);
+		else if (rrc != 0)
+			snprintf(readmsg, sizeof(readmsg), "repo: pack %s: %s", pack, rix_error_last());
+		for (; rc == 0 && i < j; i++) {
+			const rix_blob *b = &blobs[i];
+			if (rrc != 0) {
+				rix_error_set(rrc, "%s", readmsg);
+				rc = fn(payload, i, rrc, NULL, 0);
+				continue;
+			}
+			size_t need = rix_blob_plain_size(b->length, b->uncompressed_length);
+			if (pcap < need || plain == NULL) {
+				rix_free(plain);
+				pcap = need > 4096 ? need : 4096;
+				if ((plain = rix_malloc(pcap)) == NULL) {
+					pcap = 0;
+					rc = rix_error_set(RIX_ENOMEM, "repo: out of memory for a %zu-byte blob", need);
+					break;
+				}
+			}
+			size_t got = 0;
+			int brc = rix_blob_codec_decode(&got, c, stored + (b->offset - start), b->length, b, plain, pcap);
+			if (brc != 0) {
+				char msg[300];
+				snprintf(msg, sizeof(msg), "%s", rix_error_last());
+				brc = rix_error_set(brc, "repo: pack %s, blob at %u: %s", pack, b->offset, msg);
+				rc = fn(payload, i, brc, NULL, 0);
+			} else {
+				rc = fn(payload, i, 0, plain, got);
+			}
+		}
+	}
+	if (c != NULL)
+		give_codec(r, c);
+	rix_free(stored);
+	rix_free(plain);
+	return rc;
+}

@@ -16,6 +16,7 @@
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "rix/repo.h"
+#include "../common/pool.h"
 #include "repo_internal.h"
 
 /* ---- the repository object ------------------------------------------------------------------ */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build (Release), then rix on a fresh local repository:
 # back up /usr/share/doc, back it up again (nothing new is stored), list the snapshots, print
-# the stats (dedup ratio, index memory), read and verify every byte, let the real restic check
+# the stats (dedup ratio, index memory), restore the latest into a fresh directory and compare
+# it with the source, read and verify every byte, let the real restic check
 # the same repository, and back up the same files with restic on top (it stores nothing new).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,11 @@ echo "== rix backup $src (again: the first snapshot is the parent, no file is re
 $rix -r "$repo" backup "$src"
 echo "== rix snapshots"
 $rix -r "$repo" snapshots
+echo "== rix restore latest:$src into a fresh directory (--verify), compared with the source"
+out=$(mktemp -d /var/tmp/rix-main-restore.XXXXXX)
+$rix -r "$repo" restore "latest:$src" --target "$out" --verify
+diff -r --no-dereference "$src" "$out" && echo "restored: equal to $src"
+rm -rf "$out"
 echo "== rix stats"
 $rix -r "$repo" stats "$@"
 echo "== rix check --read-data"

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <jansson.h>
@@ -345,4 +348,172 @@ void rix_test_free_dir(char *dir)
 {
 	rix_test_remove_tree(dir);
 	free(dir);
+}
+
+/* ---- comparing two trees ------------------------------------------------------------------- */
+
+static int cmp_xattrs(const char *a, const char *b, const char *rel)
+{
+	char la[8192], lb[8192];
+	ssize_t na = llistxattr(a, la, sizeof(la)), nb = llistxattr(b, lb, sizeof(lb));
+	if (na < 0)
+		na = 0;
+	if (nb < 0)
+		nb = 0;
+	int d = 0;
+	for (ssize_t i = 0; i < na; i += (ssize_t)strlen(la + i) + 1) {
+		if (strncmp(la + i, "user.", 5) != 0)
+			continue;
+		char va[4096], vb[4096];
+		ssize_t xa = lgetxattr(a, la + i, va, sizeof(va)), xb = lgetxattr(b, la + i, vb, sizeof(vb));
+		if (xa != xb || (xa > 0 && memcmp(va, vb, (size_t)xa) != 0)) {
+			fprintf(stderr, "compare: %s: xattr %s differs (%zd / %zd bytes)\n", rel, la + i, xa, xb);
+			d++;
+		}
+	}
+	for (ssize_t i = 0; i < nb; i += (ssize_t)strlen(lb + i) + 1)
+		if (strncmp(lb + i, "user.", 5) == 0 && lgetxattr(a, lb + i, NULL, 0) < 0) {
+			fprintf(stderr, "compare: %s: xattr %s only in the copy\n", rel, lb + i);
+			d++;
+		}
+	return d;
+}
+
+static int cmp_content(const char *a, const char *b, const char *rel)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	int d = 0;
+	if (fa == NULL || fb == NULL) {
+		fprintf(stderr, "compare: %s: cannot open\n", rel);
+		d = 1;
+	} else {
+		static char ba[1 << 16], bb[1 << 16];
+		for (;;) {
+			size_t x = fread(ba, 1, sizeof(ba), fa), y = fread(bb, 1, sizeof(bb), fb);
+			if (x != y || memcmp(ba, bb, x) != 0) {
+				fprintf(stderr, "compare: %s: content differs\n", rel);
+				d = 1;
+				break;
+			}
+			if (x == 0)
+				break;
+		}
+	}
+	if (fa != NULL)
+		fclose(fa);
+	if (fb != NULL)
+		fclose(fb);
+	return d;
+}
+
+static int cmp_entry(const char *a, const char *b, const char *rel, unsigned flags, int depth);
+
+static int cmp_dir(const char *a, const char *b, const char *rel, unsigned flags, int depth)
+{
+	int d = 0;
+	DIR *da = opendir(a), *db = opendir(b);
+	if (da == NULL || db == NULL) {
+		fprintf(stderr, "compare: %s: cannot list\n", rel);
+		if (da)
+			closedir(da);
+		if (db)
+			closedir(db);
+		return 1;
+	}
+	for (struct dirent *e; (e = readdir(da)) != NULL;) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		size_t la = strlen(a) + strlen(e->d_name) + 2, lb = strlen(b) + strlen(e->d_name) + 2,
+		       lr = strlen(rel) + strlen(e->d_name) + 2;
+		char *pa = malloc(la), *pb = malloc(lb), *pr = malloc(lr);
+		snprintf(pa, la, "%s/%s", a, e->d_name);
+		snprintf(pb, lb, "%s/%s", b, e->d_name);
+		snprintf(pr, lr, "%s/%s", rel, e->d_name);
+		d += cmp_entry(pa, pb, pr, flags, depth + 1);
+		free(pa);
+		free(pb);
+		free(pr);
+	}
+	for (struct dirent *e; (e = readdir(db)) != NULL;) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		size_t la = strlen(a) + strlen(e->d_name) + 2;
+		char *pa = malloc(la);
+		snprintf(pa, la, "%s/%s", a, e->d_name);
+		struct stat st;
+		if (lstat(pa, &st) != 0) {
+			fprintf(stderr, "compare: %s/%s: only in the copy\n", rel, e->d_name);
+			d++;
+		}
+		free(pa);
+	}
+	closedir(da);
+	closedir(db);
+	return d;
+}
+
+static int cmp_entry(const char *a, const char *b, const char *rel, unsigned flags, int depth)
+{
+	struct stat sa, sb;
+	if (lstat(a, &sa) != 0) {
+		fprintf(stderr, "compare: %s: missing in the original\n", rel);
+		return 1;
+	}
+	if (lstat(b, &sb) != 0) {
+		fprintf(stderr, "compare: %s: missing in the copy\n", rel);
+		return 1;
+	}
+	int d = 0;
+#define CMP(what, x, y)                                                                                        \
+	do {                                                                                                   \
+		if ((x) != (y)) {                                                                              \
+			fprintf(stderr, "compare: %s: %s %lld / %lld\n", rel, what, (long long)(x), (long long)(y)); \
+			d++;                                                                                   \
+		}                                                                                              \
+	} while (0)
+	CMP("type", sa.st_mode & S_IFMT, sb.st_mode & S_IFMT);
+	if (d > 0)
+		return d;
+	if (depth > 0) {
+		if (!S_ISLNK(sa.st_mode))
+			CMP("mode", sa.st_mode & 07777, sb.st_mode & 07777);
+		CMP("uid", sa.st_uid, sb.st_uid);
+		CMP("gid", sa.st_gid, sb.st_gid);
+		if (!(S_ISDIR(sa.st_mode) && (flags & RIX_CMP_NO_DIR_MTIME))) {
+			CMP("mtime", sa.st_mtim.tv_sec, sb.st_mtim.tv_sec);
+			CMP("mtime ns", sa.st_mtim.tv_nsec, sb.st_mtim.tv_nsec);
+		}
+		if (!S_ISDIR(sa.st_mode) && !(flags & RIX_CMP_NO_LINKS))
+			CMP("links", sa.st_nlink, sb.st_nlink);
+		d += cmp_xattrs(a, b, rel);
+	}
+	if (S_ISREG(sa.st_mode)) {
+		CMP("size", sa.st_size, sb.st_size);
+		if (d == 0)
+			d += cmp_content(a, b, rel);
+		if (flags & RIX_CMP_SPARSE)
+			if (sb.st_blocks > sa.st_blocks) {
+				fprintf(stderr, "compare: %s: %lld blocks, the original %lld\n", rel, (long long)sb.st_blocks,
+					(long long)sa.st_blocks);
+				d++;
+			}
+	} else if (S_ISLNK(sa.st_mode)) {
+		static char ta[4096], tb[4096]; /* static: not on the stack of each level */
+		ssize_t x = readlink(a, ta, sizeof(ta)), y = readlink(b, tb, sizeof(tb));
+		if (x != y || x < 0 || memcmp(ta, tb, (size_t)x) != 0) {
+			fprintf(stderr, "compare: %s: link target differs\n", rel);
+			d++;
+		}
+	} else if (S_ISCHR(sa.st_mode) || S_ISBLK(sa.st_mode)) {
+		CMP("device", sa.st_rdev, sb.st_rdev);
+	} else if (S_ISDIR(sa.st_mode)) {
+		d += cmp_dir(a, b, rel, flags, depth);
+	}
+#undef CMP
+	return d;
+}
+
+int rix_test_compare_trees(const char *a, const char *b, unsigned flags)
+{
+	return cmp_entry(a, b, "", flags, 0);
 }

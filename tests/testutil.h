@@ -121,6 +121,19 @@ void rix_test_restic_cat_config_equals(const char *dir, const char *password, co
 				       size_t want_len);
 
 /*
+ * Compares the trees under directories a and b (not a and b themselves), entry by entry with
+ * lstat: type, permission bits (setuid, setgid, sticky too), uid, gid, mtime to the nanosecond,
+ * size, content (files, byte by byte), symlink targets, link counts, device numbers, and the
+ * extended attributes of the user namespace. With RIX_CMP_SPARSE, a file of b may not take more
+ * blocks than its twin in a. Every difference is printed on stderr (with the path from a).
+ * @return how many differences there were.
+ */
+#define RIX_CMP_SPARSE 1u
+#define RIX_CMP_NO_DIR_MTIME 2u /* the directories' mtimes are not compared */
+#define RIX_CMP_NO_LINKS 4u     /* link counts are not compared (a part of a tree restored) */
+int rix_test_compare_trees(const char *a, const char *b, unsigned flags);
+
+/*
  * In a cmocka test: evaluates expr (a rix call returning 0 or RIX_E*) and fails the test with
  * the call, the code and rix's message unless it returned 0.
  */

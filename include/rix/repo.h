@@ -188,6 +188,35 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_load_blob(uint8_t **out, size_t *n, rix_re
 RIX_EXPORT RIX_NODISCARD int rix_repo_load_blob_into(size_t *n, rix_repo *r, rix_blob_type t, const rix_id *id,
 						     uint8_t *buf, size_t cap);
 
+/*
+ * Called by rix_repo_load_pack_blobs for blob i of its list: code 0 and its plaintext
+ * data[0..n) (borrowed for the call; MAC, decompression and SHA-256 verified), or code < 0 (the
+ * blob could not be read or does not verify: rix_error_last() says why, naming the pack) and no
+ * data. Return 0 to go on; anything else stops the call, which returns it.
+ */
+typedef int (*rix_repo_blob_fn)(void *payload, size_t i, int code, const uint8_t *data, size_t n);
+
+/*
+ * Largest gap between two wanted blobs of a pack that rix_repo_load_pack_blobs reads through
+ * rather than starting another read, and the most one read takes.
+ */
+#define RIX_REPO_PACK_READ_GAP ((uint64_t)1 << 20)
+#define RIX_REPO_PACK_READ_MAX ((uint64_t)64 << 20)
+
+/*
+ * Reads blobs[0..n) of pack pack_id (offsets, lengths, types, IDs and uncompressed lengths as
+ * the index gives them; offsets increasing, each at most once), each pack byte range once:
+ * blobs less than RIX_REPO_PACK_READ_GAP apart are fetched in one ranged read of the backend
+ * (at most RIX_REPO_PACK_READ_MAX each), then each blob is authenticated, decrypted,
+ * decompressed, its SHA-256 checked, and given to fn, in order. A read that fails (a missing
+ * pack: RIX_ENOTFOUND, "pack ... is missing") is reported to fn for each blob it held, and the
+ * next read is tried. Thread-safe (restore reads several packs at once).
+ * @return 0; fn's nonzero value; RIX_EINVAL (offsets not increasing, a blob over RIX_BLOB_MAX);
+ * RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_repo_load_pack_blobs(rix_repo *r, const rix_id *pack_id, const rix_blob *blobs,
+						      size_t n, rix_repo_blob_fn fn, void *payload);
+
 /* ---- files ------------------------------------------------------------------------------------ */
 
 /* Largest unpacked file rix_repo_read_file reads. */

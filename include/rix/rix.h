@@ -27,4 +27,6 @@
 #include "rix/tree.h"
 #include "rix/archiver.h"
 #include "rix/snapshot.h"
+#include "rix/pattern.h"
+#include "rix/restorer.h"
 #endif

@@ -1,0 +1,1658 @@
+/*
+ * backup/restorer.c — rix_restore (rix/restorer.h): a snapshot's trees back into a directory,
+ * each pack read once, nothing written outside the target.
+ *
+ * How it works:
+ *   1. The walk (the calling thread): trees depth first with an explicit stack of frames (a
+ *      decoded tree, the next node, the directory's path relative to the target, an open fd for
+ *      the first FD_DEPTH levels). Directories are made as they are entered (mode 0700 until the
+ *      end), symlinks, FIFOs, devices and hard links at once, each regular file empty at its size
+ *      (O_CREAT | O_EXCL | O_NOFOLLOW after unlinking what was there). Every (file, offset, blob)
+ *      goes into the plan with the blob's place from the master index.
+ *   2. A batch, when the plan passes opt.memory or the walk ends: the plan is sorted by (pack,
+ *      offset); workers take a pack at a time, rix_repo_load_pack_blobs reads it in few ranged
+ *      reads and checks each blob once, and every (file, offset) that needs the blob gets it
+ *      with pwrite (files opened beneath the target, a few kept open per worker). Then each
+ *      file of the batch: verified (opt.verify), its metadata set.
+ *   3. The end: the directories' metadata, children before parents (the post-order of the walk).
+ *
+ * Paths: rel is "a/b/c" from the target, loc is "/a/b/c" (what messages and patterns see).
+ * Every open below the target goes through open_beneath or a frame's fd; no path is ever
+ * resolved through a symlink.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#define HAVE_OPENAT2 1
+#endif
+#endif
+
+#include "rix/alloc.h"
+#include "rix/crypto.h"
+#include "rix/error.h"
+#include "rix/master_index.h"
+#include "rix/pattern.h"
+#include "rix/repo.h"
+#include "rix/restorer.h"
+#include "rix/tree.h"
+#include "../common/pool.h"
+
+/* Frames up to this depth keep their directory open; deeper ones are opened when needed. */
+#define FD_DEPTH 64
+/* Files each worker keeps open (by file number modulo this). */
+#define FD_CACHE 16
+
+/* ---- metadata ------------------------------------------------------------------------------ */
+
+struct xa {
+	char *name;
+	uint8_t *value;
+	size_t len;
+};
+
+struct meta {
+	uint32_t mode; /* Go FileMode */
+	uint32_t uid, gid;
+	char *user, *group;
+	rix_time mtime, atime;
+	struct xa *xattrs;
+	size_t nxattrs;
+};
+
+static char *dup_n(const char *s, size_t n)
+{
+	char *d = rix_malloc(n + 1);
+	if (d != NULL) {
+		memcpy(d, s, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+static void meta_free(struct meta *m)
+{
+	rix_free(m->user);
+	rix_free(m->group);
+	for (size_t i = 0; i < m->nxattrs; i++) {
+		rix_free(m->xattrs[i].name);
+		rix_free(m->xattrs[i].value);
+	}
+	rix_free(m->xattrs);
+	memset(m, 0, sizeof(*m));
+}
+
+static int meta_copy(struct meta *m, const rix_node *n)
+{
+	memset(m, 0, sizeof(*m));
+	m->mode = n->mode;
+	m->uid = n->uid;
+	m->gid = n->gid;
+	m->mtime = n->mtime;
+	m->atime = n->atime;
+	if ((n->user != NULL && (m->user = dup_n(n->user, strlen(n->user))) == NULL) ||
+	    (n->group != NULL && (m->group = dup_n(n->group, strlen(n->group))) == NULL))
+		goto nomem;
+	if (n->nxattrs > 0) {
+		if ((m->xattrs = rix_calloc(n->nxattrs, sizeof(*m->xattrs))) == NULL)
+			goto nomem;
+		m->nxattrs = n->nxattrs;
+		for (size_t i = 0; i < n->nxattrs; i++) {
+			m->xattrs[i].name = dup_n(n->xattrs[i].name, strlen(n->xattrs[i].name));
+			m->xattrs[i].value = rix_malloc(n->xattrs[i].len ? n->xattrs[i].len : 1);
+			if (m->xattrs[i].name == NULL || m->xattrs[i].value == NULL)
+				goto nomem;
+			memcpy(m->xattrs[i].value, n->xattrs[i].value, n->xattrs[i].len);
+			m->xattrs[i].len = n->xattrs[i].len;
+		}
+	}
+	return 0;
+nomem:
+	meta_free(m);
+	return rix_error_set(RIX_ENOMEM, "restore: out of memory for metadata");
+}
+
+static mode_t perm_of(uint32_t gomode)
+{
+	mode_t p = gomode & 0777;
+	if (gomode & RIX_GOMODE_SETUID)
+		p |= S_ISUID;
+	if (gomode & RIX_GOMODE_SETGID)
+		p |= S_ISGID;
+	if (gomode & RIX_GOMODE_STICKY)
+		p |= S_ISVTX;
+	return p;
+}
+
+static struct timespec ts_of(const rix_time *t)
+{
+	return (struct timespec){ .tv_sec = (time_t)t->sec, .tv_nsec = (long)t->nsec };
+}
+
+/* ---- the restore's state ------------------------------------------------------------------ */
+
+struct rfile {
+	char *rel;
+	struct meta m;
+	uint64_t size;
+	rix_id *content; /* with verify: the blobs, and their sizes */
+	uint32_t *sizes;
+	size_t ncontent;
+	atomic_int failed;
+	bool keep;       /* if-changed: the file there is kept, its metadata restored */
+	bool linked;     /* links > 1: ino and dev name its entry in the hard link table */
+	uint64_t ino, dev;
+	bool existed;    /* "updated" rather than "restored" */
+};
+
+struct ref {
+	rix_id pack;
+	rix_id blob;
+	uint32_t off, len, ulen;
+	uint32_t file;
+	uint64_t at;
+};
+
+struct frame {
+	rix_tree *t;
+	size_t next;
+	char *rel; /* "" for the target */
+	size_t rel_len;
+	int fd;    /* -1: not open (deeper than FD_DEPTH, or not made yet) */
+	bool created, selected;
+	struct meta m;
+};
+
+struct dmeta {
+	char *rel;
+	struct meta m;
+};
+
+struct link_ent {
+	uint64_t ino, dev;
+	char *rel;      /* the first path restored; NULL: an empty slot */
+	bool failed;    /* its content could not be restored */
+	bool done;      /* its batch is over: links made later need no record */
+	char **others;  /* the links made to it since (reported if it fails) */
+	size_t nothers, capothers;
+};
+
+struct rs {
+	rix_repo *r;
+	rix_master_index *mi;
+	rix_restore_options o;
+	int tfd;
+	bool root;
+	struct timespec start;
+	/* plan */
+	struct rfile *files;
+	size_t nfiles, capfiles;
+	struct ref *refs;
+	size_t nrefs, caprefs;
+	uint64_t plan_bytes;
+	/* walk */
+	struct frame *st;
+	size_t depth, capst;
+	struct dmeta *dirs;
+	size_t ndirs, capdirs;
+	struct link_ent *links;
+	size_t nlinks, caplinks;
+	/* batch execution */
+	size_t *jobs; /* start of each pack's refs in refs; njobs + 1 entries */
+	size_t njobs;
+	atomic_size_t next_job;
+	/* counts */
+	_Atomic uint64_t files_total, files_restored, files_skipped, files_deleted;
+	_Atomic uint64_t bytes_total, bytes_restored, bytes_skipped, errors, verified, packs;
+	uint64_t batches;
+	atomic_bool nomem; /* an allocation failed somewhere: the restore returns RIX_ENOMEM */
+	bool xattr_warned;
+	pthread_mutex_t cb; /* one callback at a time */
+	/* progress thread */
+	pthread_t pt;
+	bool pt_running, pt_stop;
+	pthread_mutex_t pmu;
+	pthread_cond_t pcv;
+};
+
+static double elapsed(const struct rs *s)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - s->start.tv_sec) + (double)(now.tv_nsec - s->start.tv_nsec) / 1e9;
+}
+
+/* "/" + rel into buf (messages). */
+static const char *loc_of(char *buf, size_t cap, const char *rel)
+{
+	snprintf(buf, cap, "/%s", rel);
+	return buf;
+}
+
+static void report(struct rs *s, const char *rel, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void report(struct rs *s, const char *rel, const char *fmt, ...)
+{
+	char msg[1024], loc[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	atomic_fetch_add(&s->errors, 1);
+	if (s->o.error != NULL) {
+		pthread_mutex_lock(&s->cb);
+		s->o.error(s->o.payload, loc_of(loc, sizeof(loc), rel), msg);
+		pthread_mutex_unlock(&s->cb);
+	}
+}
+
+static void warn(struct rs *s, const char *rel, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void warn(struct rs *s, const char *rel, const char *fmt, ...)
+{
+	char msg[1024], loc[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (s->o.warn != NULL) {
+		pthread_mutex_lock(&s->cb);
+		s->o.warn(s->o.payload, loc_of(loc, sizeof(loc), rel), msg);
+		pthread_mutex_unlock(&s->cb);
+	}
+}
+
+static void item(struct rs *s, const char *action, const char *rel, bool file, uint64_t size)
+{
+	char loc[8192];
+	if (s->o.item != NULL) {
+		pthread_mutex_lock(&s->cb);
+		s->o.item(s->o.payload, action, loc_of(loc, sizeof(loc), rel), file, size);
+		pthread_mutex_unlock(&s->cb);
+	}
+}
+
+/* Grows *v (of *cap elements of size sz) to hold n + 1. */
+static int grow(void **v, size_t *cap, size_t n, size_t sz)
+{
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : 16;
+	void *w = rix_realloc(*v, nc * sz);
+	if (w == NULL)
+		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
+	*v = w;
+	*cap = nc;
+	return 0;
+}
+
+static bool valid_name(const char *name, size_t n)
+{
+	if (n == 0 || (n == 1 && name[0] == '.') || (n == 2 && name[0] == '.' && name[1] == '.'))
+		return false;
+	return memchr(name, '/', n) == NULL && memchr(name, '\0', n) == NULL;
+}
+
+/* ---- opening beneath the target ------------------------------------------------------------ */
+
+/*
+ * rel (relative to the target) opened with flags, never through a symlink: openat2 with
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS when the kernel has it, else one component at a time
+ * with O_NOFOLLOW. -1 with errno on failure.
+ */
+static int open_beneath(const struct rs *s, const char *rel, int flags)
+{
+	flags |= O_NOFOLLOW | O_CLOEXEC;
+#ifdef HAVE_OPENAT2
+	struct open_how how = { .flags = (uint64_t)flags,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	long fd = syscall(SYS_openat2, s->tfd, rel, &how, sizeof(how));
+	if (fd >= 0)
+		return (int)fd;
+	if (errno != ENOSYS && errno != ENAMETOOLONG && errno != EAGAIN && errno != EXDEV)
+		return -1;
+#endif
+	int dfd = s->tfd;
+	const char *p = rel;
+	for (;;) {
+		const char *slash = strchr(p, '/');
+		if (slash == NULL)
+			break;
+		char comp[256];
+		size_t n = (size_t)(slash - p);
+		if (n == 0 || n >= sizeof(comp)) {
+			if (dfd != s->tfd)
+				close(dfd);
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		int nfd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		if (dfd != s->tfd)
+			close(dfd);
+		if (nfd < 0) {
+			errno = e;
+			return -1;
+		}
+		dfd = nfd;
+		p = slash + 1;
+	}
+	int fd2 = openat(dfd, p, flags);
+	int e = errno;
+	if (dfd != s->tfd)
+		close(dfd);
+	errno = e;
+	return fd2;
+}
+
+/* ---- metadata setting ------------------------------------------------------------------------ */
+
+static bool owner_of(const struct rs *s, const struct meta *m, uid_t *uid, gid_t *gid)
+{
+	*uid = m->uid;
+	*gid = m->gid;
+	if (s->o.ownership_by_name) {
+		char buf[4096];
+		struct passwd pw, *pp = NULL;
+		struct group gr, *gp = NULL;
+		if (m->user != NULL && m->user[0] && getpwnam_r(m->user, &pw, buf, sizeof(buf), &pp) == 0 && pp != NULL)
+			*uid = pp->pw_uid;
+		if (m->group != NULL && m->group[0] && getgrnam_r(m->group, &gr, buf, sizeof(buf), &gp) == 0 && gp != NULL)
+			*gid = gp->gr_gid;
+	}
+	return s->root;
+}
+
+static void xattr_failed(struct rs *s, const char *rel, const char *name, int e)
+{
+	if (e == ENOTSUP || e == EPERM || e == EACCES) {
+		if (!s->xattr_warned || e != ENOTSUP)
+			warn(s, rel, "extended attribute %s not restored: %s", name, strerror(e));
+		if (e == ENOTSUP)
+			s->xattr_warned = true; /* once: the file system takes none */
+		return;
+	}
+	report(s, rel, "extended attribute %s: %s", name, strerror(e));
+}
+
+/* Ownership, mode, xattrs and times of an open regular file or directory. */
+static void meta_fd(struct rs *s, int fd, const struct meta *m, const char *rel)
+{
+	uid_t uid;
+	gid_t gid;
+	if (owner_of(s, m, &uid, &gid) && fchown(fd, uid, gid) != 0)
+		report(s, rel, "chown: %s", strerror(errno));
+	if (fchmod(fd, perm_of(m->mode)) != 0)
+		report(s, rel, "chmod: %s", strerror(errno));
+	for (size_t i = 0; i < m->nxattrs; i++)
+		if (fsetxattr(fd, m->xattrs[i].name, m->xattrs[i].value, m->xattrs[i].len, 0) != 0)
+			xattr_failed(s, rel, m->xattrs[i].name, errno);
+	struct timespec ts[2] = { ts_of(&m->atime), ts_of(&m->mtime) };
+	if (futimens(fd, ts) != 0)
+		report(s, rel, "set times: %s", strerror(errno));
+}
+
+/* The same for an entry that is not opened (symlink, FIFO, device): through its directory. */
+static void meta_at(struct rs *s, int pfd, const char *name, const struct meta *m, const char *rel, bool symlink)
+{
+	uid_t uid;
+	gid_t gid;
+	if (owner_of(s, m, &uid, &gid) && fchownat(pfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
+		report(s, rel, "lchown: %s", strerror(errno));
+	if (!symlink && fchmodat(pfd, name, perm_of(m->mode), AT_SYMLINK_NOFOLLOW) != 0 && errno != EOPNOTSUPP)
+		report(s, rel, "chmod: %s", strerror(errno));
+	if (m->nxattrs > 0) {
+		char path[4096];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", pfd, name);
+		for (size_t i = 0; i < m->nxattrs; i++)
+			if (lsetxattr(path, m->xattrs[i].name, m->xattrs[i].value, m->xattrs[i].len, 0) != 0)
+				xattr_failed(s, rel, m->xattrs[i].name, errno);
+	}
+	struct timespec ts[2] = { ts_of(&m->atime), ts_of(&m->mtime) };
+	if (utimensat(pfd, name, ts, AT_SYMLINK_NOFOLLOW) != 0)
+		report(s, rel, "set times: %s", strerror(errno));
+}
+
+/* ---- selection ----------------------------------------------------------------------------- */
+
+static bool any_match(bool *child, const char *const *pats, size_t n, const char *loc, bool icase)
+{
+	bool m = false;
+	for (size_t i = 0; i < n; i++) {
+		bool c = false;
+		m |= rix_pattern_match(&c, pats[i], loc, icase);
+		if (child != NULL)
+			*child |= c;
+	}
+	return m;
+}
+
+/* restic's SelectFilter: whether loc is restored, and whether something under it may be. */
+static bool selected(const struct rs *s, const char *loc, bool dir, bool *child)
+{
+	const rix_restore_options *o = &s->o;
+	if (o->nincludes + o->niincludes > 0) {
+		bool c = false;
+		bool m = any_match(&c, o->includes, o->nincludes, loc, false) |
+			 any_match(&c, o->iincludes, o->niincludes, loc, true);
+		*child = c && dir;
+		return m;
+	}
+	bool m = any_match(NULL, o->excludes, o->nexcludes, loc, false) || any_match(NULL, o->iexcludes, o->niexcludes, loc, true);
+	*child = !m && dir;
+	return !m;
+}
+
+/* ---- the walk's frames ----------------------------------------------------------------------- */
+
+static int mkdir_here(struct rs *s, int pfd, const char *name, const char *rel)
+{
+	if (mkdirat(pfd, name, 0700) == 0)
+		return 0;
+	if (errno != EEXIST) {
+		report(s, rel, "mkdir: %s", strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	/* something else is there (a symlink, perhaps to outside): replaced, never followed */
+	if (s->o.overwrite == RIX_OVERWRITE_NEVER || s->o.overwrite == RIX_OVERWRITE_IF_NEWER) {
+		report(s, rel, "not a directory in the target, and --overwrite keeps it");
+		return -1;
+	}
+	if (unlinkat(pfd, name, 0) != 0 || mkdirat(pfd, name, 0700) != 0) {
+		report(s, rel, "replacing a non-directory: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The name of frame d (its last component). */
+static const char *frame_name(const struct frame *f)
+{
+	const char *slash = strrchr(f->rel, '/');
+	return slash != NULL ? slash + 1 : f->rel;
+}
+
+/*
+ * The directory of frame d, made (with its unmade ancestors) if it is not yet: an fd the caller
+ * closes when *owned. -1 when it cannot be made or opened (reported).
+ */
+static int frame_fd(struct rs *s, size_t d, bool *owned)
+{
+	*owned = false;
+	size_t k = d;
+	while (k > 0 && !(s->st[k].created && s->st[k].fd >= 0))
+		k--;
+	int fd = k == 0 ? s->tfd : s->st[k].fd;
+	bool own = false;
+	for (size_t i = k + 1; i <= d; i++) {
+		struct frame *f = &s->st[i];
+		const char *name = frame_name(f);
+		if (!f->created) {
+			if (mkdir_here(s, fd, name, f->rel) != 0)
+				goto fail;
+			f->created = true;
+		}
+		int nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0) {
+			report(s, f->rel, "open directory: %s", strerror(errno));
+			goto fail;
+		}
+		if (own)
+			close(fd);
+		if (i < FD_DEPTH) {
+			f->fd = nfd;
+			own = false;
+		} else {
+			own = true;
+		}
+		fd = nfd;
+	}
+	*owned = own;
+	return fd;
+fail:
+	if (own)
+		close(fd);
+	return -1;
+}
+
+/* ---- hard links ------------------------------------------------------------------------------ */
+
+static uint64_t link_hash(uint64_t ino, uint64_t dev)
+{
+	uint64_t h = ino * 0x9E3779B97F4A7C15ull ^ (dev + 0x632BE59BD9B4E019ull);
+	return h ^ (h >> 29);
+}
+
+/* The entry of (ino, dev) (*first), or NULL after recording rel as its first path. */
+static int link_find_or_add(struct rs *s, uint64_t ino, uint64_t dev, const char *rel, struct link_ent **first)
+{
+	*first = NULL;
+	if (2 * (s->nlinks + 1) > s->caplinks) {
+		size_t nc = s->caplinks ? s->caplinks * 2 : 64;
+		struct link_ent *t = rix_calloc(nc, sizeof(*t));
+		if (t == NULL)
+			return rix_error_set(RIX_ENOMEM, "restore: out of memory for hard links");
+		for (size_t i = 0; i < s->caplinks; i++) {
+			if (s->links[i].rel == NULL)
+				continue;
+			size_t j = link_hash(s->links[i].ino, s->links[i].dev) & (nc - 1);
+			while (t[j].rel != NULL)
+				j = (j + 1) & (nc - 1);
+			t[j] = s->links[i];
+		}
+		rix_free(s->links);
+		s->links = t;
+		s->caplinks = nc;
+	}
+	size_t j = link_hash(ino, dev) & (s->caplinks - 1);
+	while (s->links[j].rel != NULL) {
+		if (s->links[j].ino == ino && s->links[j].dev == dev) {
+			*first = &s->links[j];
+			return 0;
+		}
+		j = (j + 1) & (s->caplinks - 1);
+	}
+	if ((s->links[j].rel = dup_n(rel, strlen(rel))) == NULL)
+		return rix_error_set(RIX_ENOMEM, "restore: out of memory for hard links");
+	s->links[j].ino = ino;
+	s->links[j].dev = dev;
+	s->nlinks++;
+	return 0;
+}
+
+static struct link_ent *link_find(struct rs *s, uint64_t ino, uint64_t dev)
+{
+	if (s->caplinks == 0)
+		return NULL;
+	for (size_t j = link_hash(ino, dev) & (s->caplinks - 1); s->links[j].rel != NULL; j = (j + 1) & (s->caplinks - 1))
+		if (s->links[j].ino == ino && s->links[j].dev == dev)
+			return &s->links[j];
+	return NULL;
+}
+
+/* ---- the batch: read packs, write files ------------------------------------------------------ */
+
+struct worker {
+	struct rs *s;
+	size_t job;               /* refs[first..end) of one pack */
+	size_t first, end;
+	size_t *uniq;             /* start in refs of each distinct blob of the pack */
+	size_t nuniq, capuniq;
+	rix_blob *blobs;
+	size_t capblobs;
+	int fd[FD_CACHE];
+	uint32_t fdfile[FD_CACHE];
+};
+
+static void fail_file(struct rs *s, uint32_t f, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail_file(struct rs *s, uint32_t f, const char *fmt, ...)
+{
+	if (rix_error_last_code() == RIX_ENOMEM)
+		atomic_store(&s->nomem, true);
+	if (atomic_exchange(&s->files[f].failed, 1) != 0)
+		return; /* reported once */
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	report(s, s->files[f].rel, "%s", msg);
+}
+
+static int worker_fd(struct worker *w, uint32_t f)
+{
+	size_t k = f % FD_CACHE;
+	if (w->fd[k] >= 0 && w->fdfile[k] == f)
+		return w->fd[k];
+	if (w->fd[k] >= 0)
+		close(w->fd[k]);
+	w->fd[k] = open_beneath(w->s, w->s->files[f].rel, O_WRONLY);
+	w->fdfile[k] = f;
+	return w->fd[k];
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* data[0..n) at off of fd; with sparse, 4 KiB blocks of zeros are left as holes. */
+static int write_at(int fd, const uint8_t *data, size_t n, uint64_t off, bool sparse)
+{
+	size_t i = 0;
+	while (i < n) {
+		size_t len = n - i;
+		if (sparse) {
+			/* one run of blocks that are zero, or not, up to the next 4 KiB boundary each */
+			size_t blk = 4096 - (size_t)((off + i) % 4096);
+			if (blk > len)
+				blk = len;
+			bool z = all_zero(data + i, blk);
+			len = blk;
+			while (i + len < n) {
+				size_t b2 = n - i - len < 4096 ? n - i - len : 4096;
+				if (all_zero(data + i + len, b2) != z)
+					break;
+				len += b2;
+			}
+			if (z) {
+				i += len;
+				continue;
+			}
+		}
+		ssize_t w = pwrite(fd, data + i, len, (off_t)(off + i));
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		i += (size_t)w;
+	}
+	return 0;
+}
+
+static int on_blob(void *payload, size_t i, int code, const uint8_t *data, size_t n)
+{
+	struct worker *w = payload;
+	struct rs *s = w->s;
+	size_t a = w->uniq[i], b = i + 1 < w->nuniq ? w->uniq[i + 1] : w->end;
+	for (size_t k = a; k < b; k++) {
+		const struct ref *rf = &s->refs[k];
+		if (code != 0) {
+			if (code == RIX_ENOMEM)
+				atomic_store(&s->nomem, true);
+			fail_file(s, rf->file, "%s", rix_error_last());
+			continue;
+		}
+		if (atomic_load(&s->files[rf->file].failed))
+			continue;
+		int fd = worker_fd(w, rf->file);
+		if (fd < 0) {
+			fail_file(s, rf->file, "open: %s", strerror(errno));
+			continue;
+		}
+		if (write_at(fd, data, n, rf->at, s->o.sparse) != 0) {
+			fail_file(s, rf->file, "write: %s", strerror(errno));
+			continue;
+		}
+		atomic_fetch_add(&s->bytes_restored, n);
+	}
+	return 0;
+}
+
+static int ref_cmp(const void *x, const void *y)
+{
+	const struct ref *a = x, *b = y;
+	int c = memcmp(a->pack.b, b->pack.b, RIX_ID_SIZE);
+	if (c != 0)
+		return c;
+	if (a->off != b->off)
+		return a->off < b->off ? -1 : 1;
+	if (a->file != b->file)
+		return a->file < b->file ? -1 : 1;
+	return (a->at > b->at) - (a->at < b->at);
+}
+
+static void *batch_worker(void *arg)
+{
+	struct worker w = { .s = arg };
+	struct rs *s = w.s;
+	for (size_t k = 0; k < FD_CACHE; k++)
+		w.fd[k] = -1;
+	for (;;) {
+		size_t j = atomic_fetch_add(&s->next_job, 1);
+		if (j >= s->njobs)
+			break;
+		w.first = s->jobs[j];
+		w.end = s->jobs[j + 1];
+		w.nuniq = 0;
+		bool nomem = false;
+		for (size_t k = w.first; k < w.end; k++) {
+			if (k > w.first && s->refs[k].off == s->refs[k - 1].off)
+				continue;
+			if (grow((void **)&w.uniq, &w.capuniq, w.nuniq, sizeof(*w.uniq)) != 0 ||
+			    grow((void **)&w.blobs, &w.capblobs, w.nuniq, sizeof(*w.blobs)) != 0) {
+				nomem = true;
+				break;
+			}
+			const struct ref *rf = &s->refs[k];
+			w.uniq[w.nuniq] = k;
+			w.blobs[w.nuniq++] = (rix_blob){ .id = rf->blob, .type = RIX_BLOB_DATA, .offset = rf->off,
+							 .length = rf->len, .uncompressed_length = rf->ulen };
+		}
+		int rc = nomem ? RIX_ENOMEM
+			       : rix_repo_load_pack_blobs(s->r, &s->refs[w.first].pack, w.blobs, w.nuniq, on_blob, &w);
+		if (rc == RIX_ENOMEM)
+			atomic_store(&s->nomem, true);
+		if (rc != 0)
+			for (size_t k = w.first; k < w.end; k++)
+				fail_file(s, s->refs[k].file, "%s", rix_error_last());
+		atomic_fetch_add(&s->packs, 1);
+	}
+	for (size_t k = 0; k < FD_CACHE; k++)
+		if (w.fd[k] >= 0)
+			close(w.fd[k]);
+	rix_free(w.uniq);
+	rix_free(w.blobs);
+	return NULL;
+}
+
+/* Rereads file f: each blob's bytes must hash to its ID. */
+static void verify_file(struct rs *s, struct rfile *f)
+{
+	int fd = open_beneath(s, f->rel, O_RDONLY);
+	if (fd < 0) {
+		report(s, f->rel, "verify: %s", strerror(errno));
+		return;
+	}
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	uint64_t off = 0;
+	bool bad = false;
+	for (size_t i = 0; i < f->ncontent && !bad; i++) {
+		size_t n = f->sizes[i];
+		if (cap < n) {
+			rix_free(buf);
+			cap = n;
+			if ((buf = rix_malloc(cap ? cap : 1)) == NULL) {
+				cap = 0;
+				atomic_store(&s->nomem, true);
+				report(s, f->rel, "verify: out of memory");
+				bad = true;
+				break;
+			}
+		}
+		ssize_t got = n > 0 ? pread(fd, buf, n, (off_t)off) : 0;
+		rix_id id;
+		rix_sha256(&id, buf, got > 0 ? (size_t)got : 0);
+		if (got != (ssize_t)n || memcmp(&id, &f->content[i], sizeof(id)) != 0) {
+			report(s, f->rel, "verify: the content at offset %llu is not what the snapshot holds",
+			       (unsigned long long)off);
+			bad = true;
+		}
+		off += n;
+	}
+	struct stat st;
+	if (!bad && fstat(fd, &st) == 0 && (uint64_t)st.st_size != off) {
+		report(s, f->rel, "verify: the file has %lld bytes, the snapshot %llu", (long long)st.st_size,
+		       (unsigned long long)off);
+		bad = true;
+	}
+	if (!bad)
+		atomic_fetch_add(&s->verified, 1);
+	rix_free(buf);
+	close(fd);
+}
+
+/* Carries out the plan of the files walked so far, then forgets it. */
+static int run_batch(struct rs *s)
+{
+	if (s->nfiles == 0)
+		return 0;
+	s->batches++;
+	int rc = 0;
+	if (s->nrefs > 0) {
+		qsort(s->refs, s->nrefs, sizeof(*s->refs), ref_cmp);
+		/* one job per pack */
+		size_t nj = 0;
+		for (size_t k = 0; k < s->nrefs; k++)
+			nj += k == 0 || memcmp(&s->refs[k].pack, &s->refs[k - 1].pack, sizeof(rix_id)) != 0;
+		s->jobs = rix_malloc((nj + 1) * sizeof(*s->jobs));
+		if (s->jobs == NULL) { /* nothing written: the files are failed and freed below */
+			rc = rix_error_set(RIX_ENOMEM, "restore: out of memory for %zu packs", nj);
+			atomic_store(&s->nomem, true);
+			for (size_t i = 0; i < s->nfiles; i++)
+				atomic_store(&s->files[i].failed, 1);
+		}
+	}
+	if (s->nrefs > 0 && s->jobs != NULL) {
+		s->njobs = 0;
+		for (size_t k = 0; k < s->nrefs; k++)
+			if (k == 0 || memcmp(&s->refs[k].pack, &s->refs[k - 1].pack, sizeof(rix_id)) != 0)
+				s->jobs[s->njobs++] = k;
+		s->jobs[s->njobs] = s->nrefs;
+		atomic_store(&s->next_job, 0);
+		unsigned want = s->o.workers ? s->o.workers : rix_repo_workers(s->r);
+		rix__pool_run(rix__pool_size(want, s->njobs < 64 ? (unsigned)s->njobs : 64), batch_worker, s);
+		rix_free(s->jobs);
+		s->jobs = NULL;
+	}
+	for (size_t i = 0; i < s->nfiles; i++) {
+		struct rfile *f = &s->files[i];
+		struct link_ent *le = f->linked ? link_find(s, f->ino, f->dev) : NULL;
+		if (le != NULL && atomic_load(&f->failed)) { /* its links share the damage */
+			le->failed = true;
+			for (size_t k = 0; k < le->nothers; k++) {
+				report(s, le->others[k], "hard link to /%s, whose content could not be restored", f->rel);
+				atomic_fetch_sub(&s->files_restored, 1);
+			}
+		}
+		if (le != NULL) {
+			le->done = true;
+			for (size_t k = 0; k < le->nothers; k++)
+				rix_free(le->others[k]);
+			rix_free(le->others);
+			le->others = NULL;
+			le->nothers = le->capothers = 0;
+		}
+		if (!atomic_load(&f->failed)) {
+			if (s->o.verify && !f->keep)
+				verify_file(s, f);
+			int fd = open_beneath(s, f->rel, O_RDONLY);
+			if (fd < 0) {
+				report(s, f->rel, "open: %s", strerror(errno));
+			} else {
+				meta_fd(s, fd, &f->m, f->rel);
+				close(fd);
+			}
+			if (!f->keep) {
+				atomic_fetch_add(&s->files_restored, 1);
+				item(s, f->existed ? "updated" : "restored", f->rel, true, f->size);
+			} else {
+				item(s, "unchanged", f->rel, true, f->size);
+			}
+		}
+		rix_free(f->rel);
+		rix_free(f->content);
+		rix_free(f->sizes);
+		meta_free(&f->m);
+	}
+	s->nfiles = 0;
+	s->nrefs = 0;
+	s->plan_bytes = 0;
+	return rc;
+}
+
+/* ---- entries ----------------------------------------------------------------------------------- */
+
+/*
+ * What to do with an entry the target may have at pfd/name: 1 make it (what was there, not a
+ * directory, is unlinked), 0 keep it (counted skipped), -1 an error (reported). *existed says
+ * whether something was there; *keep (files, if-changed) that the file is kept as it is but its
+ * metadata restored.
+ */
+static int replace_entry(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel, bool *existed,
+			 bool *keep)
+{
+	*existed = false;
+	if (keep != NULL)
+		*keep = false;
+	struct stat st;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		if (errno == ENOENT)
+			return 1;
+		report(s, rel, "lstat: %s", strerror(errno));
+		return -1;
+	}
+	*existed = true;
+	rix_time cur = { .sec = st.st_mtim.tv_sec, .nsec = (uint32_t)st.st_mtim.tv_nsec };
+	switch (s->o.overwrite) {
+	case RIX_OVERWRITE_NEVER:
+		return 0;
+	case RIX_OVERWRITE_IF_NEWER:
+		if (rix_time_cmp(&n->mtime, &cur) <= 0)
+			return 0;
+		break;
+	case RIX_OVERWRITE_IF_CHANGED:
+		if (keep != NULL && S_ISREG(st.st_mode) && (uint64_t)st.st_size == n->size && rix_time_cmp(&n->mtime, &cur) == 0) {
+			*keep = true;
+			return 0;
+		}
+		break;
+	default:
+		break;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		report(s, rel, "a directory is in the way");
+		return -1;
+	}
+	if (unlinkat(pfd, name, 0) != 0) {
+		report(s, rel, "remove what was there: %s", strerror(errno));
+		return -1;
+	}
+	return 1;
+}
+
+static void skipped(struct rs *s, uint64_t size)
+{
+	atomic_fetch_add(&s->files_skipped, 1);
+	atomic_fetch_add(&s->bytes_skipped, size);
+}
+
+static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel)
+{
+	atomic_fetch_add(&s->files_total, 1);
+	atomic_fetch_add(&s->bytes_total, n->size);
+	/* a hard link to a file restored before */
+	if (n->links > 1) {
+		struct link_ent *le;
+		int rc = link_find_or_add(s, n->inode, n->device_id, rel, &le);
+		if (rc != 0)
+			return rc;
+		if (le != NULL) {
+			const char *first = le->rel;
+			atomic_fetch_sub(&s->bytes_total, n->size);
+			if (s->o.dry_run) {
+				atomic_fetch_add(&s->files_restored, 1);
+				return 0;
+			}
+			bool existed;
+			int what = replace_entry(s, pfd, name, n, rel, &existed, NULL);
+			if (what == 0)
+				skipped(s, 0);
+			if (what != 1)
+				return 0;
+			char *slash = strrchr(first, '/');
+			int ffd = s->tfd;
+			if (slash != NULL) {
+				char *dir = dup_n(first, (size_t)(slash - first));
+				if (dir == NULL)
+					return rix_error_set(RIX_ENOMEM, "restore: out of memory");
+				ffd = open_beneath(s, dir, O_RDONLY | O_DIRECTORY);
+				rix_free(dir);
+			}
+			if (ffd < 0 || linkat(ffd, slash ? slash + 1 : first, pfd, name, 0) != 0) {
+				report(s, rel, "hard link to /%s: %s", first, strerror(errno));
+			} else if (le->failed) {
+				report(s, rel, "hard link to /%s, whose content could not be restored", first);
+			} else if (le->done) {
+				atomic_fetch_add(&s->files_restored, 1);
+				item(s, "restored", rel, false, 0);
+			} else {
+				/* told when the first fails later in its batch */
+				char *copy = dup_n(rel, strlen(rel));
+				if (copy != NULL && grow((void **)&le->others, &le->capothers, le->nothers, sizeof(char *)) == 0) {
+					le->others[le->nothers++] = copy;
+				} else {
+					rix_free(copy);
+					atomic_store(&s->nomem, true);
+				}
+				atomic_fetch_add(&s->files_restored, 1);
+				item(s, "restored", rel, false, 0);
+			}
+			if (ffd >= 0 && ffd != s->tfd)
+				close(ffd);
+			return 0;
+		}
+	}
+	/* its blobs: where they are, and their sizes */
+	rix_packed_blob pb;
+	bool missing = false;
+	for (size_t i = 0; i < n->content_len; i++)
+		if (rix_master_index_lookup(&pb, s->mi, RIX_BLOB_DATA, &n->content[i]) != 0) {
+			char hex[65];
+			rix_id_to_hex(hex, &n->content[i]);
+			report(s, rel, "data blob %s is not in the index", hex);
+			missing = true;
+			break;
+		}
+	if (s->o.dry_run) {
+		if (!missing) {
+			atomic_fetch_add(&s->files_restored, 1);
+			atomic_fetch_add(&s->bytes_restored, n->size);
+		}
+		return 0;
+	}
+	bool existed, keep;
+	int what = replace_entry(s, pfd, name, n, rel, &existed, &keep);
+	if (what < 0)
+		return 0;
+	if (what == 0 && !keep) {
+		skipped(s, n->size);
+		return 0;
+	}
+	if (keep)
+		skipped(s, n->size);
+	if (!keep) {
+		int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			report(s, rel, "create: %s", strerror(errno));
+			return 0;
+		}
+		if (ftruncate(fd, (off_t)n->size) != 0) {
+			report(s, rel, "truncate: %s", strerror(errno));
+			close(fd);
+			return 0;
+		}
+		close(fd);
+		if (missing)
+			return 0;
+	}
+	/* into the plan */
+	int rc = grow((void **)&s->files, &s->capfiles, s->nfiles, sizeof(*s->files));
+	if (rc != 0)
+		return rc;
+	struct rfile *f = &s->files[s->nfiles];
+	memset(f, 0, sizeof(*f));
+	f->size = n->size;
+	f->keep = keep;
+	f->linked = n->links > 1;
+	f->ino = n->inode;
+	f->dev = n->device_id;
+	f->existed = existed;
+	if ((f->rel = dup_n(rel, strlen(rel))) == NULL || meta_copy(&f->m, n) != 0) {
+		rix_free(f->rel);
+		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
+	}
+	if (s->o.verify && !keep && n->content_len > 0) {
+		f->content = rix_malloc(n->content_len * sizeof(*f->content));
+		f->sizes = rix_malloc(n->content_len * sizeof(*f->sizes));
+		if (f->content == NULL || f->sizes == NULL) {
+			rix_free(f->content);
+			rix_free(f->sizes);
+			rix_free(f->rel);
+			meta_free(&f->m);
+			return rix_error_set(RIX_ENOMEM, "restore: out of memory");
+		}
+		memcpy(f->content, n->content, n->content_len * sizeof(*f->content));
+		f->ncontent = n->content_len;
+	}
+	uint32_t fno = (uint32_t)s->nfiles++;
+	s->plan_bytes += sizeof(*f) + strlen(rel) + n->content_len * (sizeof(struct ref) + 36);
+	if (keep)
+		return 0;
+	uint64_t at = 0;
+	for (size_t i = 0; i < n->content_len; i++) {
+		if (rix_master_index_lookup(&pb, s->mi, RIX_BLOB_DATA, &n->content[i]) != 0)
+			continue; /* checked above */
+		if ((rc = grow((void **)&s->refs, &s->caprefs, s->nrefs, sizeof(*s->refs))) != 0)
+			return rc;
+		uint32_t plain = rix_blob_plain_size(pb.length, pb.uncompressed_length);
+		s->refs[s->nrefs++] = (struct ref){ .pack = pb.pack_id, .blob = pb.id, .off = pb.offset, .len = pb.length,
+						    .ulen = pb.uncompressed_length, .file = fno, .at = at };
+		if (f->sizes != NULL)
+			f->sizes[i] = plain;
+		at += plain;
+	}
+	if (s->plan_bytes >= (s->o.memory ? s->o.memory : RIX_RESTORE_MEMORY_DEFAULT))
+		return run_batch(s);
+	return 0;
+}
+
+static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel)
+{
+	atomic_fetch_add(&s->files_total, 1);
+	if (n->linktarget == NULL || memchr(n->linktarget, '\0', n->linktarget_len) != NULL || n->linktarget_len >= 65536) {
+		report(s, rel, "a symlink target that no file system can hold");
+		return;
+	}
+	if (s->o.dry_run) {
+		atomic_fetch_add(&s->files_restored, 1);
+		return;
+	}
+	bool existed;
+	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL);
+	if (what == 0)
+		skipped(s, 0);
+	if (what != 1)
+		return;
+	char *t = dup_n(n->linktarget, n->linktarget_len);
+	if (t == NULL) {
+		atomic_store(&s->nomem, true);
+		report(s, rel, "out of memory");
+		return;
+	}
+	if (symlinkat(t, pfd, name) != 0) {
+		report(s, rel, "symlink: %s", strerror(errno));
+	} else {
+		struct meta m;
+		if (meta_copy(&m, n) == 0) {
+			meta_at(s, pfd, name, &m, rel, true);
+			meta_free(&m);
+		} else {
+			atomic_store(&s->nomem, true);
+		}
+		atomic_fetch_add(&s->files_restored, 1);
+		item(s, "restored", rel, false, 0);
+	}
+	rix_free(t);
+}
+
+static void add_special(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel)
+{
+	if (n->type == RIX_NODE_SOCKET)
+		return; /* restic does not restore sockets */
+	atomic_fetch_add(&s->files_total, 1);
+	mode_t type = n->type == RIX_NODE_FIFO ? S_IFIFO : n->type == RIX_NODE_CHARDEV ? S_IFCHR : S_IFBLK;
+	if (type != S_IFIFO && !s->root && !s->o.dry_run) {
+		report(s, rel, "a device node is only restored by root");
+		return;
+	}
+	if (s->o.dry_run) {
+		atomic_fetch_add(&s->files_restored, 1);
+		return;
+	}
+	bool existed;
+	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL);
+	if (what == 0)
+		skipped(s, 0);
+	if (what != 1)
+		return;
+	if (mknodat(pfd, name, type | 0600, (dev_t)n->device) != 0) {
+		report(s, rel, "mknod: %s", strerror(errno));
+		return;
+	}
+	struct meta m;
+	if (meta_copy(&m, n) == 0) {
+		meta_at(s, pfd, name, &m, rel, false);
+		meta_free(&m);
+	} else {
+		atomic_store(&s->nomem, true);
+	}
+	atomic_fetch_add(&s->files_restored, 1);
+	item(s, "restored", rel, false, 0);
+}
+
+/* ---- --delete ---------------------------------------------------------------------------------- */
+
+/* Removes pfd/name and, for a directory, everything in it (never following a symlink). */
+static int remove_all(int pfd, const char *name, int depth)
+{
+	struct stat st;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(pfd, name, 0);
+	if (depth > 4096) {
+		errno = ELOOP;
+		return -1;
+	}
+	int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	DIR *d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		return -1;
+	}
+	int rc = 0;
+	for (struct dirent *e; rc == 0 && (e = readdir(d)) != NULL;)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			rc = remove_all(fd, e->d_name, depth + 1);
+	closedir(d);
+	return rc == 0 ? unlinkat(pfd, name, AT_REMOVEDIR) : rc;
+}
+
+/* What dir (frame f, open as fd) holds and its tree does not: removed, when selected. */
+static void delete_extra(struct rs *s, const struct frame *f, int fd)
+{
+	int dfd = dup(fd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (d == NULL) {
+		if (dfd >= 0)
+			close(dfd);
+		report(s, f->rel, "list for --delete: %s", strerror(errno));
+		return;
+	}
+	/* names first (removing while reading a directory skips entries) */
+	char **names = NULL;
+	size_t nn = 0, cap = 0;
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    rix_tree_find(f->t, e->d_name, strlen(e->d_name)) != NULL)
+			continue;
+		if (grow((void **)&names, &cap, nn, sizeof(*names)) != 0 ||
+		    (names[nn] = dup_n(e->d_name, strlen(e->d_name))) == NULL) {
+			atomic_store(&s->nomem, true);
+			break;
+		}
+		nn++;
+	}
+	closedir(d);
+	for (size_t i = 0; i < nn; i++) {
+		size_t rl = f->rel_len + 1 + strlen(names[i]) + 1;
+		char *rel = rix_malloc(rl);
+		if (rel != NULL) {
+			snprintf(rel, rl, "%s%s%s", f->rel, f->rel_len ? "/" : "", names[i]);
+			char loc[8192];
+			struct stat st;
+			bool child, isdir = fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+			if (selected(s, loc_of(loc, sizeof(loc), rel), isdir, &child)) {
+				if (s->o.dry_run || remove_all(fd, names[i], 0) == 0) {
+					atomic_fetch_add(&s->files_deleted, 1);
+					item(s, "deleted", rel, false, 0);
+				} else {
+					report(s, rel, "delete: %s", strerror(errno));
+				}
+			}
+			rix_free(rel);
+		} else {
+			atomic_store(&s->nomem, true);
+		}
+		rix_free(names[i]);
+	}
+	rix_free(names);
+}
+
+/* ---- the walk ---------------------------------------------------------------------------------- */
+
+static int load_tree(rix_tree **out, rix_repo *r, const rix_id *id)
+{
+	uint8_t *data;
+	size_t n;
+	int rc = rix_repo_load_blob(&data, &n, r, RIX_BLOB_TREE, id);
+	if (rc != 0)
+		return rc;
+	rc = rix_tree_decode(out, data, n);
+	rix_free(data);
+	return rc;
+}
+
+static int push(struct rs *s, rix_tree *t, const char *rel, size_t rel_len, bool sel, const rix_node *n)
+{
+	int rc = grow((void **)&s->st, &s->capst, s->depth + 1, sizeof(*s->st));
+	if (rc != 0)
+		return rc;
+	struct frame *f = &s->st[++s->depth];
+	memset(f, 0, sizeof(*f));
+	f->t = t;
+	f->fd = -1;
+	f->selected = sel;
+	f->rel_len = rel_len;
+	if ((f->rel = dup_n(rel, rel_len)) == NULL || (n != NULL && meta_copy(&f->m, n) != 0)) {
+		rix_free(f->rel);
+		s->depth--;
+		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
+	}
+	return 0;
+}
+
+/* Leaves the current frame: --delete, its metadata queued, its fd closed. */
+static int pop(struct rs *s)
+{
+	struct frame *f = &s->st[s->depth];
+	int rc = 0;
+	if (s->o.delete_extra && (f->created || s->depth == 0)) {
+		bool own;
+		int fd = s->depth == 0 ? s->tfd : frame_fd(s, s->depth, &own);
+		if (fd >= 0) {
+			delete_extra(s, f, fd);
+			if (s->depth > 0 && own)
+				close(fd);
+		}
+	}
+	if (s->depth > 0 && f->selected && f->created && !s->o.dry_run) {
+		rc = grow((void **)&s->dirs, &s->capdirs, s->ndirs, sizeof(*s->dirs));
+		if (rc == 0) {
+			s->dirs[s->ndirs].rel = f->rel;
+			s->dirs[s->ndirs++].m = f->m;
+			f->rel = NULL;
+			memset(&f->m, 0, sizeof(f->m));
+		}
+	}
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	rix_tree_free(f->t);
+	f->t = NULL;
+	rix_free(f->rel);
+	f->rel = NULL;
+	meta_free(&f->m);
+	if (s->depth > 0)
+		s->depth--;
+	return rc;
+}
+
+static int walk(struct rs *s, rix_tree *root)
+{
+	/* frame 0: the target itself */
+	int rc = grow((void **)&s->st, &s->capst, 0, sizeof(*s->st));
+	if (rc != 0) {
+		rix_tree_free(root);
+		return rc;
+	}
+	memset(&s->st[0], 0, sizeof(s->st[0]));
+	s->st[0].t = root;
+	s->st[0].fd = -1;
+	s->st[0].created = true;
+	s->st[0].selected = false;
+	if ((s->st[0].rel = dup_n("", 0)) == NULL) {
+		rix_tree_free(root);
+		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
+	}
+	s->depth = 0;
+	char *rel = NULL;
+	size_t relcap = 0;
+	for (;;) {
+		struct frame *f = &s->st[s->depth];
+		if (f->next >= rix_tree_count(f->t)) {
+			bool last = s->depth == 0;
+			if ((rc = pop(s)) != 0 || last)
+				break;
+			continue;
+		}
+		const rix_node *n = rix_tree_node(f->t, f->next++);
+		size_t need = f->rel_len + 1 + n->name_len + 1;
+		if (need > relcap) {
+			char *nr = rix_realloc(rel, need * 2);
+			if (nr == NULL) {
+				rc = rix_error_set(RIX_ENOMEM, "restore: out of memory");
+				break;
+			}
+			rel = nr;
+			relcap = need * 2;
+		}
+		size_t rl = 0;
+		if (f->rel_len > 0) {
+			memcpy(rel, f->rel, f->rel_len);
+			rel[f->rel_len] = '/';
+			rl = f->rel_len + 1;
+		}
+		memcpy(rel + rl, n->name, n->name_len);
+		rl += n->name_len;
+		rel[rl] = '\0';
+		if (!valid_name(n->name, n->name_len)) {
+			report(s, f->rel, "refused: a name no directory entry can have in this directory");
+			continue;
+		}
+		char *loc = rix_malloc(rl + 2);
+		if (loc == NULL) {
+			rc = rix_error_set(RIX_ENOMEM, "restore: out of memory");
+			break;
+		}
+		loc_of(loc, rl + 2, rel);
+		bool child, sel = selected(s, loc, n->type == RIX_NODE_DIR, &child);
+		rix_free(loc);
+		if (n->type == RIX_NODE_DIR) {
+			if (!sel && !child)
+				continue;
+			rix_tree *t;
+			if (n->subtree == NULL) {
+				report(s, rel, "a directory without a subtree");
+				continue;
+			}
+			if ((rc = load_tree(&t, s->r, n->subtree)) != 0) {
+				if (rc == RIX_ENOMEM)
+					break;
+				report(s, rel, "%s", rix_error_last());
+				rc = 0;
+				continue;
+			}
+			if ((rc = push(s, t, rel, rl, sel, n)) != 0) {
+				rix_tree_free(t);
+				break;
+			}
+			if (sel) {
+				atomic_fetch_add(&s->files_total, 1);
+				if (!s->o.dry_run) {
+					bool own;
+					int fd = frame_fd(s, s->depth, &own);
+					if (fd >= 0 && own)
+						close(fd);
+					if (fd < 0) { /* not made: nothing goes into it */
+						s->st[s->depth].next = rix_tree_count(t);
+						s->st[s->depth].selected = false;
+						continue;
+					}
+				}
+				atomic_fetch_add(&s->files_restored, 1); /* made (or there) */
+				item(s, "restored", rel, false, 0);
+			}
+			continue;
+		}
+		if (!sel)
+			continue;
+		bool own = false;
+		int pfd = -1;
+		if (!s->o.dry_run && (pfd = frame_fd(s, s->depth, &own)) < 0)
+			continue;
+		switch (n->type) {
+		case RIX_NODE_FILE:
+			rc = add_file(s, pfd, rel + (rl - n->name_len), n, rel);
+			break;
+		case RIX_NODE_SYMLINK:
+			add_symlink(s, pfd, rel + (rl - n->name_len), n, rel);
+			break;
+		default:
+			add_special(s, pfd, rel + (rl - n->name_len), n, rel);
+			break;
+		}
+		if (own)
+			close(pfd);
+		if (rc != 0)
+			break;
+	}
+	while (rc != 0 && (s->depth > 0 || s->st[0].t != NULL)) { /* unwinding after an error */
+		bool last = s->depth == 0;
+		struct frame *f = &s->st[s->depth];
+		if (f->fd >= 0)
+			close(f->fd);
+		rix_tree_free(f->t);
+		f->t = NULL;
+		rix_free(f->rel);
+		meta_free(&f->m);
+		if (last)
+			break;
+		s->depth--;
+	}
+	rix_free(rel);
+	return rc;
+}
+
+/* ---- progress --------------------------------------------------------------------------------- */
+
+static void fill_progress(const struct rs *s, rix_restore_progress *p)
+{
+	p->seconds = elapsed(s);
+	p->files_total = atomic_load(&s->files_total);
+	p->files_restored = atomic_load(&s->files_restored);
+	p->files_skipped = atomic_load(&s->files_skipped);
+	p->files_deleted = atomic_load(&s->files_deleted);
+	p->bytes_total = atomic_load(&s->bytes_total);
+	p->bytes_restored = atomic_load(&s->bytes_restored);
+	p->bytes_skipped = atomic_load(&s->bytes_skipped);
+	p->errors = atomic_load(&s->errors);
+}
+
+static void *progress_thread(void *arg)
+{
+	struct rs *s = arg;
+	unsigned ms = s->o.progress_interval_ms ? s->o.progress_interval_ms : 250;
+	pthread_mutex_lock(&s->pmu);
+	while (!s->pt_stop) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += ms / 1000;
+		until.tv_nsec += (long)(ms % 1000) * 1000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->pcv, &s->pmu, &until);
+		if (s->pt_stop)
+			break;
+		rix_restore_progress p = { 0 };
+		fill_progress(s, &p);
+		pthread_mutex_unlock(&s->pmu);
+		pthread_mutex_lock(&s->cb);
+		s->o.progress(s->o.payload, &p);
+		pthread_mutex_unlock(&s->cb);
+		pthread_mutex_lock(&s->pmu);
+	}
+	pthread_mutex_unlock(&s->pmu);
+	return NULL;
+}
+
+/* ---- the API --------------------------------------------------------------------------------- */
+
+int rix_tree_find_dir(rix_id *out, rix_repo *r, const rix_id *root, const char *path)
+{
+	rix_id id = *root;
+	char sub[4096] = "";
+	size_t sl = 0;
+	for (const char *p = path ? path : ""; *p;) {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		if (n == 0)
+			break;
+		if (!(n == 1 && p[0] == '.')) {
+			sl += (size_t)snprintf(sub + sl, sizeof(sub) - sl, "/%.*s", (int)n, p);
+			if (sl >= sizeof(sub))
+				return rix_error_set(RIX_EINVAL, "restore: a path of over 4096 bytes");
+			rix_tree *t;
+			int rc = load_tree(&t, r, &id);
+			if (rc != 0) {
+				char msg[512];
+				snprintf(msg, sizeof(msg), "%s", rix_error_last());
+				return rix_error_set(rc, "path %s: %s", sub, msg);
+			}
+			const rix_node *nd = rix_tree_find(t, p, n);
+			if (nd == NULL || nd->type != RIX_NODE_DIR || nd->subtree == NULL) {
+				rc = rix_error_set(RIX_ENOTFOUND, "path %s: %s", sub, nd == NULL ? "not found" : "not a directory");
+				rix_tree_free(t);
+				return rc;
+			}
+			id = *nd->subtree;
+			rix_tree_free(t);
+		}
+		p += n;
+	}
+	*out = id;
+	return 0;
+}
+
+int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const char *target,
+		const rix_restore_options *opt)
+{
+	rix_restore_options def = RIX_RESTORE_OPTIONS_INIT;
+	if (opt == NULL)
+		opt = &def;
+	if (sum != NULL)
+		memset(sum, 0, sizeof(*sum));
+	if (opt->version != RIX_RESTORE_OPTIONS_VERSION)
+		return rix_error_set(RIX_EINVAL, "restore: options of version %u (this librix knows %u)", opt->version,
+				     RIX_RESTORE_OPTIONS_VERSION);
+	if ((opt->nincludes + opt->niincludes) > 0 && (opt->nexcludes + opt->niexcludes) > 0)
+		return rix_error_set(RIX_EINVAL, "exclude and include patterns are mutually exclusive");
+	if ((unsigned)opt->overwrite > RIX_OVERWRITE_NEVER)
+		return rix_error_set(RIX_EINVAL, "restore: overwrite %d is none of always, if-changed, if-newer, never",
+				     (int)opt->overwrite);
+	if (opt->dry_run && opt->verify)
+		return rix_error_set(RIX_EINVAL, "--dry-run and --verify are mutually exclusive");
+	struct rs *s = rix_calloc(1, sizeof(*s));
+	if (s == NULL)
+		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
+	s->r = r;
+	s->mi = rix_repo_master_index(r);
+	s->o = *opt;
+	s->tfd = -1;
+	s->root = geteuid() == 0;
+	clock_gettime(CLOCK_MONOTONIC, &s->start);
+	pthread_mutex_init(&s->cb, NULL);
+	pthread_mutex_init(&s->pmu, NULL);
+	pthread_cond_init(&s->pcv, NULL);
+
+	rix_tree *root = NULL;
+	int rc = load_tree(&root, r, tree);
+	if (rc == 0 && !opt->dry_run) {
+		if (mkdir(target, 0700) != 0 && errno != EEXIST)
+			rc = rix_error_set(errno == ENOENT ? RIX_ENOTFOUND : RIX_EIO, "restore: make %s: %s", target,
+					   strerror(errno));
+		else if ((s->tfd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+			rc = rix_error_set(errno == ENOENT ? RIX_ENOTFOUND : RIX_EIO, "restore: open %s: %s", target,
+					   strerror(errno));
+	} else if (rc == 0 && opt->delete_extra) {
+		s->tfd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* a dry run lists what it would delete */
+	}
+	if (rc == 0 && opt->progress != NULL)
+		s->pt_running = pthread_create(&s->pt, NULL, progress_thread, s) == 0;
+	if (rc == 0) {
+		rc = walk(s, root);
+		root = NULL;
+		if (rc == 0)
+			rc = run_batch(s);
+		else
+			run_batch(s); /* what was planned is still written and freed */
+	}
+	rix_tree_free(root);
+	/* the directories' metadata, children before parents */
+	for (size_t i = 0; i < s->ndirs; i++) {
+		struct dmeta *d = &s->dirs[i];
+		if (rc == 0) {
+			int fd = open_beneath(s, d->rel, O_RDONLY | O_DIRECTORY);
+			if (fd < 0) {
+				report(s, d->rel, "open directory: %s", strerror(errno));
+			} else {
+				meta_fd(s, fd, &d->m, d->rel);
+				close(fd);
+			}
+		}
+		rix_free(d->rel);
+		meta_free(&d->m);
+	}
+	if (s->pt_running) {
+		pthread_mutex_lock(&s->pmu);
+		s->pt_stop = true;
+		pthread_cond_signal(&s->pcv);
+		pthread_mutex_unlock(&s->pmu);
+		pthread_join(s->pt, NULL);
+	}
+	if (opt->progress != NULL) {
+		rix_restore_progress p = { 0 };
+		fill_progress(s, &p);
+		p.done = true;
+		opt->progress(opt->payload, &p);
+	}
+	if (sum != NULL) {
+		sum->files_total = s->files_total;
+		sum->files_restored = s->files_restored;
+		sum->files_skipped = s->files_skipped;
+		sum->files_deleted = s->files_deleted;
+		sum->bytes_total = s->bytes_total;
+		sum->bytes_restored = s->bytes_restored;
+		sum->bytes_skipped = s->bytes_skipped;
+		sum->errors = s->errors;
+		sum->verified = s->verified;
+		sum->batches = s->batches;
+		sum->packs = s->packs;
+		sum->seconds = elapsed(s);
+	}
+	if (rc == 0 && atomic_load(&s->nomem))
+		rc = rix_error_set(RIX_ENOMEM, "restore: out of memory (%llu entries not restored)",
+				   (unsigned long long)s->errors);
+	if (rc == 0 && s->errors > 0)
+		rc = rix_error_set(RIX_EIO, "restore: %llu errors", (unsigned long long)s->errors);
+	for (size_t i = 0; i < s->caplinks; i++) {
+		rix_free(s->links[i].rel);
+		for (size_t k = 0; k < s->links[i].nothers; k++)
+			rix_free(s->links[i].others[k]);
+		rix_free(s->links[i].others);
+	}
+	rix_free(s->links);
+	rix_free(s->dirs);
+	rix_free(s->st);
+	rix_free(s->files);
+	rix_free(s->refs);
+	if (s->tfd >= 0)
+		close(s->tfd);
+	pthread_mutex_destroy(&s->cb);
+	pthread_mutex_destroy(&s->pmu);
+	pthread_cond_destroy(&s->pcv);
+	rix_free(s);
+	return rc;
+}
