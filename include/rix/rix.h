@@ -27,4 +27,5 @@
 #include "rix/tree.h"
 #include "rix/archiver.h"
 #include "rix/snapshot.h"
+#include "rix/forget.h"
 #endif
