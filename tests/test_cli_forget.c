@@ -9,7 +9,8 @@
  *                              the text tables byte for byte (one group)
  *   test_forget_for_real       a policy applied for real: restic snapshots lists what restic's
  *                              dry run kept, restic check passes; forget ID... removes those;
- *                              --prune and --no-lock without --dry-run refused, nothing removed
+ *                              --prune and --no-lock without --dry-run refused, and forget (a dry
+ *                              run too) while a lock is held (11), nothing removed
  *
  * The repository is made through the library (repo_fixture: a cheap scrypt, password PW), one
  * snapshot by restic backup, the others written through rix_snapshot_write naming its tree.
@@ -360,6 +361,20 @@ static void test_forget_for_real(void **state)
 	assert_int_equal(rix(NULL, &err, "--no-lock forget --keep-last 1"), 1);
 	assert_non_null(strstr(err, "--no-lock is only applicable in combination with --dry-run"));
 	free(err);
+	/* A lock held (a shared one, as a backup's): forget, even --dry-run, wants an exclusive one:
+	 * refused (11); --dry-run --no-lock goes ahead. */
+	rix_repo *r = open_repo(repo, NULL);
+	rix_lock *lk;
+	MUST(rix_lock_acquire(&lk, r, false));
+	assert_int_equal(rix(NULL, &err, "forget --keep-last 1"), 11);
+	free(err);
+	assert_int_equal(rix(NULL, &err, "forget --dry-run --keep-last 1"), 11);
+	free(err);
+	assert_int_equal(rix(&out, NULL, "--no-lock forget --dry-run --keep-last 1"), 0);
+	assert_non_null(strstr(out, "Would have removed the following snapshots:"));
+	free(out);
+	rix_lock_free(lk);
+	rix_repo_free(r);
 	out = restic_ids();
 	assert_string_equal(out, before);
 	free(out);

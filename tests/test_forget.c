@@ -8,6 +8,8 @@
  *                       the hour and day of each snapshot's own offset
  *   test_within         keep-within from the latest snapshot not in the future (a month back
  *                       from March 31st is Go's March 3rd), strictly after; within-daily
+ *   test_local_zone     a month back from a snapshot in the local zone's offset crosses its DST
+ *                       change as Go's Local does; from another offset, in that offset
  *   test_tags_empty_unlimited  keep-tag lists ("a,b", "" for none), an empty policy keeps
  *                       all, unlimited keeps every daily; negative counts and other versions
  *                       refused
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "rix/rix.h"
@@ -229,6 +232,32 @@ static void test_within(void **state)
 	rix_snapshot_list_free(l);
 }
 
+/*
+ * A latest snapshot in the local zone's offset is in Go's Local location: a month back crosses
+ * the DST change and takes the winter offset (restic 0.14 keeps 12:30 CET and removes 11:30 CET,
+ * checked by hand); in another offset the span is taken in that fixed offset.
+ */
+static void test_local_zone(void **state)
+{
+	(void)state;
+	setenv("TZ", "Europe/Berlin", 1);
+	tzset();
+	static const char *const local[] = { "2022-03-01T11:30:00+01:00", "2022-03-01T12:30:00+01:00",
+					     "2022-04-01T12:00:00+02:00" };
+	rix_snapshot_list *l = list_of(local, 3);
+	rix_forget_policy p = RIX_FORGET_POLICY_INIT;
+	p.within.months = 1; /* Local: after March 1st 12:00 CET (11:00Z) */
+	rix_forget_result_free(check(l, &p, "2030-01-01T00:00:00Z", "3 2", NULL));
+	rix_snapshot_list_free(l);
+	static const char *const fixed[] = { "2022-03-01T10:30:00Z", "2022-03-01T09:30:00Z", "2022-04-01T13:00:00+03:00" };
+	l = list_of(fixed, 3);
+	/* +03:00 is not Berlin's: after March 1st 13:00+03:00 (10:00Z) */
+	rix_forget_result_free(check(l, &p, "2030-01-01T00:00:00Z", "3 1", NULL));
+	rix_snapshot_list_free(l);
+	unsetenv("TZ");
+	tzset();
+}
+
 static void test_tags_empty_unlimited(void **state)
 {
 	(void)state;
@@ -310,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test(test_buckets),
 		cmocka_unit_test(test_within),
+		cmocka_unit_test(test_local_zone),
 		cmocka_unit_test(test_tags_empty_unlimited),
 		cmocka_unit_test(test_oom),
 	};
