@@ -161,10 +161,9 @@ int rix_snapshot_list_group(rix_snapshot_group **out, size_t *ngroups, rix_snaps
 			rc = rix_error_set(RIX_ENOMEM, "group snapshots: out of memory");
 	}
 	if (rc != 0) {
-		for (size_t i = 0; gr != NULL && i < n; i++)
-			if (gr[i].list != NULL)
-				rix_free(gr[i].list->items);
-		rix_snapshot_groups_free(gr, n); /* the lists are empty: no snapshot is freed */
+		/* The lists hold no snapshot yet (count 0): freeing them frees none of l's. n counts
+		 * the group that failed too (the loop's step ran), whose parts may be half there. */
+		rix_snapshot_groups_free(gr, n);
 		for (size_t i = 0; k != NULL && i < l->count; i++)
 			rix_free(k[i].key);
 		rix_free(k);

@@ -14,6 +14,8 @@
  *                       all, unlimited keeps every daily; negative counts and other versions
  *                       refused
  *   test_oom            apply and describe under failing allocation N
+ *   test_group          --group-by's parser; grouping by host, paths and tags (keys, sorted
+ *                       tags, the key's parts) under failing allocation N, l whole on failure
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -332,6 +334,65 @@ static void test_oom(void **state)
 	rix_snapshot_list_free(f.l);
 }
 
+/*
+ * Grouping (rix_snapshot_list_group) under failing allocation N: on failure l keeps every
+ * snapshot and nothing is left allocated (on success the groups own and free the snapshots).
+ */
+struct group_fx {
+	rix_snapshot_list *l;
+	unsigned by;
+};
+
+static void group_setup(void *arg)
+{
+	struct group_fx *f = arg;
+	static const char *const spec[] = { "2022-01-01T10:00:00Z|[\"b\",\"a\"]", "2022-01-02T10:00:00Z",
+					    "2022-01-03T10:00:00Z|[\"a\",\"b\"]" };
+	rix_snapshot_list_free(f->l);
+	f->l = list_of(spec, 3);
+}
+
+static int group_run(void *arg)
+{
+	struct group_fx *f = arg;
+	rix_snapshot_group *g;
+	size_t n;
+	int rc = rix_snapshot_list_group(&g, &n, f->l, f->by);
+	if (rc != 0) {
+		assert_int_equal(f->l->count, 3);
+		assert_null(g);
+		return rc;
+	}
+	assert_int_equal(f->l->count, 0);
+	assert_int_equal(n, 2); /* tags [a b] (sorted) twice, and none */
+	assert_string_equal(g[0].key, "{\"hostname\":\"h\",\"paths\":[\"/p\"],\"tags\":[\"a\",\"b\"]}");
+	assert_int_equal(g[0].list->count, 2);
+	assert_int_equal(g[0].ntags, 2);
+	assert_string_equal(g[0].tags[0], "a");
+	assert_string_equal(g[1].key, "{\"hostname\":\"h\",\"paths\":[\"/p\"],\"tags\":null}");
+	assert_int_equal(g[1].ntags, 0);
+	assert_string_equal(g[1].hostname, "h");
+	rix_snapshot_groups_free(g, n);
+	return 0;
+}
+
+static void test_group(void **state)
+{
+	(void)state;
+	struct group_fx f = { NULL, RIX_GROUP_HOST | RIX_GROUP_PATHS | RIX_GROUP_TAGS };
+	unsigned by;
+	MUST(rix_snapshot_group_by_parse(&by, "tags,,host,paths"));
+	assert_int_equal(by, f.by);
+	MUST(rix_snapshot_group_by_parse(&by, ""));
+	assert_int_equal(by, 0);
+	assert_int_equal(rix_snapshot_group_by_parse(&by, "host,foo"), RIX_EINVAL);
+	assert_string_equal(rix_error_last(), "unknown grouping option: 'foo'");
+	rix_test_oom o = { .what = "group", .run = group_run, .arg = &f, .max = 100, .setup = group_setup,
+			   .live = RIX_TEST_OOM_LIVE_ON_FAILURE };
+	assert_true(rix_test_oom_run(&o) > 5);
+	rix_snapshot_list_free(f.l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -342,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_local_zone),
 		cmocka_unit_test(test_tags_empty_unlimited),
 		cmocka_unit_test(test_oom),
+		cmocka_unit_test(test_group),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
