@@ -174,6 +174,19 @@ int term_draw(int shown, char *const *lines, int k);
  * 4 for --json; as milliseconds between calls. */
 unsigned progress_interval_ms(void);
 
+/* ---- showing snapshots (cmd_snapshots.c) ---------------------------------------------------- */
+
+/*
+ * l as restic 0.14's table (PrintSnapshots), oldest first as l is; reasons (NULL: none): each
+ * snapshot's Reasons cell (lines joined by '\n'), a column before Paths, not with compact.
+ * 0, or 1 (reported).
+ */
+int print_snapshot_table(const rix_snapshot_list *l, bool compact, char *const *reasons);
+/* l's snapshots as restic's --json shows them (with "id", "short_id"), comma-separated. 0, or 1. */
+int print_json_snapshots(const rix_snapshot_list *l);
+/* "snapshots for (host [h], tags [a, b], paths [/p]):" as restic's PrintSnapshotGroupHeader. */
+void print_group_header(const rix_snapshot_group *gr);
+
 int cmd_init(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
@@ -186,5 +199,6 @@ int cmd_backup(int argc, char **argv);
 int cmd_snapshots(int argc, char **argv);
 int cmd_tag(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
+int cmd_forget(int argc, char **argv);
 
 #endif

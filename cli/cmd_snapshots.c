@@ -74,21 +74,28 @@ static char *join(char *const *s, size_t n, const char *sep)
 	return o;
 }
 
-/* The table of l, as restic 0.14's PrintSnapshots. 0, or 1 (out of memory). */
-static int print_table(const rix_snapshot_list *l, bool compact)
+/*
+ * The table of l, as restic 0.14's PrintSnapshots; reasons (NULL: none) gives each snapshot's
+ * cell of a Reasons column (lines joined by '\n'; forget's kept snapshots), before Paths and not
+ * with compact. 0, or 1 (out of memory).
+ */
+int print_snapshot_table(const rix_snapshot_list *l, bool compact, char *const *reasons)
 {
 	static const char *const head[] = { "ID", "Time", "Host      ", "Tags      ", "Paths" };
+	static const char *const head_reasons[] = { "ID", "Time", "Host      ", "Tags      ", "Reasons", "Paths" };
 	static const char *const head_compact[] = { "ID", "Time", "Host", "Tags  " };
-	const int ncol = compact ? 4 : COLUMNS;
+	const bool with_reasons = reasons != NULL && !compact;
+	const int ncol = compact ? 4 : with_reasons ? COLUMNS + 1 : COLUMNS;
+	const char *const *heads = compact ? head_compact : with_reasons ? head_reasons : head;
 	if (l->count == 0)
 		return 0; /* restic prints no table then (its groups are empty) */
-	char *(*cells)[COLUMNS] = calloc(l->count + 1, sizeof(*cells));
+	char *(*cells)[COLUMNS + 1] = calloc(l->count + 1, sizeof(*cells));
 	if (cells == NULL)
 		return die("out of memory");
-	size_t width[COLUMNS];
+	size_t width[COLUMNS + 1];
 	bool multiline = false;
 	for (int c = 0; c < ncol; c++)
-		width[c] = strlen(compact ? head_compact[c] : head[c]);
+		width[c] = strlen(heads[c]);
 	int rc = 0;
 	for (size_t i = 0; i < l->count && rc == 0; i++) {
 		const rix_snapshot *sn = l->items[i];
@@ -98,14 +105,17 @@ static int print_table(const rix_snapshot_list *l, bool compact)
 		struct tm tm;
 		if (localtime_r(&t, &tm) != NULL)
 			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-		cells[i][0] = strndup(hex, 8);
-		cells[i][1] = strdup(when);
-		cells[i][2] = strdup(sn->hostname);
-		cells[i][3] = join(sn->tags, sn->ntags, compact ? "\n" : ",");
+		int c = 0;
+		cells[i][c++] = strndup(hex, 8);
+		cells[i][c++] = strdup(when);
+		cells[i][c++] = strdup(sn->hostname);
+		cells[i][c++] = join(sn->tags, sn->ntags, compact ? "\n" : ",");
+		if (with_reasons)
+			cells[i][c++] = strdup(reasons[i] != NULL ? reasons[i] : "");
 		if (!compact)
-			cells[i][4] = join(sn->paths, sn->npaths, "\n");
+			cells[i][c++] = join(sn->paths, sn->npaths, "\n");
 		multiline |= !compact && sn->npaths > 1;
-		for (int c = 0; c < ncol; c++) {
+		for (c = 0; c < ncol; c++) {
 			if (cells[i][c] == NULL) {
 				rc = die("out of memory");
 				break;
@@ -123,7 +133,7 @@ static int print_table(const rix_snapshot_list *l, bool compact)
 		size_t total = 2 * (size_t)(ncol - 1);
 		for (int c = 0; c < ncol; c++)
 			total += width[c];
-		print_row((char *const *)(compact ? head_compact : head), width, ncol);
+		print_row((char *const *)heads, width, ncol);
 		for (size_t k = 0; k < total; k++)
 			putchar('-');
 		putchar('\n');
@@ -137,14 +147,14 @@ static int print_table(const rix_snapshot_list *l, bool compact)
 		printf("\n%zu snapshots\n", l->count);
 	}
 	for (size_t i = 0; i < l->count; i++)
-		for (int c = 0; c < COLUMNS; c++)
+		for (int c = 0; c < COLUMNS + 1; c++)
 			free(cells[i][c]);
 	free(cells);
 	return rc;
 }
 
 /* restic's --json snapshots: l's, each with "id" and "short_id" after its members, comma-separated. */
-static int print_json_items(const rix_snapshot_list *l)
+int print_json_snapshots(const rix_snapshot_list *l)
 {
 	for (size_t i = 0; i < l->count; i++) {
 		char *json, hex[65];
@@ -163,162 +173,6 @@ static int print_json_items(const rix_snapshot_list *l)
 
 /* ---- --group-by ---------------------------------------------------------------------------- */
 
-/* What restic's --group-by groups by (GroupSnapshots): any of these. */
-enum { GROUP_HOST = 1, GROUP_PATHS = 2, GROUP_TAGS = 4 };
-
-/* "host,paths" (each also singular; empty parts ignored) into *by. 0, or 1 (reported). */
-static int parse_group_by(unsigned *by, const char *v)
-{
-	static const struct {
-		const char *name;
-		unsigned bit;
-	} opts[] = { { "host", GROUP_HOST }, { "hosts", GROUP_HOST }, { "path", GROUP_PATHS },
-		     { "paths", GROUP_PATHS }, { "tag", GROUP_TAGS }, { "tags", GROUP_TAGS } };
-	*by = 0;
-	for (const char *p = v;; p++) {
-		size_t n = strcspn(p, ","), k = 0;
-		while (k < sizeof(opts) / sizeof(opts[0]) && (strlen(opts[k].name) != n || strncmp(p, opts[k].name, n) != 0))
-			k++;
-		if (k < sizeof(opts) / sizeof(opts[0]))
-			*by |= opts[k].bit;
-		else if (n > 0)
-			return die("snapshots: unknown grouping option: '%.*s'", (int)n, p);
-		p += n;
-		if (*p == '\0')
-			return 0;
-	}
-}
-
-/* One group: its key (restic's SnapshotGroupKey as Go marshals it) and its snapshots. */
-struct group {
-	char *key;            /* {"hostname":..,"paths":..,"tags":..} */
-	rix_snapshot_list *l; /* owns its snapshots */
-};
-
-static void put_json_strings(FILE *f, char *const *v, size_t n)
-{
-	if (n == 0) { /* a nil list, as restic's key holds for what it does not group by */
-		fputs("null", f);
-		return;
-	}
-	fputc('[', f);
-	for (size_t i = 0; i < n; i++) {
-		if (i > 0)
-			fputc(',', f);
-		fput_json_string(f, v[i]);
-	}
-	fputc(']', f);
-}
-
-/* sn's group key under by, malloc'd; NULL when out of memory. */
-static char *group_key(const rix_snapshot *sn, unsigned by)
-{
-	char *key = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&key, &len);
-	if (f == NULL)
-		return NULL;
-	fputs("{\"hostname\":", f);
-	fput_json_string(f, by & GROUP_HOST ? sn->hostname : "");
-	fputs(",\"paths\":", f);
-	put_json_strings(f, sn->paths, by & GROUP_PATHS ? sn->npaths : 0);
-	fputs(",\"tags\":", f);
-	put_json_strings(f, sn->tags, by & GROUP_TAGS ? sn->ntags : 0);
-	fputc('}', f);
-	if (fclose(f) != 0) {
-		free(key);
-		return NULL;
-	}
-	return key;
-}
-
-static int cmp_cstr(const void *x, const void *y)
-{
-	return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
-struct keyed {
-	char *key;
-	size_t i; /* its place in the list (oldest first) */
-};
-
-static int cmp_keyed(const void *x, const void *y)
-{
-	const struct keyed *a = x, *b = y;
-	int c = strcmp(a->key, b->key);
-	return c != 0 ? c : (a->i > b->i) - (a->i < b->i);
-}
-
-static void groups_free(struct group *gr, size_t n)
-{
-	for (size_t i = 0; gr != NULL && i < n; i++) {
-		free(gr[i].key);
-		rix_snapshot_list_free(gr[i].l);
-	}
-	free(gr);
-}
-
-/*
- * l's snapshots into groups, as restic 0.14's GroupSnapshots: the key of each is its hostname,
- * paths and tags, those by groups by (the others "" and null); every snapshot's paths are sorted,
- * and its tags too when grouping by them (restic sorts them in place, and shows them so). The
- * groups in the byte order of their keys (restic's order is its map's, random), each oldest
- * first; by = 0: one group. l is left empty. 0, or 1 (reported).
- */
-static int group_snapshots(struct group **out, size_t *ngroups, rix_snapshot_list *l, unsigned by)
-{
-	*out = NULL;
-	*ngroups = 0;
-	struct keyed *k = calloc(l->count + 1, sizeof(*k));
-	struct group *gr = calloc(l->count + 1, sizeof(*gr));
-	int rc = k == NULL || gr == NULL ? die("out of memory") : 0;
-	for (size_t i = 0; rc == 0 && i < l->count; i++) {
-		rix_snapshot *sn = l->items[i];
-		if (sn->npaths > 1)
-			qsort(sn->paths, sn->npaths, sizeof(*sn->paths), cmp_cstr);
-		if ((by & GROUP_TAGS) && sn->ntags > 1) /* (none: NULL, which qsort may not be given) */
-			qsort(sn->tags, sn->ntags, sizeof(*sn->tags), cmp_cstr);
-		k[i].i = i;
-		if ((k[i].key = group_key(sn, by)) == NULL)
-			rc = die("out of memory");
-	}
-	if (rc == 0)
-		qsort(k, l->count, sizeof(*k), cmp_keyed);
-	size_t n = 0;
-	for (size_t a = 0, b; rc == 0 && a < l->count; a = b) {
-		for (b = a + 1; b < l->count && strcmp(k[a].key, k[b].key) == 0; b++)
-			;
-		rix_snapshot_list *gl = rix_calloc(1, sizeof(*gl));
-		rix_snapshot **items = rix_calloc(b - a, sizeof(*items));
-		if (gl == NULL || items == NULL) {
-			rix_free(gl);
-			rix_free(items);
-			rc = die("out of memory");
-			break;
-		}
-		for (size_t i = a; i < b; i++) {
-			items[i - a] = l->items[k[i].i];
-			l->items[k[i].i] = NULL; /* the group owns it now */
-		}
-		gl->items = items;
-		gl->count = b - a;
-		gr[n].key = k[a].key;
-		k[a].key = NULL;
-		gr[n++].l = gl;
-	}
-	for (size_t i = 0; k != NULL && i < l->count; i++)
-		free(k[i].key);
-	free(k);
-	if (rc != 0) {
-		groups_free(gr, n);
-		return rc;
-	}
-	l->count = 0; /* every snapshot is in a group now */
-	*out = gr;
-	*ngroups = n;
-	return 0;
-}
-
 /* "a, b" of v[0..n) after `name [`, as restic's header joins them. */
 static void print_joined(const char *name, char *const *v, size_t n, bool *first)
 {
@@ -329,26 +183,21 @@ static void print_joined(const char *name, char *const *v, size_t n, bool *first
 	*first = false;
 }
 
-/*
- * restic's PrintSnapshotGroupHeader: nothing when the key has no host, tags or paths. The key's
- * values are any member's (they share them).
- */
-static void print_group_header(const struct group *gr, unsigned by)
+/* restic's PrintSnapshotGroupHeader: nothing when the key has no host, tags or paths. */
+void print_group_header(const rix_snapshot_group *gr)
 {
-	const rix_snapshot *sn = gr->l->items[0];
-	bool host = (by & GROUP_HOST) && sn->hostname[0] != '\0', tags = (by & GROUP_TAGS) && sn->ntags > 0,
-	     paths = (by & GROUP_PATHS) && sn->npaths > 0, first = true;
-	if (!host && !tags && !paths)
+	bool first = true;
+	if (gr->hostname[0] == '\0' && gr->ntags == 0 && gr->npaths == 0)
 		return;
 	printf("snapshots for (");
-	if (host) {
-		printf("host [%s]", sn->hostname);
+	if (gr->hostname[0] != '\0') {
+		printf("host [%s]", gr->hostname);
 		first = false;
 	}
-	if (tags)
-		print_joined("tags", sn->tags, sn->ntags, &first);
-	if (paths)
-		print_joined("paths", sn->paths, sn->npaths, &first);
+	if (gr->ntags > 0)
+		print_joined("tags", gr->tags, gr->ntags, &first);
+	if (gr->npaths > 0)
+		print_joined("paths", gr->paths, gr->npaths, &first);
 	printf("):\n");
 }
 
@@ -356,7 +205,7 @@ static void print_group_header(const struct group *gr, unsigned by)
  * The groups as restic 0.14 prints them: a table each (a header line first when grouping), or
  * --json: the snapshots' array, or when grouping [{"group_key":KEY,"snapshots":[...]}, ...].
  */
-static int print_groups(const struct group *gr, size_t n, unsigned by, bool compact)
+static int print_groups(const rix_snapshot_group *gr, size_t n, unsigned by, bool compact)
 {
 	int rc = 0;
 	if (g.json) {
@@ -366,7 +215,7 @@ static int print_groups(const struct group *gr, size_t n, unsigned by, bool comp
 				printf("%s{\"group_key\":%s,\"snapshots\":[", i ? "," : "", gr[i].key);
 			else if (i > 0)
 				putchar(',');
-			rc = print_json_items(gr[i].l);
+			rc = print_json_snapshots(gr[i].list);
 			if (rc == 0 && by != 0)
 				printf("]}");
 		}
@@ -376,8 +225,8 @@ static int print_groups(const struct group *gr, size_t n, unsigned by, bool comp
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		if (by != 0)
-			print_group_header(&gr[i], by);
-		rc = print_table(gr[i].l, compact);
+			print_group_header(&gr[i]);
+		rc = print_snapshot_table(gr[i].list, compact, NULL);
 	}
 	return rc;
 }
@@ -404,7 +253,7 @@ int cmd_snapshots(int argc, char **argv)
 			if (errno != 0 || end == v || *end != '\0' || latest < 0)
 				rc = die("snapshots: --latest %s is not a number of snapshots", v);
 		} else if (flag_value(&v, argc, argv, &i, "--group-by") || flag_value(&v, argc, argv, &i, "-g")) {
-			rc = parse_group_by(&by, v);
+			rc = rix_snapshot_group_by_parse(&by, v) != 0 ? die("snapshots: %s", rix_error_last()) : 0;
 		} else if (strcmp(argv[i], "--compact") == 0 || strcmp(argv[i], "-c") == 0) {
 			compact = true;
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
@@ -422,17 +271,17 @@ int cmd_snapshots(int argc, char **argv)
 		rc = open_repo_locked(&r, &lock, false);
 	if (rc == 0)
 		rc = select_snapshots(&l, &bad, r, &ff.f, ids, nids);
-	struct group *groups = NULL;
+	rix_snapshot_group *groups = NULL;
 	size_t ngroups = 0;
-	if (rc == 0)
-		rc = group_snapshots(&groups, &ngroups, l, by);
+	if (rc == 0 && rix_snapshot_list_group(&groups, &ngroups, l, by) != 0)
+		rc = fail(RIX_ENOMEM);
 	/* --latest N: in each group, the N latest of each host and paths (restic's order). */
 	for (size_t i = 0; rc == 0 && latest > 0 && i < ngroups; i++)
-		if ((rc = rix_snapshot_list_keep_latest(groups[i].l, (size_t)latest)) != 0)
+		if ((rc = rix_snapshot_list_keep_latest(groups[i].list, (size_t)latest)) != 0)
 			rc = fail(rc);
 	if (rc == 0)
 		rc = print_groups(groups, ngroups, by, compact);
-	groups_free(groups, ngroups);
+	rix_snapshot_groups_free(groups, ngroups);
 	rix_snapshot_list_free(l);
 	close_repo(r, lock);
 	filter_flags_free(&ff);

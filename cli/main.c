@@ -27,6 +27,37 @@ struct command {
 static const struct command commands[] = {
 	{ "init", cmd_init, "init [--repository-version 1|2]", "make a repository",
 	  "--repository-version= 1 or 2 (default 2: compression)\n" },
+	{ "forget", cmd_forget, "forget [--keep-* ...] [--group-by G] [flags] [ID...|latest]",
+	  "remove snapshots: those named, or those restic's --keep-* policy does not keep, per group",
+	  "--keep-last= keep the last N snapshots (N or unlimited)\n"
+	  "-l= keep the last N snapshots\n"
+	  "--keep-hourly= keep the last N hourly snapshots (N or unlimited)\n"
+	  "-H= keep the last N hourly snapshots (not --host here, as restic)\n"
+	  "--keep-daily= keep the last N daily snapshots (N or unlimited)\n"
+	  "-d= keep the last N daily snapshots\n"
+	  "--keep-weekly= keep the last N weekly snapshots (ISO weeks; N or unlimited)\n"
+	  "-w= keep the last N weekly snapshots\n"
+	  "--keep-monthly= keep the last N monthly snapshots (N or unlimited)\n"
+	  "-m= keep the last N monthly snapshots\n"
+	  "--keep-yearly= keep the last N yearly snapshots (N or unlimited)\n"
+	  "-y= keep the last N yearly snapshots\n"
+	  "--keep-within= keep snapshots newer than DURATION (1y5m7d2h) before the latest snapshot\n"
+	  "--keep-within-hourly= keep hourly snapshots within DURATION of the latest\n"
+	  "--keep-within-daily= keep daily snapshots within DURATION of the latest\n"
+	  "--keep-within-weekly= keep weekly snapshots within DURATION of the latest\n"
+	  "--keep-within-monthly= keep monthly snapshots within DURATION of the latest\n"
+	  "--keep-within-yearly= keep yearly snapshots within DURATION of the latest\n"
+	  "--keep-tag= keep snapshots with these tags, a,b: both (repeatable: either list)\n"
+	  "--host= only snapshots of this host (repeatable)\n"
+	  "--tag= only snapshots with these tags, a,b: both (repeatable: either list)\n"
+	  "--path= only snapshots holding this path (repeatable: all of them)\n"
+	  "--group-by= group by host, paths and/or tags (default host,paths; '': one group)\n"
+	  "-g= group by host, paths and/or tags\n"
+	  "--compact no paths, a tag a line\n"
+	  "-c no paths, a tag a line\n"
+	  "--dry-run remove nothing, say what would be removed\n"
+	  "-n remove nothing, say what would be removed\n"
+	  "--prune refused: prune is not implemented yet\n" },
 	{ "list", cmd_list, "list blobs|packs|index|keys|snapshots|locks", "list the repository's files or blobs", "" },
 	{ "cat", cmd_cat, "cat config|index ID|snapshot ID|blob ID|pack-header ID|tree ID|tree SNAPSHOT[:PATH]", "print an object of the repository",
 	  "" },
@@ -118,7 +149,8 @@ static const char global_help[] =
 	"      --password-command CMD  the password from a command's output (else $RIX_/$RESTIC_PASSWORD_COMMAND)\n"
 	"                              (else $RIX_PASSWORD / $RESTIC_PASSWORD, standard input, the terminal)\n"
 	"      --key-hint ID           the key to try first (else $RIX_/$RESTIC_KEY_HINT)\n"
-	"      --no-lock               take no lock (list, cat, find-blob, stats, check, snapshots, restore; keys always lock)\n"
+	"      --no-lock               take no lock (list, cat, find-blob, stats, check, snapshots, restore,\n"
+	"                              a dry run of forget; keys always lock)\n"
 	"      --json                  JSON output\n"
 	"  -q, --quiet                 no progress, fewer messages\n"
 	"  -v, --verbose               more messages (-v: backup's scan and blob counts, its --json per-item\n"

@@ -29,4 +29,5 @@
 #include "rix/snapshot.h"
 #include "rix/pattern.h"
 #include "rix/restorer.h"
+#include "rix/forget.h"
 #endif

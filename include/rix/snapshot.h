@@ -4,6 +4,7 @@
  * "latest", --host / --tag / --path), and rewritten as restic's `tag` rewrites them.
  *
  *   rix_snapshot_list_load ──> rix_snapshot_list_filter / _keep_latest   (rix snapshots, forget)
+ *                          ├─> rix_snapshot_list_group (--group-by) ──> rix_forget_apply (rix/forget.h)
  *                          └─> rix_snapshot_find(list, "latest" | "1a2b3c", filter)   (restore)
  *   rix_snapshot_load(id) ──> change ──> rix_snapshot_rewrite   (tag: new file, old removed)
  *
@@ -234,6 +235,50 @@ RIX_EXPORT RIX_NODISCARD int rix_snapshot_list_filter(rix_snapshot_list *l, cons
  * @return 0; RIX_EINVAL (n is 0); RIX_ENOMEM (l unchanged).
  */
 RIX_EXPORT RIX_NODISCARD int rix_snapshot_list_keep_latest(rix_snapshot_list *l, size_t n);
+
+/* ---- groups (restic's --group-by) ----------------------------------------------------------- */
+
+/* What restic's --group-by groups by (GroupSnapshots): any of these; 0 is one group of all. */
+#define RIX_GROUP_HOST 1u
+#define RIX_GROUP_PATHS 2u
+#define RIX_GROUP_TAGS 4u
+
+/*
+ * restic's --group-by value s ("host,paths": each also plural or singular, empty parts ignored,
+ * "" no grouping) into *by. @return 0; RIX_EINVAL ("unknown grouping option: 'x'").
+ */
+RIX_EXPORT RIX_NODISCARD int rix_snapshot_group_by_parse(unsigned *by, const char *s);
+
+/*
+ * One group: its key and its snapshots. The key's parts are those of its snapshots (copies,
+ * the group's own): hostname "" unless grouping by host, paths and tags NULL / 0 unless
+ * grouping by them (or empty). key is restic's SnapshotGroupKey as Go marshals it:
+ * {"hostname":"h","paths":["/a"],"tags":null} (a list not grouped by, or empty, is null).
+ */
+typedef struct rix_snapshot_group {
+	char *key;
+	const char *hostname;
+	char *const *paths;
+	size_t npaths;
+	char *const *tags;
+	size_t ntags;
+	rix_snapshot_list *list; /* its snapshots (owned), oldest first as they were in l */
+} rix_snapshot_group;
+
+/*
+ * l's snapshots into groups, as restic 0.14's GroupSnapshots: the key of each is its hostname,
+ * paths and tags, those by groups by; every snapshot's paths are sorted in place, and its tags
+ * too when grouping by them (restic sorts them so, and shows them so). The groups in the byte
+ * order of their keys (restic's order is its map's, random). The snapshots move from l into
+ * the groups: l is left empty (its unreadable list stays). *out (rix_snapshot_groups_free) holds
+ * *n groups; NULL and 0 when l is empty.
+ * @return 0; RIX_EINVAL (by has other bits); RIX_ENOMEM (l unchanged but for sorted paths and tags).
+ */
+RIX_EXPORT RIX_NODISCARD int rix_snapshot_list_group(rix_snapshot_group **out, size_t *n, rix_snapshot_list *l,
+						     unsigned by);
+
+/* Frees groups g[0..n) and their snapshots. NULL-safe. */
+RIX_EXPORT void rix_snapshot_groups_free(rix_snapshot_group *g, size_t n);
 
 /*
  * The snapshot arg names, as restic's commands take one: "latest" is the latest of l that
