@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -122,6 +123,7 @@ static int check_interrupted(const char *dir, int sig)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, even one that failed */
 		setenv("RIX_PASSWORD", PW, 1);
 		int null = open("/dev/null", O_WRONLY);
 		dup2(null, 1);
@@ -405,6 +407,7 @@ static pid_t start_rest_logged(const char *root, char *base, size_t cap, const c
 		snprintf(base, cap, "rest:%s://u:s3cr%%3Aet%%40x@%s/", cert != NULL ? "https" : "http", addr);
 		pid_t pid = fork();
 		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, even one that failed */
 			int devnull = open("/dev/null", O_WRONLY);
 			dup2(devnull, 1);
 			dup2(log != NULL ? open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600) : devnull, 2);
@@ -741,6 +744,7 @@ static pid_t rix_bg(const char *fmt, ...)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, even one that failed */
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}

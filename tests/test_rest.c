@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +52,7 @@ static int start_server(void **state)
 		snprintf(addr_used, sizeof(addr_used), "%s", addr);
 		server = fork();
 		if (server == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, even one that failed */
 			int devnull = open("/dev/null", O_WRONLY);
 			dup2(devnull, 1);
 			dup2(devnull, 2);
@@ -266,6 +268,7 @@ static void test_server_back(void **state)
 	waitpid(server, NULL, 0);
 	server = fork();
 	if (server == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, even one that failed */
 		int devnull = open("/dev/null", O_WRONLY);
 		dup2(devnull, 1);
 		dup2(devnull, 2);
@@ -309,6 +312,7 @@ static void test_server_busy(void **state)
 	rix_test_put_file(dir, "busy.py", py, sizeof(py) - 1);
 	pid_t pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, even one that failed */
 		execlp("python3", "python3", script, ready, (char *)NULL);
 		_exit(127);
 	}

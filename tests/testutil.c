@@ -282,18 +282,64 @@ void rix_test_need_restic(void)
 		fail_msg("the restic binary is missing (scripts/deps.sh installs it)");
 }
 
+/*
+ * The temporary directories made and not yet removed: a failed cmocka assertion leaves its test
+ * at once, past the test's own cleanup, so whatever it made is removed when the process exits
+ * (by the process that made it, not a forked child; RIX_TEST_KEEP=1 keeps them to look at).
+ */
+#define MAX_TEMP_DIRS 512
+static char *temp_dirs[MAX_TEMP_DIRS];
+static pid_t temp_owner;
+
+static void remove_left_dirs(void)
+{
+	if (getpid() != temp_owner || getenv("RIX_TEST_KEEP") != NULL)
+		return;
+	for (size_t i = 0; i < MAX_TEMP_DIRS; i++)
+		if (temp_dirs[i] != NULL) {
+			char *d = temp_dirs[i];
+			temp_dirs[i] = NULL;
+			rix_test_rmtree(d);
+			free(d);
+		}
+}
+
+static void remember_dir(const char *dir)
+{
+	if (temp_owner == 0) {
+		temp_owner = getpid();
+		atexit(remove_left_dirs);
+	}
+	for (size_t i = 0; i < MAX_TEMP_DIRS; i++)
+		if (temp_dirs[i] == NULL) {
+			temp_dirs[i] = strdup(dir);
+			return;
+		}
+}
+
+static void forget_dir(const char *dir)
+{
+	for (size_t i = 0; i < MAX_TEMP_DIRS; i++)
+		if (temp_dirs[i] != NULL && strcmp(temp_dirs[i], dir) == 0) {
+			free(temp_dirs[i]);
+			temp_dirs[i] = NULL;
+		}
+}
+
 void rix_test_mkdtemp(char *dir, size_t size, const char *prefix)
 {
 	const char *tmp = getenv("TMPDIR");
 	int k = snprintf(dir, size, "%s/%s-XXXXXX", tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp", prefix);
 	if (k < 0 || (size_t)k >= size || mkdtemp(dir) == NULL)
 		fail_msg("cannot make a temporary directory for %s", prefix);
+	remember_dir(dir);
 }
 
 void rix_test_rmtree(const char *dir)
 {
 	if (dir[0] == '\0' || strchr(dir, '\'') != NULL)
 		return;
+	forget_dir(dir);
 	/* restic leaves its files read-only: make them writable, then remove. */
 	rix_test_run(NULL, NULL, "chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
 }

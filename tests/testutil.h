@@ -91,6 +91,8 @@ void *rix_test_data_file(const char *rel, size_t *len);
  * installs it: a missing oracle is a failure, not a skip).
  * rix_test_mkdtemp: a fresh directory <$TMPDIR or /tmp>/<prefix>-XXXXXX into dir[size].
  * rix_test_rmtree: removes dir and everything under it (read-only files too).
+ * Directories rix_test_mkdtemp made and no rix_test_rmtree removed (a test that failed an
+ * assertion leaves before its cleanup) are removed at the process's exit (RIX_TEST_KEEP=1: kept).
  */
 size_t rix_test_list_ids(const char *dir, char names[][65], size_t max);
 void rix_test_put_file(const char *dir, const char *name, const void *data, size_t n);
