@@ -161,6 +161,7 @@ int rgen_index_build(const rgen_index *g, uint32_t batch, rix_index **out);
 /* ---- Families ----------------------------------------------------------------------------- */
 
 void register_workload_benchmarks(void);
+void register_limit_benchmarks(void);
 void register_restic_benchmarks(void);
 void register_crypto_benchmarks(void);
 void register_pack_benchmarks(void);
@@ -171,6 +172,8 @@ void register_chunker_benchmarks(void);
 void register_stage_benchmarks(void);
 /* Free the built tables and indexes a family keeps between its benchmarks. */
 void workload_caches_free(void);
+/* The limit probes' array and hashes (bench_limit.c), freed with the workload family's caches. */
+void limit_caches_free(void);
 void restic_caches_free(void);
 
 /* A sink the compiler cannot see through, so lookup results are never dropped. */

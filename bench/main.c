@@ -553,6 +553,7 @@ int main(int argc, char **argv)
 	}
 
 	register_workload_benchmarks();
+	register_limit_benchmarks(); /* beside the lookups: the same family, the same run */
 	register_restic_benchmarks();
 	register_crypto_benchmarks();
 	register_pack_benchmarks();

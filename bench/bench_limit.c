@@ -1,0 +1,158 @@
+/*
+ * bench/bench_limit.c — what the memory system allows a lookup (WORKLOADS.md, "Limit probes"),
+ * measured in the same run as the lookups so that each lookup can be given as a ratio to it:
+ *
+ *   Limit/Chase            ns per step of a dependent walk through a random cyclic permutation
+ *                          of the array: a DRAM miss with nothing overlapping it
+ *   Limit/Gather1          per key, one load at hash mod words (keys independent): the bound of
+ *                          a lookup that costs one miss (an unknown ID)
+ *   Limit/Gather2          per key, a load at hash mod words, then one at (value ^ hash) mod
+ *                          words: two dependent misses, keys independent (a known ID: bucket
+ *                          word, then its entry)
+ *   Limit/Gather1Prefetch  the same in groups of 32 keys, every position prefetched before
+ *   Limit/Gather2Prefetch  it is loaded: the bounds of the batched lookups
+ *
+ * One array of 640 MiB of 64-bit words (close to a 10M-entry table) holds the permutation (so
+ * every word is a random index); the keys are Lookup/N=10M/known's, hashed with XXH3 and the
+ * seed the lookup benchmarks' tables use. One op is one key (one step for Chase). The array asks
+ * for huge pages as the tables do (MADV_HUGEPAGE). Built once per run (a few seconds) and freed
+ * with the workload family's caches.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <xxhash.h>
+
+#include "bench.h"
+
+#define LIMIT_WORDS ((size_t)640 << 17) /* 640 MiB of uint64_t */
+#define LIMIT_KEYS ((size_t)10000000)
+#define LIMIT_GROUP 32
+#define TABLE_SEED 0x5EEDF00DCAFEBEEFull /* bench_workloads.c's */
+
+enum { CHASE, GATHER1, GATHER2, GATHER1_PF, GATHER2_PF };
+
+static uint64_t *words;  /* LIMIT_WORDS: a cyclic permutation of 0..LIMIT_WORDS-1 */
+static uint64_t *hashes; /* LIMIT_KEYS: XXH3 of the known keys */
+static volatile uint64_t sink;
+
+static int limit_setup(bench_b *b)
+{
+	if (words == NULL) {
+		/* Huge pages where the kernel gives them, as the tables ask for theirs (indexmap.c). */
+		uint64_t *w = aligned_alloc((size_t)2 << 20, LIMIT_WORDS * sizeof(*w));
+#ifdef MADV_HUGEPAGE
+		if (w != NULL)
+			(void)madvise(w, LIMIT_WORDS * sizeof(*w), MADV_HUGEPAGE);
+#endif
+		uint64_t *h = malloc(LIMIT_KEYS * sizeof(*h));
+		if (w == NULL || h == NULL) {
+			free(w);
+			free(h);
+			return bench_fail(b, "out of memory for the probes' %zu MiB", (size_t)(LIMIT_WORDS * 8 >> 20));
+		}
+		/* Sattolo's shuffle of the identity: one cycle through every word. */
+		for (size_t i = 0; i < LIMIT_WORDS; i++)
+			w[i] = i;
+		uint64_t st = 0x11A117ull;
+		for (size_t i = LIMIT_WORDS - 1; i > 0; i--) {
+			size_t j = (size_t)(splitmix64_next(&st) % i);
+			uint64_t t = w[i];
+			w[i] = w[j];
+			w[j] = t;
+		}
+		const rix_id *keys = gen_known_ids(LIMIT_KEYS);
+		for (size_t i = 0; i < LIMIT_KEYS; i++)
+			h[i] = XXH3_64bits_withSeed(keys[i].b, RIX_ID_SIZE, TABLE_SEED);
+		words = w;
+		hashes = h;
+	}
+	b->state = words;
+	return 0;
+}
+
+void limit_caches_free(void)
+{
+	free(words);
+	free(hashes);
+	words = NULL;
+	hashes = NULL;
+}
+
+static void limit_run(bench_b *b)
+{
+	const uint64_t *w = words;
+	const size_t nw = LIMIT_WORDS;
+	uint64_t sum = 0;
+	size_t k = (size_t)(b->n * 7919 % LIMIT_KEYS); /* runs start at different keys */
+	switch ((int)b->def->arg[0]) {
+	case CHASE: {
+		uint64_t at = k;
+		for (uint64_t i = 0; i < b->n; i++)
+			at = w[at];
+		sum = at;
+		break;
+	}
+	case GATHER1:
+		for (uint64_t i = 0; i < b->n; i++) {
+			sum += w[hashes[k] % nw];
+			if (++k == LIMIT_KEYS)
+				k = 0;
+		}
+		break;
+	case GATHER2:
+		for (uint64_t i = 0; i < b->n; i++) {
+			uint64_t h = hashes[k], v = w[h % nw];
+			sum += w[(v ^ h) % nw];
+			if (++k == LIMIT_KEYS)
+				k = 0;
+		}
+		break;
+	case GATHER1_PF:
+	case GATHER2_PF: {
+		const bool two = b->def->arg[0] == GATHER2_PF;
+		size_t pos[LIMIT_GROUP];
+		uint64_t hs[LIMIT_GROUP];
+		for (uint64_t done = 0; done < b->n;) {
+			size_t g = b->n - done < LIMIT_GROUP ? (size_t)(b->n - done) : LIMIT_GROUP;
+			for (size_t j = 0; j < g; j++) {
+				hs[j] = hashes[k];
+				pos[j] = (size_t)(hs[j] % nw);
+				__builtin_prefetch(&w[pos[j]]);
+				if (++k == LIMIT_KEYS)
+					k = 0;
+			}
+			if (two)
+				for (size_t j = 0; j < g; j++) {
+					pos[j] = (size_t)((w[pos[j]] ^ hs[j]) % nw);
+					__builtin_prefetch(&w[pos[j]]);
+				}
+			for (size_t j = 0; j < g; j++)
+				sum += w[pos[j]];
+			done += g;
+		}
+		break;
+	}
+	}
+	sink = sum;
+}
+
+void register_limit_benchmarks(void)
+{
+	static const struct {
+		const char *name;
+		int which;
+	} list[] = { { "Limit/Chase", CHASE },
+		     { "Limit/Gather1", GATHER1 },
+		     { "Limit/Gather2", GATHER2 },
+		     { "Limit/Gather1Prefetch", GATHER1_PF },
+		     { "Limit/Gather2Prefetch", GATHER2_PF } };
+	for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++) {
+		bench_def d = { .setup = limit_setup, .run = limit_run, .family = 0 };
+		snprintf(d.name, sizeof(d.name), "%s", list[i].name);
+		d.arg[0] = (uint64_t)list[i].which;
+		bench_register(&d);
+	}
+}
