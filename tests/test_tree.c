@@ -147,9 +147,13 @@ static void test_time_local(void **state)
 			assert_int_equal(t.sec, at[i]);
 			free(want);
 		}
-		time_t before = time(NULL);
+		/* CLOCK_REALTIME on both sides: time(3) reads the coarse clock, which can still be in
+		 * the second before the one rix_time_now read (a failure seen under ASan) */
+		struct timespec before, after;
+		clock_gettime(CLOCK_REALTIME, &before);
 		rix_time now = rix_time_now();
-		assert_true(now.sec >= before && now.sec <= time(NULL));
+		clock_gettime(CLOCK_REALTIME, &after);
+		assert_true(now.sec >= before.tv_sec && now.sec <= after.tv_sec);
 		assert_int_equal(now.utc_offset, rix_time_local(now.sec, 0).utc_offset);
 	}
 	if (saved != NULL)
