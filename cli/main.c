@@ -97,6 +97,14 @@ static const struct command commands[] = {
 	  "--verify reread every restored file and check its content\n"
 	  "--sparse leave runs of zeros as holes\n"
 	  "--ownership-by-name as root: owners and groups by name first, then by number\n" },
+	{ "ls", cmd_ls, "ls [flags] SNAPSHOT [DIR...]", "list the files and directories of a snapshot (restic's ls)",
+	  "--long use the long format: mode, uid, gid, size, mtime (also -l)\n"
+	  "-l use the long format\n"
+	  "--recursive with DIRs: everything beneath them, not only their entries\n"
+	  "--host= with latest: only snapshots of this host (repeatable)\n"
+	  "-H= with latest: only snapshots of this host (repeatable)\n"
+	  "--tag= with latest: only snapshots with these tags, a,b: both (repeatable: either list)\n"
+	  "--path= with latest: only snapshots holding this path (repeatable: all of them)\n" },
 	{ "unlock", cmd_unlock, "unlock [--remove-all]", "remove stale locks (or all)",
 	  "--remove-all remove every lock, not only the stale ones\n" },
 	{ "version", NULL, "version", "print the version", "" },
