@@ -204,6 +204,19 @@ void print_snapshot_json(const rix_snapshot *sn, const char *extra);
 void path_clean(char *p);
 bool has_path_prefix(const char *base, const char *p);
 
+/* ---- sets of blobs (idset.c) --------------------------------------------------------------- */
+
+/* (type, ID) pairs, as restic's BlobSet; zero-initialized is empty. Slot i is in use when used[i]. */
+struct idset {
+	rix_id *ids;
+	uint8_t *type, *used;
+	size_t n, cap;
+};
+/* 0, or 1 (reported: out of memory). */
+int idset_add(struct idset *s, rix_blob_type t, const rix_id *id);
+bool idset_has(const struct idset *s, rix_blob_type t, const rix_id *id);
+void idset_free(struct idset *s);
+
 int cmd_init(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_cat(int argc, char **argv);

@@ -105,6 +105,8 @@ static const struct command commands[] = {
 	  "-H= with latest: only snapshots of this host (repeatable)\n"
 	  "--tag= with latest: only snapshots with these tags, a,b: both (repeatable: either list)\n"
 	  "--path= with latest: only snapshots holding this path (repeatable: all of them)\n" },
+	{ "diff", cmd_diff, "diff [--metadata] SNAPSHOT1 SNAPSHOT2", "what changed from one snapshot to another (restic's diff)",
+	  "--metadata also list entries whose metadata changed (U)\n" },
 	{ "unlock", cmd_unlock, "unlock [--remove-all]", "remove stale locks (or all)",
 	  "--remove-all remove every lock, not only the stale ones\n" },
 	{ "version", NULL, "version", "print the version", "" },
