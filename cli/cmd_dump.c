@@ -193,7 +193,9 @@ static int xattr_key_cmp(const void *a, const void *b)
 static int tar_entry(struct dump *d, const char *path, const rix_node *n)
 {
 	size_t plen = strlen(path);
-	char *name = malloc(plen + 2), *ascii = malloc(plen + 2);
+	/* ascii: toASCII of the name, the extended header's name (16 more) or the link target */
+	size_t alen = (plen > n->linktarget_len ? plen : n->linktarget_len) + 32;
+	char *name = malloc(plen + 2), *ascii = malloc(alen);
 	char *link = NULL;
 	struct pax p = { 0 };
 	if (name == NULL || ascii == NULL) {
