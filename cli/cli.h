@@ -203,6 +203,8 @@ void print_snapshot_json(const rix_snapshot *sn, const char *extra);
 /* Go's path.Clean of an absolute path, in place; restic's fs.HasPathPrefix of two clean ones. */
 void path_clean(char *p);
 bool has_path_prefix(const char *base, const char *p);
+/* *buf (realloc'd, *cap bytes) holds at least need bytes. 0, or 1 (reported). */
+int grow_buf(char **buf, size_t *cap, size_t need);
 
 /* ---- sets of blobs (idset.c) --------------------------------------------------------------- */
 

@@ -47,21 +47,6 @@ struct diff {
 	size_t wcap;
 };
 
-static int grow(char **buf, size_t *cap, size_t need)
-{
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 256;
-	while (c < need)
-		c *= 2;
-	char *p = realloc(*buf, c);
-	if (p == NULL)
-		return die("diff: out of memory");
-	*buf = p;
-	*cap = c;
-	return 0;
-}
-
 static void change(const char *mode, const char *path)
 {
 	if (g.quiet)
@@ -146,7 +131,7 @@ static bool node_equals(const rix_node *a, const rix_node *b)
 static int list_node(void *arg, const char *path, size_t len, const rix_node *n)
 {
 	struct diff *d = arg;
-	if (grow(&d->wpath, &d->wcap, len + 2) != 0)
+	if (grow_buf(&d->wpath, &d->wcap, len + 2) != 0)
 		return RIX_ENOMEM;
 	memcpy(d->wpath, path, len);
 	d->wpath[len] = '/';
@@ -219,7 +204,7 @@ static int cmp_names(const rix_node *a, const rix_node *b)
 /* restic's diffTree, from the root trees down. 0, or 1 (reported). */
 static int diff_trees(struct diff *d, const rix_id *a, const rix_id *b)
 {
-	if (grow(&d->path, &d->pcap, 2) != 0)
+	if (grow_buf(&d->path, &d->pcap, 2) != 0)
 		return 1;
 	strcpy(d->path, "/");
 	int rc = push(d, a, b, 1);
@@ -244,7 +229,7 @@ static int diff_trees(struct diff *d, const rix_id *a, const rix_id *b)
 			return 1;
 		const rix_node *n = n1 ? n1 : n2;
 		size_t plen = f->plen, len = plen + n->name_len;
-		if ((rc = grow(&d->path, &d->pcap, len + 2)) != 0)
+		if ((rc = grow_buf(&d->path, &d->pcap, len + 2)) != 0)
 			break;
 		memcpy(d->path + plen, n->name, n->name_len);
 		d->path[len] = '\0';

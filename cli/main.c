@@ -114,6 +114,24 @@ static const struct command commands[] = {
 	  "-H= with latest: only snapshots of this host (repeatable)\n"
 	  "--tag= with latest: only snapshots with these tags, a,b: both (repeatable: either list)\n"
 	  "--path= with latest: only snapshots holding this path (repeatable: all of them)\n" },
+	{ "find", cmd_find, "find [flags] PATTERN... | --blob ID... | --tree ID...",
+	  "the entries of snapshots matching a pattern, or the files using a blob (restic's find)",
+	  "--snapshot= search this snapshot (ID, prefix or latest; repeatable; default: all)\n"
+	  "-s= search this snapshot (repeatable)\n"
+	  "--blob the arguments are data blob IDs (whole, or their first 8 digits): the files using them\n"
+	  "--tree the arguments are tree IDs: the directories that are these trees\n"
+	  "--ignore-case match the patterns ignoring case (also -i)\n"
+	  "-i match the patterns ignoring case\n"
+	  "--long use the long format: mode, uid, gid, size, mtime (also -l)\n"
+	  "-l use the long format\n"
+	  "--oldest= only entries modified at or after this time (2006-01-02[ 15:04[:05][ -0700]], 02.01.2006...; also -O)\n"
+	  "-O= only entries modified at or after this time\n"
+	  "--newest= only entries modified at or before this time (also -N)\n"
+	  "-N= only entries modified at or before this time\n"
+	  "--host= without -s: only snapshots of this host (repeatable)\n"
+	  "-H= without -s: only snapshots of this host (repeatable)\n"
+	  "--tag= without -s: only snapshots with these tags, a,b: both (repeatable: either list)\n"
+	  "--path= without -s: only snapshots holding this path (repeatable: all of them)\n" },
 	{ "unlock", cmd_unlock, "unlock [--remove-all]", "remove stale locks (or all)",
 	  "--remove-all remove every lock, not only the stale ones\n" },
 	{ "version", NULL, "version", "print the version", "" },

@@ -223,3 +223,18 @@ bool has_path_prefix(const char *base, const char *p)
 		return true;
 	return strncmp(base, p, n) == 0 && (p[n] == '\0' || p[n] == '/');
 }
+
+int grow_buf(char **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 256;
+	while (c < need)
+		c *= 2;
+	char *p = realloc(*buf, c);
+	if (p == NULL)
+		return die("out of memory");
+	*buf = p;
+	*cap = c;
+	return 0;
+}
