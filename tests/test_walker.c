@@ -207,7 +207,7 @@ static int count_deep(void *arg, const char *path, size_t len, const rix_node *n
 	s->count++;
 	if (len > s->max_len) {
 		s->max_len = len;
-		snprintf(s->last, sizeof(s->last), "%s", path + len - 6);
+		snprintf(s->last, sizeof(s->last), "%s", path + (len > 6 ? len - 6 : 0));
 	}
 	return RIX_WALK_CONTINUE;
 }
