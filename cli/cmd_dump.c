@@ -11,6 +11,11 @@
  * other kinds at the top level only, as regular files: restic's quirk); two zero blocks at the
  * end, no padding to a record.
  *
+ * --archive zip: Go's archive/zip as restic 0.14 drives it: every entry stored (no compression),
+ * a data descriptor after each file (CRC-32 and sizes), the UTF-8 flag for names that need it,
+ * the MS-DOS time in the mtime's zone and an extended timestamp, the Unix mode in the external
+ * attributes, symlinks as files holding their target; zip64 records past 4 GiB.
+ *
  * A shared lock, as restic's. Exit status as restic 0.14's: 1 a usage error, a snapshot not
  * found or ambiguous; 2 a snapshot or tree that cannot be loaded, a path not found or of the
  * wrong type, an archive asked for on a terminal; 11 the lock.
@@ -19,12 +24,39 @@
 
 #define BLOCK 512
 
+struct zip_entry; /* the central directory's record of an entry (below) */
+
 struct dump {
 	rix_repo *r;
+	bool zip;     /* --archive zip, else tar */
 	uint8_t *buf; /* a blob */
 	size_t cap;
-	int err; /* the first error writing (reported), as an exit status */
+	int err;      /* the first error writing (reported), as an exit status */
+	uint32_t crc; /* CRC-32 of the content written (zip) */
+	uint64_t offset; /* bytes written so far (zip) */
+	struct zip_entry *dir;
+	size_t ndir, capdir;
 };
+
+/* CRC-32 (IEEE, zip's), table-driven. */
+static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n)
+{
+	static uint32_t table[256];
+	static bool ready;
+	if (!ready) {
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+			for (int k = 0; k < 8; k++)
+				c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+			table[i] = c;
+		}
+		ready = true;
+	}
+	crc = ~crc;
+	for (size_t i = 0; i < n; i++)
+		crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
 
 /* Node n's content on stdout, blob by blob; *written counts the bytes. 0, or 2 (reported). */
 static int write_content(struct dump *d, const rix_node *n, uint64_t *written)
@@ -48,6 +80,8 @@ static int write_content(struct dump *d, const rix_node *n, uint64_t *written)
 			die("cannot dump file: Write: %s", strerror(errno));
 			return 2;
 		}
+		d->crc = crc32_update(d->crc, d->buf, len);
+		d->offset += len;
 		*written += len;
 	}
 	return 0;
@@ -376,13 +410,247 @@ done:
 	return rc;
 }
 
-static int tar_walk(void *arg, const char *path, size_t len, const rix_node *n)
+/* ---- zip (Go's archive/zip writer, entries stored) -------------------------------------------- */
+
+struct zip_entry {
+	char *name;
+	uint16_t flags, time, date, version;
+	uint32_t crc, attrs;
+	uint64_t size, offset;
+	int32_t mtime; /* the extended timestamp (Unix seconds, as uint32) */
+};
+
+static void le16(uint8_t *b, uint16_t v)
+{
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+}
+
+static void le32(uint8_t *b, uint32_t v)
+{
+	le16(b, (uint16_t)v);
+	le16(b + 2, (uint16_t)(v >> 16));
+}
+
+static void le64(uint8_t *b, uint64_t v)
+{
+	le32(b, (uint32_t)v);
+	le32(b + 4, (uint32_t)(v >> 32));
+}
+
+static int zput(struct dump *d, const void *p, size_t n)
+{
+	d->offset += n;
+	return put_block(p, n);
+}
+
+/* Go's detectUTF8: whether name needs the UTF-8 flag (a byte outside 0x20..0x7d or '\\', and valid UTF-8). */
+static bool needs_utf8_flag(const char *s)
+{
+	bool require = false;
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		if (*p < 0x80) {
+			require |= *p < 0x20 || *p > 0x7d || *p == 0x5c;
+			p++;
+			continue;
+		}
+		int len = (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
+		uint32_t c = len == 2 ? *p & 0x1f : len == 3 ? *p & 0x0f : *p & 0x07;
+		for (int i = 1; i < len; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			c = c << 6 | (p[i] & 0x3f);
+		}
+		if (len == 0 || (len == 2 && c < 0x80) || (len == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
+		    (len == 4 && (c < 0x10000 || c > 0x10ffff)))
+			return false;
+		require = true;
+		p += len;
+	}
+	return require;
+}
+
+/* One entry as restic 0.14's dumpNodeZip writes it: stored, the Unix mode, the mtime. */
+static int zip_entry(struct dump *d, const char *path, const rix_node *n)
+{
+	if (d->ndir == d->capdir) {
+		size_t c = d->capdir ? 2 * d->capdir : 64;
+		struct zip_entry *v = realloc(d->dir, c * sizeof(*v));
+		if (v == NULL)
+			return die("dump: out of memory");
+		d->dir = v;
+		d->capdir = c;
+	}
+	struct zip_entry *e = &d->dir[d->ndir];
+	memset(e, 0, sizeof(*e));
+	size_t plen = strlen(path);
+	if ((e->name = malloc(plen + 2)) == NULL)
+		return die("dump: out of memory");
+	d->ndir++;
+	bool dir = n->type == RIX_NODE_DIR;
+	snprintf(e->name, plen + 2, "%s%s", path + 1, dir ? "/" : "");
+	/* SetMode: the Unix mode in the high half, MS-DOS's directory and read-only bits */
+	uint32_t m = n->mode, unix_mode;
+	if (m & RIX_GOMODE_DIR)
+		unix_mode = 0040000;
+	else if (m & RIX_GOMODE_SYMLINK)
+		unix_mode = 0120000;
+	else if (m & RIX_GOMODE_NAMED_PIPE)
+		unix_mode = 0010000;
+	else if (m & RIX_GOMODE_SOCKET)
+		unix_mode = 0140000;
+	else if (m & RIX_GOMODE_DEVICE)
+		unix_mode = m & RIX_GOMODE_CHAR_DEVICE ? 0020000 : 0060000;
+	else
+		unix_mode = 0100000;
+	unix_mode |= (m & RIX_GOMODE_SETUID ? 04000 : 0) | (m & RIX_GOMODE_SETGID ? 02000 : 0) |
+		     (m & RIX_GOMODE_STICKY ? 01000 : 0) | (m & 0777);
+	e->attrs = unix_mode << 16 | (m & RIX_GOMODE_DIR ? 0x10 : 0) | (m & 0200 ? 0 : 0x01);
+	e->flags = (uint16_t)((needs_utf8_flag(e->name) ? 0x800 : 0) | (dir ? 0 : 0x8));
+	/* the MS-DOS time in the mtime's own zone; the extended timestamp in Unix seconds */
+	time_t wall = (time_t)(n->mtime.sec + n->mtime.utc_offset);
+	struct tm tm;
+	gmtime_r(&wall, &tm);
+	e->date = (uint16_t)(tm.tm_mday + ((tm.tm_mon + 1) << 5) + ((tm.tm_year + 1900 - 1980) << 9));
+	e->time = (uint16_t)(tm.tm_sec / 2 + (tm.tm_min << 5) + (tm.tm_hour << 11));
+	e->mtime = (int32_t)(uint32_t)n->mtime.sec;
+	e->version = 20;
+	e->offset = d->offset;
+	size_t nl = strlen(e->name);
+	uint8_t h[30 + 9];
+	memset(h, 0, sizeof(h));
+	le32(h, 0x04034b50);
+	le16(h + 4, 20);
+	le16(h + 6, e->flags);
+	le16(h + 8, 0);
+	le16(h + 10, e->time);
+	le16(h + 12, e->date);
+	le16(h + 26, (uint16_t)nl);
+	le16(h + 28, 9);
+	uint8_t *x = h + 30;
+	le16(x, 0x5455);
+	le16(x + 2, 5);
+	x[4] = 1;
+	le32(x + 5, (uint32_t)e->mtime);
+	int rc = zput(d, h, 30);
+	if (rc == 0)
+		rc = zput(d, e->name, nl);
+	if (rc == 0)
+		rc = zput(d, x, 9);
+	if (rc != 0 || dir)
+		return rc;
+	d->crc = 0;
+	uint64_t written = 0;
+	if (n->type == RIX_NODE_SYMLINK) {
+		rc = zput(d, n->linktarget, n->linktarget_len);
+		d->crc = crc32_update(0, (const uint8_t *)n->linktarget, n->linktarget_len);
+		written = n->linktarget_len;
+	} else if (n->type == RIX_NODE_FILE) {
+		rc = write_content(d, n, &written);
+	}
+	if (rc != 0)
+		return rc;
+	e->crc = d->crc;
+	e->size = written;
+	bool z64 = written >= 0xffffffffu;
+	if (z64)
+		e->version = 45;
+	uint8_t dd[24];
+	le32(dd, 0x08074b50);
+	le32(dd + 4, e->crc);
+	if (z64) {
+		le64(dd + 8, written);
+		le64(dd + 16, written);
+	} else {
+		le32(dd + 8, (uint32_t)written);
+		le32(dd + 12, (uint32_t)written);
+	}
+	return zput(d, dd, z64 ? 24 : 16);
+}
+
+/* The central directory and its end records (zip64 ones when needed), as Go's Writer.Close. */
+static int zip_finish(struct dump *d)
+{
+	uint64_t start = d->offset;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < d->ndir; i++) {
+		struct zip_entry *e = &d->dir[i];
+		bool z64 = e->size >= 0xffffffffu || e->offset >= 0xffffffffu;
+		size_t nl = strlen(e->name);
+		uint8_t h[46], x[9 + 28];
+		memset(h, 0, sizeof(h));
+		le32(h, 0x02014b50);
+		le16(h + 4, 3 << 8 | 20);
+		le16(h + 6, e->version);
+		le16(h + 8, e->flags);
+		le16(h + 12, e->time);
+		le16(h + 14, e->date);
+		le32(h + 16, e->crc);
+		le32(h + 20, z64 ? 0xffffffffu : (uint32_t)e->size);
+		le32(h + 24, z64 ? 0xffffffffu : (uint32_t)e->size);
+		le16(h + 28, (uint16_t)nl);
+		le16(h + 30, (uint16_t)(z64 ? 9 + 28 : 9));
+		le32(h + 38, e->attrs);
+		le32(h + 42, e->offset > 0xffffffffu ? 0xffffffffu : (uint32_t)e->offset);
+		le16(x, 0x5455);
+		le16(x + 2, 5);
+		x[4] = 1;
+		le32(x + 5, (uint32_t)e->mtime);
+		if (z64) {
+			le16(x + 9, 0x0001);
+			le16(x + 11, 24);
+			le64(x + 13, e->size);
+			le64(x + 21, e->size);
+			le64(x + 29, e->offset);
+		}
+		rc = zput(d, h, 46);
+		if (rc == 0)
+			rc = zput(d, e->name, nl);
+		if (rc == 0)
+			rc = zput(d, x, z64 ? 9 + 28 : 9);
+	}
+	for (size_t i = 0; i < d->ndir; i++)
+		free(d->dir[i].name);
+	if (rc != 0)
+		return rc;
+	uint64_t end = d->offset, records = d->ndir, size = end - start, offset = start;
+	if (records >= 0xffff || size >= 0xffffffffu || offset >= 0xffffffffu) {
+		uint8_t b[56 + 20];
+		memset(b, 0, sizeof(b));
+		le32(b, 0x06064b50);
+		le64(b + 4, 56 - 12);
+		le16(b + 12, 45);
+		le16(b + 14, 45);
+		le64(b + 24, records);
+		le64(b + 32, records);
+		le64(b + 40, size);
+		le64(b + 48, offset);
+		le32(b + 56, 0x07064b50);
+		le64(b + 64, end);
+		le32(b + 72, 1);
+		if ((rc = zput(d, b, sizeof(b))) != 0)
+			return rc;
+		records = 0xffff;
+		size = offset = 0xffffffffu;
+	}
+	uint8_t b[22];
+	memset(b, 0, sizeof(b));
+	le32(b, 0x06054b50);
+	le16(b + 8, (uint16_t)records);
+	le16(b + 10, (uint16_t)records);
+	le32(b + 12, (uint32_t)size);
+	le32(b + 16, (uint32_t)offset);
+	return zput(d, b, sizeof(b));
+}
+
+static int archive_walk(void *arg, const char *path, size_t len, const rix_node *n)
 {
 	(void)len;
 	struct dump *d = arg;
 	if (n->type != RIX_NODE_FILE && n->type != RIX_NODE_DIR && n->type != RIX_NODE_SYMLINK)
 		return RIX_WALK_CONTINUE;
-	if ((d->err = tar_entry(d, path, n)) != 0)
+	if ((d->err = d->zip ? zip_entry(d, path, n) : tar_entry(d, path, n)) != 0)
 		return RIX_EIO;
 	return RIX_WALK_CONTINUE;
 }
@@ -403,9 +671,9 @@ static int dump_tree(struct dump *d, const rix_tree *t, const char *root)
 			return die("dump: out of memory");
 		snprintf(path, rl + n->name_len + 2, "%s%s%.*s", strcmp(root, "/") == 0 ? "" : root, "/", (int)n->name_len,
 			 n->name);
-		rc = tar_entry(d, path, n);
+		rc = d->zip ? zip_entry(d, path, n) : tar_entry(d, path, n);
 		if (rc == 0 && n->type == RIX_NODE_DIR && n->subtree != NULL) {
-			int wrc = rix_walk(d->r, n->subtree, path, tar_walk, d);
+			int wrc = rix_walk(d->r, n->subtree, path, archive_walk, d);
 			if (wrc != 0 && d->err == 0) {
 				die("cannot dump file: %s", rix_error_last());
 				d->err = 2;
@@ -414,7 +682,9 @@ static int dump_tree(struct dump *d, const rix_tree *t, const char *root)
 		}
 		free(path);
 	}
-	if (rc == 0) {
+	if (rc == 0 && d->zip) {
+		rc = zip_finish(d);
+	} else if (rc == 0) {
 		static const uint8_t zero[2 * BLOCK];
 		rc = put_block(zero, sizeof(zero));
 	}
@@ -548,8 +818,8 @@ int cmd_dump(int argc, char **argv)
 	filter_flags_done(&ff);
 	if (rc == 0 && nargs != 2)
 		rc = die("no file and no snapshot ID specified");
-	if (rc == 0 && strcmp(archive, "tar") != 0)
-		rc = die("unknown archive format \"%s\"%s", archive, strcmp(archive, "zip") == 0 ? " (rix writes tar only)" : "");
+	if (rc == 0 && strcmp(archive, "tar") != 0 && strcmp(archive, "zip") != 0)
+		rc = die("unknown archive format \"%s\"", archive);
 	rix_repo *r = NULL;
 	rix_lock *lock = NULL;
 	rix_snapshot_list *l = NULL;
@@ -589,9 +859,11 @@ int cmd_dump(int argc, char **argv)
 		goto done;
 	}
 	d.r = r;
+	d.zip = strcmp(archive, "zip") == 0;
 	rc = dump_path(&d, root, args[1]);
 done:
 	free(d.buf);
+	free(d.dir);
 	rix_tree_free(root);
 	rix_snapshot_free(owned);
 	rix_snapshot_list_free(l);

@@ -107,8 +107,8 @@ static const struct command commands[] = {
 	  "--path= with latest: only snapshots holding this path (repeatable: all of them)\n" },
 	{ "diff", cmd_diff, "diff [--metadata] SNAPSHOT1 SNAPSHOT2", "what changed from one snapshot to another (restic's diff)",
 	  "--metadata also list entries whose metadata changed (U)\n" },
-	{ "dump", cmd_dump, "dump [flags] SNAPSHOT PATH", "a file's content on stdout, a directory as a tar archive (restic's dump)",
-	  "--archive= the archive format for a directory: tar (restic's zip is not written)\n"
+	{ "dump", cmd_dump, "dump [flags] SNAPSHOT PATH", "a file's content on stdout, a directory as a tar or zip archive (restic's dump)",
+	  "--archive= the archive format for a directory: tar (default) or zip\n"
 	  "-a= the archive format for a directory\n"
 	  "--host= with latest: only snapshots of this host (repeatable)\n"
 	  "-H= with latest: only snapshots of this host (repeatable)\n"

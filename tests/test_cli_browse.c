@@ -7,7 +7,8 @@
  *               restic-made against rix-made; an unknown snapshot, one argument
  *   test_dump   every file's bytes equal to the source; the tar of /, of a directory, of the
  *               snapshot's top: byte-equal to restic's (so `tar tvf` lists the same entries,
- *               also compared); a path not found, of the wrong kind (exit 2 as restic)
+ *               also compared); zips byte-equal to restic's; a path not found, of the wrong
+ *               kind (exit 2 as restic)
  *   test_find   patterns across snapshots (-s in a given order), --json, -l, -i, --oldest and
  *               --newest, --blob (whole and 8-digit IDs: the files using a blob) and --tree
  * The source has every kind of entry, names restic quotes and tar cannot hold in USTAR (long,
@@ -226,6 +227,13 @@ static void test_dump(void **state)
 				 0);
 	}
 	same(f, 0, "dump %s /src/dir", f->s1);
+	/* zip, as restic 0.14 writes it; Python's zipfile reads it, every CRC right */
+	same(f, 0, "dump --archive zip %s /", f->s1);
+	same(f, 0, "dump -a zip %s /src", f->s3);
+	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && python3 -c 'import zipfile; z = zipfile.ZipFile(\"rix.out\"); "
+					      "assert z.testzip() is None and \"src/links/long\" in z.namelist()'",
+				      f->work),
+			 0);
 	same(f, 0, "dump %s src/deep/", f->s3);
 	same(f, 0, "dump --host hostA latest /src/links");
 	/* restic's errors and exit codes */
@@ -234,6 +242,7 @@ static void test_dump(void **state)
 	same(f, 2, "dump %s /src/fifo", f->s1);
 	same(f, 1, "dump 00000000 /src");
 	same(f, 1, "dump %s", f->s1);
+	same(f, 1, "dump --archive rar %s /src", f->s1);
 }
 
 /*
