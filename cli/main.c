@@ -148,7 +148,7 @@ static const char global_help[] =
 	"      --password-command CMD  the password from a command's output (else $RIX_/$RESTIC_PASSWORD_COMMAND)\n"
 	"                              (else $RIX_PASSWORD / $RESTIC_PASSWORD, standard input, the terminal)\n"
 	"      --key-hint ID           the key to try first (else $RIX_/$RESTIC_KEY_HINT)\n"
-	"      --no-lock               take no lock (list, cat, find-blob, stats, check, snapshots; keys always lock)\n"
+	"      --no-lock               take no lock (list, cat, find-blob, stats, check, snapshots, restore, diff, dump, find; keys always lock)\n"
 	"      --json                  JSON output\n"
 	"  -q, --quiet                 no progress, fewer messages\n"
 	"  -v, --verbose               more messages (-v: backup's scan and blob counts, its --json per-item\n"

@@ -11,6 +11,8 @@
  *               kind (exit 2 as restic)
  *   test_find   patterns across snapshots (-s in a given order), --json, -l, -i, --oldest and
  *               --newest, --blob (whole and 8-digit IDs: the files using a blob) and --tree
+ *   test_prefixes  (last: it adds snapshots) an ID prefix of two snapshots: ls skips it (exit 0),
+ *               diff and dump fail (exit 1), find searches nothing, as restic; rix says why
  * The source has every kind of entry, names restic quotes and tar cannot hold in USTAR (long,
  * non-ASCII, invalid UTF-8), a long symlink target, extended attributes, 40 levels of nesting.
  * Times show in a zone that is not UTC (TZ), as both tools print local times. The repository is
@@ -297,6 +299,44 @@ static void test_find(void **state)
 	same(f, 1, "find");
 }
 
+/* rix's standard error of the last same() holds want. */
+static void rix_said(const struct fx *f, const char *want)
+{
+	char *o;
+	size_t n;
+	assert_int_equal(rix_test_run(&o, &n, "cat '%s/rix.err'", f->work), 0);
+	if (strstr(o, want) == NULL)
+		fail_msg("rix said \"%s\", not \"%s\"", o, want);
+	free(o);
+}
+
+static void test_prefixes(void **state)
+{
+	const struct fx *f = *state;
+	/* more snapshots (rix's, of a small directory) until two IDs share their first digit */
+	char prefix = 0;
+	for (int k = 0; k < 17 && prefix == 0; k++) {
+		sh("cd '%s/src' && RIX_PASSWORD='%s' '%s' -r ../repo backup -q dir/sub", f->work, PW, RIX_CLI_PATH);
+		char names[64][65];
+		char dir[4300];
+		snprintf(dir, sizeof(dir), "%s/snapshots", f->repo);
+		size_t n = rix_test_list_ids(dir, names, 64);
+		for (size_t i = 0; i < n && prefix == 0; i++)
+			for (size_t j = i + 1; j < n && prefix == 0; j++)
+				if (names[i][0] == names[j][0])
+					prefix = names[i][0];
+	}
+	assert_true(prefix != 0);
+	same(f, 0, "ls %c", prefix);
+	rix_said(f, "multiple IDs with prefix");
+	same(f, 1, "diff %c %s", prefix, f->s1);
+	rix_said(f, "multiple IDs with prefix");
+	same(f, 1, "dump %c /src", prefix);
+	rix_said(f, "multiple IDs with prefix");
+	same(f, 0, "find --json -s %c small", prefix);
+	same(f, 0, "diff %s %s", f->s1, f->s1); /* nothing changed: the counts only */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_prefixes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
