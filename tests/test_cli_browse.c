@@ -11,6 +11,8 @@
  *               kind (exit 2 as restic)
  *   test_find   patterns across snapshots (-s in a given order), --json, -l, -i, --oldest and
  *               --newest, --blob (whole and 8-digit IDs: the files using a blob) and --tree
+ *   test_locks  an exclusive lock held: diff, dump and find stop (exit 11), ls runs (restic 0.14's
+ *               ls takes no lock); --no-lock runs them all
  *   test_prefixes  (last: it adds snapshots) an ID prefix of two snapshots: ls skips it (exit 0),
  *               diff and dump fail (exit 1), find searches nothing, as restic; rix says why
  * The source has every kind of entry, names restic quotes and tar cannot hold in USTAR (long,
@@ -299,6 +301,7 @@ static void test_find(void **state)
 	same(f, 1, "find");
 }
 
+
 /* rix's standard error of the last same() holds want. */
 static void rix_said(const struct fx *f, const char *want)
 {
@@ -308,6 +311,36 @@ static void rix_said(const struct fx *f, const char *want)
 	if (strstr(o, want) == NULL)
 		fail_msg("rix said \"%s\", not \"%s\"", o, want);
 	free(o);
+}
+
+static int rix_exit(const struct fx *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int rix_exit(const struct fx *f, const char *fmt, ...)
+{
+	char args[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	return rix_test_run(NULL, NULL, "cd '%s' && RIX_PASSWORD='%s' '%s' -r repo %s >/dev/null 2>rix.err", f->work, PW, RIX_CLI_PATH,
+			    args);
+}
+
+static void test_locks(void **state)
+{
+	const struct fx *f = *state;
+	rix_repo *r = open_repo(f->repo, NULL);
+	rix_lock *l;
+	MUST(rix_lock_acquire(&l, r, true));
+	assert_int_equal(rix_exit(f, "diff %s %s", f->s1, f->s2), 11);
+	rix_said(f, "locked exclusively");
+	assert_int_equal(rix_exit(f, "dump %s /src/big", f->s1), 11);
+	assert_int_equal(rix_exit(f, "find -s %s big", f->s1), 11);
+	assert_int_equal(rix_exit(f, "ls %s", f->s1), 0);
+	assert_int_equal(rix_exit(f, "--no-lock diff %s %s", f->s1, f->s2), 0);
+	assert_int_equal(rix_exit(f, "dump --no-lock %s /src/big", f->s1), 0);
+	assert_int_equal(rix_exit(f, "find --no-lock -s %s big", f->s1), 0);
+	assert_int_equal(rix_lock_free(l), 0);
+	rix_repo_free(r);
 }
 
 static void test_prefixes(void **state)
@@ -344,6 +377,7 @@ int main(void)
 		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_locks),
 		cmocka_unit_test(test_prefixes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
