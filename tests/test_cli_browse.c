@@ -13,6 +13,9 @@
  *               --newest, --blob (whole and 8-digit IDs: the files using a blob) and --tree
  *   test_locks  an exclusive lock held: diff, dump and find stop (exit 11), ls runs (restic 0.14's
  *               ls takes no lock); --no-lock runs them all
+ *   test_deep   a snapshot 3000 directories deep (made with librix): ls --recursive, find, diff
+ *               and the tar and zip of dump equal to restic's (no recursion limit, PAX paths of
+ *               6000 bytes)
  *   test_prefixes  (last: it adds snapshots) an ID prefix of two snapshots: ls skips it (exit 0),
  *               diff and dump fail (exit 1), find searches nothing, as restic; rix says why
  * The source has every kind of entry, names restic quotes and tar cannot hold in USTAR (long,
@@ -119,7 +122,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *f = *state;
-	rix_test_free_dir(f->work);
+	if (getenv("RIX_TEST_KEEP") != NULL) /* to look at afterwards */
+		free(f->work);
+	else
+		rix_test_free_dir(f->work);
 	free(f);
 	return 0;
 }
@@ -343,6 +349,63 @@ static void test_locks(void **state)
 	rix_repo_free(r);
 }
 
+/* A node of the deep chain: a directory "d" over sub, or the file "f" of blob. */
+static void save_one(rix_id *id, rix_repo *r, const rix_id *sub, const rix_id *blob)
+{
+	rix_tree_enc *enc;
+	MUST(rix_tree_enc_new(&enc));
+	rix_node n = { .name = sub ? "d" : "f", .name_len = 1, .type = sub ? RIX_NODE_DIR : RIX_NODE_FILE };
+	n.mode = sub ? (RIX_GOMODE_DIR | 0755) : 0644;
+	n.mtime = n.atime = n.ctime = (rix_time){ .sec = 1600000000, .nsec = 123456789, .utc_offset = 3600 };
+	n.subtree = sub;
+	if (blob != NULL) {
+		n.content = blob;
+		n.content_len = 1;
+		n.size = 7;
+	}
+	MUST(rix_tree_enc_add(enc, &n));
+	const uint8_t *data;
+	size_t len;
+	MUST(rix_tree_enc_finish(&data, &len, enc));
+	MUST(rix_repo_save_blob(id, NULL, r, RIX_BLOB_TREE, data, len));
+	rix_tree_enc_free(enc);
+}
+
+static void test_deep(void **state)
+{
+	const struct fx *f = *state;
+	enum { DEPTH = 3000 };
+	rix_repo *r = open_repo(f->repo, NULL);
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	rix_id blob, id;
+	MUST(rix_repo_save_blob(&blob, NULL, r, RIX_BLOB_DATA, "bottom\n", 7));
+	save_one(&id, r, NULL, &blob);
+	for (int i = 0; i < DEPTH; i++) {
+		rix_id sub = id;
+		save_one(&id, r, &sub, NULL);
+	}
+	MUST(rix_repo_flush(r));
+	char hex[65], json[256];
+	rix_id_to_hex(hex, &id);
+	snprintf(json, sizeof(json), "{\"time\":\"2021-02-03T04:05:06.5+01:00\",\"tree\":\"%s\",\"paths\":[\"/deep\"],\"hostname\":\"deep\"}", hex);
+	rix_snapshot *sn;
+	MUST(rix_snapshot_decode(&sn, (const uint8_t *)json, strlen(json)));
+	rix_id sid;
+	MUST(rix_snapshot_write(&sid, r, sn));
+	rix_snapshot_free(sn);
+	rix_repo_free(r);
+	rix_id_to_hex(hex, &sid);
+	hex[8] = '\0';
+	if (getenv("RIX_TEST_KEEP") != NULL)
+		fprintf(stderr, "deep snapshot %s in %s\n", hex, f->work);
+	same(f, 0, "ls -l %s", hex); /* not with a DIR: restic's HasPathPrefix makes that cubic (40 s) */
+	same(f, 0, "ls --json %s", hex);
+	same(f, 0, "find -s %s --json f", hex);
+	same(f, 0, "diff %s %s", f->s1, hex);
+	same(f, 0, "dump %s /", hex);
+	same(f, 0, "dump -a zip %s /d/d/d", hex);
+}
+
 static void test_prefixes(void **state)
 {
 	const struct fx *f = *state;
@@ -378,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_locks),
+		cmocka_unit_test(test_deep),
 		cmocka_unit_test(test_prefixes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
