@@ -187,6 +187,45 @@ int print_json_snapshots(const rix_snapshot_list *l);
 /* "snapshots for (host [h], tags [a, b], paths [/p]):" as restic's PrintSnapshotGroupHeader. */
 void print_group_header(const rix_snapshot_group *gr);
 
+/* ---- nodes and snapshots as restic 0.14 prints them (nodefmt.c) ------------------------------ */
+
+/* "file", "dir", "symlink", "dev", "chardev", "fifo", "socket". */
+const char *node_type_name(rix_node_type t);
+/* Go's os.FileMode.String() ("drwxr-xr-x", "Lrwxrwxrwx", "-rw-r--r--"). */
+#define GO_FILEMODE_MAX 24
+void go_filemode(char out[GO_FILEMODE_MAX], uint32_t mode);
+/* t in the local zone as "2006-01-02 15:04:05" (restic's TimeFormat). */
+void local_time(char out[64], const rix_time *t);
+/* Go's Time.String() of a time read from a snapshot ("2022-08-01 10:00:00.5 +0200 CEST"). */
+void go_time_string(char *out, size_t cap, const rix_time *t);
+/* t as a JSON string (RFC 3339 with nanoseconds, its zone). */
+void put_time_json(const rix_time *t);
+/* restic's formatNode line: the path, or with long_format "mode uid gid size mtime path[ -> target]". */
+void print_node(const char *path, const rix_node *n, bool long_format);
+/* restic 0.14's `ls --json` node line. */
+void print_node_json(const char *path, const rix_node *n);
+/* restic 0.14's snapshot JSON (its members, then "id" and "short_id"), extra (",\"k\":v" or
+ * NULL) before the closing brace, and a newline. */
+void print_snapshot_json(const rix_snapshot *sn, const char *extra);
+/* Go's path.Clean of an absolute path, in place; restic's fs.HasPathPrefix of two clean ones. */
+void path_clean(char *p);
+bool has_path_prefix(const char *base, const char *p);
+/* *buf (realloc'd, *cap bytes) holds at least need bytes. 0, or 1 (reported). */
+int grow_buf(char **buf, size_t *cap, size_t need);
+
+/* ---- sets of blobs (idset.c) --------------------------------------------------------------- */
+
+/* (type, ID) pairs, as restic's BlobSet; zero-initialized is empty. Slot i is in use when used[i]. */
+struct idset {
+	rix_id *ids;
+	uint8_t *type, *used;
+	size_t n, cap;
+};
+/* 0, or 1 (reported: out of memory). */
+int idset_add(struct idset *s, rix_blob_type t, const rix_id *id);
+bool idset_has(const struct idset *s, rix_blob_type t, const rix_id *id);
+void idset_free(struct idset *s);
+
 int cmd_init(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
@@ -200,5 +239,9 @@ int cmd_snapshots(int argc, char **argv);
 int cmd_tag(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_forget(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_find(int argc, char **argv);
 
 #endif

@@ -66,13 +66,13 @@ static int keep_flag(rix_forget_policy *p, const char ***tags, int argc, char **
 	return 0;
 }
 
-/* The IDs to remove, growing. */
-struct idset {
+/* The snapshot IDs to remove, in the order found (sorted before use; cli/idset.c is a set of blobs). */
+struct idlist {
 	rix_id *ids;
 	size_t n;
 };
 
-static int idset_add(struct idset *s, const rix_id *id)
+static int idlist_add(struct idlist *s, const rix_id *id)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (memcmp(&s->ids[i], id, sizeof(*id)) == 0)
@@ -209,7 +209,7 @@ static int print_tables(const rix_forget_result *res, bool compact)
 }
 
 /* Applies p to each group: prints its tables or JSON, adds what it removes to rm. */
-static int apply_policy(struct idset *rm, rix_snapshot_group *groups, size_t ngroups, const rix_forget_policy *p,
+static int apply_policy(struct idlist *rm, rix_snapshot_group *groups, size_t ngroups, const rix_forget_policy *p,
 			bool compact)
 {
 	int rc = 0;
@@ -236,7 +236,7 @@ static int apply_policy(struct idset *rm, rix_snapshot_group *groups, size_t ngr
 			rc = print_tables(res, compact);
 		}
 		for (size_t k = 0; rc == 0 && k < res->nremove; k++)
-			rc = idset_add(rm, &res->remove[k]->id);
+			rc = idlist_add(rm, &res->remove[k]->id);
 		rix_forget_result_free(res);
 	}
 	if (json_open)
@@ -287,7 +287,7 @@ int cmd_forget(int argc, char **argv)
 	rix_snapshot_list *l = NULL;
 	rix_snapshot_group *groups = NULL;
 	size_t ngroups = 0;
-	struct idset rm = { 0 };
+	struct idlist rm = { 0 };
 	int bad = 0;
 	if (rc == 0)
 		rc = open_repo_locked(&r, &lock, true); /* --no-lock (with --dry-run only): none */
@@ -295,7 +295,7 @@ int cmd_forget(int argc, char **argv)
 		rc = select_snapshots(&l, &bad, r, &ff.f, ids, nids);
 	if (rc == 0 && nids > 0) { /* explicit snapshots: removed, no policy */
 		for (size_t i = 0; rc == 0 && i < l->count; i++)
-			rc = idset_add(&rm, &l->items[i]->id);
+			rc = idlist_add(&rm, &l->items[i]->id);
 	} else if (rc == 0) {
 		if (rix_snapshot_list_group(&groups, &ngroups, l, by) != 0)
 			rc = fail(RIX_ENOMEM);

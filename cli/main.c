@@ -133,6 +133,41 @@ static const struct command commands[] = {
 	  "--verify reread every restored file and check its content\n"
 	  "--sparse leave runs of zeros as holes\n"
 	  "--ownership-by-name as root: owners and groups by name first, then by number\n" },
+	{ "ls", cmd_ls, "ls [flags] SNAPSHOT [DIR...]", "list the files and directories of a snapshot (restic's ls)",
+	  "--long use the long format: mode, uid, gid, size, mtime (also -l)\n"
+	  "-l use the long format\n"
+	  "--recursive with DIRs: everything beneath them, not only their entries\n"
+	  "--host= with latest: only snapshots of this host (repeatable)\n"
+	  "-H= with latest: only snapshots of this host (repeatable)\n"
+	  "--tag= with latest: only snapshots with these tags, a,b: both (repeatable: either list)\n"
+	  "--path= with latest: only snapshots holding this path (repeatable: all of them)\n" },
+	{ "diff", cmd_diff, "diff [--metadata] SNAPSHOT1 SNAPSHOT2", "what changed from one snapshot to another (restic's diff)",
+	  "--metadata also list entries whose metadata changed (U)\n" },
+	{ "dump", cmd_dump, "dump [flags] SNAPSHOT PATH", "a file's content on stdout, a directory as a tar or zip archive (restic's dump)",
+	  "--archive= the archive format for a directory: tar (default) or zip\n"
+	  "-a= the archive format for a directory\n"
+	  "--host= with latest: only snapshots of this host (repeatable)\n"
+	  "-H= with latest: only snapshots of this host (repeatable)\n"
+	  "--tag= with latest: only snapshots with these tags, a,b: both (repeatable: either list)\n"
+	  "--path= with latest: only snapshots holding this path (repeatable: all of them)\n" },
+	{ "find", cmd_find, "find [flags] PATTERN... | --blob ID... | --tree ID...",
+	  "the entries of snapshots matching a pattern, or the files using a blob (restic's find)",
+	  "--snapshot= search this snapshot (ID, prefix or latest; repeatable; default: all)\n"
+	  "-s= search this snapshot (repeatable)\n"
+	  "--blob the arguments are data blob IDs (whole, or their first 8 digits): the files using them\n"
+	  "--tree the arguments are tree IDs: the directories that are these trees\n"
+	  "--ignore-case match the patterns ignoring case (also -i)\n"
+	  "-i match the patterns ignoring case\n"
+	  "--long use the long format: mode, uid, gid, size, mtime (also -l)\n"
+	  "-l use the long format\n"
+	  "--oldest= only entries modified at or after this time (2006-01-02[ 15:04[:05][ -0700]], 02.01.2006...; also -O)\n"
+	  "-O= only entries modified at or after this time\n"
+	  "--newest= only entries modified at or before this time (also -N)\n"
+	  "-N= only entries modified at or before this time\n"
+	  "--host= without -s: only snapshots of this host (repeatable)\n"
+	  "-H= without -s: only snapshots of this host (repeatable)\n"
+	  "--tag= without -s: only snapshots with these tags, a,b: both (repeatable: either list)\n"
+	  "--path= without -s: only snapshots holding this path (repeatable: all of them)\n" },
 	{ "unlock", cmd_unlock, "unlock [--remove-all]", "remove stale locks (or all)",
 	  "--remove-all remove every lock, not only the stale ones\n" },
 	{ "version", NULL, "version", "print the version", "" },
@@ -150,7 +185,7 @@ static const char global_help[] =
 	"                              (else $RIX_PASSWORD / $RESTIC_PASSWORD, standard input, the terminal)\n"
 	"      --key-hint ID           the key to try first (else $RIX_/$RESTIC_KEY_HINT)\n"
 	"      --no-lock               take no lock (list, cat, find-blob, stats, check, snapshots, restore,\n"
-	"                              a dry run of forget; keys always lock)\n"
+	"                              diff, dump, find, a dry run of forget; keys always lock)\n"
 	"      --json                  JSON output\n"
 	"  -q, --quiet                 no progress, fewer messages\n"
 	"  -v, --verbose               more messages (-v: backup's scan and blob counts, its --json per-item\n"

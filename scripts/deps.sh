@@ -2,7 +2,7 @@
 # Installs what rix needs from Debian's packages, only if something is missing.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libsodium-dev libzstd-dev libxxhash-dev libcmocka-dev
-      libssl-dev libjansson-dev libcurl4-openssl-dev restic rclone)
+      libssl-dev libjansson-dev libcurl4-openssl-dev restic rclone python3)
 if [ "${RIX_WITH_CLANG:-0}" = 1 ]; then
 	pkgs+=(clang libclang-rt-14-dev)
 fi

@@ -6,7 +6,9 @@
  * master_index.h (all indexes, merged), crypto.h (keys, seal/open, SHA-256), pack.h (pack
  * headers and blobs, unpacked files), config.h (the repository config file, chunker polynomial),
  * chunker.h (restic's content-defined chunker), tree.h (tree blobs in restic's bytes),
- * archiver.h (backup), snapshot.h (snapshots: codec, list, filters, find, rewrite).
+ * archiver.h (backup), snapshot.h (snapshots: codec, list, filters, find, rewrite),
+ * pattern.h (restic's include/exclude patterns), restorer.h (restore), walker.h (loading trees,
+ * walking them depth first).
  */
 #ifndef RIX_RIX_H
 #define RIX_RIX_H
@@ -30,4 +32,5 @@
 #include "rix/pattern.h"
 #include "rix/restorer.h"
 #include "rix/forget.h"
+#include "rix/walker.h"
 #endif
