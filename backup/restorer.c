@@ -160,6 +160,7 @@ struct rfile {
 	bool linked;     /* links > 1: ino and dev name its entry in the hard link table */
 	uint64_t ino, dev;
 	bool existed;    /* "updated" rather than "restored" */
+	uint64_t tdev, tino; /* the file in the target: the one made (O_EXCL), or the one kept */
 };
 
 struct ref {
@@ -360,6 +361,34 @@ static int open_beneath(const struct rs *s, const char *rel, int flags)
 		close(dfd);
 	errno = e;
 	return fd2;
+}
+
+/*
+ * File f of the plan reopened by name (at batch time, long after it was made): with O_NONBLOCK
+ * (a FIFO put there never blocks) and never through a symlink, then it must still be the
+ * regular file the walk made or kept, (st_dev, st_ino) as recorded: a device, a FIFO, a hard
+ * link to a file elsewhere swapped in since are never written to. -1 with errno on failure,
+ * -2 when the name is now something else.
+ */
+#define REPLACED (-2)
+static int open_planned(const struct rs *s, const struct rfile *f, int flags)
+{
+	int fd = open_beneath(s, f->rel, flags | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENXIO ? REPLACED : -1; /* ENXIO: a FIFO without a reader */
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_dev != f->tdev ||
+	    (uint64_t)st.st_ino != f->tino) {
+		close(fd);
+		return REPLACED;
+	}
+	return fd;
+}
+
+static const char *open_error(int rc)
+{
+	return rc == REPLACED ? "no longer the file the restore made (replaced during the restore): nothing written"
+			      : strerror(errno);
 }
 
 /* ---- metadata setting ------------------------------------------------------------------------ */
@@ -626,9 +655,10 @@ static int worker_fd(struct worker *w, uint32_t f)
 		return w->fd[k];
 	if (w->fd[k] >= 0)
 		close(w->fd[k]);
-	w->fd[k] = open_beneath(w->s, w->s->files[f].rel, O_WRONLY);
+	int fd = open_planned(w->s, &w->s->files[f], O_WRONLY);
+	w->fd[k] = fd < 0 ? -1 : fd;
 	w->fdfile[k] = f;
-	return w->fd[k];
+	return fd;
 }
 
 static bool all_zero(const uint8_t *p, size_t n)
@@ -692,7 +722,7 @@ static int on_blob(void *payload, size_t i, int code, const uint8_t *data, size_
 			continue;
 		int fd = worker_fd(w, rf->file);
 		if (fd < 0) {
-			fail_file(s, rf->file, "open: %s", strerror(errno));
+			fail_file(s, rf->file, "open: %s", open_error(fd));
 			continue;
 		}
 		if (write_at(fd, data, n, rf->at, s->o.sparse) != 0) {
@@ -764,9 +794,10 @@ static void *batch_worker(void *arg)
 /* Rereads file f: each blob's bytes must hash to its ID. */
 static void verify_file(struct rs *s, struct rfile *f)
 {
-	int fd = open_beneath(s, f->rel, O_RDONLY);
+	int fd = open_planned(s, f, O_RDONLY);
 	if (fd < 0) {
-		report(s, f->rel, "verify: %s", strerror(errno));
+		atomic_store(&f->failed, 1);
+		report(s, f->rel, "verify: %s", open_error(fd));
 		return;
 	}
 	uint8_t *buf = NULL;
@@ -843,6 +874,31 @@ static int run_batch(struct rs *s)
 	}
 	for (size_t i = 0; i < s->nfiles; i++) {
 		struct rfile *f = &s->files[i];
+		if (!atomic_load(&f->failed)) {
+			if (s->o.verify && !f->keep)
+				verify_file(s, f);
+			int fd = atomic_load(&f->failed) ? -1 : open_planned(s, f, O_RDONLY);
+			if (atomic_load(&f->failed)) {
+				/* reported by verify */
+			} else if (fd < 0) {
+				atomic_store(&f->failed, 1);
+				report(s, f->rel, "open: %s", open_error(fd));
+			} else {
+				meta_fd(s, fd, &f->m, f->rel);
+				if (close(fd) != 0) {
+					atomic_store(&f->failed, 1);
+					report(s, f->rel, "close: %s", strerror(errno));
+				}
+			}
+		}
+		if (!atomic_load(&f->failed)) {
+			if (!f->keep) {
+				atomic_fetch_add(&s->files_restored, 1);
+				item(s, f->existed ? "updated" : "restored", f->rel, true, f->size);
+			} else {
+				item(s, "unchanged", f->rel, true, f->size);
+			}
+		}
 		struct link_ent *le = f->linked ? link_find(s, f->ino, f->dev) : NULL;
 		if (le != NULL && atomic_load(&f->failed)) { /* its links share the damage */
 			le->failed = true;
@@ -858,23 +914,6 @@ static int run_batch(struct rs *s)
 			rix_free(le->others);
 			le->others = NULL;
 			le->nothers = le->capothers = 0;
-		}
-		if (!atomic_load(&f->failed)) {
-			if (s->o.verify && !f->keep)
-				verify_file(s, f);
-			int fd = open_beneath(s, f->rel, O_RDONLY);
-			if (fd < 0) {
-				report(s, f->rel, "open: %s", strerror(errno));
-			} else {
-				meta_fd(s, fd, &f->m, f->rel);
-				close(fd);
-			}
-			if (!f->keep) {
-				atomic_fetch_add(&s->files_restored, 1);
-				item(s, f->existed ? "updated" : "restored", f->rel, true, f->size);
-			} else {
-				item(s, "unchanged", f->rel, true, f->size);
-			}
 		}
 		rix_free(f->rel);
 		rix_free(f->content);
@@ -893,10 +932,12 @@ static int run_batch(struct rs *s)
  * What to do with an entry the target may have at pfd/name: 1 make it (what was there, not a
  * directory, is unlinked), 0 keep it (counted skipped), -1 an error (reported). *existed says
  * whether something was there; *keep (files, if-changed) that the file is kept as it is but its
- * metadata restored.
+ * metadata restored, *kst its stat then (the file the batch must find there). Only a regular
+ * file with no other link is kept: a hard link to a file elsewhere is replaced, never given the
+ * snapshot's metadata.
  */
 static int replace_entry(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel, bool *existed,
-			 bool *keep)
+			 bool *keep, struct stat *kst)
 {
 	*existed = false;
 	if (keep != NULL)
@@ -918,8 +959,10 @@ static int replace_entry(struct rs *s, int pfd, const char *name, const rix_node
 			return 0;
 		break;
 	case RIX_OVERWRITE_IF_CHANGED:
-		if (keep != NULL && S_ISREG(st.st_mode) && (uint64_t)st.st_size == n->size && rix_time_cmp(&n->mtime, &cur) == 0) {
+		if (keep != NULL && S_ISREG(st.st_mode) && st.st_nlink == 1 && (uint64_t)st.st_size == n->size &&
+		    rix_time_cmp(&n->mtime, &cur) == 0) {
 			*keep = true;
+			*kst = st;
 			return 0;
 		}
 		break;
@@ -961,7 +1004,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 				return 0;
 			}
 			bool existed;
-			int what = replace_entry(s, pfd, name, n, rel, &existed, NULL);
+			int what = replace_entry(s, pfd, name, n, rel, &existed, NULL, NULL);
 			if (what == 0)
 				skipped(s, 0);
 			if (what != 1)
@@ -1018,7 +1061,8 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 		return 0;
 	}
 	bool existed, keep;
-	int what = replace_entry(s, pfd, name, n, rel, &existed, &keep);
+	struct stat kst;
+	int what = replace_entry(s, pfd, name, n, rel, &existed, &keep, &kst);
 	if (what < 0)
 		return 0;
 	if (what == 0 && !keep) {
@@ -1033,12 +1077,15 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			report(s, rel, "create: %s", strerror(errno));
 			return 0;
 		}
-		if (ftruncate(fd, (off_t)n->size) != 0) {
+		if (fstat(fd, &kst) != 0 || ftruncate(fd, (off_t)n->size) != 0) {
 			report(s, rel, "truncate: %s", strerror(errno));
 			close(fd);
 			return 0;
 		}
-		close(fd);
+		if (close(fd) != 0) {
+			report(s, rel, "create: %s", strerror(errno));
+			return 0;
+		}
 		if (missing)
 			return 0;
 	}
@@ -1054,6 +1101,8 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 	f->ino = n->inode;
 	f->dev = n->device_id;
 	f->existed = existed;
+	f->tdev = (uint64_t)kst.st_dev;
+	f->tino = (uint64_t)kst.st_ino;
 	if ((f->rel = dup_n(rel, strlen(rel))) == NULL || meta_copy(&f->m, n) != 0) {
 		rix_free(f->rel);
 		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
@@ -1105,7 +1154,7 @@ static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node 
 		return;
 	}
 	bool existed;
-	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL);
+	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL, NULL);
 	if (what == 0)
 		skipped(s, 0);
 	if (what != 1)
@@ -1147,7 +1196,7 @@ static void add_special(struct rs *s, int pfd, const char *name, const rix_node 
 		return;
 	}
 	bool existed;
-	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL);
+	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL, NULL);
 	if (what == 0)
 		skipped(s, 0);
 	if (what != 1)

@@ -16,6 +16,9 @@
  *                          restored then replaced by a directory: nothing outside changes
  *   test_symlink_during    a restored directory swapped for a symlink to outside while the
  *                          restore runs: nothing lands outside
+ *   test_swapped_file      the file made by the walk swapped before its batch for a hard link
+ *                          to outside, a FIFO, a symlink; a planted hard link under if-changed:
+ *                          refused (an error naming it), nothing outside written or chmod'ed
  *   test_missing_pack      a pack removed, another damaged: those files reported by path, the
  *                          others restored, RIX_EIO
  *   test_full_target       a 1 MiB tmpfs as the target (root): what does not fit is reported,
@@ -573,6 +576,108 @@ static void test_symlink_during(void **state)
 	rix_test_free_dir(work);
 }
 
+/* Between the walk (which makes /a empty) and the batch (which writes it): when directory /z is
+ * made, /a is swapped for a hard link to a file outside, a FIFO, or a symlink to outside. The
+ * batch must refuse the entry (an error naming /a), write nothing through it and set nothing on
+ * it; a FIFO must not block the restore. */
+struct swapf {
+	struct errs e; /* first: on_error's payload */
+	const char *tgt, *victim, *how;
+	bool done;
+};
+
+static void swapf_on_item(void *payload, const char *action, const char *path, bool file, uint64_t size)
+{
+	(void)action;
+	(void)file;
+	(void)size;
+	struct swapf *w = payload;
+	if (w->done || strcmp(path, "/z") != 0)
+		return;
+	w->done = true;
+	char a[4400];
+	snprintf(a, sizeof(a), "%s/a", w->tgt);
+	assert_int_equal(unlink(a), 0);
+	if (strcmp(w->how, "link") == 0)
+		assert_int_equal(link(w->victim, a), 0);
+	else if (strcmp(w->how, "fifo") == 0)
+		assert_int_equal(mkfifo(a, 0600), 0);
+	else
+		assert_int_equal(symlink(w->victim, a), 0);
+}
+
+static void assert_victim(const char *victim)
+{
+	char *v = read_small(victim);
+	assert_non_null(v);
+	assert_string_equal(v, "old content\n");
+	free(v);
+	struct stat st;
+	assert_int_equal(stat(victim, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+}
+
+static void test_swapped_file(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-restore-swapped");
+	char repo[4300], src[4300], outside[4300], victim[4400];
+	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
+	snprintf(src, sizeof(src), "%s/src", work);
+	snprintf(outside, sizeof(outside), "%s/outside", work);
+	snprintf(victim, sizeof(victim), "%s/victim", outside);
+	sh("cd '%s' && mkdir -p src/z outside && printf 'new content\n' > src/a && chmod 0644 src/a && echo f > src/z/f && "
+	   "printf 'old content\n' > outside/victim && chmod 0600 outside/victim && touch -r src/a outside/victim",
+	   work);
+	rix_id tree;
+	backup_dir(&tree, r, src);
+	const char *hows[] = { "link", "fifo", "symlink" };
+	for (size_t i = 0; i < sizeof(hows) / sizeof(hows[0]); i++) {
+		char tgt[4400];
+		snprintf(tgt, sizeof(tgt), "%s/target-%s", work, hows[i]);
+		struct swapf w = { .tgt = tgt, .victim = victim, .how = hows[i] };
+		rix_restore_options o = RIX_RESTORE_OPTIONS_INIT;
+		o.item = swapf_on_item;
+		o.error = on_error;
+		o.payload = &w;
+		o.verify = i == 0; /* verify reopens the file too */
+		rix_restore_summary sum;
+		alarm(60); /* a FIFO opened for writing without O_NONBLOCK blocks forever: the test fails */
+		int rc = rix_restore(&sum, r, &tree, tgt, &o);
+		alarm(0);
+		assert_true(w.done);
+		assert_int_equal(rc, RIX_EIO);
+		assert_true(has_error_for(&w.e, "/a"));
+		assert_int_equal(sum.errors, 1);
+		assert_int_equal(sum.files_restored, 2); /* /z and /z/f, not /a */
+		assert_victim(victim);
+		assert_int_equal(count_entries(outside), 1);
+		assert_true(exists(tgt, "z/f"));
+	}
+	/* if-changed: a hard link to the victim planted where /a goes, of /a's size and mtime, is not
+	 * "unchanged": it is replaced, and the victim keeps its mode */
+	char tgt[4400], a[4500];
+	snprintf(tgt, sizeof(tgt), "%s/target-keep", work);
+	snprintf(a, sizeof(a), "%s/a", tgt);
+	assert_int_equal(mkdir(tgt, 0700), 0);
+	assert_int_equal(link(victim, a), 0);
+	rix_restore_options o = RIX_RESTORE_OPTIONS_INIT;
+	o.overwrite = RIX_OVERWRITE_IF_CHANGED;
+	struct errs e;
+	rix_restore_summary sum;
+	MUST(restore(&sum, &e, r, &tree, tgt, &o));
+	assert_victim(victim);
+	char *v = read_small(a);
+	assert_string_equal(v, "new content\n");
+	free(v);
+	struct stat st, sa;
+	assert_int_equal(stat(victim, &st), 0);
+	assert_int_equal(stat(a, &sa), 0);
+	assert_true(st.st_ino != sa.st_ino);
+	rix_repo_free(r);
+	rix_test_free_dir(work);
+}
+
 /* ---- damaged repositories ------------------------------------------------------------------- */
 
 static void pack_path(char *out, size_t cap, const char *repo, rix_repo *r, const rix_id *blob, uint32_t *off)
@@ -856,6 +961,7 @@ int main(void)
 		cmocka_unit_test(test_patterns),       cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
 		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_symlink_escape), cmocka_unit_test(test_symlink_during),
+		cmocka_unit_test(test_swapped_file),
 		cmocka_unit_test(test_missing_pack),   cmocka_unit_test(test_full_target),    cmocka_unit_test(test_options),        cmocka_unit_test(test_oom),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
