@@ -742,6 +742,8 @@ static int ref_cmp(const void *x, const void *y)
 		return c;
 	if (a->off != b->off)
 		return a->off < b->off ? -1 : 1;
+	if ((c = memcmp(a->blob.b, b->blob.b, RIX_ID_SIZE)) != 0)
+		return c;
 	if (a->file != b->file)
 		return a->file < b->file ? -1 : 1;
 	return (a->at > b->at) - (a->at < b->at);
@@ -762,7 +764,10 @@ static void *batch_worker(void *arg)
 		w.nuniq = 0;
 		bool nomem = false;
 		for (size_t k = w.first; k < w.end; k++) {
-			if (k > w.first && s->refs[k].off == s->refs[k - 1].off)
+			/* one read per distinct (offset, blob): two blob IDs the index puts at one place
+			 * are two blobs, and found overlapping below */
+			if (k > w.first && s->refs[k].off == s->refs[k - 1].off &&
+			    memcmp(&s->refs[k].blob, &s->refs[k - 1].blob, sizeof(rix_id)) == 0)
 				continue;
 			if (grow((void **)&w.uniq, &w.capuniq, w.nuniq, sizeof(*w.uniq)) != 0 ||
 			    grow((void **)&w.blobs, &w.capblobs, w.nuniq, sizeof(*w.blobs)) != 0) {
@@ -774,8 +779,18 @@ static void *batch_worker(void *arg)
 			w.blobs[w.nuniq++] = (rix_blob){ .id = rf->blob, .type = RIX_BLOB_DATA, .offset = rf->off,
 							 .length = rf->len, .uncompressed_length = rf->ulen };
 		}
-		int rc = nomem ? RIX_ENOMEM
-			       : rix_repo_load_pack_blobs(s->r, &s->refs[w.first].pack, w.blobs, w.nuniq, on_blob, &w);
+		int rc = nomem ? rix_error_set(RIX_ENOMEM, "restore: out of memory") : 0;
+		for (size_t i = 1; rc == 0 && i < w.nuniq; i++)
+			if ((uint64_t)w.blobs[i].offset < (uint64_t)w.blobs[i - 1].offset + w.blobs[i - 1].length) {
+				char a[65], b[65], p[65];
+				rix_id_to_hex(a, &w.blobs[i - 1].id);
+				rix_id_to_hex(b, &w.blobs[i].id);
+				rix_id_to_hex(p, &s->refs[w.first].pack);
+				rc = rix_error_set(RIX_ECORRUPT, "the index puts blobs %.8s and %.8s at overlapping places of pack %.8s",
+						   a, b, p);
+			}
+		if (rc == 0)
+			rc = rix_repo_load_pack_blobs(s->r, &s->refs[w.first].pack, w.blobs, w.nuniq, on_blob, &w);
 		if (rc == RIX_ENOMEM)
 			atomic_store(&s->nomem, true);
 		if (rc != 0)

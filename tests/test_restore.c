@@ -19,6 +19,8 @@
  *   test_swapped_file      the file made by the walk swapped before its batch for a hard link
  *                          to outside, a FIFO, a symlink; a planted hard link under if-changed:
  *                          refused (an error naming it), nothing outside written or chmod'ed
+ *   test_shared_offset     an index putting two blob IDs at one place of a pack: the file of
+ *                          the blob not there is reported, never given the other's bytes
  *   test_missing_pack      a pack removed, another damaged: those files reported by path, the
  *                          others restored, RIX_EIO
  *   test_full_target       a 1 MiB tmpfs as the target (root): what does not fit is reported,
@@ -396,14 +398,20 @@ static void test_deep(void **state)
 
 /* ---- hostile trees ------------------------------------------------------------------------ */
 
-static const char *node_file(char *buf, size_t cap, const char *name_json, const char *blob_hex)
+/* A file node of one blob, size bytes. */
+static const char *node_file_sized(char *buf, size_t cap, const char *name_json, const char *blob_hex, size_t size)
 {
 	snprintf(buf, cap,
 		 "{\"name\":\"%s\",\"type\":\"file\",\"mode\":420,\"mtime\":\"2020-01-01T00:00:00Z\","
 		 "\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\",\"uid\":0,\"gid\":0,"
-		 "\"size\":5,\"content\":[\"%s\"]}",
-		 name_json, blob_hex);
+		 "\"size\":%zu,\"content\":[\"%s\"]}",
+		 name_json, size, blob_hex);
 	return buf;
+}
+
+static const char *node_file(char *buf, size_t cap, const char *name_json, const char *blob_hex)
+{
+	return node_file_sized(buf, cap, name_json, blob_hex, 5);
 }
 
 static void test_hostile_names(void **state)
@@ -679,6 +687,61 @@ static void test_swapped_file(void **state)
 }
 
 /* ---- damaged repositories ------------------------------------------------------------------- */
+
+/* An index that puts blob B at the very place of blob A's pack (B itself stored nowhere): the
+ * files of B must be reported, never given A's bytes. */
+static void test_shared_offset(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-restore-shared");
+	char repo[4300];
+	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
+	const char a_data[] = "the bytes of blob A\n", b_data[] = "the bytes of blob B\n";
+	rix_id a, b;
+	MUST(rix_repo_save_blob(&a, NULL, r, RIX_BLOB_DATA, a_data, sizeof(a_data) - 1));
+	MUST(rix_repo_flush(r));
+	rix_sha256(&b, b_data, sizeof(b_data) - 1);
+	rix_packed_blob pa;
+	MUST(rix_master_index_lookup(&pa, rix_repo_master_index(r), RIX_BLOB_DATA, &a));
+	/* the crafted index: B at A's offset, length and uncompressed length */
+	rix_index *idx;
+	MUST(rix_index_new(&idx));
+	rix_blob fake = { .id = b, .type = RIX_BLOB_DATA, .offset = pa.offset, .length = pa.length,
+			  .uncompressed_length = pa.uncompressed_length };
+	MUST(rix_index_store_pack(idx, &pa.pack_id, &fake, 1));
+	rix_index_finalize(idx);
+	char *json;
+	size_t jn;
+	MUST(rix_index_encode(&json, &jn, idx));
+	MUST(rix_repo_write_file(NULL, r, RIX_FILE_INDEX, json, jn));
+	rix_free(json);
+	rix_index_free(idx);
+	/* a tree with fa (content A) and fb (content B) */
+	char ah[65], bh[65], na[1024], nb[1024], tj[4096];
+	rix_id_to_hex(ah, &a);
+	rix_id_to_hex(bh, &b);
+	snprintf(tj, sizeof(tj), "{\"nodes\":[%s,%s]}\n", node_file_sized(na, sizeof(na), "fa", ah, sizeof(a_data) - 1),
+		 node_file_sized(nb, sizeof(nb), "fb", bh, sizeof(b_data) - 1));
+	rix_id tree;
+	save_json_tree(r, &tree, tj);
+	MUST(rix_repo_flush(r));
+	rix_repo_free(r);
+	r = open_repo(repo, NULL);
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	char tgt[4400], fb[4500];
+	snprintf(tgt, sizeof(tgt), "%s/target", work);
+	snprintf(fb, sizeof(fb), "%s/fb", tgt);
+	struct errs e;
+	rix_restore_summary sum;
+	assert_int_equal(restore(&sum, &e, r, &tree, tgt, NULL), RIX_EIO);
+	assert_true(has_error_for(&e, "/fb"));
+	char *got = read_small(fb);
+	assert_non_null(got);
+	assert_true(strcmp(got, a_data) != 0); /* never A's bytes */
+	free(got);
+	rix_repo_free(r);
+	rix_test_free_dir(work);
+}
 
 static void pack_path(char *out, size_t cap, const char *repo, rix_repo *r, const rix_id *blob, uint32_t *off)
 {
@@ -961,7 +1024,7 @@ int main(void)
 		cmocka_unit_test(test_patterns),       cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
 		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_symlink_escape), cmocka_unit_test(test_symlink_during),
-		cmocka_unit_test(test_swapped_file),
+		cmocka_unit_test(test_swapped_file),   cmocka_unit_test(test_shared_offset),
 		cmocka_unit_test(test_missing_pack),   cmocka_unit_test(test_full_target),    cmocka_unit_test(test_options),        cmocka_unit_test(test_oom),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
