@@ -636,8 +636,8 @@ struct worker {
 static void fail_file(struct rs *s, uint32_t f, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void fail_file(struct rs *s, uint32_t f, const char *fmt, ...)
 {
-	if (rix_error_last_code() == RIX_ENOMEM)
-		atomic_store(&s->nomem, true);
+	/* (out of memory is recorded by the callers that see RIX_ENOMEM: this thread's last error
+	 * code may be a stale one) */
 	if (atomic_exchange(&s->files[f].failed, 1) != 0)
 		return; /* reported once */
 	char msg[1024];
@@ -653,8 +653,8 @@ static int worker_fd(struct worker *w, uint32_t f)
 	size_t k = f % FD_CACHE;
 	if (w->fd[k] >= 0 && w->fdfile[k] == f)
 		return w->fd[k];
-	if (w->fd[k] >= 0)
-		close(w->fd[k]);
+	if (w->fd[k] >= 0 && close(w->fd[k]) != 0) /* EIO, EDQUOT: what was written may be lost */
+		fail_file(w->s, w->fdfile[k], "close: %s", strerror(errno));
 	int fd = open_planned(w->s, &w->s->files[f], O_WRONLY);
 	w->fd[k] = fd < 0 ? -1 : fd;
 	w->fdfile[k] = f;
@@ -799,8 +799,8 @@ static void *batch_worker(void *arg)
 		atomic_fetch_add(&s->packs, 1);
 	}
 	for (size_t k = 0; k < FD_CACHE; k++)
-		if (w.fd[k] >= 0)
-			close(w.fd[k]);
+		if (w.fd[k] >= 0 && close(w.fd[k]) != 0)
+			fail_file(s, w.fdfile[k], "close: %s", strerror(errno));
 	rix_free(w.uniq);
 	rix_free(w.blobs);
 	return NULL;
@@ -1015,7 +1015,10 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			const char *first = le->rel;
 			atomic_fetch_sub(&s->bytes_total, n->size);
 			if (s->o.dry_run) {
-				atomic_fetch_add(&s->files_restored, 1);
+				if (le->failed)
+					report(s, rel, "hard link to /%s, whose content could not be restored", first);
+				else
+					atomic_fetch_add(&s->files_restored, 1);
 				return 0;
 			}
 			bool existed;
@@ -1057,10 +1060,11 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			return 0;
 		}
 	}
-	/* its blobs: where they are, and their sizes */
+	/* its blobs: where they are, and their sizes (which must add up to the node's) */
 	rix_packed_blob pb;
 	bool missing = false;
-	for (size_t i = 0; i < n->content_len; i++)
+	uint64_t sum = 0;
+	for (size_t i = 0; i < n->content_len; i++) {
 		if (rix_master_index_lookup(&pb, s->mi, RIX_BLOB_DATA, &n->content[i]) != 0) {
 			char hex[65];
 			rix_id_to_hex(hex, &n->content[i]);
@@ -1068,6 +1072,17 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			missing = true;
 			break;
 		}
+		sum += rix_blob_plain_size(pb.length, pb.uncompressed_length);
+	}
+	if (!missing && sum != n->size) {
+		report(s, rel, "the snapshot gives the file %llu bytes and its content %llu", (unsigned long long)n->size,
+		       (unsigned long long)sum);
+		missing = true;
+	}
+	/* the hard links to a file not restored share its failure */
+	struct link_ent *self = n->links > 1 ? link_find(s, n->inode, n->device_id) : NULL;
+	if (missing && self != NULL)
+		self->failed = true;
 	if (s->o.dry_run) {
 		if (!missing) {
 			atomic_fetch_add(&s->files_restored, 1);
@@ -1078,8 +1093,11 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 	bool existed, keep;
 	struct stat kst;
 	int what = replace_entry(s, pfd, name, n, rel, &existed, &keep, &kst);
-	if (what < 0)
+	if (what < 0) {
+		if (self != NULL)
+			self->failed = true;
 		return 0;
+	}
 	if (what == 0 && !keep) {
 		skipped(s, n->size);
 		return 0;
@@ -1088,17 +1106,20 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 		skipped(s, n->size);
 	if (!keep) {
 		int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			report(s, rel, "create: %s", strerror(errno));
-			return 0;
-		}
-		if (fstat(fd, &kst) != 0 || ftruncate(fd, (off_t)n->size) != 0) {
-			report(s, rel, "truncate: %s", strerror(errno));
+		int e = errno;
+		if (fd >= 0 && (fstat(fd, &kst) != 0 || ftruncate(fd, (off_t)n->size) != 0)) {
+			e = errno;
 			close(fd);
-			return 0;
+			fd = -1;
+		} else if (fd >= 0) {
+			int c = close(fd);
+			e = errno;
+			fd = c == 0 ? 0 : -1;
 		}
-		if (close(fd) != 0) {
-			report(s, rel, "create: %s", strerror(errno));
+		if (fd < 0) {
+			report(s, rel, "create: %s", strerror(e));
+			if (self != NULL)
+				self->failed = true;
 			return 0;
 		}
 		if (missing)

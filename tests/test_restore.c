@@ -21,6 +21,8 @@
  *                          refused (an error naming it), nothing outside written or chmod'ed
  *   test_shared_offset     an index putting two blob IDs at one place of a pack: the file of
  *                          the blob not there is reported, never given the other's bytes
+ *   test_bad_file_nodes    a node size that is not its content's; hard links to a file whose
+ *                          blob is missing: each reported, none counted restored
  *   test_missing_pack      a pack removed, another damaged: those files reported by path, the
  *                          others restored, RIX_EIO
  *   test_full_target       a 1 MiB tmpfs as the target (root): what does not fit is reported,
@@ -688,6 +690,47 @@ static void test_swapped_file(void **state)
 
 /* ---- damaged repositories ------------------------------------------------------------------- */
 
+/* A file whose size is not its content's, and two hard links to a file whose blob the index
+ * lacks: each reported by path, none counted restored. */
+static void test_bad_file_nodes(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-restore-badnodes");
+	char repo[4300];
+	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
+	rix_id blob, nowhere;
+	MUST(rix_repo_save_blob(&blob, NULL, r, RIX_BLOB_DATA, "five\n", 5));
+	rix_sha256(&nowhere, "stored nowhere", 14);
+	char hex[65], nhex[65], n1[1024], n2[1024], n3[1024], json[4096];
+	rix_id_to_hex(hex, &blob);
+	rix_id_to_hex(nhex, &nowhere);
+	node_file_sized(n1, sizeof(n1), "bad-size", hex, 9);
+	const char *link = "{\"name\":\"%s\",\"type\":\"file\",\"mode\":420,\"mtime\":\"2020-01-01T00:00:00Z\","
+			   "\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\",\"uid\":0,\"gid\":0,"
+			   "\"inode\":77,\"device_id\":1,\"links\":2,\"size\":5,\"content\":[\"%s\"]}";
+	snprintf(n2, sizeof(n2), link, "h1", nhex);
+	snprintf(n3, sizeof(n3), link, "h2", nhex);
+	snprintf(json, sizeof(json), "{\"nodes\":[%s,%s,%s]}\n", n1, n2, n3);
+	rix_id tree;
+	save_json_tree(r, &tree, json);
+	MUST(rix_repo_flush(r));
+	char tgt[4400];
+	snprintf(tgt, sizeof(tgt), "%s/target", work);
+	for (int dry = 0; dry < 2; dry++) {
+		rix_restore_options o = RIX_RESTORE_OPTIONS_INIT;
+		o.dry_run = dry;
+		struct errs e;
+		rix_restore_summary sum;
+		assert_int_equal(restore(&sum, &e, r, &tree, tgt, &o), RIX_EIO);
+		assert_true(has_error_for(&e, "/bad-size"));
+		assert_true(has_error_for(&e, "/h1"));
+		assert_true(has_error_for(&e, "/h2"));
+		assert_int_equal(sum.files_restored, 0);
+	}
+	rix_repo_free(r);
+	rix_test_free_dir(work);
+}
+
 /* An index that puts blob B at the very place of blob A's pack (B itself stored nowhere): the
  * files of B must be reported, never given A's bytes. */
 static void test_shared_offset(void **state)
@@ -1025,6 +1068,7 @@ int main(void)
 		cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
 		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_symlink_escape), cmocka_unit_test(test_symlink_during),
 		cmocka_unit_test(test_swapped_file),   cmocka_unit_test(test_shared_offset),
+		cmocka_unit_test(test_bad_file_nodes),
 		cmocka_unit_test(test_missing_pack),   cmocka_unit_test(test_full_target),    cmocka_unit_test(test_options),        cmocka_unit_test(test_oom),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
