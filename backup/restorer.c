@@ -461,32 +461,46 @@ static void meta_at(struct rs *s, int pfd, const char *name, const struct meta *
 
 /* ---- selection ----------------------------------------------------------------------------- */
 
-static bool any_match(bool *child, const char *const *pats, size_t n, const char *loc, bool icase)
+/* Whether one of pats matches loc (*m), and may match below it (*child, may be NULL). */
+static int any_match(bool *m, bool *child, const char *const *pats, size_t n, const char *loc, bool icase)
 {
-	bool m = false;
 	for (size_t i = 0; i < n; i++) {
-		bool c = false;
-		m |= rix_pattern_match(&c, pats[i], loc, icase);
+		bool c = false, one;
+		int rc = rix_pattern_match_checked(&one, &c, pats[i], loc, icase);
+		if (rc != 0)
+			return rc;
+		*m |= one;
 		if (child != NULL)
 			*child |= c;
 	}
-	return m;
+	return 0;
 }
 
-/* restic's SelectFilter: whether loc is restored, and whether something under it may be. */
-static bool selected(const struct rs *s, const char *loc, bool dir, bool *child)
+/* restic's SelectFilter: whether loc is restored (*sel), and whether something under it may be
+ * (*child). RIX_ENOMEM: not known (neither). */
+static int selected(const struct rs *s, const char *loc, bool dir, bool *sel, bool *child)
 {
 	const rix_restore_options *o = &s->o;
+	bool m = false, c = false;
+	*sel = *child = false;
 	if (o->nincludes + o->niincludes > 0) {
-		bool c = false;
-		bool m = any_match(&c, o->includes, o->nincludes, loc, false) |
-			 any_match(&c, o->iincludes, o->niincludes, loc, true);
+		int rc = any_match(&m, &c, o->includes, o->nincludes, loc, false);
+		if (rc == 0)
+			rc = any_match(&m, &c, o->iincludes, o->niincludes, loc, true);
+		if (rc != 0)
+			return rc;
 		*child = c && dir;
-		return m;
+		*sel = m;
+		return 0;
 	}
-	bool m = any_match(NULL, o->excludes, o->nexcludes, loc, false) || any_match(NULL, o->iexcludes, o->niexcludes, loc, true);
+	int rc = any_match(&m, NULL, o->excludes, o->nexcludes, loc, false);
+	if (rc == 0 && !m)
+		rc = any_match(&m, NULL, o->iexcludes, o->niexcludes, loc, true);
+	if (rc != 0)
+		return rc;
 	*child = !m && dir;
-	return !m;
+	*sel = !m;
+	return 0;
 }
 
 /* ---- the walk's frames ----------------------------------------------------------------------- */
@@ -1315,8 +1329,12 @@ static void delete_extra(struct rs *s, const struct frame *f, int fd)
 			snprintf(rel, rl, "%s%s%s", f->rel, f->rel_len ? "/" : "", names[i]);
 			char loc[8192];
 			struct stat st;
-			bool child, isdir = fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
-			if (selected(s, loc_of(loc, sizeof(loc), rel), isdir, &child)) {
+			bool sel, child, isdir = fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+			if (selected(s, loc_of(loc, sizeof(loc), rel), isdir, &sel, &child) != 0) {
+				/* not known to be selected: kept (an excluded path is never deleted) */
+				atomic_store(&s->nomem, true);
+				report(s, rel, "delete: %s", rix_error_last());
+			} else if (sel) {
 				if (s->o.dry_run || remove_all(fd, names[i], 0) == 0) {
 					atomic_fetch_add(&s->files_deleted, 1);
 					item(s, "deleted", rel, false, 0);
@@ -1460,8 +1478,13 @@ static int walk(struct rs *s, rix_tree *root)
 			break;
 		}
 		loc_of(loc, rl + 2, rel);
-		bool child, sel = selected(s, loc, n->type == RIX_NODE_DIR, &child);
+		bool child, sel;
+		int src = selected(s, loc, n->type == RIX_NODE_DIR, &sel, &child);
 		rix_free(loc);
+		if (src != 0) {
+			rc = src;
+			break;
+		}
 		if (n->type == RIX_NODE_DIR) {
 			if (!sel && !child)
 				continue;

@@ -1,6 +1,7 @@
 /*
  * tests/test_restore.c — rix_restore (backup/restorer.c) and what it stands on:
- *   test_patterns          rix_pattern_match: restic's rules, child-may-match, case, deep paths
+ *   test_patterns          rix_pattern_match: restic's rules, child-may-match, case, deep paths;
+ *                          rix_pattern_match_checked: a failed allocation is RIX_ENOMEM
  *   test_pack_blobs        rix_repo_load_pack_blobs: every other blob of a pack, in one read,
  *                          equal to rix_repo_load_blob's; a missing pack: each blob told so
  *   test_roundtrip         a tree with every kind of entry (multi-blob, repeated and shared
@@ -214,6 +215,22 @@ static void test_patterns(void **state)
 	assert_true(rix_pattern_match(NULL, "f", deep, false));
 	assert_true(rix_pattern_match(NULL, "/a/**/f", deep, false));
 	assert_false(rix_pattern_match(NULL, "/a/b", deep, false));
+	/* its copy cannot be allocated: an error, not "no match" (--delete would remove what an
+	 * --exclude names) */
+	bool m = true;
+	child = true;
+	MUST(rix_pattern_match_checked(&m, &child, "f", deep, false));
+	assert_true(m);
+	for (long at = 1; at <= 2; at++) {
+		rix_test_failalloc_install(at);
+		int rc = rix_pattern_match_checked(&m, &child, "f", deep, false);
+		rix_test_failalloc_remove();
+		assert_int_equal(rc, RIX_ENOMEM);
+		assert_false(m);
+		assert_false(child);
+	}
+	MUST(rix_pattern_match_checked(&m, NULL, "/x/[a-c]?", "/x/bz", false));
+	assert_true(m);
 	free(deep);
 }
 
