@@ -59,6 +59,10 @@
 #define FD_DEPTH 64
 /* Files each worker keeps open (by file number modulo this). */
 #define FD_CACHE 16
+/* The longest path restored, "/" and the NUL included (PATH_MAX, which restic meets first): a
+ * deeper or longer one is an error naming it. It bounds the walk's frames (depth <= 2048, each
+ * path < 4096 bytes) whatever the trees hold. */
+#define PATH_LIMIT 4096
 
 /* ---- metadata ------------------------------------------------------------------------------ */
 
@@ -127,6 +131,16 @@ static int meta_copy(struct meta *m, const rix_node *n)
 nomem:
 	meta_free(m);
 	return rix_error_set(RIX_ENOMEM, "restore: out of memory for metadata");
+}
+
+/* What a copy of m holds on the heap (the plan's budget). */
+static uint64_t meta_bytes(const struct meta *m)
+{
+	uint64_t b = (m->user ? strlen(m->user) + 1 : 0) + (m->group ? strlen(m->group) + 1 : 0) +
+		     m->nxattrs * sizeof(*m->xattrs);
+	for (size_t i = 0; i < m->nxattrs; i++)
+		b += strlen(m->xattrs[i].name) + 1 + m->xattrs[i].len;
+	return b;
 }
 
 static mode_t perm_of(uint32_t gomode)
@@ -897,7 +911,25 @@ static int run_batch(struct rs *s)
 		s->jobs[s->njobs] = s->nrefs;
 		atomic_store(&s->next_job, 0);
 		unsigned want = s->o.workers ? s->o.workers : rix_repo_workers(s->r);
-		rix__pool_run(rix__pool_size(want, s->njobs < 64 ? (unsigned)s->njobs : 64), batch_worker, s);
+		/* each worker holds a read of its pack (at most RIX_REPO_PACK_READ_MAX) and a blob's
+		 * plaintext: no more workers than opt.memory holds such buffers (one at least) */
+		uint64_t per = 1;
+		for (size_t j = 0; j < s->njobs; j++) {
+			const struct ref *a = &s->refs[s->jobs[j]], *z = &s->refs[s->jobs[j + 1] - 1];
+			uint64_t span = (uint64_t)z->off + z->len - a->off, plain = 0;
+			for (size_t k = s->jobs[j]; k < s->jobs[j + 1]; k++) {
+				uint64_t p = rix_blob_plain_size(s->refs[k].len, s->refs[k].ulen);
+				plain = p > plain ? p : plain;
+			}
+			span = span < RIX_REPO_PACK_READ_MAX ? span : RIX_REPO_PACK_READ_MAX;
+			per = span + plain > per ? span + plain : per;
+		}
+		uint64_t budget = s->o.memory ? s->o.memory : RIX_RESTORE_MEMORY_DEFAULT;
+		uint64_t fit = budget / per > 0 ? budget / per : 1;
+		unsigned max = s->njobs < 64 ? (unsigned)s->njobs : 64;
+		if (fit < max)
+			max = (unsigned)fit;
+		rix__pool_run(rix__pool_size(want, max), batch_worker, s);
 		rix_free(s->jobs);
 		s->jobs = NULL;
 	}
@@ -1171,7 +1203,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 		f->ncontent = n->content_len;
 	}
 	uint32_t fno = (uint32_t)s->nfiles++;
-	s->plan_bytes += sizeof(*f) + strlen(rel) + n->content_len * (sizeof(struct ref) + 36);
+	s->plan_bytes += sizeof(*f) + strlen(rel) + meta_bytes(&f->m) + n->content_len * (sizeof(struct ref) + 36);
 	if (keep)
 		return 0;
 	uint64_t at = 0;
@@ -1470,6 +1502,11 @@ static int walk(struct rs *s, rix_tree *root)
 		rel[rl] = '\0';
 		if (!valid_name(n->name, n->name_len)) {
 			report(s, f->rel, "refused: a name no directory entry can have in this directory");
+			continue;
+		}
+		if (rl + 2 > PATH_LIMIT) { /* "/" + rel + NUL */
+			report(s, rel, "a path of %zu bytes, longer than the %d paths may have: not restored", rl + 1,
+			       PATH_LIMIT - 1);
 			continue;
 		}
 		char *loc = rix_malloc(rl + 2);

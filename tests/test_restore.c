@@ -13,6 +13,8 @@
  *   test_deep              1500 nested directories (the walk's explicit stack)
  *   test_hostile_names     trees naming "..", ".", "", "a/b", a NUL: an error naming the path,
  *                          nothing written outside the target
+ *   test_path_limit        20 levels of 255-byte names: the path past PATH_MAX an error naming
+ *                          it; 40000-byte user names count in the plan's budget (batches)
  *   test_symlink_escape    symlinks and a hard link planted in the target, and a symlink
  *                          restored then replaced by a directory: nothing outside changes
  *   test_symlink_during    a restored directory swapped for a symlink to outside while the
@@ -56,6 +58,7 @@ struct errs {
 	int n;
 	char paths[64][512];
 	char last[1024];
+	char lastmsg[1024]; /* the message alone (last: "path: message", cut when path is long) */
 	int warnings;
 };
 
@@ -66,6 +69,7 @@ static void on_error(void *payload, const char *path, const char *msg)
 		snprintf(e->paths[e->n], sizeof(e->paths[0]), "%s", path);
 	e->n++;
 	snprintf(e->last, sizeof(e->last), "%s: %s", path, msg);
+	snprintf(e->lastmsg, sizeof(e->lastmsg), "%s", msg);
 }
 
 static void on_warn(void *payload, const char *path, const char *msg)
@@ -486,6 +490,76 @@ static void test_hostile_names(void **state)
 		snprintf(ok, sizeof(ok), "%s/in", box);
 		assert_int_equal(count_entries(ok), 1);
 	}
+	rix_repo_free(r);
+	rix_test_free_dir(work);
+}
+
+/* A dir node named name (JSON) with subtree sub. */
+static const char *node_dir(char *buf, size_t cap, const char *name_json, const rix_id *sub)
+{
+	char hex[65];
+	rix_id_to_hex(hex, sub);
+	snprintf(buf, cap,
+		 "{\"name\":\"%s\",\"type\":\"dir\",\"mode\":2147484141,\"mtime\":\"2020-01-01T00:00:00Z\","
+		 "\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\",\"uid\":0,\"gid\":0,"
+		 "\"content\":null,\"subtree\":\"%s\"}",
+		 name_json, hex);
+	return buf;
+}
+
+/* 20 directories of 255-byte names, a file at the bottom: the 16th's path would be 4096 bytes
+ * with its "/", longer than PATH_MAX allows: an error naming it, nothing below made. And a
+ * user name of 40000 bytes counts in the plan's budget. */
+static void test_path_limit(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-restore-pathlimit");
+	char repo[4300];
+	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
+	rix_id blob;
+	MUST(rix_repo_save_blob(&blob, NULL, r, RIX_BLOB_DATA, "deep\n", 5));
+	char hex[65], node[1200], json[4096], name[256];
+	rix_id_to_hex(hex, &blob);
+	memset(name, 'n', 255);
+	name[255] = '\0';
+	snprintf(json, sizeof(json), "{\"nodes\":[%s]}\n", node_file(node, sizeof(node), "f", hex));
+	rix_id t;
+	save_json_tree(r, &t, json);
+	for (int d = 0; d < 20; d++) {
+		snprintf(json, sizeof(json), "{\"nodes\":[%s]}\n", node_dir(node, sizeof(node), name, &t));
+		save_json_tree(r, &t, json);
+	}
+	MUST(rix_repo_flush(r));
+	char tgt[4400];
+	snprintf(tgt, sizeof(tgt), "%s/target", work);
+	struct errs e;
+	rix_restore_summary sum;
+	assert_int_equal(restore(&sum, &e, r, &t, tgt, NULL), RIX_EIO);
+	assert_int_equal(e.n, 1);
+	assert_non_null(strstr(e.lastmsg, "a path of 4096 bytes, longer than the 4095 paths may have"));
+	assert_int_equal(strlen(e.paths[0]), 511); /* (the path, cut by the test's buffer) */
+	assert_int_equal(sum.files_restored, 15);
+	/* the metadata counts in the plan: 3 files of 40000-byte user names, budget 50000: 2 batches */
+	char *big = malloc(3 * 41000 + 100), user[40001];
+	memset(user, 'u', 40000);
+	user[40000] = '\0';
+	size_t k = (size_t)sprintf(big, "{\"nodes\":[");
+	for (int i = 0; i < 3; i++)
+		k += (size_t)sprintf(big + k,
+				     "%s{\"name\":\"f%d\",\"type\":\"file\",\"mode\":420,\"mtime\":\"2020-01-01T00:00:00Z\","
+				     "\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\",\"uid\":0,"
+				     "\"gid\":0,\"user\":\"%s\",\"size\":5,\"content\":[\"%s\"]}",
+				     i ? "," : "", i, user, hex);
+	sprintf(big + k, "]}\n");
+	save_json_tree(r, &t, big);
+	free(big);
+	MUST(rix_repo_flush(r));
+	rix_restore_options o = RIX_RESTORE_OPTIONS_INIT;
+	o.memory = 50000;
+	snprintf(tgt, sizeof(tgt), "%s/target-users", work);
+	MUST(restore(&sum, &e, r, &t, tgt, &o));
+	assert_int_equal(sum.files_restored, 3);
+	assert_int_equal(sum.batches, 2);
 	rix_repo_free(r);
 	rix_test_free_dir(work);
 }
@@ -1083,7 +1157,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_patterns),       cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
-		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_symlink_escape), cmocka_unit_test(test_symlink_during),
+		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_path_limit),
+		 cmocka_unit_test(test_symlink_escape), cmocka_unit_test(test_symlink_during),
 		cmocka_unit_test(test_swapped_file),   cmocka_unit_test(test_shared_offset),
 		cmocka_unit_test(test_bad_file_nodes),
 		cmocka_unit_test(test_missing_pack),   cmocka_unit_test(test_full_target),    cmocka_unit_test(test_options),        cmocka_unit_test(test_oom),

@@ -10,8 +10,13 @@
  *     each blob authenticated, decompressed, SHA-256 checked once) ──> pwrite to every file and
  *     offset that needs it ──> each file's metadata ──> the directories' metadata, deepest first
  *
- * Memory is bounded by opt.memory: when the plan of the files walked so far passes it, they are
- * restored (a batch) before the walk goes on. The directories' metadata waits for the end (a
+ * Memory is bounded by opt.memory: when the plan of the files walked so far (their paths,
+ * owners' names, extended attributes and blob references) passes it, they are restored (a batch)
+ * before the walk goes on; a batch runs no more workers than opt.memory holds read buffers for
+ * (each a read of a pack, at most RIX_REPO_PACK_READ_MAX, and a blob's plaintext; one worker at
+ * least), so the plan and the buffers take at most about twice opt.memory. A path is at most
+ * 4095 bytes ("/" included, PATH_MAX as restic meets it): a longer or deeper one is an error
+ * naming it and nothing below it is restored, which also bounds the walk's stack. The directories' metadata waits for the end (a
  * path and its metadata per directory), so that a read-only directory is made so last; hard
  * links are remembered by (inode, device_id) for the whole restore (a path each). A blob needed
  * by files of two batches is read once per batch; tree blobs are read one by one as the walk
