@@ -9,6 +9,8 @@
  *                          mtimes, xattrs) backed up by rix_backup and restored: equal (content,
  *                          mode, owner, mtime, links, xattrs); each data pack read once (the
  *                          backend's reads = packs + trees)
+ *   test_find_dir          rix_tree_find_dir: found (odd spellings, the root), not found, not a
+ *                          directory (RIX_ENOTFOUND naming the path)
  *   test_batches           a plan budget of 1 byte: a batch per file, the same result
  *   test_deep              1500 nested directories (the walk's explicit stack)
  *   test_hostile_names     trees naming "..", ".", "", "a/b", a NUL: an error naming the path,
@@ -371,6 +373,49 @@ static void test_roundtrip(void **state)
 	rix_repo_free(r);
 	rix_test_fault_destroy(&f);
 	sh("chmod -R u+w '%s'", work);
+	rix_test_free_dir(work);
+}
+
+static const rix_node *find_node(rix_repo *r, const rix_id *tree, const char *name, rix_tree **keep);
+
+/* rix_tree_find_dir: a directory found (with "//", "." and a trailing "/"), the root for "",
+ * "/" and NULL; a missing path and a file: RIX_ENOTFOUND naming the path. */
+static void test_find_dir(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-restore-finddir");
+	char repo[4300], src[4300];
+	snprintf(src, sizeof(src), "%s/src", work);
+	sh("cd '%s' && mkdir -p src/a/b && echo x > src/a/f && echo y > src/a/b/g", work);
+	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
+	rix_id root, id, b;
+	backup_dir(&root, r, src);
+	const rix_node *nd;
+	rix_tree *ta, *tb;
+	nd = find_node(r, &root, "a", &ta);
+	rix_id a = *nd->subtree;
+	nd = find_node(r, &a, "b", &tb);
+	b = *nd->subtree;
+	rix_tree_free(ta);
+	rix_tree_free(tb);
+	MUST(rix_tree_find_dir(&id, r, &root, "/a/b"));
+	assert_memory_equal(&id, &b, sizeof(id));
+	MUST(rix_tree_find_dir(&id, r, &root, "a//./b/"));
+	assert_memory_equal(&id, &b, sizeof(id));
+	MUST(rix_tree_find_dir(&id, r, &root, "/a"));
+	assert_memory_equal(&id, &a, sizeof(id));
+	const char *roots[] = { "", "/", NULL };
+	for (size_t i = 0; i < 3; i++) {
+		MUST(rix_tree_find_dir(&id, r, &root, roots[i]));
+		assert_memory_equal(&id, &root, sizeof(id));
+	}
+	assert_int_equal(rix_tree_find_dir(&id, r, &root, "/a/nope/c"), RIX_ENOTFOUND);
+	assert_string_equal(rix_error_last(), "path /a/nope: not found");
+	assert_int_equal(rix_tree_find_dir(&id, r, &root, "/a/f"), RIX_ENOTFOUND);
+	assert_string_equal(rix_error_last(), "path /a/f: not a directory");
+	assert_int_equal(rix_tree_find_dir(&id, r, &root, "/a/b/g/h"), RIX_ENOTFOUND);
+	assert_string_equal(rix_error_last(), "path /a/b/g: not a directory");
+	rix_repo_free(r);
 	rix_test_free_dir(work);
 }
 
@@ -1156,7 +1201,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_patterns),       cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
+		cmocka_unit_test(test_find_dir),       cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
 		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_path_limit),
 		 cmocka_unit_test(test_symlink_escape), cmocka_unit_test(test_symlink_during),
 		cmocka_unit_test(test_swapped_file),   cmocka_unit_test(test_shared_offset),
