@@ -1421,7 +1421,14 @@ static int pop(struct rs *s)
 {
 	struct frame *f = &s->st[s->depth];
 	int rc = 0;
-	if (s->o.delete_extra && (f->created || s->depth == 0)) {
+	if (s->o.delete_extra && s->o.dry_run && s->depth > 0 && f->selected && s->tfd >= 0) {
+		/* a dry run makes no directory: what one that is there holds is listed */
+		int fd = open_beneath(s, f->rel, O_RDONLY | O_DIRECTORY);
+		if (fd >= 0) {
+			delete_extra(s, f, fd);
+			close(fd);
+		}
+	} else if (s->o.delete_extra && (f->created || s->depth == 0)) {
 		bool own;
 		int fd = s->depth == 0 ? s->tfd : frame_fd(s, s->depth, &own);
 		if (fd >= 0) {

@@ -1136,6 +1136,11 @@ static void test_options(void **state)
 	sh("cd '%s' && mkdir -p extra/sub && echo e > extra/sub/f && echo e > d/e/extra.txt && ln -s / x/link", tgt);
 	o = (rix_restore_options)RIX_RESTORE_OPTIONS_INIT;
 	o.delete_extra = true;
+	o.dry_run = true; /* the same three listed at every depth, nothing removed */
+	MUST(restore(&sum, &e, r, &tree, tgt, &o));
+	assert_int_equal(sum.files_deleted, 3);
+	assert_true(exists(tgt, "extra/sub/f") && exists(tgt, "d/e/extra.txt") && exists(tgt, "x/link"));
+	o.dry_run = false;
 	MUST(restore(&sum, &e, r, &tree, tgt, &o));
 	assert_int_equal(sum.files_deleted, 3);
 	assert_false(exists(tgt, "extra") || exists(tgt, "d/e/extra.txt") || exists(tgt, "x/link"));
