@@ -28,7 +28,18 @@
  * target before or during the restore, is never followed; names that no directory entry can have
  * ("", ".", "..", '/' or NUL in them) are refused by the tree decoder and again here, as an error
  * naming the path; an existing entry is replaced by unlinking it first, never by writing
- * through it (a hard link to a file elsewhere keeps its content).
+ * through it (a hard link to a file elsewhere keeps its content). A file reopened by name at
+ * batch time (its content, --verify, its metadata) must still be the regular file the walk
+ * made (its st_dev and st_ino) or kept (if-changed keeps only a file of one link): a FIFO,
+ * device or hard link swapped in meanwhile is an error naming the path, nothing written to it.
+ *
+ * What it does not protect against: a local user who can write in target while the restore
+ * runs. The walk holds each directory it made open (the first 64 levels) and makes the entries
+ * in it through that fd (directories, symlinks, FIFOs, devices, empty files, their ownership
+ * and mode): a made directory that such a user renames out of target, to anywhere on the same
+ * file system they can write, receives the entries made after the rename where it now is.
+ * Restore into a directory only trusted users can write, as with restic. target itself is
+ * opened following symlinks (as restic): a symlink given as target means its destination.
  *
  * Metadata as restic restores it: mode (setuid, setgid, sticky), modification and access times
  * (directories after their contents), symlinks as links, hard links (nodes of the same inode
