@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -452,6 +453,37 @@ static void meta_fd(struct rs *s, int fd, const struct meta *m, const char *rel)
 		report(s, rel, "set times: %s", strerror(errno));
 }
 
+/*
+ * chmod of pfd/name, never through a symlink. glibc before 2.32 refuses AT_SYMLINK_NOFOLLOW
+ * (EOPNOTSUPP) even for what is no symlink: then the entry is opened O_PATH | O_NOFOLLOW and,
+ * not a symlink, changed through /proc/self/fd (what newer glibc does).
+ */
+static int chmod_nofollow(int pfd, const char *name, mode_t mode)
+{
+	if (fchmodat(pfd, name, mode, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOTSUP)
+		return -1;
+	int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	int rc = -1;
+	if (fstat(fd, &st) == 0) {
+		if (S_ISLNK(st.st_mode)) {
+			errno = EOPNOTSUPP; /* swapped for a symlink: not followed */
+		} else {
+			char p[64];
+			snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+			rc = chmod(p, mode);
+		}
+	}
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
 /* The same for an entry that is not opened (symlink, FIFO, device): through its directory. */
 static void meta_at(struct rs *s, int pfd, const char *name, const struct meta *m, const char *rel, bool symlink)
 {
@@ -459,7 +491,7 @@ static void meta_at(struct rs *s, int pfd, const char *name, const struct meta *
 	gid_t gid;
 	if (owner_of(s, m, &uid, &gid) && fchownat(pfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
 		report(s, rel, "lchown: %s", strerror(errno));
-	if (!symlink && fchmodat(pfd, name, perm_of(m->mode), AT_SYMLINK_NOFOLLOW) != 0 && errno != EOPNOTSUPP)
+	if (!symlink && chmod_nofollow(pfd, name, perm_of(m->mode)) != 0)
 		report(s, rel, "chmod: %s", strerror(errno));
 	if (m->nxattrs > 0) {
 		char path[4096];
@@ -929,6 +961,15 @@ static int run_batch(struct rs *s)
 		unsigned max = s->njobs < 64 ? (unsigned)s->njobs : 64;
 		if (fit < max)
 			max = (unsigned)fit;
+		/* and no more than the open-file limit leaves room for, beside the walk's FD_DEPTH
+		 * directories and a margin (the pack reads, the caller's): FD_CACHE + 1 each */
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+			uint64_t room = rl.rlim_cur > 2 * FD_DEPTH ? (uint64_t)rl.rlim_cur - 2 * FD_DEPTH : 0;
+			uint64_t nw = room / (FD_CACHE + 1) > 0 ? room / (FD_CACHE + 1) : 1;
+			if (nw < max)
+				max = (unsigned)nw;
+		}
 		rix__pool_run(rix__pool_size(want, max), batch_worker, s);
 		rix_free(s->jobs);
 		s->jobs = NULL;
