@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rix/alloc.h"
+#include "rix/error.h"
 #include "rix/pattern.h"
 
 #define PATTERN_PARTS 256
@@ -71,32 +72,44 @@ static bool match_split(bool *child_may_match, char *pbuf, bool rel, char *sbuf,
 	return m;
 }
 
-bool rix_pattern_match(bool *child_may_match, const char *pattern, const char *path, bool icase)
+int rix_pattern_match_checked(bool *match, bool *child_may_match, const char *pattern, const char *path, bool icase)
 {
 	char pbuf[4096 + 4], sbuf[4096];
 	char *pp[PATTERN_PARTS], *sp[128];
+	*match = false;
 	if (child_may_match != NULL)
 		*child_may_match = false;
 	if (pattern[0] == '\0')
-		return false;
+		return 0;
 	bool rel = pattern[0] != '/';
 	if ((size_t)snprintf(pbuf, sizeof(pbuf), "%s%s", rel ? "**/" : "", pattern) >= sizeof(pbuf))
-		return false;
+		return 0;
 	size_t plen = strlen(path);
 	if (plen < sizeof(sbuf) && plen / 2 + 1 < sizeof(sp) / sizeof(sp[0])) { /* the common case: no allocation */
 		memcpy(sbuf, path, plen + 1);
-		return match_split(child_may_match, pbuf, rel, sbuf, pp, sp, sizeof(sp) / sizeof(sp[0]), icase);
+		*match = match_split(child_may_match, pbuf, rel, sbuf, pp, sp, sizeof(sp) / sizeof(sp[0]), icase);
+		return 0;
 	}
 	/* a long or deep path: its copy and components on the heap (at most plen / 2 + 1 of them) */
 	size_t maxs = plen / 2 + 1;
 	char *big = rix_malloc(plen + 1);
 	char **bsp = rix_malloc(maxs * sizeof(*bsp));
-	bool m = false;
+	int rc = 0;
 	if (big != NULL && bsp != NULL) {
 		memcpy(big, path, plen + 1);
-		m = match_split(child_may_match, pbuf, rel, big, pp, bsp, maxs, icase);
+		*match = match_split(child_may_match, pbuf, rel, big, pp, bsp, maxs, icase);
+	} else {
+		if (child_may_match != NULL)
+			*child_may_match = false;
+		rc = rix_error_set(RIX_ENOMEM, "pattern: out of memory for a path of %zu bytes", plen);
 	}
 	rix_free(big);
 	rix_free(bsp);
-	return m;
+	return rc;
+}
+
+bool rix_pattern_match(bool *child_may_match, const char *pattern, const char *path, bool icase)
+{
+	bool m;
+	return rix_pattern_match_checked(&m, child_may_match, pattern, path, icase) == 0 && m;
 }

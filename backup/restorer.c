@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -59,6 +60,10 @@
 #define FD_DEPTH 64
 /* Files each worker keeps open (by file number modulo this). */
 #define FD_CACHE 16
+/* The longest path restored, "/" and the NUL included (PATH_MAX, which restic meets first): a
+ * deeper or longer one is an error naming it. It bounds the walk's frames (depth <= 2048, each
+ * path < 4096 bytes) whatever the trees hold. */
+#define PATH_LIMIT 4096
 
 /* ---- metadata ------------------------------------------------------------------------------ */
 
@@ -129,6 +134,16 @@ nomem:
 	return rix_error_set(RIX_ENOMEM, "restore: out of memory for metadata");
 }
 
+/* What a copy of m holds on the heap (the plan's budget). */
+static uint64_t meta_bytes(const struct meta *m)
+{
+	uint64_t b = (m->user ? strlen(m->user) + 1 : 0) + (m->group ? strlen(m->group) + 1 : 0) +
+		     m->nxattrs * sizeof(*m->xattrs);
+	for (size_t i = 0; i < m->nxattrs; i++)
+		b += strlen(m->xattrs[i].name) + 1 + m->xattrs[i].len;
+	return b;
+}
+
 static mode_t perm_of(uint32_t gomode)
 {
 	mode_t p = gomode & 0777;
@@ -160,6 +175,7 @@ struct rfile {
 	bool linked;     /* links > 1: ino and dev name its entry in the hard link table */
 	uint64_t ino, dev;
 	bool existed;    /* "updated" rather than "restored" */
+	uint64_t tdev, tino; /* the file in the target: the one made (O_EXCL), or the one kept */
 };
 
 struct ref {
@@ -362,6 +378,34 @@ static int open_beneath(const struct rs *s, const char *rel, int flags)
 	return fd2;
 }
 
+/*
+ * File f of the plan reopened by name (at batch time, long after it was made): with O_NONBLOCK
+ * (a FIFO put there never blocks) and never through a symlink, then it must still be the
+ * regular file the walk made or kept, (st_dev, st_ino) as recorded: a device, a FIFO, a hard
+ * link to a file elsewhere swapped in since are never written to. -1 with errno on failure,
+ * -2 when the name is now something else.
+ */
+#define REPLACED (-2)
+static int open_planned(const struct rs *s, const struct rfile *f, int flags)
+{
+	int fd = open_beneath(s, f->rel, flags | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENXIO ? REPLACED : -1; /* ENXIO: a FIFO without a reader */
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_dev != f->tdev ||
+	    (uint64_t)st.st_ino != f->tino) {
+		close(fd);
+		return REPLACED;
+	}
+	return fd;
+}
+
+static const char *open_error(int rc)
+{
+	return rc == REPLACED ? "no longer the file the restore made (replaced during the restore): nothing written"
+			      : strerror(errno);
+}
+
 /* ---- metadata setting ------------------------------------------------------------------------ */
 
 static bool owner_of(const struct rs *s, const struct meta *m, uid_t *uid, gid_t *gid)
@@ -409,6 +453,37 @@ static void meta_fd(struct rs *s, int fd, const struct meta *m, const char *rel)
 		report(s, rel, "set times: %s", strerror(errno));
 }
 
+/*
+ * chmod of pfd/name, never through a symlink. glibc before 2.32 refuses AT_SYMLINK_NOFOLLOW
+ * (EOPNOTSUPP) even for what is no symlink: then the entry is opened O_PATH | O_NOFOLLOW and,
+ * not a symlink, changed through /proc/self/fd (what newer glibc does).
+ */
+static int chmod_nofollow(int pfd, const char *name, mode_t mode)
+{
+	if (fchmodat(pfd, name, mode, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOTSUP)
+		return -1;
+	int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	int rc = -1;
+	if (fstat(fd, &st) == 0) {
+		if (S_ISLNK(st.st_mode)) {
+			errno = EOPNOTSUPP; /* swapped for a symlink: not followed */
+		} else {
+			char p[64];
+			snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+			rc = chmod(p, mode);
+		}
+	}
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
 /* The same for an entry that is not opened (symlink, FIFO, device): through its directory. */
 static void meta_at(struct rs *s, int pfd, const char *name, const struct meta *m, const char *rel, bool symlink)
 {
@@ -416,7 +491,7 @@ static void meta_at(struct rs *s, int pfd, const char *name, const struct meta *
 	gid_t gid;
 	if (owner_of(s, m, &uid, &gid) && fchownat(pfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
 		report(s, rel, "lchown: %s", strerror(errno));
-	if (!symlink && fchmodat(pfd, name, perm_of(m->mode), AT_SYMLINK_NOFOLLOW) != 0 && errno != EOPNOTSUPP)
+	if (!symlink && chmod_nofollow(pfd, name, perm_of(m->mode)) != 0)
 		report(s, rel, "chmod: %s", strerror(errno));
 	if (m->nxattrs > 0) {
 		char path[4096];
@@ -432,32 +507,46 @@ static void meta_at(struct rs *s, int pfd, const char *name, const struct meta *
 
 /* ---- selection ----------------------------------------------------------------------------- */
 
-static bool any_match(bool *child, const char *const *pats, size_t n, const char *loc, bool icase)
+/* Whether one of pats matches loc (*m), and may match below it (*child, may be NULL). */
+static int any_match(bool *m, bool *child, const char *const *pats, size_t n, const char *loc, bool icase)
 {
-	bool m = false;
 	for (size_t i = 0; i < n; i++) {
-		bool c = false;
-		m |= rix_pattern_match(&c, pats[i], loc, icase);
+		bool c = false, one;
+		int rc = rix_pattern_match_checked(&one, &c, pats[i], loc, icase);
+		if (rc != 0)
+			return rc;
+		*m |= one;
 		if (child != NULL)
 			*child |= c;
 	}
-	return m;
+	return 0;
 }
 
-/* restic's SelectFilter: whether loc is restored, and whether something under it may be. */
-static bool selected(const struct rs *s, const char *loc, bool dir, bool *child)
+/* restic's SelectFilter: whether loc is restored (*sel), and whether something under it may be
+ * (*child). RIX_ENOMEM: not known (neither). */
+static int selected(const struct rs *s, const char *loc, bool dir, bool *sel, bool *child)
 {
 	const rix_restore_options *o = &s->o;
+	bool m = false, c = false;
+	*sel = *child = false;
 	if (o->nincludes + o->niincludes > 0) {
-		bool c = false;
-		bool m = any_match(&c, o->includes, o->nincludes, loc, false) |
-			 any_match(&c, o->iincludes, o->niincludes, loc, true);
+		int rc = any_match(&m, &c, o->includes, o->nincludes, loc, false);
+		if (rc == 0)
+			rc = any_match(&m, &c, o->iincludes, o->niincludes, loc, true);
+		if (rc != 0)
+			return rc;
 		*child = c && dir;
-		return m;
+		*sel = m;
+		return 0;
 	}
-	bool m = any_match(NULL, o->excludes, o->nexcludes, loc, false) || any_match(NULL, o->iexcludes, o->niexcludes, loc, true);
+	int rc = any_match(&m, NULL, o->excludes, o->nexcludes, loc, false);
+	if (rc == 0 && !m)
+		rc = any_match(&m, NULL, o->iexcludes, o->niexcludes, loc, true);
+	if (rc != 0)
+		return rc;
 	*child = !m && dir;
-	return !m;
+	*sel = !m;
+	return 0;
 }
 
 /* ---- the walk's frames ----------------------------------------------------------------------- */
@@ -607,8 +696,8 @@ struct worker {
 static void fail_file(struct rs *s, uint32_t f, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void fail_file(struct rs *s, uint32_t f, const char *fmt, ...)
 {
-	if (rix_error_last_code() == RIX_ENOMEM)
-		atomic_store(&s->nomem, true);
+	/* (out of memory is recorded by the callers that see RIX_ENOMEM: this thread's last error
+	 * code may be a stale one) */
 	if (atomic_exchange(&s->files[f].failed, 1) != 0)
 		return; /* reported once */
 	char msg[1024];
@@ -624,11 +713,12 @@ static int worker_fd(struct worker *w, uint32_t f)
 	size_t k = f % FD_CACHE;
 	if (w->fd[k] >= 0 && w->fdfile[k] == f)
 		return w->fd[k];
-	if (w->fd[k] >= 0)
-		close(w->fd[k]);
-	w->fd[k] = open_beneath(w->s, w->s->files[f].rel, O_WRONLY);
+	if (w->fd[k] >= 0 && close(w->fd[k]) != 0) /* EIO, EDQUOT: what was written may be lost */
+		fail_file(w->s, w->fdfile[k], "close: %s", strerror(errno));
+	int fd = open_planned(w->s, &w->s->files[f], O_WRONLY);
+	w->fd[k] = fd < 0 ? -1 : fd;
 	w->fdfile[k] = f;
-	return w->fd[k];
+	return fd;
 }
 
 static bool all_zero(const uint8_t *p, size_t n)
@@ -692,7 +782,7 @@ static int on_blob(void *payload, size_t i, int code, const uint8_t *data, size_
 			continue;
 		int fd = worker_fd(w, rf->file);
 		if (fd < 0) {
-			fail_file(s, rf->file, "open: %s", strerror(errno));
+			fail_file(s, rf->file, "open: %s", open_error(fd));
 			continue;
 		}
 		if (write_at(fd, data, n, rf->at, s->o.sparse) != 0) {
@@ -712,6 +802,8 @@ static int ref_cmp(const void *x, const void *y)
 		return c;
 	if (a->off != b->off)
 		return a->off < b->off ? -1 : 1;
+	if ((c = memcmp(a->blob.b, b->blob.b, RIX_ID_SIZE)) != 0)
+		return c;
 	if (a->file != b->file)
 		return a->file < b->file ? -1 : 1;
 	return (a->at > b->at) - (a->at < b->at);
@@ -732,7 +824,10 @@ static void *batch_worker(void *arg)
 		w.nuniq = 0;
 		bool nomem = false;
 		for (size_t k = w.first; k < w.end; k++) {
-			if (k > w.first && s->refs[k].off == s->refs[k - 1].off)
+			/* one read per distinct (offset, blob): two blob IDs the index puts at one place
+			 * are two blobs, and found overlapping below */
+			if (k > w.first && s->refs[k].off == s->refs[k - 1].off &&
+			    memcmp(&s->refs[k].blob, &s->refs[k - 1].blob, sizeof(rix_id)) == 0)
 				continue;
 			if (grow((void **)&w.uniq, &w.capuniq, w.nuniq, sizeof(*w.uniq)) != 0 ||
 			    grow((void **)&w.blobs, &w.capblobs, w.nuniq, sizeof(*w.blobs)) != 0) {
@@ -744,8 +839,18 @@ static void *batch_worker(void *arg)
 			w.blobs[w.nuniq++] = (rix_blob){ .id = rf->blob, .type = RIX_BLOB_DATA, .offset = rf->off,
 							 .length = rf->len, .uncompressed_length = rf->ulen };
 		}
-		int rc = nomem ? RIX_ENOMEM
-			       : rix_repo_load_pack_blobs(s->r, &s->refs[w.first].pack, w.blobs, w.nuniq, on_blob, &w);
+		int rc = nomem ? rix_error_set(RIX_ENOMEM, "restore: out of memory") : 0;
+		for (size_t i = 1; rc == 0 && i < w.nuniq; i++)
+			if ((uint64_t)w.blobs[i].offset < (uint64_t)w.blobs[i - 1].offset + w.blobs[i - 1].length) {
+				char a[65], b[65], p[65];
+				rix_id_to_hex(a, &w.blobs[i - 1].id);
+				rix_id_to_hex(b, &w.blobs[i].id);
+				rix_id_to_hex(p, &s->refs[w.first].pack);
+				rc = rix_error_set(RIX_ECORRUPT, "the index puts blobs %.8s and %.8s at overlapping places of pack %.8s",
+						   a, b, p);
+			}
+		if (rc == 0)
+			rc = rix_repo_load_pack_blobs(s->r, &s->refs[w.first].pack, w.blobs, w.nuniq, on_blob, &w);
 		if (rc == RIX_ENOMEM)
 			atomic_store(&s->nomem, true);
 		if (rc != 0)
@@ -754,8 +859,8 @@ static void *batch_worker(void *arg)
 		atomic_fetch_add(&s->packs, 1);
 	}
 	for (size_t k = 0; k < FD_CACHE; k++)
-		if (w.fd[k] >= 0)
-			close(w.fd[k]);
+		if (w.fd[k] >= 0 && close(w.fd[k]) != 0)
+			fail_file(s, w.fdfile[k], "close: %s", strerror(errno));
 	rix_free(w.uniq);
 	rix_free(w.blobs);
 	return NULL;
@@ -764,9 +869,10 @@ static void *batch_worker(void *arg)
 /* Rereads file f: each blob's bytes must hash to its ID. */
 static void verify_file(struct rs *s, struct rfile *f)
 {
-	int fd = open_beneath(s, f->rel, O_RDONLY);
+	int fd = open_planned(s, f, O_RDONLY);
 	if (fd < 0) {
-		report(s, f->rel, "verify: %s", strerror(errno));
+		atomic_store(&f->failed, 1);
+		report(s, f->rel, "verify: %s", open_error(fd));
 		return;
 	}
 	uint8_t *buf = NULL;
@@ -837,12 +943,64 @@ static int run_batch(struct rs *s)
 		s->jobs[s->njobs] = s->nrefs;
 		atomic_store(&s->next_job, 0);
 		unsigned want = s->o.workers ? s->o.workers : rix_repo_workers(s->r);
-		rix__pool_run(rix__pool_size(want, s->njobs < 64 ? (unsigned)s->njobs : 64), batch_worker, s);
+		/* each worker holds a read of its pack (at most RIX_REPO_PACK_READ_MAX) and a blob's
+		 * plaintext: no more workers than opt.memory holds such buffers (one at least) */
+		uint64_t per = 1;
+		for (size_t j = 0; j < s->njobs; j++) {
+			const struct ref *a = &s->refs[s->jobs[j]], *z = &s->refs[s->jobs[j + 1] - 1];
+			uint64_t span = (uint64_t)z->off + z->len - a->off, plain = 0;
+			for (size_t k = s->jobs[j]; k < s->jobs[j + 1]; k++) {
+				uint64_t p = rix_blob_plain_size(s->refs[k].len, s->refs[k].ulen);
+				plain = p > plain ? p : plain;
+			}
+			span = span < RIX_REPO_PACK_READ_MAX ? span : RIX_REPO_PACK_READ_MAX;
+			per = span + plain > per ? span + plain : per;
+		}
+		uint64_t budget = s->o.memory ? s->o.memory : RIX_RESTORE_MEMORY_DEFAULT;
+		uint64_t fit = budget / per > 0 ? budget / per : 1;
+		unsigned max = s->njobs < 64 ? (unsigned)s->njobs : 64;
+		if (fit < max)
+			max = (unsigned)fit;
+		/* and no more than the open-file limit leaves room for, beside the walk's FD_DEPTH
+		 * directories and a margin (the pack reads, the caller's): FD_CACHE + 1 each */
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+			uint64_t room = rl.rlim_cur > 2 * FD_DEPTH ? (uint64_t)rl.rlim_cur - 2 * FD_DEPTH : 0;
+			uint64_t nw = room / (FD_CACHE + 1) > 0 ? room / (FD_CACHE + 1) : 1;
+			if (nw < max)
+				max = (unsigned)nw;
+		}
+		rix__pool_run(rix__pool_size(want, max), batch_worker, s);
 		rix_free(s->jobs);
 		s->jobs = NULL;
 	}
 	for (size_t i = 0; i < s->nfiles; i++) {
 		struct rfile *f = &s->files[i];
+		if (!atomic_load(&f->failed)) {
+			if (s->o.verify && !f->keep)
+				verify_file(s, f);
+			int fd = atomic_load(&f->failed) ? -1 : open_planned(s, f, O_RDONLY);
+			if (atomic_load(&f->failed)) {
+				/* reported by verify */
+			} else if (fd < 0) {
+				atomic_store(&f->failed, 1);
+				report(s, f->rel, "open: %s", open_error(fd));
+			} else {
+				meta_fd(s, fd, &f->m, f->rel);
+				if (close(fd) != 0) {
+					atomic_store(&f->failed, 1);
+					report(s, f->rel, "close: %s", strerror(errno));
+				}
+			}
+		}
+		if (!atomic_load(&f->failed)) {
+			if (!f->keep) {
+				atomic_fetch_add(&s->files_restored, 1);
+				item(s, f->existed ? "updated" : "restored", f->rel, true, f->size);
+			} else {
+				item(s, "unchanged", f->rel, true, f->size);
+			}
+		}
 		struct link_ent *le = f->linked ? link_find(s, f->ino, f->dev) : NULL;
 		if (le != NULL && atomic_load(&f->failed)) { /* its links share the damage */
 			le->failed = true;
@@ -858,23 +1016,6 @@ static int run_batch(struct rs *s)
 			rix_free(le->others);
 			le->others = NULL;
 			le->nothers = le->capothers = 0;
-		}
-		if (!atomic_load(&f->failed)) {
-			if (s->o.verify && !f->keep)
-				verify_file(s, f);
-			int fd = open_beneath(s, f->rel, O_RDONLY);
-			if (fd < 0) {
-				report(s, f->rel, "open: %s", strerror(errno));
-			} else {
-				meta_fd(s, fd, &f->m, f->rel);
-				close(fd);
-			}
-			if (!f->keep) {
-				atomic_fetch_add(&s->files_restored, 1);
-				item(s, f->existed ? "updated" : "restored", f->rel, true, f->size);
-			} else {
-				item(s, "unchanged", f->rel, true, f->size);
-			}
 		}
 		rix_free(f->rel);
 		rix_free(f->content);
@@ -893,10 +1034,12 @@ static int run_batch(struct rs *s)
  * What to do with an entry the target may have at pfd/name: 1 make it (what was there, not a
  * directory, is unlinked), 0 keep it (counted skipped), -1 an error (reported). *existed says
  * whether something was there; *keep (files, if-changed) that the file is kept as it is but its
- * metadata restored.
+ * metadata restored, *kst its stat then (the file the batch must find there). Only a regular
+ * file with no other link is kept: a hard link to a file elsewhere is replaced, never given the
+ * snapshot's metadata.
  */
 static int replace_entry(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel, bool *existed,
-			 bool *keep)
+			 bool *keep, struct stat *kst)
 {
 	*existed = false;
 	if (keep != NULL)
@@ -918,8 +1061,10 @@ static int replace_entry(struct rs *s, int pfd, const char *name, const rix_node
 			return 0;
 		break;
 	case RIX_OVERWRITE_IF_CHANGED:
-		if (keep != NULL && S_ISREG(st.st_mode) && (uint64_t)st.st_size == n->size && rix_time_cmp(&n->mtime, &cur) == 0) {
+		if (keep != NULL && S_ISREG(st.st_mode) && st.st_nlink == 1 && (uint64_t)st.st_size == n->size &&
+		    rix_time_cmp(&n->mtime, &cur) == 0) {
 			*keep = true;
+			*kst = st;
 			return 0;
 		}
 		break;
@@ -957,11 +1102,14 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			const char *first = le->rel;
 			atomic_fetch_sub(&s->bytes_total, n->size);
 			if (s->o.dry_run) {
-				atomic_fetch_add(&s->files_restored, 1);
+				if (le->failed)
+					report(s, rel, "hard link to /%s, whose content could not be restored", first);
+				else
+					atomic_fetch_add(&s->files_restored, 1);
 				return 0;
 			}
 			bool existed;
-			int what = replace_entry(s, pfd, name, n, rel, &existed, NULL);
+			int what = replace_entry(s, pfd, name, n, rel, &existed, NULL, NULL);
 			if (what == 0)
 				skipped(s, 0);
 			if (what != 1)
@@ -999,10 +1147,11 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			return 0;
 		}
 	}
-	/* its blobs: where they are, and their sizes */
+	/* its blobs: where they are, and their sizes (which must add up to the node's) */
 	rix_packed_blob pb;
 	bool missing = false;
-	for (size_t i = 0; i < n->content_len; i++)
+	uint64_t sum = 0;
+	for (size_t i = 0; i < n->content_len; i++) {
 		if (rix_master_index_lookup(&pb, s->mi, RIX_BLOB_DATA, &n->content[i]) != 0) {
 			char hex[65];
 			rix_id_to_hex(hex, &n->content[i]);
@@ -1010,6 +1159,17 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			missing = true;
 			break;
 		}
+		sum += rix_blob_plain_size(pb.length, pb.uncompressed_length);
+	}
+	if (!missing && sum != n->size) {
+		report(s, rel, "the snapshot gives the file %llu bytes and its content %llu", (unsigned long long)n->size,
+		       (unsigned long long)sum);
+		missing = true;
+	}
+	/* the hard links to a file not restored share its failure */
+	struct link_ent *self = n->links > 1 ? link_find(s, n->inode, n->device_id) : NULL;
+	if (missing && self != NULL)
+		self->failed = true;
 	if (s->o.dry_run) {
 		if (!missing) {
 			atomic_fetch_add(&s->files_restored, 1);
@@ -1018,9 +1178,13 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 		return 0;
 	}
 	bool existed, keep;
-	int what = replace_entry(s, pfd, name, n, rel, &existed, &keep);
-	if (what < 0)
+	struct stat kst;
+	int what = replace_entry(s, pfd, name, n, rel, &existed, &keep, &kst);
+	if (what < 0) {
+		if (self != NULL)
+			self->failed = true;
 		return 0;
+	}
 	if (what == 0 && !keep) {
 		skipped(s, n->size);
 		return 0;
@@ -1029,16 +1193,22 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 		skipped(s, n->size);
 	if (!keep) {
 		int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			report(s, rel, "create: %s", strerror(errno));
-			return 0;
-		}
-		if (ftruncate(fd, (off_t)n->size) != 0) {
-			report(s, rel, "truncate: %s", strerror(errno));
+		int e = errno;
+		if (fd >= 0 && (fstat(fd, &kst) != 0 || ftruncate(fd, (off_t)n->size) != 0)) {
+			e = errno;
 			close(fd);
+			fd = -1;
+		} else if (fd >= 0) {
+			int c = close(fd);
+			e = errno;
+			fd = c == 0 ? 0 : -1;
+		}
+		if (fd < 0) {
+			report(s, rel, "create: %s", strerror(e));
+			if (self != NULL)
+				self->failed = true;
 			return 0;
 		}
-		close(fd);
 		if (missing)
 			return 0;
 	}
@@ -1054,6 +1224,8 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 	f->ino = n->inode;
 	f->dev = n->device_id;
 	f->existed = existed;
+	f->tdev = (uint64_t)kst.st_dev;
+	f->tino = (uint64_t)kst.st_ino;
 	if ((f->rel = dup_n(rel, strlen(rel))) == NULL || meta_copy(&f->m, n) != 0) {
 		rix_free(f->rel);
 		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
@@ -1072,7 +1244,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 		f->ncontent = n->content_len;
 	}
 	uint32_t fno = (uint32_t)s->nfiles++;
-	s->plan_bytes += sizeof(*f) + strlen(rel) + n->content_len * (sizeof(struct ref) + 36);
+	s->plan_bytes += sizeof(*f) + strlen(rel) + meta_bytes(&f->m) + n->content_len * (sizeof(struct ref) + 36);
 	if (keep)
 		return 0;
 	uint64_t at = 0;
@@ -1105,7 +1277,7 @@ static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node 
 		return;
 	}
 	bool existed;
-	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL);
+	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL, NULL);
 	if (what == 0)
 		skipped(s, 0);
 	if (what != 1)
@@ -1147,7 +1319,7 @@ static void add_special(struct rs *s, int pfd, const char *name, const rix_node 
 		return;
 	}
 	bool existed;
-	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL);
+	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL, NULL);
 	if (what == 0)
 		skipped(s, 0);
 	if (what != 1)
@@ -1230,8 +1402,12 @@ static void delete_extra(struct rs *s, const struct frame *f, int fd)
 			snprintf(rel, rl, "%s%s%s", f->rel, f->rel_len ? "/" : "", names[i]);
 			char loc[8192];
 			struct stat st;
-			bool child, isdir = fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
-			if (selected(s, loc_of(loc, sizeof(loc), rel), isdir, &child)) {
+			bool sel, child, isdir = fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+			if (selected(s, loc_of(loc, sizeof(loc), rel), isdir, &sel, &child) != 0) {
+				/* not known to be selected: kept (an excluded path is never deleted) */
+				atomic_store(&s->nomem, true);
+				report(s, rel, "delete: %s", rix_error_last());
+			} else if (sel) {
 				if (s->o.dry_run || remove_all(fd, names[i], 0) == 0) {
 					atomic_fetch_add(&s->files_deleted, 1);
 					item(s, "deleted", rel, false, 0);
@@ -1286,7 +1462,14 @@ static int pop(struct rs *s)
 {
 	struct frame *f = &s->st[s->depth];
 	int rc = 0;
-	if (s->o.delete_extra && (f->created || s->depth == 0)) {
+	if (s->o.delete_extra && s->o.dry_run && s->depth > 0 && f->selected && s->tfd >= 0) {
+		/* a dry run makes no directory: what one that is there holds is listed */
+		int fd = open_beneath(s, f->rel, O_RDONLY | O_DIRECTORY);
+		if (fd >= 0) {
+			delete_extra(s, f, fd);
+			close(fd);
+		}
+	} else if (s->o.delete_extra && (f->created || s->depth == 0)) {
 		bool own;
 		int fd = s->depth == 0 ? s->tfd : frame_fd(s, s->depth, &own);
 		if (fd >= 0) {
@@ -1369,14 +1552,24 @@ static int walk(struct rs *s, rix_tree *root)
 			report(s, f->rel, "refused: a name no directory entry can have in this directory");
 			continue;
 		}
+		if (rl + 2 > PATH_LIMIT) { /* "/" + rel + NUL */
+			report(s, rel, "a path of %zu bytes, longer than the %d paths may have: not restored", rl + 1,
+			       PATH_LIMIT - 1);
+			continue;
+		}
 		char *loc = rix_malloc(rl + 2);
 		if (loc == NULL) {
 			rc = rix_error_set(RIX_ENOMEM, "restore: out of memory");
 			break;
 		}
 		loc_of(loc, rl + 2, rel);
-		bool child, sel = selected(s, loc, n->type == RIX_NODE_DIR, &child);
+		bool child, sel;
+		int src = selected(s, loc, n->type == RIX_NODE_DIR, &sel, &child);
 		rix_free(loc);
+		if (src != 0) {
+			rc = src;
+			break;
+		}
 		if (n->type == RIX_NODE_DIR) {
 			if (!sel && !child)
 				continue;

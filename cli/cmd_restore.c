@@ -196,8 +196,14 @@ int cmd_restore(int argc, char **argv)
 		rc = die("restore: exclude and include patterns are mutually exclusive");
 	if (rc == 0 && ro.dry_run && ro.verify)
 		rc = die("restore: --dry-run and --verify are mutually exclusive");
-	if (rc == 0 && ro.delete_extra && strcmp(target, "/") == 0 && ro.nincludes + ro.niincludes + ro.nexcludes + ro.niexcludes == 0)
-		rc = die("restore: '--target / --delete' must be combined with an include or exclude filter");
+	if (rc == 0 && ro.delete_extra && ro.nincludes + ro.niincludes + ro.nexcludes + ro.niexcludes == 0) {
+		/* "/" however spelled ("//", "/.", a symlink to it): the target is opened following
+		 * symlinks, as restic opens it */
+		char *real = realpath(target, NULL);
+		if (real != NULL && strcmp(real, "/") == 0)
+			rc = die("restore: '--target / --delete' must be combined with an include or exclude filter");
+		free(real);
+	}
 	rix_repo *r = NULL;
 	rix_lock *lock = NULL;
 	if (rc == 0)

@@ -14,6 +14,9 @@
  *                                   files, the others restored; a snapshot that does not exist,
  *                                   include with exclude: exit 1
  *   test_terminal_status            the status line on a terminal, not with -q or without one
+ *   test_target_and_ids             --target "//", "/.", a symlink to / with --delete and no
+ *                                   filter: refused; an ID prefix two snapshots share; SNAPSHOT:PATH
+ *                                   missing or a file: exit 1 with the error
  *   test_as_nobody                  not root: no owners set, a device node an error, the rest restored
  */
 #include <setjmp.h>
@@ -340,6 +343,62 @@ static void test_terminal_status(void **state)
 	free(o);
 }
 
+/* The target "/" however spelled, with --delete and no filter: refused before anything is opened
+ * (--dry-run: even without the guard nothing would be deleted). An ID prefix two snapshots
+ * share: "multiple IDs", exit 1. SNAPSHOT:PATH where PATH is missing or a file: exit 1. */
+static void test_target_and_ids(void **state)
+{
+	const char *work = *state;
+	char repo[4300], src[4300], out[4300], link[4300], errfile[4300];
+	snprintf(repo, sizeof(repo), "%s/repo-ids", work);
+	snprintf(src, sizeof(src), "%s/src-ids", work);
+	snprintf(out, sizeof(out), "%s/ids-out", work);
+	snprintf(link, sizeof(link), "%s/to-root", work);
+	snprintf(errfile, sizeof(errfile), "%s/ids-err", work);
+	sh("mkdir -p '%s/d' && echo f > '%s/d/f' && ln -s / '%s'", src, src, link);
+	assert_int_equal(rixc(NULL, "-r '%s' init -q", repo), 0);
+	const char *roots[] = { "//", "/.", "/./", link };
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		assert_int_equal(rixc(NULL, "-r '%s' restore latest --target '%s' --delete --dry-run -q 2>'%s'", repo, roots[i],
+				      errfile),
+				 1);
+		char *err = rix_test_must_read(errfile, &(size_t){ 0 });
+		assert_non_null(strstr(err, "must be combined with an include or exclude filter"));
+		free(err);
+	}
+	/* snapshots until two IDs share their first hex digit (at most 17) */
+	char prefix[2] = "";
+	for (int k = 0; k < 17 && prefix[0] == '\0'; k++) {
+		assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RIX_PASSWORD='%s' '%s' -r '%s' backup . -q", src, PW,
+					      RIX_CLI_PATH, repo),
+				 0);
+		char *ls;
+		assert_int_equal(rix_test_run(&ls, &(size_t){ 0 }, "ls '%s/snapshots' | cut -c1 | sort | uniq -d | head -1", repo), 0);
+		prefix[0] = ls[0] != '\n' ? ls[0] : '\0';
+		free(ls);
+	}
+	assert_true(prefix[0] != '\0');
+	assert_int_equal(rixc(NULL, "-r '%s' restore %s --target '%s' -q 2>'%s'", repo, prefix, out, errfile), 1);
+	char *err = rix_test_must_read(errfile, &(size_t){ 0 });
+	assert_non_null(strstr(err, "multiple IDs with prefix"));
+	free(err);
+	/* SNAPSHOT:PATH */
+	assert_int_equal(rixc(NULL, "-r '%s' restore latest:/nope --target '%s' -q 2>'%s'", repo, out, errfile), 1);
+	err = rix_test_must_read(errfile, &(size_t){ 0 });
+	assert_non_null(strstr(err, "/nope: not found"));
+	free(err);
+	assert_int_equal(rixc(NULL, "-r '%s' restore latest:/d/f --target '%s' -q 2>'%s'", repo, out, errfile), 1);
+	err = rix_test_must_read(errfile, &(size_t){ 0 });
+	assert_non_null(strstr(err, "/d/f: not a directory"));
+	free(err);
+	assert_int_equal(rixc(NULL, "-r '%s' restore latest:/d --target '%s' -q", repo, out), 0);
+	char f[4400];
+	snprintf(f, sizeof(f), "%s/f", out);
+	char *c = rix_test_must_read(f, &(size_t){ 0 });
+	assert_string_equal(c, "f\n");
+	free(c);
+}
+
 /* Not root (nobody): no ownership is set (the files are nobody's), a device node is an error
  * naming it, everything else is restored; exit 1. Only when the test runs as root. */
 static void test_as_nobody(void **state)
@@ -379,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_rix_backup_both_restore),
 		cmocka_unit_test(test_json_and_errors),
 		cmocka_unit_test(test_terminal_status),
+		cmocka_unit_test(test_target_and_ids),
 		cmocka_unit_test(test_as_nobody),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

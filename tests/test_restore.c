@@ -1,6 +1,7 @@
 /*
  * tests/test_restore.c — rix_restore (backup/restorer.c) and what it stands on:
- *   test_patterns          rix_pattern_match: restic's rules, child-may-match, case, deep paths
+ *   test_patterns          rix_pattern_match: restic's rules, child-may-match, case, deep paths;
+ *                          rix_pattern_match_checked: a failed allocation is RIX_ENOMEM
  *   test_pack_blobs        rix_repo_load_pack_blobs: every other blob of a pack, in one read,
  *                          equal to rix_repo_load_blob's; a missing pack: each blob told so
  *   test_roundtrip         a tree with every kind of entry (multi-blob, repeated and shared
@@ -8,14 +9,25 @@
  *                          mtimes, xattrs) backed up by rix_backup and restored: equal (content,
  *                          mode, owner, mtime, links, xattrs); each data pack read once (the
  *                          backend's reads = packs + trees)
+ *   test_find_dir          rix_tree_find_dir: found (odd spellings, the root), not found, not a
+ *                          directory (RIX_ENOTFOUND naming the path)
  *   test_batches           a plan budget of 1 byte: a batch per file, the same result
  *   test_deep              1500 nested directories (the walk's explicit stack)
  *   test_hostile_names     trees naming "..", ".", "", "a/b", a NUL: an error naming the path,
  *                          nothing written outside the target
+ *   test_path_limit        20 levels of 255-byte names: the path past PATH_MAX an error naming
+ *                          it; 40000-byte user names count in the plan's budget (batches)
  *   test_symlink_escape    symlinks and a hard link planted in the target, and a symlink
  *                          restored then replaced by a directory: nothing outside changes
  *   test_symlink_during    a restored directory swapped for a symlink to outside while the
  *                          restore runs: nothing lands outside
+ *   test_swapped_file      the file made by the walk swapped before its batch for a hard link
+ *                          to outside, a FIFO, a symlink; a planted hard link under if-changed:
+ *                          refused (an error naming it), nothing outside written or chmod'ed
+ *   test_shared_offset     an index putting two blob IDs at one place of a pack: the file of
+ *                          the blob not there is reported, never given the other's bytes
+ *   test_bad_file_nodes    a node size that is not its content's; hard links to a file whose
+ *                          blob is missing: each reported, none counted restored
  *   test_missing_pack      a pack removed, another damaged: those files reported by path, the
  *                          others restored, RIX_EIO
  *   test_full_target       a 1 MiB tmpfs as the target (root): what does not fit is reported,
@@ -48,6 +60,7 @@ struct errs {
 	int n;
 	char paths[64][512];
 	char last[1024];
+	char lastmsg[1024]; /* the message alone (last: "path: message", cut when path is long) */
 	int warnings;
 };
 
@@ -58,6 +71,7 @@ static void on_error(void *payload, const char *path, const char *msg)
 		snprintf(e->paths[e->n], sizeof(e->paths[0]), "%s", path);
 	e->n++;
 	snprintf(e->last, sizeof(e->last), "%s: %s", path, msg);
+	snprintf(e->lastmsg, sizeof(e->lastmsg), "%s", msg);
 }
 
 static void on_warn(void *payload, const char *path, const char *msg)
@@ -207,6 +221,22 @@ static void test_patterns(void **state)
 	assert_true(rix_pattern_match(NULL, "f", deep, false));
 	assert_true(rix_pattern_match(NULL, "/a/**/f", deep, false));
 	assert_false(rix_pattern_match(NULL, "/a/b", deep, false));
+	/* its copy cannot be allocated: an error, not "no match" (--delete would remove what an
+	 * --exclude names) */
+	bool m = true;
+	child = true;
+	MUST(rix_pattern_match_checked(&m, &child, "f", deep, false));
+	assert_true(m);
+	for (long at = 1; at <= 2; at++) {
+		rix_test_failalloc_install(at);
+		int rc = rix_pattern_match_checked(&m, &child, "f", deep, false);
+		rix_test_failalloc_remove();
+		assert_int_equal(rc, RIX_ENOMEM);
+		assert_false(m);
+		assert_false(child);
+	}
+	MUST(rix_pattern_match_checked(&m, NULL, "/x/[a-c]?", "/x/bz", false));
+	assert_true(m);
 	free(deep);
 }
 
@@ -346,6 +376,49 @@ static void test_roundtrip(void **state)
 	rix_test_free_dir(work);
 }
 
+static const rix_node *find_node(rix_repo *r, const rix_id *tree, const char *name, rix_tree **keep);
+
+/* rix_tree_find_dir: a directory found (with "//", "." and a trailing "/"), the root for "",
+ * "/" and NULL; a missing path and a file: RIX_ENOTFOUND naming the path. */
+static void test_find_dir(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-restore-finddir");
+	char repo[4300], src[4300];
+	snprintf(src, sizeof(src), "%s/src", work);
+	sh("cd '%s' && mkdir -p src/a/b && echo x > src/a/f && echo y > src/a/b/g", work);
+	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
+	rix_id root, id, b;
+	backup_dir(&root, r, src);
+	const rix_node *nd;
+	rix_tree *ta, *tb;
+	nd = find_node(r, &root, "a", &ta);
+	rix_id a = *nd->subtree;
+	nd = find_node(r, &a, "b", &tb);
+	b = *nd->subtree;
+	rix_tree_free(ta);
+	rix_tree_free(tb);
+	MUST(rix_tree_find_dir(&id, r, &root, "/a/b"));
+	assert_memory_equal(&id, &b, sizeof(id));
+	MUST(rix_tree_find_dir(&id, r, &root, "a//./b/"));
+	assert_memory_equal(&id, &b, sizeof(id));
+	MUST(rix_tree_find_dir(&id, r, &root, "/a"));
+	assert_memory_equal(&id, &a, sizeof(id));
+	const char *roots[] = { "", "/", NULL };
+	for (size_t i = 0; i < 3; i++) {
+		MUST(rix_tree_find_dir(&id, r, &root, roots[i]));
+		assert_memory_equal(&id, &root, sizeof(id));
+	}
+	assert_int_equal(rix_tree_find_dir(&id, r, &root, "/a/nope/c"), RIX_ENOTFOUND);
+	assert_string_equal(rix_error_last(), "path /a/nope: not found");
+	assert_int_equal(rix_tree_find_dir(&id, r, &root, "/a/f"), RIX_ENOTFOUND);
+	assert_string_equal(rix_error_last(), "path /a/f: not a directory");
+	assert_int_equal(rix_tree_find_dir(&id, r, &root, "/a/b/g/h"), RIX_ENOTFOUND);
+	assert_string_equal(rix_error_last(), "path /a/b/g: not a directory");
+	rix_repo_free(r);
+	rix_test_free_dir(work);
+}
+
 static void test_batches(void **state)
 {
 	(void)state;
@@ -393,14 +466,20 @@ static void test_deep(void **state)
 
 /* ---- hostile trees ------------------------------------------------------------------------ */
 
-static const char *node_file(char *buf, size_t cap, const char *name_json, const char *blob_hex)
+/* A file node of one blob, size bytes. */
+static const char *node_file_sized(char *buf, size_t cap, const char *name_json, const char *blob_hex, size_t size)
 {
 	snprintf(buf, cap,
 		 "{\"name\":\"%s\",\"type\":\"file\",\"mode\":420,\"mtime\":\"2020-01-01T00:00:00Z\","
 		 "\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\",\"uid\":0,\"gid\":0,"
-		 "\"size\":5,\"content\":[\"%s\"]}",
-		 name_json, blob_hex);
+		 "\"size\":%zu,\"content\":[\"%s\"]}",
+		 name_json, size, blob_hex);
 	return buf;
+}
+
+static const char *node_file(char *buf, size_t cap, const char *name_json, const char *blob_hex)
+{
+	return node_file_sized(buf, cap, name_json, blob_hex, 5);
 }
 
 static void test_hostile_names(void **state)
@@ -456,6 +535,76 @@ static void test_hostile_names(void **state)
 		snprintf(ok, sizeof(ok), "%s/in", box);
 		assert_int_equal(count_entries(ok), 1);
 	}
+	rix_repo_free(r);
+	rix_test_free_dir(work);
+}
+
+/* A dir node named name (JSON) with subtree sub. */
+static const char *node_dir(char *buf, size_t cap, const char *name_json, const rix_id *sub)
+{
+	char hex[65];
+	rix_id_to_hex(hex, sub);
+	snprintf(buf, cap,
+		 "{\"name\":\"%s\",\"type\":\"dir\",\"mode\":2147484141,\"mtime\":\"2020-01-01T00:00:00Z\","
+		 "\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\",\"uid\":0,\"gid\":0,"
+		 "\"content\":null,\"subtree\":\"%s\"}",
+		 name_json, hex);
+	return buf;
+}
+
+/* 20 directories of 255-byte names, a file at the bottom: the 16th's path would be 4096 bytes
+ * with its "/", longer than PATH_MAX allows: an error naming it, nothing below made. And a
+ * user name of 40000 bytes counts in the plan's budget. */
+static void test_path_limit(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-restore-pathlimit");
+	char repo[4300];
+	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
+	rix_id blob;
+	MUST(rix_repo_save_blob(&blob, NULL, r, RIX_BLOB_DATA, "deep\n", 5));
+	char hex[65], node[1200], json[4096], name[256];
+	rix_id_to_hex(hex, &blob);
+	memset(name, 'n', 255);
+	name[255] = '\0';
+	snprintf(json, sizeof(json), "{\"nodes\":[%s]}\n", node_file(node, sizeof(node), "f", hex));
+	rix_id t;
+	save_json_tree(r, &t, json);
+	for (int d = 0; d < 20; d++) {
+		snprintf(json, sizeof(json), "{\"nodes\":[%s]}\n", node_dir(node, sizeof(node), name, &t));
+		save_json_tree(r, &t, json);
+	}
+	MUST(rix_repo_flush(r));
+	char tgt[4400];
+	snprintf(tgt, sizeof(tgt), "%s/target", work);
+	struct errs e;
+	rix_restore_summary sum;
+	assert_int_equal(restore(&sum, &e, r, &t, tgt, NULL), RIX_EIO);
+	assert_int_equal(e.n, 1);
+	assert_non_null(strstr(e.lastmsg, "a path of 4096 bytes, longer than the 4095 paths may have"));
+	assert_int_equal(strlen(e.paths[0]), 511); /* (the path, cut by the test's buffer) */
+	assert_int_equal(sum.files_restored, 15);
+	/* the metadata counts in the plan: 3 files of 40000-byte user names, budget 50000: 2 batches */
+	char *big = malloc(3 * 41000 + 100), user[40001];
+	memset(user, 'u', 40000);
+	user[40000] = '\0';
+	size_t k = (size_t)sprintf(big, "{\"nodes\":[");
+	for (int i = 0; i < 3; i++)
+		k += (size_t)sprintf(big + k,
+				     "%s{\"name\":\"f%d\",\"type\":\"file\",\"mode\":420,\"mtime\":\"2020-01-01T00:00:00Z\","
+				     "\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\",\"uid\":0,"
+				     "\"gid\":0,\"user\":\"%s\",\"size\":5,\"content\":[\"%s\"]}",
+				     i ? "," : "", i, user, hex);
+	sprintf(big + k, "]}\n");
+	save_json_tree(r, &t, big);
+	free(big);
+	MUST(rix_repo_flush(r));
+	rix_restore_options o = RIX_RESTORE_OPTIONS_INIT;
+	o.memory = 50000;
+	snprintf(tgt, sizeof(tgt), "%s/target-users", work);
+	MUST(restore(&sum, &e, r, &t, tgt, &o));
+	assert_int_equal(sum.files_restored, 3);
+	assert_int_equal(sum.batches, 2);
 	rix_repo_free(r);
 	rix_test_free_dir(work);
 }
@@ -573,7 +722,205 @@ static void test_symlink_during(void **state)
 	rix_test_free_dir(work);
 }
 
+/* Between the walk (which makes /a empty) and the batch (which writes it): when directory /z is
+ * made, /a is swapped for a hard link to a file outside, a FIFO, or a symlink to outside. The
+ * batch must refuse the entry (an error naming /a), write nothing through it and set nothing on
+ * it; a FIFO must not block the restore. */
+struct swapf {
+	struct errs e; /* first: on_error's payload */
+	const char *tgt, *victim, *how;
+	bool done;
+};
+
+static void swapf_on_item(void *payload, const char *action, const char *path, bool file, uint64_t size)
+{
+	(void)action;
+	(void)file;
+	(void)size;
+	struct swapf *w = payload;
+	if (w->done || strcmp(path, "/z") != 0)
+		return;
+	w->done = true;
+	char a[4400];
+	snprintf(a, sizeof(a), "%s/a", w->tgt);
+	assert_int_equal(unlink(a), 0);
+	if (strcmp(w->how, "link") == 0)
+		assert_int_equal(link(w->victim, a), 0);
+	else if (strcmp(w->how, "fifo") == 0)
+		assert_int_equal(mkfifo(a, 0600), 0);
+	else
+		assert_int_equal(symlink(w->victim, a), 0);
+}
+
+static void assert_victim(const char *victim)
+{
+	char *v = read_small(victim);
+	assert_non_null(v);
+	assert_string_equal(v, "old content\n");
+	free(v);
+	struct stat st;
+	assert_int_equal(stat(victim, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+}
+
+static void test_swapped_file(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-restore-swapped");
+	char repo[4300], src[4300], outside[4300], victim[4400];
+	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
+	snprintf(src, sizeof(src), "%s/src", work);
+	snprintf(outside, sizeof(outside), "%s/outside", work);
+	snprintf(victim, sizeof(victim), "%s/victim", outside);
+	sh("cd '%s' && mkdir -p src/z outside && printf 'new content\n' > src/a && chmod 0644 src/a && echo f > src/z/f && "
+	   "printf 'old content\n' > outside/victim && chmod 0600 outside/victim && touch -r src/a outside/victim",
+	   work);
+	rix_id tree;
+	backup_dir(&tree, r, src);
+	const char *hows[] = { "link", "fifo", "symlink" };
+	for (size_t i = 0; i < sizeof(hows) / sizeof(hows[0]); i++) {
+		char tgt[4400];
+		snprintf(tgt, sizeof(tgt), "%s/target-%s", work, hows[i]);
+		struct swapf w = { .tgt = tgt, .victim = victim, .how = hows[i] };
+		rix_restore_options o = RIX_RESTORE_OPTIONS_INIT;
+		o.item = swapf_on_item;
+		o.error = on_error;
+		o.payload = &w;
+		o.verify = i == 0; /* verify reopens the file too */
+		rix_restore_summary sum;
+		alarm(60); /* a FIFO opened for writing without O_NONBLOCK blocks forever: the test fails */
+		int rc = rix_restore(&sum, r, &tree, tgt, &o);
+		alarm(0);
+		assert_true(w.done);
+		assert_int_equal(rc, RIX_EIO);
+		assert_true(has_error_for(&w.e, "/a"));
+		assert_int_equal(sum.errors, 1);
+		assert_int_equal(sum.files_restored, 2); /* /z and /z/f, not /a */
+		assert_victim(victim);
+		assert_int_equal(count_entries(outside), 1);
+		assert_true(exists(tgt, "z/f"));
+	}
+	/* if-changed: a hard link to the victim planted where /a goes, of /a's size and mtime, is not
+	 * "unchanged": it is replaced, and the victim keeps its mode */
+	char tgt[4400], a[4500];
+	snprintf(tgt, sizeof(tgt), "%s/target-keep", work);
+	snprintf(a, sizeof(a), "%s/a", tgt);
+	assert_int_equal(mkdir(tgt, 0700), 0);
+	assert_int_equal(link(victim, a), 0);
+	rix_restore_options o = RIX_RESTORE_OPTIONS_INIT;
+	o.overwrite = RIX_OVERWRITE_IF_CHANGED;
+	struct errs e;
+	rix_restore_summary sum;
+	MUST(restore(&sum, &e, r, &tree, tgt, &o));
+	assert_victim(victim);
+	char *v = read_small(a);
+	assert_string_equal(v, "new content\n");
+	free(v);
+	struct stat st, sa;
+	assert_int_equal(stat(victim, &st), 0);
+	assert_int_equal(stat(a, &sa), 0);
+	assert_true(st.st_ino != sa.st_ino);
+	rix_repo_free(r);
+	rix_test_free_dir(work);
+}
+
 /* ---- damaged repositories ------------------------------------------------------------------- */
+
+/* A file whose size is not its content's, and two hard links to a file whose blob the index
+ * lacks: each reported by path, none counted restored. */
+static void test_bad_file_nodes(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-restore-badnodes");
+	char repo[4300];
+	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
+	rix_id blob, nowhere;
+	MUST(rix_repo_save_blob(&blob, NULL, r, RIX_BLOB_DATA, "five\n", 5));
+	rix_sha256(&nowhere, "stored nowhere", 14);
+	char hex[65], nhex[65], n1[1024], n2[1024], n3[1024], json[4096];
+	rix_id_to_hex(hex, &blob);
+	rix_id_to_hex(nhex, &nowhere);
+	node_file_sized(n1, sizeof(n1), "bad-size", hex, 9);
+	const char *link = "{\"name\":\"%s\",\"type\":\"file\",\"mode\":420,\"mtime\":\"2020-01-01T00:00:00Z\","
+			   "\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\",\"uid\":0,\"gid\":0,"
+			   "\"inode\":77,\"device_id\":1,\"links\":2,\"size\":5,\"content\":[\"%s\"]}";
+	snprintf(n2, sizeof(n2), link, "h1", nhex);
+	snprintf(n3, sizeof(n3), link, "h2", nhex);
+	snprintf(json, sizeof(json), "{\"nodes\":[%s,%s,%s]}\n", n1, n2, n3);
+	rix_id tree;
+	save_json_tree(r, &tree, json);
+	MUST(rix_repo_flush(r));
+	char tgt[4400];
+	snprintf(tgt, sizeof(tgt), "%s/target", work);
+	for (int dry = 0; dry < 2; dry++) {
+		rix_restore_options o = RIX_RESTORE_OPTIONS_INIT;
+		o.dry_run = dry;
+		struct errs e;
+		rix_restore_summary sum;
+		assert_int_equal(restore(&sum, &e, r, &tree, tgt, &o), RIX_EIO);
+		assert_true(has_error_for(&e, "/bad-size"));
+		assert_true(has_error_for(&e, "/h1"));
+		assert_true(has_error_for(&e, "/h2"));
+		assert_int_equal(sum.files_restored, 0);
+	}
+	rix_repo_free(r);
+	rix_test_free_dir(work);
+}
+
+/* An index that puts blob B at the very place of blob A's pack (B itself stored nowhere): the
+ * files of B must be reported, never given A's bytes. */
+static void test_shared_offset(void **state)
+{
+	(void)state;
+	char *work = rix_test_new_dir("rix-restore-shared");
+	char repo[4300];
+	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
+	const char a_data[] = "the bytes of blob A\n", b_data[] = "the bytes of blob B\n";
+	rix_id a, b;
+	MUST(rix_repo_save_blob(&a, NULL, r, RIX_BLOB_DATA, a_data, sizeof(a_data) - 1));
+	MUST(rix_repo_flush(r));
+	rix_sha256(&b, b_data, sizeof(b_data) - 1);
+	rix_packed_blob pa;
+	MUST(rix_master_index_lookup(&pa, rix_repo_master_index(r), RIX_BLOB_DATA, &a));
+	/* the crafted index: B at A's offset, length and uncompressed length */
+	rix_index *idx;
+	MUST(rix_index_new(&idx));
+	rix_blob fake = { .id = b, .type = RIX_BLOB_DATA, .offset = pa.offset, .length = pa.length,
+			  .uncompressed_length = pa.uncompressed_length };
+	MUST(rix_index_store_pack(idx, &pa.pack_id, &fake, 1));
+	rix_index_finalize(idx);
+	char *json;
+	size_t jn;
+	MUST(rix_index_encode(&json, &jn, idx));
+	MUST(rix_repo_write_file(NULL, r, RIX_FILE_INDEX, json, jn));
+	rix_free(json);
+	rix_index_free(idx);
+	/* a tree with fa (content A) and fb (content B) */
+	char ah[65], bh[65], na[1024], nb[1024], tj[4096];
+	rix_id_to_hex(ah, &a);
+	rix_id_to_hex(bh, &b);
+	snprintf(tj, sizeof(tj), "{\"nodes\":[%s,%s]}\n", node_file_sized(na, sizeof(na), "fa", ah, sizeof(a_data) - 1),
+		 node_file_sized(nb, sizeof(nb), "fb", bh, sizeof(b_data) - 1));
+	rix_id tree;
+	save_json_tree(r, &tree, tj);
+	MUST(rix_repo_flush(r));
+	rix_repo_free(r);
+	r = open_repo(repo, NULL);
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	char tgt[4400], fb[4500];
+	snprintf(tgt, sizeof(tgt), "%s/target", work);
+	snprintf(fb, sizeof(fb), "%s/fb", tgt);
+	struct errs e;
+	rix_restore_summary sum;
+	assert_int_equal(restore(&sum, &e, r, &tree, tgt, NULL), RIX_EIO);
+	assert_true(has_error_for(&e, "/fb"));
+	char *got = read_small(fb);
+	assert_non_null(got);
+	assert_true(strcmp(got, a_data) != 0); /* never A's bytes */
+	free(got);
+	rix_repo_free(r);
+	rix_test_free_dir(work);
+}
 
 static void pack_path(char *out, size_t cap, const char *repo, rix_repo *r, const rix_id *blob, uint32_t *off)
 {
@@ -789,6 +1136,11 @@ static void test_options(void **state)
 	sh("cd '%s' && mkdir -p extra/sub && echo e > extra/sub/f && echo e > d/e/extra.txt && ln -s / x/link", tgt);
 	o = (rix_restore_options)RIX_RESTORE_OPTIONS_INIT;
 	o.delete_extra = true;
+	o.dry_run = true; /* the same three listed at every depth, nothing removed */
+	MUST(restore(&sum, &e, r, &tree, tgt, &o));
+	assert_int_equal(sum.files_deleted, 3);
+	assert_true(exists(tgt, "extra/sub/f") && exists(tgt, "d/e/extra.txt") && exists(tgt, "x/link"));
+	o.dry_run = false;
 	MUST(restore(&sum, &e, r, &tree, tgt, &o));
 	assert_int_equal(sum.files_deleted, 3);
 	assert_false(exists(tgt, "extra") || exists(tgt, "d/e/extra.txt") || exists(tgt, "x/link"));
@@ -854,8 +1206,11 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_patterns),       cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
-		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_symlink_escape), cmocka_unit_test(test_symlink_during),
+		cmocka_unit_test(test_find_dir),       cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
+		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_path_limit),
+		 cmocka_unit_test(test_symlink_escape), cmocka_unit_test(test_symlink_during),
+		cmocka_unit_test(test_swapped_file),   cmocka_unit_test(test_shared_offset),
+		cmocka_unit_test(test_bad_file_nodes),
 		cmocka_unit_test(test_missing_pack),   cmocka_unit_test(test_full_target),    cmocka_unit_test(test_options),        cmocka_unit_test(test_oom),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

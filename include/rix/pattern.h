@@ -25,9 +25,19 @@ extern "C" {
  * something below path, as restic's ListWithChild: always for a pattern that does not start
  * with '/', else when path's components match the pattern's first ones (up to a `**`).
  * A pattern of more than 256 components or 4096 bytes matches nothing. Allocates nothing for
- * paths under 4096 bytes (longer ones: a copy, and nothing matches if that fails); thread-safe.
+ * paths under 4096 bytes (longer ones: a copy, and nothing matches if that fails: see rix_pattern_match_checked);
+ * thread-safe.
  */
 RIX_EXPORT bool rix_pattern_match(bool *child_may_match, const char *pattern, const char *path, bool icase);
+
+/*
+ * The same, telling a failed allocation (a path of 4096 bytes or more) from "no match": *match
+ * (and *child_may_match, may be NULL) set. What deletes or keeps by pattern (restore --delete
+ * with --exclude) must use this one: "no match" there removes what was excluded.
+ * @return 0; RIX_ENOMEM (*match and *child_may_match false).
+ */
+RIX_EXPORT RIX_NODISCARD int rix_pattern_match_checked(bool *match, bool *child_may_match, const char *pattern,
+						       const char *path, bool icase);
 
 #ifdef __cplusplus
 }

@@ -10,8 +10,13 @@
  *     each blob authenticated, decompressed, SHA-256 checked once) ──> pwrite to every file and
  *     offset that needs it ──> each file's metadata ──> the directories' metadata, deepest first
  *
- * Memory is bounded by opt.memory: when the plan of the files walked so far passes it, they are
- * restored (a batch) before the walk goes on. The directories' metadata waits for the end (a
+ * Memory is bounded by opt.memory: when the plan of the files walked so far (their paths,
+ * owners' names, extended attributes and blob references) passes it, they are restored (a batch)
+ * before the walk goes on; a batch runs no more workers than opt.memory holds read buffers for
+ * (each a read of a pack, at most RIX_REPO_PACK_READ_MAX, and a blob's plaintext; one worker at
+ * least), so the plan and the buffers take at most about twice opt.memory. A path is at most
+ * 4095 bytes ("/" included, PATH_MAX as restic meets it): a longer or deeper one is an error
+ * naming it and nothing below it is restored, which also bounds the walk's stack. The directories' metadata waits for the end (a
  * path and its metadata per directory), so that a read-only directory is made so last; hard
  * links are remembered by (inode, device_id) for the whole restore (a path each). A blob needed
  * by files of two batches is read once per batch; tree blobs are read one by one as the walk
@@ -23,7 +28,18 @@
  * target before or during the restore, is never followed; names that no directory entry can have
  * ("", ".", "..", '/' or NUL in them) are refused by the tree decoder and again here, as an error
  * naming the path; an existing entry is replaced by unlinking it first, never by writing
- * through it (a hard link to a file elsewhere keeps its content).
+ * through it (a hard link to a file elsewhere keeps its content). A file reopened by name at
+ * batch time (its content, --verify, its metadata) must still be the regular file the walk
+ * made (its st_dev and st_ino) or kept (if-changed keeps only a file of one link): a FIFO,
+ * device or hard link swapped in meanwhile is an error naming the path, nothing written to it.
+ *
+ * What it does not protect against: a local user who can write in target while the restore
+ * runs. The walk holds each directory it made open (the first 64 levels) and makes the entries
+ * in it through that fd (directories, symlinks, FIFOs, devices, empty files, their ownership
+ * and mode): a made directory that such a user renames out of target, to anywhere on the same
+ * file system they can write, receives the entries made after the rename where it now is.
+ * Restore into a directory only trusted users can write, as with restic. target itself is
+ * opened following symlinks (as restic): a symlink given as target means its destination.
  *
  * Metadata as restic restores it: mode (setuid, setgid, sticky), modification and access times
  * (directories after their contents), symlinks as links, hard links (nodes of the same inode
