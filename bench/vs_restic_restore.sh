@@ -11,23 +11,10 @@
 #   bash bench/vs_restic_restore.sh [SOURCE]       RUNS=3 BUILD=build-rel WORK=/var/tmp/rix-bench-backup
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUNS=${RUNS:-3}
-BUILD=${BUILD:-build-rel}
-WORK=${WORK:-/var/tmp/rix-bench-backup}
 ORIG=${1:-/usr/lib}
-export RIX_PASSWORD=bench RESTIC_PASSWORD=bench
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DRIX_BUILD_TESTS=OFF >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target rix-cli >/dev/null
-rix=$(pwd)/$BUILD/rix
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-mkdir -p "$WORK"
-SRC=$WORK/src
-if [ ! -f "$WORK/src.done" ] || [ "$(cat "$WORK/src.done")" != "$ORIG" ]; then
-	rm -rf "$SRC"
-	mkdir -p "$SRC"
-	cp -a "$ORIG/." "$SRC/" 2>/dev/null || true
-	echo "$ORIG" >"$WORK/src.done"
-fi
+. bench/common.sh
+bench_build rix-cli
+bench_source
 REPO=$WORK/repo-restore
 if [ ! -f "$REPO/done" ]; then
 	rm -rf "$REPO"

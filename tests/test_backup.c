@@ -104,15 +104,8 @@ static void warn_fail(void *payload, const char *path, const char *msg)
 	fail_msg("warning for %s: %s", path, msg);
 }
 
-static int restic(const char *repo, const char *fmt, ...)
-{
-	char args[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	return rix_test_run(NULL, NULL, "RESTIC_PASSWORD='%s' restic --no-cache -q -r '%s' %s >/dev/null", PW, repo, args);
-}
+#define RESTIC "RESTIC_PASSWORD='" PW "' restic --no-cache -q"
+#define restic(repo, ...) rix_test_tool(NULL, NULL, NULL, RESTIC, repo, " >/dev/null", __VA_ARGS__)
 
 /* The root tree of the latest snapshot. */
 static void latest_tree(const char *repo, char out[65])

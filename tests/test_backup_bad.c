@@ -64,31 +64,11 @@
 /* ---- running the tools ---------------------------------------------------------------------- */
 
 /* `rix <args>` run from dir (PW; at most a minute: a hang fails as 124), stdout+stderr into *out. */
-static int rix_in(char **out, const char *dir, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int rix_in(char **out, const char *dir, const char *fmt, ...)
-{
-	char args[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	size_t n;
-	return rix_test_run(out, &n, "cd '%s' && RIX_PASSWORD='%s' RESTIC_PASSWORD= timeout 60 '%s' %s 2>&1", dir, PW,
-			    RIX_CLI_PATH, args);
-}
+#define rix_in(out, dir, ...)                                                                              \
+	rix_test_tool(out, NULL, dir, "RIX_PASSWORD='" PW "' RESTIC_PASSWORD= timeout 60 '" RIX_CLI_PATH "'", NULL, " 2>&1", __VA_ARGS__)
 
 /* `restic <args>` (PW), stdout+stderr into *out (NULL: printed on failure). */
-static int restic(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int restic(char **out, const char *fmt, ...)
-{
-	char args[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	size_t n;
-	return rix_test_run(out, out != NULL ? &n : NULL, "RESTIC_PASSWORD='%s' restic --no-cache %s 2>&1", PW, args);
-}
+#define restic(out, ...) rix_test_tool(out, NULL, NULL, "RESTIC_PASSWORD='" PW "' restic --no-cache", NULL, " 2>&1", __VA_ARGS__)
 
 /* The latest snapshot's JSON (restic snapshots --json), a new reference. */
 static json_t *latest_snapshot(const char *repo)

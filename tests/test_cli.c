@@ -48,40 +48,20 @@ static int teardown(void **state)
 }
 
 /*
- * Runs `rix <args>` or `restic <args>` (is_rix 0) with the current password (and key hint)
- * in the environment; output into *out.
+ * The command of rix or restic (is_rix 0) with the current password (and key hint) in the
+ * environment; rix(out, ...) and restic(out, ...) run it with their arguments, output into *out.
  */
-static int vtool(int is_rix, char **out, const char *fmt, va_list ap)
+static const char *tool(int is_rix)
 {
-	char args[4096];
-	vsnprintf(args, sizeof(args), fmt, ap);
-	size_t n;
+	static char cmd[600];
 	if (is_rix)
-		return rix_test_run(out, &n, "RIX_PASSWORD='%s' RESTIC_PASSWORD= RIX_KEY_HINT='%s' '%s' %s", cur_pw, hint,
-				    RIX_CLI_PATH, args);
-	return rix_test_run(out, &n, "RESTIC_PASSWORD='%s' restic --no-cache -q %s%s %s", cur_pw, hint[0] ? "--key-hint " : "",
-			    hint, args);
+		snprintf(cmd, sizeof(cmd), "RIX_PASSWORD='%s' RESTIC_PASSWORD= RIX_KEY_HINT='%s' '%s'", cur_pw, hint, RIX_CLI_PATH);
+	else
+		snprintf(cmd, sizeof(cmd), "RESTIC_PASSWORD='%s' restic --no-cache -q %s%s", cur_pw, hint[0] ? "--key-hint " : "", hint);
+	return cmd;
 }
-
-static int rix(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int rix(char **out, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = vtool(1, out, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-static int restic(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int restic(char **out, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = vtool(0, out, fmt, ap);
-	va_end(ap);
-	return rc;
-}
+#define rix(out, ...) rix_test_tool(out, NULL, NULL, tool(1), NULL, "", __VA_ARGS__)
+#define restic(out, ...) rix_test_tool(out, NULL, NULL, tool(0), NULL, "", __VA_ARGS__)
 
 static int cmp_str(const void *a, const void *b)
 {

@@ -52,31 +52,12 @@ static int teardown(void **state)
 }
 
 /* `<env> rix <args>` with PW, stdout into *out (stderr as the args redirect it); its status. */
-static int rix(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int rix(char **out, const char *fmt, ...)
-{
-	char args[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	size_t n;
-	return rix_test_run(out, &n, "RIX_PASSWORD='%s' RESTIC_PASSWORD= '%s' %s", PW, RIX_CLI_PATH, args);
-}
+#define RIX "RIX_PASSWORD='" PW "' RESTIC_PASSWORD= '" RIX_CLI_PATH "'"
+#define rix(out, ...) rix_test_tool(out, NULL, NULL, RIX, NULL, "", __VA_ARGS__)
 
 /* The same, run from inside dir (`backup .`: the snapshot's root is dir itself, so the metadata
  * of its ancestors, which anyone making a file in /tmp changes, is not backed up). */
-static int rix_at(const char *dir, char **out, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int rix_at(const char *dir, char **out, const char *fmt, ...)
-{
-	char args[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	size_t n;
-	return rix_test_run(out, &n, "cd '%s' && RIX_PASSWORD='%s' RESTIC_PASSWORD= '%s' %s", dir, PW, RIX_CLI_PATH, args);
-}
+#define rix_at(dir, out, ...) rix_test_tool(out, NULL, dir, RIX, NULL, "", __VA_ARGS__)
 
 /* A new repository <work>/name of that version; its path into dir. */
 static void new_repo(char *dir, size_t cap, const char *name, int version)

@@ -45,30 +45,31 @@ struct fx {
 	char s1[9], s2[9], s3[9]; /* restic's backup, restic's after the changes, rix's of the same */
 };
 
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
+/* What a shell command (printf-style) that must exit 0 prints: width characters and a newline,
+ * into out[0..width] (NUL-terminated). */
+static void printed(char *out, size_t width, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void printed(char *out, size_t width, const char *fmt, ...)
 {
-	char cmd[8192];
+	char *o;
+	size_t n;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	int rc = rix_test_vrun(&o, &n, fmt, ap);
 	va_end(ap);
-	assert_int_equal(rix_test_run(NULL, NULL, "%s", cmd), 0);
+	assert_int_equal(rc, 0);
+	assert_int_equal(n, width + 1);
+	memcpy(out, o, width);
+	out[width] = '\0';
+	free(o);
 }
 
 /* The short ID of the latest snapshot (restic snapshots --json, the last line's). */
 static void latest_id(const struct fx *f, char out[9])
 {
-	char *o;
-	size_t n;
-	assert_int_equal(rix_test_run(&o, &n, "RESTIC_PASSWORD='%s' restic --no-cache -r '%s' snapshots --json --latest 1 "
-					     "| python3 -c 'import json,sys; print(max(json.load(sys.stdin), key=lambda s: s[\"time\"])[\"short_id\"])'",
-				      PW, f->repo),
-			 0);
-	assert_int_equal(n, 9);
-	memcpy(out, o, 8);
-	out[8] = '\0';
-	free(o);
+	printed(out, 8,
+		"RESTIC_PASSWORD='%s' restic --no-cache -r '%s' snapshots --json --latest 1 "
+		"| python3 -c 'import json,sys; print(max(json.load(sys.stdin), key=lambda s: s[\"time\"])[\"short_id\"])'",
+		PW, f->repo);
 }
 
 static int setup(void **state)
@@ -85,7 +86,7 @@ static int setup(void **state)
 	longname[150] = '\0';
 	memset(longlink, 't', 250);
 	longlink[250] = '\0';
-	sh("cd '%s' && mkdir -p src/dir/sub src/links src/gone/inner src/deep && cd src && "
+	rix_test_sh("cd '%s' && mkdir -p src/dir/sub src/links src/gone/inner src/deep && cd src && "
 	   "head -c 3000000 /dev/urandom > big && head -c 5000 /dev/urandom > dir/mid && echo hello > dir/sub/small && "
 	   ": > empty && echo typed > was-file && mkdir was-dir && echo in > was-dir/x && echo bye > gone/inner/f && "
 	   "ln -s ../big links/rel && ln -s /etc/passwd links/abs && ln -s '%s' links/long && ln dir/sub/small links/hard && "
@@ -102,18 +103,18 @@ static int setup(void **state)
 	 * from the key file, so neither tool spends half a second on scrypt each run */
 	assert_int_equal(mkdir(f->repo, 0700), 0);
 	rix_repo_free(init_repo(f->repo, 2));
-	sh("cd '%s' && RESTIC_PASSWORD='%s' restic --no-cache -r repo backup -q --host hostA src", f->work, PW);
+	rix_test_sh("cd '%s' && RESTIC_PASSWORD='%s' restic --no-cache -r repo backup -q --host hostA src", f->work, PW);
 	latest_id(f, f->s1);
 	/* added, removed, changed content, changed metadata, changed type */
-	sh("cd '%s/src' && echo new > dir/added && mkdir -p newdir/a && echo n > newdir/a/b && rm -r gone && rm empty && "
+	rix_test_sh("cd '%s/src' && echo new > dir/added && mkdir -p newdir/a && echo n > newdir/a/b && rm -r gone && rm empty && "
 	   "echo changed >> dir/mid && chmod 600 dir/sub/small && touch -d '2010-01-01' links && "
 	   "rm was-file && ln -s big was-file && rm -r was-dir && echo now-a-file > was-dir",
 	   f->work);
 	sleep(1);
-	sh("cd '%s' && RESTIC_PASSWORD='%s' restic --no-cache -r repo backup -q --host hostB src", f->work, PW);
+	rix_test_sh("cd '%s' && RESTIC_PASSWORD='%s' restic --no-cache -r repo backup -q --host hostB src", f->work, PW);
 	latest_id(f, f->s2);
 	sleep(1);
-	sh("cd '%s' && RIX_PASSWORD='%s' '%s' -r repo backup -q --host hostC src", f->work, PW, RIX_CLI_PATH);
+	rix_test_sh("cd '%s' && RIX_PASSWORD='%s' '%s' -r repo backup -q --host hostC src", f->work, PW, RIX_CLI_PATH);
 	latest_id(f, f->s3);
 	*state = f;
 	return 0;
@@ -261,22 +262,16 @@ static void test_dump(void **state)
  */
 static void node_id(const struct fx *f, const char *snap, const char *path, char out[65])
 {
-	char *o;
-	size_t n;
-	assert_int_equal(rix_test_run(&o, &n, "cd '%s' && export RESTIC_PASSWORD='%s' && python3 -c '\n"
-					     "import json, subprocess, sys\n"
-					     "def cat(*a): return json.loads(subprocess.check_output([\"restic\", \"--no-cache\", \"-r\", \"repo\", \"cat\"] + list(a)))\n"
-					     "t = cat(\"snapshot\", sys.argv[1])[\"tree\"]\n"
-					     "for c in sys.argv[2].split(\"/\"):\n"
-					     "    nd = [x for x in cat(\"blob\", t)[\"nodes\"] if x[\"name\"] == c][0]\n"
-					     "    t = nd.get(\"subtree\") or nd[\"content\"][0]\n"
-					     "print(t)' %s %s",
-				      f->work, PW, snap, path),
-			 0);
-	assert_int_equal(n, 65);
-	memcpy(out, o, 64);
-	out[64] = '\0';
-	free(o);
+	printed(out, 64,
+		"cd '%s' && export RESTIC_PASSWORD='%s' && python3 -c '\n"
+		"import json, subprocess, sys\n"
+		"def cat(*a): return json.loads(subprocess.check_output([\"restic\", \"--no-cache\", \"-r\", \"repo\", \"cat\"] + list(a)))\n"
+		"t = cat(\"snapshot\", sys.argv[1])[\"tree\"]\n"
+		"for c in sys.argv[2].split(\"/\"):\n"
+		"    nd = [x for x in cat(\"blob\", t)[\"nodes\"] if x[\"name\"] == c][0]\n"
+		"    t = nd.get(\"subtree\") or nd[\"content\"][0]\n"
+		"print(t)' %s %s",
+		f->work, PW, snap, path);
 }
 
 static void test_find(void **state)
@@ -319,17 +314,10 @@ static void rix_said(const struct fx *f, const char *want)
 	free(o);
 }
 
-static int rix_exit(const struct fx *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int rix_exit(const struct fx *f, const char *fmt, ...)
-{
-	char args[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	return rix_test_run(NULL, NULL, "cd '%s' && RIX_PASSWORD='%s' '%s' -r repo %s >/dev/null 2>rix.err", f->work, PW, RIX_CLI_PATH,
-			    args);
-}
+/* `rix -r repo <args>` in the work directory, stdout dropped, stderr into rix.err; its status. */
+#define rix_exit(f, ...)                                                                                   \
+	rix_test_tool(NULL, NULL, (f)->work, "RIX_PASSWORD='" PW "' '" RIX_CLI_PATH "'", "repo", " >/dev/null 2>rix.err", \
+		      __VA_ARGS__)
 
 static void test_locks(void **state)
 {
@@ -412,7 +400,7 @@ static void test_prefixes(void **state)
 	/* more snapshots (rix's, of a small directory) until two IDs share their first digit */
 	char prefix = 0;
 	for (int k = 0; k < 17 && prefix == 0; k++) {
-		sh("cd '%s/src' && RIX_PASSWORD='%s' '%s' -r ../repo backup -q dir/sub", f->work, PW, RIX_CLI_PATH);
+		rix_test_sh("cd '%s/src' && RIX_PASSWORD='%s' '%s' -r ../repo backup -q dir/sub", f->work, PW, RIX_CLI_PATH);
 		char names[64][65];
 		char dir[4300];
 		snprintf(dir, sizeof(dir), "%s/snapshots", f->repo);

@@ -29,6 +29,7 @@
 #include <jansson.h>
 
 #include "rix/rix.h"
+#include "cli_beside.h"
 #include "repo_fixture.h"
 #include "testutil.h"
 
@@ -36,59 +37,22 @@
 #define ZONE "Europe/Berlin"
 #define ENV "TZ=" ZONE " RIX_PASSWORD='" PW "' RESTIC_PASSWORD='" PW "'"
 
-static char work[256], repo[400], src[400];
-
 static int setup(void **state)
 {
 	(void)state;
 	setenv("TZ", ZONE, 1);
 	tzset();
-	rix_test_mkdtemp(work, sizeof(work), "rix-cli-forget");
-	snprintf(repo, sizeof(repo), "%s/repo", work);
-	snprintf(src, sizeof(src), "%s/src", work);
+	beside_setup("rix-cli-forget");
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	rix_test_rmtree(work);
-	return 0;
-}
-
-/* `rix -r repo <args>`: stdout into *out (malloc'd; NULL: dropped), stderr into *err likewise. */
-static int rix(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int rix(char **out, char **err, const char *fmt, ...)
-{
-	char args[4096], errfile[500];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	snprintf(errfile, sizeof(errfile), "%s/stderr", work);
-	size_t n;
-	int rc = rix_test_run(out, &n, ENV " '%s' -r '%s' %s 2>'%s'", RIX_CLI_PATH, repo, args, errfile);
-	if (err != NULL) {
-		*err = rix_test_read_file(errfile, &n);
-		if (*err == NULL)
-			*err = strdup("");
-	}
-	return rc;
-}
-
+/* `rix -r repo <args>`: stdout into *out, stderr into *err (beside_rix). */
+#define rix(out, err, ...) beside_rix(ENV, out, err, __VA_ARGS__)
+/* The same, which must exit with code and say want (NULL: anything) on stderr. */
+#define rix_says(code, want, ...) beside_rix_says(ENV, code, want, __VA_ARGS__)
 /* `restic -r repo <args>` (no cache): stdout into *out. */
-static int restic(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int restic(char **out, const char *fmt, ...)
-{
-	char args[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	rix_test_need_restic();
-	size_t n;
-	return rix_test_run(out, &n, ENV " restic --no-cache -r '%s' %s 2>/dev/null", repo, args);
-}
+#define restic(out, ...)                                                                                   \
+	(rix_test_need_restic(), rix_test_tool(out, NULL, NULL, ENV " restic --no-cache", repo, " 2>/dev/null", __VA_ARGS__))
 
 /*
  * The repository: restic's backup of src, then n snapshots written through the library naming
@@ -296,16 +260,20 @@ static void test_policies_like_restic(void **state)
 		free(b);
 	}
 	/* Bad values, said as restic's flag parser says them. */
-	char *err;
-	assert_int_equal(rix(NULL, &err, "forget --dry-run --keep-within 3x"), 1);
-	assert_non_null(strstr(err, "invalid unit 'x' found after number 3"));
-	free(err);
-	assert_int_equal(rix(NULL, &err, "forget --dry-run --keep-daily -2"), 1);
-	assert_non_null(strstr(err, "use 'unlimited'"));
-	free(err);
-	assert_int_equal(rix(NULL, &err, "forget --dry-run -g hosts,foo --keep-last 1"), 1);
-	assert_non_null(strstr(err, "unknown grouping option: 'foo'"));
-	free(err);
+	rix_says(1, "invalid unit 'x' found after number 3", "forget --dry-run --keep-within 3x");
+	rix_says(1, "use 'unlimited'", "forget --dry-run --keep-daily -2");
+	rix_says(1, "unknown grouping option: 'foo'", "forget --dry-run -g hosts,foo --keep-last 1");
+}
+
+/* ids[0..n) sorted and joined by ' ' (malloc'd); ids freed. */
+static char *sorted_joined(char (*ids)[65], size_t n)
+{
+	char *out = calloc(n + 1, 65);
+	qsort(ids, n, 65, (int (*)(const void *, const void *))strcmp);
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + strlen(out), "%s%s", i ? " " : "", ids[i]);
+	free(ids);
+	return out;
 }
 
 /* The IDs in restic's snapshots --json, sorted, joined by ' '. */
@@ -316,15 +284,11 @@ static char *restic_ids(void)
 	json_t *j = json_loads(s, 0, NULL), *v;
 	free(s);
 	size_t i, n = json_array_size(j);
-	char(*ids)[65] = calloc(n + 1, 65), *out = calloc(n + 1, 65);
+	char(*ids)[65] = calloc(n + 1, 65);
 	json_array_foreach(j, i, v)
 		snprintf(ids[i], 65, "%s", json_string_value(json_object_get(v, "id")));
-	qsort(ids, n, 65, (int (*)(const void *, const void *))strcmp);
-	for (i = 0; i < n; i++)
-		sprintf(out + strlen(out), "%s%s", i ? " " : "", ids[i]);
-	free(ids);
 	json_decref(j);
-	return out;
+	return sorted_joined(ids, n);
 }
 
 /* The IDs restic's dry run keeps for policy (every group's), sorted and joined as restic_ids. */
@@ -334,42 +298,32 @@ static char *kept_by_restic(const char *policy)
 	assert_int_equal(restic(&s, "--no-lock forget --dry-run --json %s", policy), 0);
 	json_t *j = json_loads(s, 0, NULL), *g, *v;
 	free(s);
-	char(*ids)[65] = calloc(400, 65), *out = calloc(401, 65);
+	char(*ids)[65] = calloc(400, 65);
 	size_t i, k, n = 0;
 	json_array_foreach(j, i, g)
 		json_array_foreach(json_object_get(g, "keep"), k, v)
 			if (n < 400)
 				snprintf(ids[n++], 65, "%s", json_string_value(json_object_get(v, "id")));
-	qsort(ids, n, 65, (int (*)(const void *, const void *))strcmp);
-	for (i = 0; i < n; i++)
-		sprintf(out + strlen(out), "%s%s", i ? " " : "", ids[i]);
-	free(ids);
 	json_decref(j);
-	return out;
+	return sorted_joined(ids, n);
 }
 
 static void test_forget_for_real(void **state)
 {
 	(void)state;
 	const size_t total = make_repo(60);
-	char *before = restic_ids(), *err, *out;
+	char *before = restic_ids(), *out;
 	assert_int_equal(strlen(before), total * 65 - 1);
 	/* Refused: --prune (not yet), --no-lock without --dry-run; nothing removed. */
-	assert_int_equal(rix(NULL, &err, "forget --keep-last 1 --prune"), 1);
-	assert_non_null(strstr(err, "prune is not implemented yet"));
-	free(err);
-	assert_int_equal(rix(NULL, &err, "--no-lock forget --keep-last 1"), 1);
-	assert_non_null(strstr(err, "--no-lock is only applicable in combination with --dry-run"));
-	free(err);
+	rix_says(1, "prune is not implemented yet", "forget --keep-last 1 --prune");
+	rix_says(1, "--no-lock is only applicable in combination with --dry-run", "--no-lock forget --keep-last 1");
 	/* A lock held (a shared one, as a backup's): forget, even --dry-run, wants an exclusive one:
 	 * refused (11); --dry-run --no-lock goes ahead. */
 	rix_repo *r = open_repo(repo, NULL);
 	rix_lock *lk;
 	MUST(rix_lock_acquire(&lk, r, false));
-	assert_int_equal(rix(NULL, &err, "forget --keep-last 1"), 11);
-	free(err);
-	assert_int_equal(rix(NULL, &err, "forget --dry-run --keep-last 1"), 11);
-	free(err);
+	rix_says(11, NULL, "forget --keep-last 1");
+	rix_says(11, NULL, "forget --dry-run --keep-last 1");
 	assert_int_equal(rix(&out, NULL, "--no-lock forget --dry-run --keep-last 1"), 0);
 	assert_non_null(strstr(out, "Would have removed the following snapshots:"));
 	free(out);
@@ -413,8 +367,8 @@ static void test_forget_for_real(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_policies_like_restic, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_forget_for_real, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_policies_like_restic, setup, beside_teardown),
+		cmocka_unit_test_setup_teardown(test_forget_for_real, setup, beside_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -83,18 +83,9 @@ static int count_entries(const char *dir)
 }
 
 /* `rix <args>` with PW in the environment (2>&1 into *out); its exit status. */
-static int rix(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int rix(char **out, const char *fmt, ...)
-{
-	char args[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	size_t n;
-	return rix_test_run(out, &n, "RIX_PASSWORD='%s' RESTIC_PASSWORD= RIX_REST_TRIES=3 RIX_REST_FIRST_DELAY_MS=50 '%s' %s 2>&1", PW,
-			    RIX_CLI_PATH, args);
-}
+#define rix(out, ...)                                                                                      \
+	rix_test_tool(out, NULL, NULL, "RIX_PASSWORD='" PW "' RESTIC_PASSWORD= RIX_REST_TRIES=3 RIX_REST_FIRST_DELAY_MS=50 '" RIX_CLI_PATH "'", \
+		      NULL, " 2>&1", __VA_ARGS__)
 
 /* A repository in <work>/name with about mib MiB of random data (version 1: no compression). */
 static void make_repo(char *dir, size_t cap, const char *name, int sets)

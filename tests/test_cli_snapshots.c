@@ -31,63 +31,27 @@
 #include <jansson.h>
 
 #include "rix/rix.h"
+#include "cli_beside.h"
 #include "repo_fixture.h"
 #include "testutil.h"
 
 /* Both tools print local times in the table: the same zone for both, not UTC. */
 #define ENV "TZ=Asia/Kolkata RIX_PASSWORD='" PW "' RESTIC_PASSWORD='" PW "'"
 
-static char work[256], repo[400], src[400];
-
 static int setup(void **state)
 {
 	(void)state;
-	rix_test_mkdtemp(work, sizeof(work), "rix-cli-snap");
-	snprintf(repo, sizeof(repo), "%s/repo", work);
-	snprintf(src, sizeof(src), "%s/src", work);
+	beside_setup("rix-cli-snap");
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	rix_test_rmtree(work);
-	return 0;
-}
-
-/* `rix -r repo <args>`: stdout into *out (malloc'd; NULL: dropped), stderr into *err likewise. */
-static int rix(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int rix(char **out, char **err, const char *fmt, ...)
-{
-	char args[4096], errfile[500];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	snprintf(errfile, sizeof(errfile), "%s/stderr", work);
-	size_t n;
-	int rc = rix_test_run(out, &n, ENV " '%s' -r '%s' %s 2>'%s'", RIX_CLI_PATH, repo, args, errfile);
-	if (err != NULL) {
-		*err = rix_test_read_file(errfile, &n);
-		if (*err == NULL)
-			*err = strdup("");
-	}
-	return rc;
-}
-
+/* `rix -r repo <args>`: stdout into *out, stderr into *err (beside_rix). */
+#define rix(out, err, ...) beside_rix(ENV, out, err, __VA_ARGS__)
+/* The same, which must exit with code and say want (NULL: anything) on stderr. */
+#define rix_says(code, want, ...) beside_rix_says(ENV, code, want, __VA_ARGS__)
 /* `restic -r repo <args>` (no cache; --no-lock for reading): stdout into *out. */
-static int restic(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int restic(char **out, const char *fmt, ...)
-{
-	char args[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	rix_test_need_restic();
-	size_t n;
-	return rix_test_run(out, &n, ENV " restic --no-cache -q -r '%s' %s 2>/dev/null", repo, args);
-}
+#define restic(out, ...)                                                                                   \
+	(rix_test_need_restic(), rix_test_tool(out, NULL, NULL, ENV " restic --no-cache -q", repo, " 2>/dev/null", __VA_ARGS__))
 
 /* rix's and restic's stdout for the same arguments must be the same bytes. */
 static void same_output(const char *rix_args, const char *restic_args)
@@ -198,12 +162,8 @@ static void test_snapshots_like_restic(void **state)
 	free(out);
 	free(err);
 	/* Bad flags. */
-	assert_int_equal(rix(NULL, &err, "snapshots --latest x"), 1);
-	assert_non_null(strstr(err, "--latest x"));
-	free(err);
-	assert_int_equal(rix(NULL, &err, "snapshots --group-by host,foo"), 1);
-	assert_non_null(strstr(err, "unknown grouping option: 'foo'"));
-	free(err);
+	rix_says(1, "--latest x", "snapshots --latest x");
+	rix_says(1, "unknown grouping option: 'foo'", "snapshots --group-by host,foo");
 	/* An unreadable snapshot file: the others listed, it is named, exit 1. */
 	char path[600];
 	snprintf(path, sizeof(path), "%s/snapshots/%s", repo, id[1]);
@@ -331,13 +291,8 @@ static void test_cat_snapshot(void **state)
 	snprintf(rargs, sizeof(rargs), "cat snapshot %.64s", id[4]);
 	same_output("cat snapshot latest", rargs);
 	same_output("--json cat snapshot latest", rargs); /* restic's cat is JSON either way */
-	char *err;
-	assert_int_equal(rix(NULL, &err, "cat snapshot 123456789x"), 1);
-	assert_non_null(strstr(err, "no matching ID found for prefix \"123456789x\""));
-	free(err);
-	assert_int_equal(rix(NULL, &err, "cat snapshot ''"), 1);
-	assert_non_null(strstr(err, "empty snapshot ID"));
-	free(err);
+	rix_says(1, "no matching ID found for prefix \"123456789x\"", "cat snapshot 123456789x");
+	rix_says(1, "empty snapshot ID", "cat snapshot ''");
 	/* A prefix of two IDs: 17 snapshots share a first digit somewhere. */
 	for (int i = 0; i < 12; i++)
 		assert_int_equal(restic(NULL, "backup --host more%d '%s' >/dev/null", i, src), 0);
@@ -349,11 +304,8 @@ static void test_cat_snapshot(void **state)
 		for (size_t k = i + 1; k < n; k++)
 			if (many[i][0] == many[k][0])
 				shared[0] = many[i][0];
-	assert_int_equal(rix(NULL, &err, "cat snapshot %s", shared), 1);
-	assert_non_null(strstr(err, "multiple IDs with prefix"));
-	free(err);
-	assert_int_equal(rix(NULL, &err, "cat snapshot"), 1);
-	free(err);
+	rix_says(1, "multiple IDs with prefix", "cat snapshot %s", shared);
+	rix_says(1, NULL, "cat snapshot");
 }
 
 /* The tags and original of snapshot `which` (0: oldest) as restic sees them: "t1,t2|original". */
@@ -432,12 +384,8 @@ static void test_tag(void **state)
 	assert_int_equal(restic(NULL, "check >/dev/null"), 0);
 
 	/* Usage errors. */
-	assert_int_equal(rix(NULL, &err, "tag latest"), 1);
-	assert_non_null(strstr(err, "nothing to do"));
-	free(err);
-	assert_int_equal(rix(NULL, &err, "tag --set a --add b latest"), 1);
-	assert_non_null(strstr(err, "cannot be given at the same time"));
-	free(err);
+	rix_says(1, "nothing to do", "tag latest");
+	rix_says(1, "cannot be given at the same time", "tag --set a --add b latest");
 	assert_int_equal(rix(&out, &err, "tag --add z 0000000000"), 1);
 	assert_non_null(strstr(err, "ignoring \"0000000000\""));
 	assert_string_equal(out, "no snapshots were modified\n");
@@ -447,9 +395,7 @@ static void test_tag(void **state)
 	rix_repo *r = open_repo(repo, NULL);
 	rix_lock *held;
 	MUST(rix_lock_acquire(&held, r, false));
-	assert_int_equal(rix(NULL, &err, "tag --add z latest"), 11);
-	assert_non_null(strstr(err, "locked"));
-	free(err);
+	rix_says(11, "locked", "tag --add z latest");
 	assert_int_equal(rix(&out, NULL, "snapshots --latest 1"), 0);
 	free(out);
 	assert_int_equal(rix_lock_free(held), 0);
@@ -538,11 +484,11 @@ static void test_rix_made(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_snapshots_like_restic, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_group_by, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cat_snapshot, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tag, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rix_made, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_snapshots_like_restic, setup, beside_teardown),
+		cmocka_unit_test_setup_teardown(test_group_by, setup, beside_teardown),
+		cmocka_unit_test_setup_teardown(test_cat_snapshot, setup, beside_teardown),
+		cmocka_unit_test_setup_teardown(test_tag, setup, beside_teardown),
+		cmocka_unit_test_setup_teardown(test_rix_made, setup, beside_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -113,18 +113,13 @@ static struct buf read_path(const char *fmt, const char *a, const char *b)
  * restic on repo (a copy of template v) with the cheap key; the arguments printf-style. Its
  * stdout goes to *out (NULL: shown only on failure). Returns restic's exit status.
  */
-static int restic(int v, const char *repo, char **out, size_t *len, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static int restic(int v, const char *repo, char **out, size_t *len, const char *fmt, ...)
+static const char *restic_cmd(int v)
 {
-	char args[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	return rix_test_run(out, len, "RESTIC_PASSWORD='%s' restic --no-cache --key-hint %s -r '%s' %s",
-			    FAST_PASSWORD, g_hint[v], repo, args);
+	static char cmd[300];
+	snprintf(cmd, sizeof(cmd), "RESTIC_PASSWORD='%s' restic --no-cache --key-hint %s", FAST_PASSWORD, g_hint[v]);
+	return cmd;
 }
+#define restic(v, repo, out, len, ...) rix_test_tool(out, len, NULL, restic_cmd(v), repo, "", __VA_ARGS__)
 
 /* Opens the repository's key with the password the way a user's rix would: every file in keys/. */
 static rix_key *open_key_dir(const char *repo, const char *password)

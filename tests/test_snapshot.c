@@ -75,18 +75,8 @@ static void corrupt(const char *json, size_t len, const char *what)
 #define CORRUPT(json, what) corrupt(json, strlen(json), what)
 
 /* `restic <args>` on repo (PW), its stdout (malloc'd) into *out when out is not NULL; its status. */
-static int restic(char **out, const char *repo, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int restic(char **out, const char *repo, const char *fmt, ...)
-{
-	char args[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	size_t n;
-	rix_test_need_restic();
-	return rix_test_run(out, &n, "RESTIC_PASSWORD='%s' restic --no-cache -q -r '%s' %s", PW, repo, args);
-}
+#define restic(out, repo, ...)                                                                             \
+	(rix_test_need_restic(), rix_test_tool(out, NULL, NULL, "RESTIC_PASSWORD='" PW "' restic --no-cache -q", repo, "", __VA_ARGS__))
 
 /* The IDs `restic snapshots --json <args>` prints, in its order, as one space-separated string. */
 static char *restic_ids(const char *repo, const char *args)

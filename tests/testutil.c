@@ -231,11 +231,44 @@ void rix_test_put_file(const char *dir, const char *name, const void *data, size
 
 int rix_test_run(char **out, size_t *len, const char *fmt, ...)
 {
-	char cmd[16384];
 	va_list ap;
 	va_start(ap, fmt);
-	int k = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	int rc = rix_test_vrun(out, len, fmt, ap);
 	va_end(ap);
+	return rc;
+}
+
+int rix_test_tool(char **out, size_t *len, const char *dir, const char *cmd, const char *repo, const char *redir,
+		  const char *fmt, ...)
+{
+	char args[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	if (k < 0 || (size_t)k >= sizeof(args))
+		fail_msg("arguments too long: %.200s...", args);
+	return rix_test_run(out, len, "%s%s%s%s%s%s%s %s%s", dir != NULL ? "cd '" : "", dir != NULL ? dir : "",
+			    dir != NULL ? "' && " : "", cmd, repo != NULL ? " -r '" : "", repo != NULL ? repo : "",
+			    repo != NULL ? "'" : "", args, redir);
+}
+
+void rix_test_sh(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = rix_test_vrun(NULL, NULL, fmt, ap);
+	va_end(ap);
+	assert_int_equal(rc, 0);
+}
+
+int rix_test_vrun(char **out, size_t *len, const char *fmt, va_list ap)
+{
+	char cmd[16384];
+	size_t len_;
+	if (len == NULL)
+		len = &len_;
+	int k = vsnprintf(cmd, sizeof(cmd), fmt, ap);
 	if (k < 0 || (size_t)k >= sizeof(cmd))
 		fail_msg("command too long: %.200s...", cmd);
 	if (out != NULL) {

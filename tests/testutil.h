@@ -4,6 +4,7 @@
 #ifndef RIX_TESTUTIL_H
 #define RIX_TESTUTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "rix/types.h"
@@ -99,6 +100,28 @@ void rix_test_put_file(const char *dir, const char *name, const void *data, size
 int rix_test_run(char **out, size_t *len, const char *fmt, ...)
 #if defined(__GNUC__)
 	__attribute__((format(printf, 3, 4)))
+#endif
+	;
+/* rix_test_run with a va_list. */
+int rix_test_vrun(char **out, size_t *len, const char *fmt, va_list ap);
+/* rix_test_run of a shell command (printf-style) that must exit 0, else the test fails. */
+void rix_test_sh(const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 1, 2)))
+#endif
+	;
+/*
+ * rix_test_tool: a tool's command line, `[cd '<dir>' && ]<cmd>[ -r '<repo>'] <args><redir>` with
+ * args printf-style from fmt, through rix_test_run (out and the status as its; len may be NULL).
+ * cmd is the environment, the program and its first options as the shell reads them
+ * ("RIX_PASSWORD='pw' '/path/to/rix'", "RESTIC_PASSWORD='pw' restic --no-cache -q"); dir NULL
+ * stays in the current directory, repo NULL adds no -r; redir follows the arguments (" 2>&1",
+ * " >/dev/null", "" for none). The tests' rix(...) and restic(...) are one-line macros over it.
+ */
+int rix_test_tool(char **out, size_t *len, const char *dir, const char *cmd, const char *repo, const char *redir,
+		  const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 7, 8)))
 #endif
 	;
 void rix_test_need_restic(void);

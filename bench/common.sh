@@ -1,0 +1,30 @@
+# bench/common.sh — what vs_restic_backup.sh and vs_restic_restore.sh share, sourced from the
+# top of the tree with ORIG set (the directory to copy): the settings (RUNS=3, BUILD=build-rel,
+# WORK=/var/tmp/rix-bench-backup unless set), both tools' password, and:
+#   bench_build TARGET...  the Release build of those targets in $BUILD; rix=its rix binary
+#   bench_source           SRC=$WORK/src, a copy of $ORIG made once (again when ORIG changes),
+#                          so that files can be touched
+#   median                 the median of the numbers on stdin, one a line
+RUNS=${RUNS:-3}
+BUILD=${BUILD:-build-rel}
+WORK=${WORK:-/var/tmp/rix-bench-backup}
+export RIX_PASSWORD=bench RESTIC_PASSWORD=bench
+
+bench_build() {
+	cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DRIX_BUILD_TESTS=OFF >/dev/null
+	cmake --build "$BUILD" -j"$(nproc)" --target "$@" >/dev/null
+	rix=$(pwd)/$BUILD/rix
+}
+
+bench_source() {
+	mkdir -p "$WORK"
+	SRC=$WORK/src
+	if [ ! -f "$WORK/src.done" ] || [ "$(cat "$WORK/src.done")" != "$ORIG" ]; then
+		rm -rf "$SRC"
+		mkdir -p "$SRC"
+		cp -a "$ORIG/." "$SRC/" 2>/dev/null || true
+		echo "$ORIG" >"$WORK/src.done"
+	fi
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
