@@ -50,7 +50,7 @@ void go_time_string(char *out, size_t cap, const rix_time *t)
 	char frac[16] = "";
 	if (t->nsec != 0) {
 		snprintf(frac, sizeof(frac), ".%09u", t->nsec);
-		for (size_t k = strlen(frac); frac[k - 1] == '0'; k--)
+		for (size_t k = strlen(frac); k > 1 && frac[k - 1] == '0'; k--)
 			frac[k - 1] = '\0';
 	}
 	int off = t->utc_offset / 60, a = off < 0 ? -off : off;
