@@ -7,7 +7,8 @@
  *            --SHA-256 == ID
  *
  * Which blobs are compressed (FORMAT.md): none in version 1; in version 2 every non-empty tree
- * blob, and data blobs by mode: off never; auto (level RIX_ZSTD_LEVEL_AUTO) when the frame is
+ * blob, and data blobs by mode: off never; auto (level RIX_ZSTD_LEVEL_AUTO, with the smaller
+ * match tables RIX_ZSTD_AUTO_HASH_LOG / _CHAIN_LOG) when the frame is
  * smaller by at least min_saving thousandths of the plaintext; max (RIX_ZSTD_LEVEL_MAX) when
  * the frame is smaller at all. A frame that does not pay is thrown away and the plaintext is
  * sealed instead, so a stored data blob is never bigger than seal(plain).
@@ -126,6 +127,12 @@ static int compress(rix_blob_codec *c, int level, const void *plain, size_t n, s
 			r = ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_checksumFlag, 0);
 		if (!ZSTD_isError(r))
 			r = ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_contentSizeFlag, 1);
+		/* auto's smaller match tables; 0 (the level's own) for any other level */
+		const bool autolevel = level == RIX_ZSTD_LEVEL_AUTO;
+		if (!ZSTD_isError(r))
+			r = ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_hashLog, autolevel ? RIX_ZSTD_AUTO_HASH_LOG : 0);
+		if (!ZSTD_isError(r))
+			r = ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_chainLog, autolevel ? RIX_ZSTD_AUTO_CHAIN_LOG : 0);
 		if (ZSTD_isError(r))
 			return rix_error_set(RIX_EIO, "pack: zstd: %s", ZSTD_getErrorName(r));
 		c->cctx_level = level;
