@@ -69,13 +69,13 @@ static int cmp_picked(const void *a, const void *b)
 }
 
 struct rix__recent {
+	struct rix__recent_head head;   /* first: npacks, read inline by rix__recent_find */
 	pthread_mutex_t mu;
 	uint64_t seed;
 	_Atomic(struct rtable *) tab;
 	uint32_t used;                  /* non-empty slots, tombstones included (mu) */
 	size_t stored[RIX_BLOB_TYPES];  /* stored entries (mu) */
 	_Atomic(rix_id *) *chunks;      /* RIX__RECENT_PACK_CHUNKS pointers, made with the first pack */
-	atomic_uint npacks;
 	uint32_t indexed_upto;          /* (mu) */
 	size_t unindexed;               /* stored blobs in packs >= indexed_upto (mu) */
 	uint32_t *pack_blobs;           /* blobs per pack, for unindexed (mu); grows */
@@ -111,7 +111,7 @@ int rix__recent_new(struct rix__recent **out, uint64_t seed)
 	pthread_mutex_init(&re->mu, NULL);
 	re->seed = seed;
 	atomic_init(&re->tab, NULL); /* made by the first reserve or store */
-	atomic_init(&re->npacks, 0);
+	atomic_init(&re->head.npacks, 0);
 	*out = re;
 	return 0;
 }
@@ -169,10 +169,8 @@ static uint32_t probe(const struct rix__recent *re, const struct rtable *tab, ri
 	}
 }
 
-int rix__recent_find(const struct rix__recent *re, rix_blob_type t, const rix_id *id, rix_packed_blob *out)
+int rix__recent_find_stored(const struct rix__recent *re, rix_blob_type t, const rix_id *id, rix_packed_blob *out)
 {
-	if (atomic_load_explicit(&re->npacks, memory_order_acquire) == 0)
-		return 0; /* nothing stored yet: the common case before the first pack */
 	const struct rtable *tab = atomic_load_explicit(&re->tab, memory_order_acquire);
 	uint32_t s = probe(re, tab, t, id, STORED);
 	if (s == UINT32_MAX)
@@ -185,7 +183,7 @@ int rix__recent_find(const struct rix__recent *re, rix_blob_type t, const rix_id
 size_t rix__recent_find_all(const struct rix__recent *re, rix_blob_type t, const rix_id *id,
 			    rix_packed_blob *out, size_t max)
 {
-	if (atomic_load_explicit(&re->npacks, memory_order_acquire) == 0)
+	if (atomic_load_explicit(&re->head.npacks, memory_order_acquire) == 0)
 		return 0;
 	const struct rtable *tab = atomic_load_explicit(&re->tab, memory_order_acquire);
 	uint32_t mask = tab->cap - 1;
@@ -305,7 +303,7 @@ void rix__recent_unreserve(struct rix__recent *re, rix_blob_type t, const rix_id
 /* Pack number for pack_id (mu held): a new one, its ID written before anyone can see it. */
 static int new_pack(struct rix__recent *re, const rix_id *pack_id, uint32_t nblobs, uint32_t *num)
 {
-	uint32_t p = atomic_load_explicit(&re->npacks, memory_order_relaxed);
+	uint32_t p = atomic_load_explicit(&re->head.npacks, memory_order_relaxed);
 	if ((size_t)p >= RIX__RECENT_MAX_PACKS)
 		return rix_error_set(RIX_ELIMIT, "master index: more than %zu packs stored in one session",
 				     (size_t)RIX__RECENT_MAX_PACKS);
@@ -379,7 +377,7 @@ int rix__recent_store_pack(struct rix__recent *re, const rix_id *pack_id, const 
 		re->log[re->nlog++] = (struct picked){ p, (uint32_t)(e - tab->e) };
 	}
 	if (rc == 0)
-		atomic_store_explicit(&re->npacks, p + 1, memory_order_release);
+		atomic_store_explicit(&re->head.npacks, p + 1, memory_order_release);
 	pthread_mutex_unlock(&re->mu);
 	return rc;
 }
@@ -396,7 +394,7 @@ int rix__recent_take_unindexed(struct rix__recent *re, rix_index **out, uint32_t
 {
 	*out = NULL;
 	pthread_mutex_lock(&re->mu);
-	uint32_t lo = re->indexed_upto, hi = atomic_load_explicit(&re->npacks, memory_order_relaxed);
+	uint32_t lo = re->indexed_upto, hi = atomic_load_explicit(&re->head.npacks, memory_order_relaxed);
 	*upto = hi;
 	int rc = 0;
 	rix_blob *bl = NULL;
@@ -468,7 +466,7 @@ size_t rix__recent_count(struct rix__recent *re, rix_blob_type t)
 
 size_t rix__recent_pack_count(struct rix__recent *re)
 {
-	return atomic_load(&re->npacks);
+	return atomic_load(&re->head.npacks);
 }
 
 size_t rix__recent_memory(struct rix__recent *re)
@@ -479,7 +477,7 @@ size_t rix__recent_memory(struct rix__recent *re)
 		   (size_t)re->pack_blobs_cap * sizeof(uint32_t);
 	if (re->chunks != NULL) {
 		m += RIX__RECENT_PACK_CHUNKS * sizeof(*re->chunks);
-		size_t np = atomic_load_explicit(&re->npacks, memory_order_relaxed);
+		size_t np = atomic_load_explicit(&re->head.npacks, memory_order_relaxed);
 		m += ((np + CHUNK - 1) / CHUNK) * CHUNK * sizeof(rix_id);
 	}
 	pthread_mutex_unlock(&re->mu);
@@ -505,7 +503,7 @@ int rix__recent_foreach(struct rix__recent *re, rix_index_blob_fn fn, void *arg)
 
 int rix__recent_packs(struct rix__recent *re, rix_id **v, size_t *n, size_t *cap)
 {
-	size_t np = atomic_load(&re->npacks);
+	size_t np = atomic_load(&re->head.npacks);
 	if (*n + np > *cap) {
 		size_t c = *n + np;
 		rix_id *nv = rix_realloc(*v, (c ? c : 1) * sizeof(rix_id));

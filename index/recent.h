@@ -16,6 +16,7 @@
 #ifndef RIX_INDEX_RECENT_H
 #define RIX_INDEX_RECENT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,11 @@
 #include "rix/types.h"
 
 struct rix__recent;
+/* The first member of struct rix__recent: the packs stored so far, read by rix__recent_find
+ * inline so that a lookup outside a backup (none stored) costs a load, not a call. */
+struct rix__recent_head {
+	atomic_uint npacks;
+};
 
 /* @return 0, RIX_ENOMEM. */
 int rix__recent_new(struct rix__recent **out, uint64_t seed);
@@ -33,7 +39,15 @@ void rix__recent_free(struct rix__recent *re);
  * A stored blob (t, id): its location, pack ID included, into *out (may be NULL). Lock-free:
  * call inside an RCU read section. @return 1 found, 0 not (pending blobs are not found).
  */
-int rix__recent_find(const struct rix__recent *re, rix_blob_type t, const rix_id *id, rix_packed_blob *out);
+int rix__recent_find_stored(const struct rix__recent *re, rix_blob_type t, const rix_id *id, rix_packed_blob *out);
+static inline int rix__recent_find(const struct rix__recent *re, rix_blob_type t, const rix_id *id,
+				   rix_packed_blob *out)
+{
+	const struct rix__recent_head *h = (const struct rix__recent_head *)(const void *)re;
+	if (atomic_load_explicit(&h->npacks, memory_order_acquire) == 0)
+		return 0; /* nothing stored yet: the common case before the first pack */
+	return rix__recent_find_stored(re, t, id, out);
+}
 /* Every stored location of (t, id), up to max into out (may be NULL); the total. Read section. */
 size_t rix__recent_find_all(const struct rix__recent *re, rix_blob_type t, const rix_id *id,
 			    rix_packed_blob *out, size_t max);
