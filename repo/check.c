@@ -307,24 +307,12 @@ static void *check_worker(void *arg)
 	return NULL;
 }
 
-/* The first error that stops the check, kept with its message (any thread). */
-static void stop_with(struct checker *c, int code, const char *msg)
-{
-	pthread_mutex_lock(&c->mu);
-	if (c->fatal == 0) {
-		c->fatal = code;
-		snprintf(c->fatal_msg, sizeof(c->fatal_msg), "%s", msg);
-	}
-	pthread_mutex_unlock(&c->mu);
-}
-
 static void index_error(void *arg, const char *name, int code, const char *msg)
 {
 	struct checker *c = arg;
-	if (backend_failed(code))
-		stop_with(c, code, msg); /* not a damaged index file: the check stops after loading */
-	else
-		report(c, true, &c->rep->damaged_index_files, "index %s: %s", name, msg);
+	if (backend_failed(code)) /* not damage: rix_repo_load_index stops and returns it */
+		return;
+	report(c, true, &c->rep->damaged_index_files, "index %s: %s", name, msg);
 }
 
 /* ---- the snapshots and their trees ---- */
@@ -493,8 +481,6 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 	int rc = rix_repo_load_index(&ls, r, index_error, &c);
 	rep.index_files = ls.files;
 	rix_master_index *mi = rix_repo_master_index(r);
-	if (c.fatal != 0) /* an index file the backend failed to read (the load stopped there) */
-		rc = rix_error_set(c.fatal, "%s", c.fatal_msg);
 	if (rc == 0)
 		rc = check_snapshots(&c);
 	if (rc == 0)
