@@ -378,10 +378,11 @@ int rest_settings(const char *cacert, bool insecure_tls, uint64_t limit_upload, 
 {
 	rest_o.cacert = cacert;
 	rest_o.insecure_tls = insecure_tls;
-	/* The totals are open_backend's limiter; on REST curl also paces each transfer at the rate,
-	 * so an upload (one transfer, however big) flows evenly too. */
+	/* The totals are open_backend's limiter, which also paces reads (quarter-second pieces). A
+	 * write is one transfer to it, so on REST curl paces each upload at the rate too, to flow
+	 * evenly; curl pacing downloads as well would only add each piece's latency to its slot. */
 	rest_o.limit_upload = limit_up = limit_upload;
-	rest_o.limit_download = limit_down = limit_download;
+	limit_down = limit_download;
 	/* Tuning, for tests mostly: how often and how soon a failed request is tried again. */
 	const char *t = env("RIX_REST_TRIES"), *d = env("RIX_REST_FIRST_DELAY_MS");
 	rest_o.tries = t != NULL ? (unsigned)strtoul(t, NULL, 10) : 0;
