@@ -324,11 +324,8 @@ static int load_located(size_t *n, rix_repo *r, const rix_packed_blob *pb, uint8
 			       .uncompressed_length = pb->uncompressed_length };
 		rc = rix_blob_codec_decode(n, c, stored, pb->length, &b, buf, cap);
 		give_codec(r, c);
-		if (rc == RIX_ECORRUPT || rc == RIX_EAUTH) {
-			char msg[300];
-			snprintf(msg, sizeof(msg), "%s", rix_error_last());
-			rc = rix_error_set(rc, "repo: pack %s, blob at %u: %s", pack, pb->offset, msg);
-		}
+		if (rc == RIX_ECORRUPT || rc == RIX_EAUTH)
+			rc = rix_error_set(rc, "repo: pack %s, blob at %u: %s", pack, pb->offset, rix_error_last());
 	}
 	give_scratch(r, stored, scap);
 	return rc;

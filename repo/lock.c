@@ -317,11 +317,10 @@ int rix_lock_acquire(rix_lock **out, rix_repo *r, bool exclusive)
 	if (rc == 0 && (rc = find_conflict(r, l->exclusive, l->name)) != 0) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s", rix_error_last());
-		if (rix_backend_remove(rix_repo_backend(r), RIX_FILE_LOCK, l->name) != 0) {
-			char why[256]; /* a copy: rix_error_set writes the buffer rix_error_last reads */
-			snprintf(why, sizeof(why), "%s", rix_error_last());
-			rix_error_set(rc, "%s (and our own lock file %.16s could not be removed: %s)", msg, l->name, why);
-		} else
+		if (rix_backend_remove(rix_repo_backend(r), RIX_FILE_LOCK, l->name) != 0)
+			rix_error_set(rc, "%s (and our own lock file %.16s could not be removed: %s)", msg, l->name,
+				      rix_error_last());
+		else
 			rix_error_set(rc, "%s", msg);
 	}
 	if (rc != 0) {

@@ -278,11 +278,8 @@ int rix__snapshot_tree(rix_id *tree, rix_repo *r, const char *name)
 	rix_free(json);
 	if (rc == RIX_ENOMEM)
 		return rix_error_set(RIX_ENOMEM, "snapshot %.16s: out of memory decoding it", name);
-	if (rc != 0) {
-		char why[400]; /* the decoder's message: copied, rix_error_set overwrites it */
-		snprintf(why, sizeof(why), "%s", rix_error_last());
-		return rix_error_set(RIX_ECORRUPT, "snapshot %.16s has no tree (%s)", name, why);
-	}
+	if (rc != 0)
+		return rix_error_set(RIX_ECORRUPT, "snapshot %.16s has no tree (%s)", name, rix_error_last());
 	*tree = sn->tree;
 	rix_snapshot_free(sn);
 	return 0;
