@@ -1,6 +1,7 @@
 /*
  * tests/testutil.c — see testutil.h.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -319,26 +320,32 @@ void rix_test_need_restic(void)
  * The temporary directories made and not yet removed: a failed cmocka assertion leaves its test
  * at once, past the test's own cleanup, so whatever it made is removed when the process exits
  * (by the process that made it, not a forked child; RIX_TEST_KEEP=1 keeps them to look at).
+ * Any thread may make and remove them (temp_mu).
  */
 #define MAX_TEMP_DIRS 512
 static char *temp_dirs[MAX_TEMP_DIRS];
 static pid_t temp_owner;
+static pthread_mutex_t temp_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void remove_left_dirs(void)
 {
 	if (getpid() != temp_owner || getenv("RIX_TEST_KEEP") != NULL)
 		return;
-	for (size_t i = 0; i < MAX_TEMP_DIRS; i++)
-		if (temp_dirs[i] != NULL) {
-			char *d = temp_dirs[i];
-			temp_dirs[i] = NULL;
+	for (size_t i = 0; i < MAX_TEMP_DIRS; i++) {
+		pthread_mutex_lock(&temp_mu);
+		char *d = temp_dirs[i];
+		temp_dirs[i] = NULL;
+		pthread_mutex_unlock(&temp_mu);
+		if (d != NULL) {
 			rix_test_rmtree(d);
 			free(d);
 		}
+	}
 }
 
 static void remember_dir(const char *dir)
 {
+	pthread_mutex_lock(&temp_mu);
 	if (temp_owner == 0) {
 		temp_owner = getpid();
 		atexit(remove_left_dirs);
@@ -346,17 +353,20 @@ static void remember_dir(const char *dir)
 	for (size_t i = 0; i < MAX_TEMP_DIRS; i++)
 		if (temp_dirs[i] == NULL) {
 			temp_dirs[i] = strdup(dir);
-			return;
+			break;
 		}
+	pthread_mutex_unlock(&temp_mu);
 }
 
 static void forget_dir(const char *dir)
 {
+	pthread_mutex_lock(&temp_mu);
 	for (size_t i = 0; i < MAX_TEMP_DIRS; i++)
 		if (temp_dirs[i] != NULL && strcmp(temp_dirs[i], dir) == 0) {
 			free(temp_dirs[i]);
 			temp_dirs[i] = NULL;
 		}
+	pthread_mutex_unlock(&temp_mu);
 }
 
 void rix_test_mkdtemp(char *dir, size_t size, const char *prefix)
