@@ -133,8 +133,10 @@ static int compress(rix_blob_codec *c, int level, const void *plain, size_t n, s
 			r = ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_hashLog, autolevel ? RIX_ZSTD_AUTO_HASH_LOG : 0);
 		if (!ZSTD_isError(r))
 			r = ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_chainLog, autolevel ? RIX_ZSTD_AUTO_CHAIN_LOG : 0);
-		if (ZSTD_isError(r))
+		if (ZSTD_isError(r)) {
+			c->cctx_level = 0; /* some set, some not: all of them again next time */
 			return rix_error_set(RIX_EIO, "pack: zstd: %s", ZSTD_getErrorName(r));
+		}
 		c->cctx_level = level;
 	}
 	int rc = scratch_reserve(c, ZSTD_compressBound(n));
