@@ -13,12 +13,13 @@
  *             rix_lock_check and every long operation of the repository fail with RIX_ELOCKED
  *   release:  stop the thread, remove the file
  *
- * A lock file that cannot be read or decoded (junk, another key's, a failed upload, or a read
- * that failed) is ignored, as restic 0.14 does (restic's checkForOtherLocks: "ignore locks that
- * cannot be loaded", logged for debugging only): it blocks no one, and plain `unlock` leaves it
+ * A lock file that reads but cannot be decoded (junk, another key's, a failed upload) is
+ * ignored, as restic 0.14 does (restic's checkForOtherLocks: "ignore locks that cannot be
+ * loaded", logged for debugging only): it blocks no one, and plain `unlock` leaves it
  * (its age cannot be told, as restic's RemoveStaleLocks leaves it), `unlock --remove-all`
  * removes it. (restic 0.15+ takes such a file as held instead.) It is said through
- * rix_repo_options.warn (restic 0.14 says nothing). The host in a
+ * rix_repo_options.warn (restic 0.14 says nothing). One the backend fails to read (RIX_EIO
+ * after its retries) is not ignored: it may be a live lock, so acquiring fails. The host in a
  * lock is this machine's name (the PID check of a stale lock is only meaningful there); the
  * user is the repository's (rix_repo_options.username, else the account running).
  */
@@ -191,11 +192,13 @@ static int find_conflict(rix_repo *r, int exclusive, const char *ours)
 		int lrc = load_lock(r, l.v[i].s, &li);
 		if (lrc == RIX_ENOTFOUND) /* removed meanwhile */
 			continue;
-		if (lrc == RIX_ENOMEM) {
+		if (lrc == RIX_ENOMEM || lrc == RIX_EIO) {
+			/* out of memory, or the backend failed to read it (after its retries): the file may
+			 * well be a live lock, so nothing is taken past it */
 			rc = lrc;
 			break;
 		}
-		if (lrc != 0) { /* cannot be loaded: ignored, as restic 0.14 does (see the top); said */
+		if (lrc != 0) { /* cannot be decoded: ignored, as restic 0.14 does (see the top); said */
 			rix__repo_warn(r, "lock file %s cannot be read (%s): ignored; `unlock --remove-all` removes it",
 				       l.v[i].s, rix_error_last());
 			continue;

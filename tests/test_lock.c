@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "rix/rix.h"
+#include "faultbackend.h"
 #include "repo_fixture.h"
 #include "testutil.h"
 
@@ -251,6 +252,40 @@ static int first_lock(void *arg, const char *name, uint64_t size)
 }
 
 /* A lock whose refresh keeps failing is lost: the holder learns it, and long operations stop. */
+/*
+ * A lock file the backend fails to read (EIO after its retries, a server going away) may be a
+ * live lock: no lock is taken past it (a junk file, which reads but does not decode, is passed
+ * over: test_locks). Another handle holds a shared lock; with every read failing, an exclusive
+ * lock is refused with RIX_EIO and leaves no file of its own.
+ */
+static void test_lock_unreadable_read(void **state)
+{
+	(void)state;
+	char *dir = rix_test_new_dir("rix-repo");
+	rix_repo *r = init_repo(dir, 2), *holder = open_repo(dir, NULL);
+	rix_lock *held, *x = NULL;
+	MUST(rix_lock_acquire(&held, holder, 0));
+	rix_test_fault f;
+	rix_test_fault_init(&f);
+	rix_backend *inner, *b;
+	MUST(rix_backend_local_open(&inner, dir, 0));
+	MUST(rix_test_fault_backend(&b, inner, &f));
+	rix_repo *faulty;
+	MUST(rix_repo_open(&faulty, b, PW, strlen(PW), NULL));
+	rix_test_fault_arm(&f, &(rix_test_fault_plan){ RIX_TEST_FAULT_READ, 1, RIX_TEST_FAULT_FROM, RIX_TEST_FAULT_EIO });
+	assert_int_equal(rix_lock_acquire(&x, faulty, 1), RIX_EIO);
+	assert_null(x);
+	assert_true(rix_test_fault_injected(&f) > 0);
+	rix_test_fault_arm(&f, NULL);
+	assert_int_equal(count_files(r, RIX_FILE_LOCK), 1); /* the holder's alone */
+	rix_repo_free(faulty);
+	rix_test_fault_destroy(&f);
+	MUST(rix_lock_free(held));
+	rix_repo_free(holder);
+	rix_repo_free(r);
+	rix_test_free_dir(dir);
+}
+
 static void test_lock_lost(void **state)
 {
 	(void)state;
@@ -325,6 +360,7 @@ int main(void)
 		cmocka_unit_test(test_locks),
 		cmocka_unit_test(test_turns_with_restic),
 		cmocka_unit_test(test_lock_lost),
+		cmocka_unit_test(test_lock_unreadable_read),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

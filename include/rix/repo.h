@@ -396,8 +396,9 @@ typedef struct rix_lock rix_lock;
 
 /*
  * Takes a lock: writes its file, then looks at every other lock; on a conflict removes its own
- * again and fails naming the holder. A lock file that cannot be read or decoded is ignored, as
- * restic 0.14 ignores it. The first lock taken on r (until released) is the one r's
+ * again and fails naming the holder. A lock file that reads but cannot be decoded is ignored, as
+ * restic 0.14 ignores it (said through rix_repo_options.warn); one the backend fails to read is
+ * not (RIX_EIO: it may be a live lock). The first lock taken on r (until released) is the one r's
  * long operations depend on: once it is lost (see rix_lock_check) rix_repo_save_blob,
  * rix_repo_flush and rix_repo_check fail with its RIX_ELOCKED instead of running on.
  * @return 0; RIX_ELOCKED ("locked exclusively by PID 123 on host by user since ..."); backend
