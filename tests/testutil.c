@@ -337,7 +337,7 @@ static void remove_left_dirs(void)
 		temp_dirs[i] = NULL;
 		pthread_mutex_unlock(&temp_mu);
 		if (d != NULL) {
-			rix_test_rmtree(d);
+			rix_test_remove_tree(d); /* and rix_test_restic's d.out */
 			free(d);
 		}
 	}
