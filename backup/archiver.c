@@ -1289,43 +1289,30 @@ static int abs_clean(char *out, size_t cap, const char *cwd, const char *path)
 /*
  * The components of relative path p that name it in the snapshot's tree, as restic counts them
  * (Go's Clean of "/" + p: "." dropped, ".." takes one back, never past the top): "src" 1,
- * "../x/y" 2, "a/.." 0. -1 for an absolute path (all of its components).
+ * "../x/y" 2, "a/.." 0; and into *ups how many ".." it starts with once cleaned (Go's Clean:
+ * "a/../../x" is "../x": 1). -1 for an absolute path (all of its components), *ups -1 too.
  */
-static int rel_components(const char *p)
+static int rel_components(const char *p, int *ups)
 {
+	*ups = -1;
 	if (p[0] == '/')
 		return -1;
-	int k = 0;
-	for (const char *c = p; *c != '\0';) {
-		size_t len = strcspn(c, "/");
-		if (len == 2 && c[0] == '.' && c[1] == '.')
-			k -= k > 0;
-		else if (len > 0 && !(len == 1 && c[0] == '.'))
-			k++;
-		c += len;
-		c += *c == '/';
-	}
-	return k;
-}
-
-/* How many ".." a relative path starts with once cleaned (Go's Clean: "a/../../x" is "../x"). */
-static int rel_updirs(const char *p)
-{
-	int k = 0, ups = 0;
+	int k = 0, up = 0;
 	for (const char *c = p; *c != '\0';) {
 		size_t len = strcspn(c, "/");
 		if (len == 2 && c[0] == '.' && c[1] == '.') {
 			if (k > 0)
 				k--;
 			else
-				ups++;
+				up++;
 		} else if (len > 0 && !(len == 1 && c[0] == '.')) {
 			k++;
 		}
 		c += len;
 		c += *c == '/';
 	}
-	return ups;
+	*ups = up;
+	return k;
 }
 
 /* "." and "./": the target is the snapshot's root, as restic 0.14 does for `backup .`. */
@@ -1690,11 +1677,13 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 		return rix_error_set(RIX_EINVAL, "backup: options of version %u, this librix knows 1 to %u", opt->version,
 				     RIX_BACKUP_OPTIONS_VERSION);
 	/* What a caller built for an older version has of the options and the summary. */
-	const bool v1 = opt != NULL && opt->version == 1;
-	size_t opt_size = v1 ? offsetof(rix_backup_options, progress)
-		 : opt != NULL && opt->version == 2 ? offsetof(rix_backup_options, snapshot_excludes)
-						    : sizeof(*opt);
-	size_t sum_size = v1 ? offsetof(rix_backup_summary, tree_added) : sizeof(*summary);
+	const unsigned ver = opt != NULL ? opt->version : RIX_BACKUP_OPTIONS_VERSION;
+	size_t opt_size = ver == 1 ? offsetof(rix_backup_options, progress)
+			  : ver == 2 ? offsetof(rix_backup_options, snapshot_excludes)
+				     : sizeof(*opt);
+	size_t sum_size = ver == 1 ? offsetof(rix_backup_summary, tree_added)
+			  : ver == 2 ? offsetof(rix_backup_summary, data_added_packed)
+				     : sizeof(*summary);
 	if (summary != NULL)
 		memset(summary, 0, sum_size);
 	const char *other = rix_repo_config(r)->other_chunker;
@@ -1753,7 +1742,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 			rc = rc ? rc : rix_error_set(RIX_ENOMEM, "backup: out of memory");
 			break;
 		}
-		int rel = rel_components(paths[i]);
+		int ups, rel = rel_components(paths[i], &ups);
 		if (is_dot(paths[i]) || rel == 0) { /* "..", "a/..": the contents of a folder, as "." */
 			if (n > 1) {
 				rc = rix_error_set(RIX_EINVAL, "backup: \".\" cannot be backed up with other paths");
@@ -1778,7 +1767,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 		for (char *save = NULL, *c = strtok_r(clean, "/", &save); t != NULL && c != NULL; c = strtok_r(NULL, "/", &save)) {
 			wl += (size_t)snprintf(walk + wl, sizeof(walk) - wl, "/%s", c);
 			if (skip-- <= 0)
-				t = t == &root ? tnode_top(t, c, walk, rel < 0 ? -1 : rel_updirs(paths[i])) : tnode_child(t, c, walk);
+				t = t == &root ? tnode_top(t, c, walk, ups) : tnode_child(t, c, walk);
 		}
 		if (t == NULL) {
 			rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");

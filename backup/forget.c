@@ -11,6 +11,7 @@
 #include "rix/error.h"
 #include "rix/forget.h"
 #include "../common/buf.h"
+#include "snapshot_internal.h"
 
 /* ==== durations ============================================================================= */
 
@@ -107,20 +108,14 @@ bool rix_forget_policy_empty(const rix_forget_policy *p)
 /* One tag list "a, b" as Go's %v of restic's TagList prints it: "[a, b]". */
 static void put_tag_list(rix__buf *b, const char *list)
 {
+	const char *t;
+	size_t n;
 	rix__buf_puts(b, "[");
-	for (const char *t = list;; t++) {
-		size_t n = strcspn(t, ",");
-		const char *a = t, *z = t + n;
-		while (a < z && (*a == ' ' || (*a >= '\t' && *a <= '\r')))
-			a++;
-		while (z > a && (z[-1] == ' ' || (z[-1] >= '\t' && z[-1] <= '\r')))
-			z--;
-		if (t != list)
+	for (bool more = true, first = true; more; first = false) {
+		more = rix__snapshot_next_tag(&list, &t, &n);
+		if (!first)
 			rix__buf_puts(b, ", ");
-		rix__buf_put(b, a, (size_t)(z - a));
-		t += n;
-		if (*t == '\0')
-			break;
+		rix__buf_put(b, t, n);
 	}
 	rix__buf_puts(b, "]");
 }

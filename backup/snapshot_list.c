@@ -222,12 +222,7 @@ static bool is_space(char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
-/*
- * The next tag of a tag list ("a, b,c": split at commas, spaces around each tag trimmed, as
- * restic's TagList.Set): *tag, *len (may be empty), and *s moves past it. false when it was the
- * list's last tag.
- */
-static bool next_tag(const char **s, const char **tag, size_t *len)
+bool rix__snapshot_next_tag(const char **s, const char **tag, size_t *len)
 {
 	size_t n = strcspn(*s, ",");
 	const char *a = *s, *b = *s + n;
@@ -251,7 +246,7 @@ static bool has_tag_list(const rix_snapshot *sn, const char *s)
 	const char *t;
 	size_t n;
 	for (bool more = true; more;) {
-		more = next_tag(&s, &t, &n);
+		more = rix__snapshot_next_tag(&s, &t, &n);
 		if (n == 0 && sn->ntags == 0)
 			return true;
 		if (!rix__snapshot_has_tag(sn, t, n))
@@ -287,7 +282,7 @@ int rix_snapshot_tags_flatten(const char ***out, size_t *n, const char *const *l
 		const char *s = lists[i], *t;
 		size_t len;
 		for (bool more = true; more;) {
-			more = next_tag(&s, &t, &len);
+			more = rix__snapshot_next_tag(&s, &t, &len);
 			if (len == 0) /* restic's Flatten drops empty tags */
 				continue;
 			memcpy(buf, t, len);

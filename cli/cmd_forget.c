@@ -66,25 +66,6 @@ static int keep_flag(rix_forget_policy *p, const char ***tags, int argc, char **
 	return 0;
 }
 
-/* The snapshot IDs to remove, in the order found (sorted before use; cli/idset.c is a set of blobs). */
-struct idlist {
-	rix_id *ids;
-	size_t n;
-};
-
-static int idlist_add(struct idlist *s, const rix_id *id)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (memcmp(&s->ids[i], id, sizeof(*id)) == 0)
-			return 0;
-	rix_id *v = realloc(s->ids, (s->n + 1) * sizeof(*v));
-	if (v == NULL)
-		return die("out of memory");
-	v[s->n++] = *id;
-	s->ids = v;
-	return 0;
-}
-
 static int cmp_id(const void *a, const void *b)
 {
 	return memcmp(a, b, sizeof(rix_id));
@@ -208,8 +189,9 @@ static int print_tables(const rix_forget_result *res, bool compact)
 	return rc;
 }
 
-/* Applies p to each group: prints its tables or JSON, adds what it removes to rm. */
-static int apply_policy(struct idlist *rm, rix_snapshot_group *groups, size_t ngroups, const rix_forget_policy *p,
+/* Applies p to each group: prints its tables or JSON, appends the IDs of what it removes to
+ * rm[*nrm] (room for every snapshot: each is in one group). */
+static int apply_policy(rix_id *rm, size_t *nrm, rix_snapshot_group *groups, size_t ngroups, const rix_forget_policy *p,
 			bool compact)
 {
 	int rc = 0;
@@ -236,7 +218,7 @@ static int apply_policy(struct idlist *rm, rix_snapshot_group *groups, size_t ng
 			rc = print_tables(res, compact);
 		}
 		for (size_t k = 0; rc == 0 && k < res->nremove; k++)
-			rc = idlist_add(rm, &res->remove[k]->id);
+			rm[(*nrm)++] = res->remove[k]->id;
 		rix_forget_result_free(res);
 	}
 	if (json_open)
@@ -287,38 +269,41 @@ int cmd_forget(int argc, char **argv)
 	rix_snapshot_list *l = NULL;
 	rix_snapshot_group *groups = NULL;
 	size_t ngroups = 0;
-	struct idlist rm = { 0 };
+	rix_id *rm = NULL; /* the IDs to remove, each once (a snapshot is selected once, in one group) */
+	size_t nrm = 0;
 	int bad = 0;
 	if (rc == 0)
 		rc = open_repo_locked(&r, &lock, true); /* --no-lock (with --dry-run only): none */
 	if (rc == 0)
 		rc = select_snapshots(&l, &bad, r, &ff.f, ids, nids);
+	if (rc == 0 && (rm = calloc(l->count + 1, sizeof(*rm))) == NULL)
+		rc = die("out of memory");
 	if (rc == 0 && nids > 0) { /* explicit snapshots: removed, no policy */
-		for (size_t i = 0; rc == 0 && i < l->count; i++)
-			rc = idlist_add(&rm, &l->items[i]->id);
+		for (size_t i = 0; i < l->count; i++)
+			rm[nrm++] = l->items[i]->id;
 	} else if (rc == 0) {
 		if (rix_snapshot_list_group(&groups, &ngroups, l, by) != 0)
 			rc = fail(RIX_ENOMEM);
 		else if (rix_forget_policy_empty(&p) && !g.json && !g.quiet)
 			printf("no policy was specified, no snapshots will be removed\n");
 		else if (!rix_forget_policy_empty(&p))
-			rc = apply_policy(&rm, groups, ngroups, &p, compact);
+			rc = apply_policy(rm, &nrm, groups, ngroups, &p, compact);
 	}
-	if (rc == 0 && rm.n > 0) {
-		qsort(rm.ids, rm.n, sizeof(*rm.ids), cmp_id);
+	if (rc == 0 && nrm > 0) {
+		qsort(rm, nrm, sizeof(*rm), cmp_id);
 		if (dry_run && !g.json) {
 			printf("Would have removed the following snapshots:\n{");
-			for (size_t i = 0; i < rm.n; i++) {
+			for (size_t i = 0; i < nrm; i++) {
 				char hex[65];
-				rix_id_to_hex(hex, &rm.ids[i]);
+				rix_id_to_hex(hex, &rm[i]);
 				printf("%s%.8s", i ? " " : "", hex);
 			}
 			printf("}\n\n");
 		}
-		for (size_t i = 0; !dry_run && rc == 0 && i < rm.n; i++) {
+		for (size_t i = 0; !dry_run && rc == 0 && i < nrm; i++) {
 			char hex[65];
-			rix_id_to_hex(hex, &rm.ids[i]);
-			int e = rix_snapshot_remove(r, &rm.ids[i]);
+			rix_id_to_hex(hex, &rm[i]);
+			int e = rix_snapshot_remove(r, &rm[i]);
 			if (e != 0) {
 				if (!g.json)
 					fprintf(stderr, "unable to remove <snapshot/%.10s> from the repository\n", hex);
@@ -328,7 +313,7 @@ int cmd_forget(int argc, char **argv)
 			}
 		}
 	}
-	free(rm.ids);
+	free(rm);
 	rix_snapshot_groups_free(groups, ngroups);
 	rix_snapshot_list_free(l);
 	close_repo(r, lock);

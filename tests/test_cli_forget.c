@@ -346,10 +346,11 @@ static void test_forget_for_real(void **state)
 	assert_int_equal(restic(NULL, "check >/dev/null"), 0);
 	assert_int_equal(rix(NULL, NULL, "check >/dev/null"), 0);
 
-	/* forget ID...: those two (a prefix and a whole ID), nothing else. */
+	/* forget ID...: those two (a prefix and a whole ID; the first named again by a longer
+	 * prefix: removed once, no error), nothing else. */
 	char a[65], b[65];
 	assert_int_equal(sscanf(now, "%64s %64s", a, b), 2);
-	assert_int_equal(rix(&out, NULL, "forget %.8s %s", a, b), 0);
+	assert_int_equal(rix(&out, NULL, "forget %.8s %s %.12s", a, b, a), 0);
 	free(out);
 	char *after = restic_ids();
 	assert_string_equal(after, now + 2 * 65);

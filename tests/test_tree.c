@@ -464,7 +464,21 @@ static void set_times(const char *path)
 	assert_int_equal(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW), 0);
 }
 
-/* rix_json_quote: encoding/json's escapes (what the tree encoder writes), snprintf's contract. */
+/* t's nodes encoded again give exactly want[0..len). */
+static void assert_reencodes(const rix_tree *t, const uint8_t *want, size_t len)
+{
+	rix_tree_enc *e;
+	MUST(rix_tree_enc_new(&e));
+	for (size_t i = 0; i < rix_tree_count(t); i++)
+		MUST(rix_tree_enc_add(e, rix_tree_node(t, i)));
+	const uint8_t *again;
+	size_t alen;
+	MUST(rix_tree_enc_finish(&again, &alen, e));
+	assert_int_equal(alen, len);
+	assert_memory_equal(again, want, len);
+	rix_tree_enc_free(e);
+}
+
 /* A tree of 600 nodes (names, users, link targets, xattrs, a content list of 20000 IDs: pieces
  * of every size the decoder's arena hands out, across many of its blocks), then decoded again and
  * encoded byte for byte; and decoded with each allocation failing in turn. */
@@ -531,23 +545,15 @@ static void test_decode_arena(void **state)
 	assert_int_equal(rix_tree_count(t), NODES);
 	assert_int_equal(rix_tree_node(t, 1)->content_len, IDS);
 	assert_memory_equal(rix_tree_node(t, 1)->content, ids, IDS * sizeof(*ids));
-	rix_tree_enc *e2;
-	MUST(rix_tree_enc_new(&e2));
-	for (size_t i = 0; i < rix_tree_count(t); i++)
-		MUST(rix_tree_enc_add(e2, rix_tree_node(t, i)));
-	const uint8_t *json2;
-	size_t len2;
-	MUST(rix_tree_enc_finish(&json2, &len2, e2));
-	assert_int_equal(len2, len);
-	assert_memory_equal(json2, json, len);
+	assert_reencodes(t, json, len);
 	rix_tree_free(t);
-	rix_tree_enc_free(e2);
 	struct big_tree b = { json, len };
 	rix_test_oom_loop("rix_tree_decode (600 nodes)", decode_big, &b, 100000);
 	rix_tree_enc_free(e);
 	free(ids);
 }
 
+/* rix_json_quote: encoding/json's escapes (what the tree encoder writes), snprintf's contract. */
 static void test_json_quote(void **state)
 {
 	(void)state;
@@ -653,19 +659,10 @@ static void test_against_restic(void **state)
 	/* Decoded and encoded again: the same bytes (raw names, times with their zones, xattrs). */
 	rix_tree *dt;
 	MUST(rix_tree_decode(&dt, (const uint8_t *)theirs, len));
-	rix_tree_enc *re;
-	MUST(rix_tree_enc_new(&re));
-	for (size_t i = 0; i < rix_tree_count(dt); i++)
-		MUST(rix_tree_enc_add(re, rix_tree_node(dt, i)));
-	const uint8_t *again;
-	size_t alen;
-	MUST(rix_tree_enc_finish(&again, &alen, re));
-	assert_int_equal(alen, len);
-	assert_memory_equal(again, theirs, len);
+	assert_reencodes(dt, (const uint8_t *)theirs, len);
 	assert_non_null(rix_tree_find(dt, "bad\xff\xfe", 5));
 	assert_non_null(rix_tree_find(dt, "tab\tnl\nname", 11));
 	assert_null(rix_tree_find(dt, "nope", 4));
-	rix_tree_enc_free(re);
 	rix_tree_free(dt);
 	free(theirs);
 	free(bytes);
