@@ -1677,13 +1677,11 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 		return rix_error_set(RIX_EINVAL, "backup: options of version %u, this librix knows 1 to %u", opt->version,
 				     RIX_BACKUP_OPTIONS_VERSION);
 	/* What a caller built for an older version has of the options and the summary. */
-	const unsigned ver = opt != NULL ? opt->version : RIX_BACKUP_OPTIONS_VERSION;
-	size_t opt_size = ver == 1 ? offsetof(rix_backup_options, progress)
-			  : ver == 2 ? offsetof(rix_backup_options, snapshot_excludes)
-				     : sizeof(*opt);
-	size_t sum_size = ver == 1 ? offsetof(rix_backup_summary, tree_added)
-			  : ver == 2 ? offsetof(rix_backup_summary, data_added_packed)
-				     : sizeof(*summary);
+	const bool v1 = opt != NULL && opt->version == 1;
+	size_t opt_size = v1 ? offsetof(rix_backup_options, progress)
+		 : opt != NULL && opt->version == 2 ? offsetof(rix_backup_options, snapshot_excludes)
+						    : sizeof(*opt);
+	size_t sum_size = v1 ? offsetof(rix_backup_summary, tree_added) : sizeof(*summary);
 	if (summary != NULL)
 		memset(summary, 0, sum_size);
 	const char *other = rix_repo_config(r)->other_chunker;
