@@ -340,8 +340,6 @@ static void test_locks(void **state)
 /* A node of the deep chain: a directory "d" over sub, or the file "f" of blob. */
 static void save_one(rix_id *id, rix_repo *r, const rix_id *sub, const rix_id *blob)
 {
-	rix_tree_enc *enc;
-	MUST(rix_tree_enc_new(&enc));
 	rix_node n = { .name = sub ? "d" : "f", .name_len = 1, .type = sub ? RIX_NODE_DIR : RIX_NODE_FILE };
 	n.mode = sub ? (RIX_GOMODE_DIR | 0755) : 0644;
 	n.mtime = n.atime = n.ctime = (rix_time){ .sec = 1600000000, .nsec = 123456789, .utc_offset = 3600 };
@@ -351,12 +349,7 @@ static void save_one(rix_id *id, rix_repo *r, const rix_id *sub, const rix_id *b
 		n.content_len = 1;
 		n.size = 7;
 	}
-	MUST(rix_tree_enc_add(enc, &n));
-	const uint8_t *data;
-	size_t len;
-	MUST(rix_tree_enc_finish(&data, &len, enc));
-	MUST(rix_repo_save_blob(id, NULL, r, RIX_BLOB_TREE, data, len));
-	rix_tree_enc_free(enc);
+	store_tree(id, r, &n, 1);
 }
 
 static void test_deep(void **state)
