@@ -16,6 +16,7 @@
  *   test_deep   a snapshot 3000 directories deep (made with librix): ls --recursive, find, diff
  *               and the tar and zip of dump equal to restic's (no recursion limit, PAX paths of
  *               6000 bytes)
+ *   test_bad_tree  a directory without a subtree: find stops with restic's error (exit 1)
  *   test_prefixes  (last: it adds snapshots) an ID prefix of two snapshots: ls skips it (exit 0),
  *               diff and dump fail (exit 1), find searches nothing, as restic; rix says why
  * The source has every kind of entry, names restic quotes and tar cannot hold in USTAR (long,
@@ -133,7 +134,8 @@ static int teardown(void **state)
 
 /*
  * `restic ARGS` and `rix ARGS` on the repository: the same standard output, byte for byte, and
- * the same exit status (want, when >= 0). The outputs are left in work/restic.out, work/rix.out.
+ * the same exit status (want, when >= 0); nothing from a sanitizer on rix's standard error. The
+ * outputs are left in work/restic.out, work/rix.out.
  */
 static void same(const struct fx *f, int want, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void same(const struct fx *f, int want, const char *fmt, ...)
@@ -155,6 +157,12 @@ static void same(const struct fx *f, int want, const char *fmt, ...)
 	}
 	if (ra != rb)
 		fail_msg("rix %s: exit %d, restic %d", args, rb, ra);
+	/* under ASan/UBSan a leak or undefined behaviour shows on stderr only (ASan exits 1, as an error does) */
+	char *err;
+	assert_int_equal(rix_test_run(&err, NULL, "cat '%s/rix.err'", f->work), 0);
+	if (strstr(err, "Sanitizer") != NULL || strstr(err, "runtime error:") != NULL)
+		fail_msg("rix %s: %s", args, err);
+	free(err);
 	if (want >= 0 && ra != want)
 		fail_msg("%s: exit %d, expected %d", args, ra, want);
 	free(a);
@@ -352,6 +360,22 @@ static void save_one(rix_id *id, rix_repo *r, const rix_id *sub, const rix_id *b
 	store_tree(id, r, &n, 1);
 }
 
+/* A snapshot of tree (its index flushed) for path, written to r: the first 8 digits of its ID. */
+static void snapshot_of(char out[9], rix_repo *r, const rix_id *tree, const char *path)
+{
+	char hex[65], json[512];
+	rix_id_to_hex(hex, tree);
+	snprintf(json, sizeof(json), "{\"time\":\"2021-02-03T04:05:06.5+01:00\",\"tree\":\"%s\",\"paths\":[\"%s\"],\"hostname\":\"deep\"}",
+		 hex, path);
+	rix_snapshot *sn;
+	MUST(rix_snapshot_decode(&sn, (const uint8_t *)json, strlen(json)));
+	rix_id sid;
+	MUST(rix_snapshot_write(&sid, r, sn));
+	rix_snapshot_free(sn);
+	rix_id_to_hex(hex, &sid);
+	snprintf(out, 9, "%.8s", hex);
+}
+
 static void test_deep(void **state)
 {
 	const struct fx *f = *state;
@@ -366,17 +390,9 @@ static void test_deep(void **state)
 		save_one(&id, r, &sub, NULL);
 	}
 	MUST(rix_repo_flush(r));
-	char hex[65], json[256];
-	rix_id_to_hex(hex, &id);
-	snprintf(json, sizeof(json), "{\"time\":\"2021-02-03T04:05:06.5+01:00\",\"tree\":\"%s\",\"paths\":[\"/deep\"],\"hostname\":\"deep\"}", hex);
-	rix_snapshot *sn;
-	MUST(rix_snapshot_decode(&sn, (const uint8_t *)json, strlen(json)));
-	rix_id sid;
-	MUST(rix_snapshot_write(&sid, r, sn));
-	rix_snapshot_free(sn);
+	char hex[9];
+	snapshot_of(hex, r, &id, "/deep");
 	rix_repo_free(r);
-	rix_id_to_hex(hex, &sid);
-	hex[8] = '\0';
 	if (getenv("RIX_TEST_KEEP") != NULL)
 		fprintf(stderr, "deep snapshot %s in %s\n", hex, f->work);
 	same(f, 0, "ls -l %s", hex); /* not with a DIR: restic's HasPathPrefix makes that cubic (40 s) */
@@ -385,6 +401,37 @@ static void test_deep(void **state)
 	same(f, 0, "diff %s %s", f->s1, hex);
 	same(f, 0, "dump %s /", hex);
 	same(f, 0, "dump -a zip %s /d/d/d", hex);
+}
+
+/*
+ * A directory without a subtree (hand-made JSON: the encoder writes none) beside a file: ls and
+ * find stop with restic's error (exit 1), nothing leaked on the way out (under ASan).
+ */
+static void test_bad_tree(void **state)
+{
+	const struct fx *f = *state;
+	rix_repo *r = open_repo(f->repo, NULL);
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	rix_id leaf, root;
+	rix_node n = { .name = "x", .name_len = 1, .type = RIX_NODE_FILE, .mode = 0644 };
+	store_tree(&leaf, r, &n, 1);
+	char hex[65], json[1024];
+	rix_id_to_hex(hex, &leaf);
+	snprintf(json, sizeof(json),
+		 "{\"nodes\":[{\"name\":\"a\",\"type\":\"dir\",\"mode\":2147484141,\"mtime\":\"2020-01-01T00:00:00Z\","
+		 "\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\",\"uid\":0,\"gid\":0,\"content\":null,"
+		 "\"subtree\":\"%s\"},{\"name\":\"nosub\",\"type\":\"dir\",\"mode\":2147484141,"
+		 "\"mtime\":\"2020-01-01T00:00:00Z\",\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\","
+		 "\"uid\":0,\"gid\":0,\"content\":null}]}\n",
+		 hex);
+	MUST(rix_repo_save_blob(&root, NULL, r, RIX_BLOB_TREE, json, strlen(json)));
+	MUST(rix_repo_flush(r));
+	char sn[9];
+	snapshot_of(sn, r, &root, "/bad");
+	rix_repo_free(r);
+	same(f, 1, "find -s %s x", sn);
+	rix_said(f, "subtree for node nosub in tree");
+	same(f, 1, "find -s %s --json nothing", sn);
 }
 
 static void test_prefixes(void **state)
@@ -423,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_locks),
 		cmocka_unit_test(test_deep),
+		cmocka_unit_test(test_bad_tree),
 		cmocka_unit_test(test_prefixes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
