@@ -16,7 +16,7 @@
  *   test_deep   a snapshot 3000 directories deep (made with librix): ls --recursive, find, diff
  *               and the tar and zip of dump equal to restic's (no recursion limit, PAX paths of
  *               6000 bytes)
- *   test_bad_tree  a directory without a subtree: find stops with restic's error (exit 1)
+ *   test_bad_tree  a directory without a subtree: find and ls stop with restic's error (exit 1)
  *   test_prefixes  (last: it adds snapshots) an ID prefix of two snapshots: ls skips it (exit 0),
  *               diff and dump fail (exit 1), find searches nothing, as restic; rix says why
  * The source has every kind of entry, names restic quotes and tar cannot hold in USTAR (long,
@@ -432,6 +432,7 @@ static void test_bad_tree(void **state)
 	same(f, 1, "find -s %s x", sn);
 	rix_said(f, "subtree for node nosub in tree");
 	same(f, 1, "find -s %s --json nothing", sn);
+	same(f, 1, "ls %s", sn); /* the directory is not listed before the error */
 }
 
 static void test_prefixes(void **state)

@@ -5,8 +5,8 @@
  *                          SKIP leaves a subtree unloaded; STOP ends the walk with 0; a callback's
  *                          error comes back as it was
  *   test_deep_chain        3000 directories nested: every one visited, the deepest path whole
- *   test_errors            a subtree missing from the index, a directory without a subtree:
- *                          the error names the path
+ *   test_errors            a subtree missing from the index, a directory without a subtree
+ *                          (not visited): the error names the path
  *   test_oom               every allocation of a walk failed in turn: RIX_ENOMEM, nothing leaked
  */
 #include <setjmp.h>
@@ -191,6 +191,7 @@ static void test_errors(void **state)
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(rix_walk(fx.r, &bad, NULL, record, &s), RIX_ECORRUPT);
 	assert_string_equal(rix_error_last(), "/nosub: a directory without a subtree");
+	assert_int_equal(s.n, 0); /* not visited: restic's walker fails before its callback */
 	free_fixture(&fx);
 }
 
