@@ -215,11 +215,10 @@ int grow_buf(char **buf, size_t *cap, size_t need);
 
 /* ---- sets of blobs (idset.c) --------------------------------------------------------------- */
 
-/* (type, ID) pairs, as restic's BlobSet; zero-initialized is empty. Slot i is in use when used[i]. */
+/* (type, ID) pairs, as restic's BlobSet; zero-initialized is empty. m[t]: the IDs of type t, in
+ * the order added (NULL until the first). */
 struct idset {
-	rix_id *ids;
-	uint8_t *type, *used;
-	size_t n, cap;
+	rix_indexmap *m[2];
 };
 /* 0, or 1 (reported: out of memory). */
 int idset_add(struct idset *s, rix_blob_type t, const rix_id *id);
