@@ -117,6 +117,8 @@ int prompt(const char *what, char *buf, size_t cap);
 /* s as a JSON string (quotes included) on stdout / f, escaped as restic's: rix_json_quote. */
 void put_json_string(const char *s);
 void fput_json_string(FILE *f, const char *s);
+/* The same for the bytes s[0..n) (a node's name or link target: no NUL at the end). */
+void fput_json_bytes(FILE *f, const char *s, size_t n);
 int read_password_file(const char *path, char *buf, size_t cap);
 
 /* The repository as given (-r, RIX_REPOSITORY, ...; "local:" dropped): what opens it. */

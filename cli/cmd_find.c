@@ -77,10 +77,8 @@ static void node_json(const char *path, const rix_node *n)
 	if (n->links != 0)
 		printf(",\"links\":%llu", (unsigned long long)n->links);
 	if (n->linktarget_len > 0) {
-		char *t = strndup(n->linktarget, n->linktarget_len);
 		fputs(",\"linktarget\":", stdout);
-		put_json_string(t ? t : "");
-		free(t);
+		fput_json_bytes(stdout, n->linktarget, n->linktarget_len);
 	}
 	if (n->error != NULL && n->error[0] != '\0') {
 		fputs(",\"error\":", stdout);

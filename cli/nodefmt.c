@@ -67,20 +67,6 @@ void go_time_string(char *out, size_t cap, const rix_time *t)
 		 tm.tm_hour, tm.tm_min, tm.tm_sec, frac, num, name);
 }
 
-/* s[0..n) as a JSON string on stdout (rix_json_quote). */
-static void put_bytes_json(const char *s, size_t n)
-{
-	char small[1024], *buf = small;
-	if (RIX_JSON_QUOTE_MAX(n) >= sizeof(small) && (buf = malloc(RIX_JSON_QUOTE_MAX(n) + 1)) == NULL) {
-		fputs("\"\"", stdout);
-		return;
-	}
-	size_t len = rix_json_quote(buf, buf == small ? sizeof(small) : RIX_JSON_QUOTE_MAX(n) + 1, s, n);
-	fwrite(buf, 1, len, stdout);
-	if (buf != small)
-		free(buf);
-}
-
 void put_time_json(const rix_time *t)
 {
 	char s[RIX_TIME_MAX];
@@ -115,7 +101,7 @@ void print_node_json(const char *path, const rix_node *n)
 {
 	char mode[GO_FILEMODE_MAX];
 	fputs("{\"name\":", stdout);
-	put_bytes_json(n->name, n->name_len);
+	fput_json_bytes(stdout, n->name, n->name_len);
 	printf(",\"type\":\"%s\",\"path\":", node_type_name(n->type));
 	put_json_string(path);
 	printf(",\"uid\":%u,\"gid\":%u", n->uid, n->gid);
