@@ -207,8 +207,8 @@ void print_node(const char *path, const rix_node *n, bool long_format);
 /* restic 0.14's `ls --json` node line. */
 void print_node_json(const char *path, const rix_node *n);
 /* restic 0.14's snapshot JSON (its members, then "id" and "short_id"), extra (",\"k\":v" or
- * NULL) before the closing brace, and a newline. */
-void print_snapshot_json(const rix_snapshot *sn, const char *extra);
+ * NULL) before the closing brace, and a newline. 0, or 1 (reported: out of memory). */
+int print_snapshot_json(const rix_snapshot *sn, const char *extra);
 /* Go's path.Clean of an absolute path, in place; restic's fs.HasPathPrefix of two clean ones. */
 void path_clean(char *p);
 bool has_path_prefix(const char *base, const char *p);

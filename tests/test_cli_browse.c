@@ -16,7 +16,8 @@
  *   test_deep   a snapshot 3000 directories deep (made with librix): ls --recursive, find, diff
  *               and the tar and zip of dump equal to restic's (no recursion limit, PAX paths of
  *               6000 bytes)
- *   test_bad_tree  a directory without a subtree: find and ls stop with restic's error (exit 1)
+ *   test_bad_tree  a directory without a subtree: find and ls stop with restic's error (exit 1);
+ *               ls --json of a snapshot with no paths, program_version and an unknown member
  *   test_prefixes  (last: it adds snapshots) an ID prefix of two snapshots: ls skips it (exit 0),
  *               diff and dump fail (exit 1), find searches nothing, as restic; rix says why
  * The source has every kind of entry, names restic quotes and tar cannot hold in USTAR (long,
@@ -360,13 +361,16 @@ static void save_one(rix_id *id, rix_repo *r, const rix_id *sub, const rix_id *b
 	store_tree(id, r, &n, 1);
 }
 
-/* A snapshot of tree (its index flushed) for path, written to r: the first 8 digits of its ID. */
-static void snapshot_of(char out[9], rix_repo *r, const rix_id *tree, const char *path)
+/*
+ * A snapshot of tree (its index flushed), written to r: the first 8 digits of its ID. paths: its
+ * "paths" member, JSON; more: members after "hostname" (",\"k\":v", or "").
+ */
+static void snapshot_of(char out[9], rix_repo *r, const rix_id *tree, const char *paths, const char *more)
 {
 	char hex[65], json[512];
 	rix_id_to_hex(hex, tree);
-	snprintf(json, sizeof(json), "{\"time\":\"2021-02-03T04:05:06.5+01:00\",\"tree\":\"%s\",\"paths\":[\"%s\"],\"hostname\":\"deep\"}",
-		 hex, path);
+	snprintf(json, sizeof(json), "{\"time\":\"2021-02-03T04:05:06.5+01:00\",\"tree\":\"%s\",\"paths\":%s,\"hostname\":\"deep\"%s}",
+		 hex, paths, more);
 	rix_snapshot *sn;
 	MUST(rix_snapshot_decode(&sn, (const uint8_t *)json, strlen(json)));
 	rix_id sid;
@@ -391,7 +395,7 @@ static void test_deep(void **state)
 	}
 	MUST(rix_repo_flush(r));
 	char hex[9];
-	snapshot_of(hex, r, &id, "/deep");
+	snapshot_of(hex, r, &id, "[\"/deep\"]", "");
 	rix_repo_free(r);
 	if (getenv("RIX_TEST_KEEP") != NULL)
 		fprintf(stderr, "deep snapshot %s in %s\n", hex, f->work);
@@ -427,8 +431,12 @@ static void test_bad_tree(void **state)
 	MUST(rix_repo_save_blob(&root, NULL, r, RIX_BLOB_TREE, json, strlen(json)));
 	MUST(rix_repo_flush(r));
 	char sn[9];
-	snapshot_of(sn, r, &root, "/bad");
+	snapshot_of(sn, r, &root, "[\"/bad\"]", "");
+	/* a snapshot restic 0.14 could not have made: no paths, a later restic's and an unknown member */
+	char odd[9];
+	snapshot_of(odd, r, &leaf, "[]", ",\"program_version\":\"restic 0.17.0\",\"future\":[1]");
 	rix_repo_free(r);
+	same(f, 0, "ls --json %s", odd);
 	same(f, 1, "find -s %s x", sn);
 	rix_said(f, "subtree for node nosub in tree");
 	same(f, 1, "find -s %s --json nothing", sn);
