@@ -124,6 +124,10 @@ int rix_walk(rix_repo *r, const rix_id *root, const char *prefix, rix_walk_fn fn
 		w.path[f->path_len] = '/';
 		memcpy(w.path + f->path_len + 1, n->name, n->name_len);
 		w.path[len] = '\0';
+		if (n->type == RIX_NODE_DIR && n->subtree == NULL) { /* restic's walker: before the callback */
+			rc = rix_error_set(RIX_ECORRUPT, "%s: a directory without a subtree", w.path);
+			break;
+		}
 		int act = fn(payload, w.path, len, n);
 		if (act < 0) {
 			rc = act;
@@ -133,10 +137,6 @@ int rix_walk(rix_repo *r, const rix_id *root, const char *prefix, rix_walk_fn fn
 			break;
 		if (n->type != RIX_NODE_DIR || act == RIX_WALK_SKIP)
 			continue;
-		if (n->subtree == NULL) {
-			rc = rix_error_set(RIX_ECORRUPT, "%s: a directory without a subtree", w.path);
-			break;
-		}
 		rc = enter(&w, r, n->subtree, len);
 	}
 	while (w.depth > 0)

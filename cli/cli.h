@@ -117,6 +117,8 @@ int prompt(const char *what, char *buf, size_t cap);
 /* s as a JSON string (quotes included) on stdout / f, escaped as restic's: rix_json_quote. */
 void put_json_string(const char *s);
 void fput_json_string(FILE *f, const char *s);
+/* The same for the bytes s[0..n) (a node's name or link target: no NUL at the end). */
+void fput_json_bytes(FILE *f, const char *s, size_t n);
 int read_password_file(const char *path, char *buf, size_t cap);
 
 /* The repository as given (-r, RIX_REPOSITORY, ...; "local:" dropped): what opens it. */
@@ -205,8 +207,8 @@ void print_node(const char *path, const rix_node *n, bool long_format);
 /* restic 0.14's `ls --json` node line. */
 void print_node_json(const char *path, const rix_node *n);
 /* restic 0.14's snapshot JSON (its members, then "id" and "short_id"), extra (",\"k\":v" or
- * NULL) before the closing brace, and a newline. */
-void print_snapshot_json(const rix_snapshot *sn, const char *extra);
+ * NULL) before the closing brace, and a newline. 0, or 1 (reported: out of memory). */
+int print_snapshot_json(const rix_snapshot *sn, const char *extra);
 /* Go's path.Clean of an absolute path, in place; restic's fs.HasPathPrefix of two clean ones. */
 void path_clean(char *p);
 bool has_path_prefix(const char *base, const char *p);
@@ -215,11 +217,10 @@ int grow_buf(char **buf, size_t *cap, size_t need);
 
 /* ---- sets of blobs (idset.c) --------------------------------------------------------------- */
 
-/* (type, ID) pairs, as restic's BlobSet; zero-initialized is empty. Slot i is in use when used[i]. */
+/* (type, ID) pairs, as restic's BlobSet; zero-initialized is empty. m[t]: the IDs of type t, in
+ * the order added (NULL until the first). */
 struct idset {
-	rix_id *ids;
-	uint8_t *type, *used;
-	size_t n, cap;
+	rix_indexmap *m[2];
 };
 /* 0, or 1 (reported: out of memory). */
 int idset_add(struct idset *s, rix_blob_type t, const rix_id *id);

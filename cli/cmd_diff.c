@@ -290,24 +290,27 @@ static void count_blobs(rix_repo *r, const struct idset *s, const struct idset *
 			struct dstat *st)
 {
 	rix_master_index *mi = rix_repo_master_index(r);
-	for (size_t i = 0; i < s->cap; i++) {
-		if (!s->used[i])
-			continue;
-		rix_blob_type t = (rix_blob_type)s->type[i];
-		if (idset_has(other, t, &s->ids[i]) || idset_has(common, t, &s->ids[i]))
-			continue;
-		if (t == RIX_BLOB_DATA)
-			st->data_blobs++;
-		else
-			st->tree_blobs++;
-		uint32_t size;
-		if (rix_master_index_size(&size, mi, t, &s->ids[i]) != 0) {
-			char hex[65];
-			rix_id_to_hex(hex, &s->ids[i]);
-			fprintf(stderr, "unable to find blob size for <%s/%.8s>\n", t == RIX_BLOB_DATA ? "data" : "tree", hex);
-			continue;
+	for (int t = RIX_BLOB_DATA; t <= RIX_BLOB_TREE; t++) {
+		size_t n = s->m[t] != NULL ? rix_indexmap_count(s->m[t]) : 0;
+		for (uint32_t i = 0; i < n; i++) {
+			const rix_id *id;
+			rix_loc unused;
+			rix_indexmap_entry(&id, &unused, s->m[t], i);
+			if (idset_has(other, t, id) || idset_has(common, t, id))
+				continue;
+			if (t == RIX_BLOB_DATA)
+				st->data_blobs++;
+			else
+				st->tree_blobs++;
+			uint32_t size;
+			if (rix_master_index_size(&size, mi, t, id) != 0) {
+				char hex[65];
+				rix_id_to_hex(hex, id);
+				fprintf(stderr, "unable to find blob size for <%s/%.8s>\n", t == RIX_BLOB_DATA ? "data" : "tree", hex);
+				continue;
+			}
+			st->bytes += size;
 		}
-		st->bytes += size;
 	}
 }
 

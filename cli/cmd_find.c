@@ -77,10 +77,8 @@ static void node_json(const char *path, const rix_node *n)
 	if (n->links != 0)
 		printf(",\"links\":%llu", (unsigned long long)n->links);
 	if (n->linktarget_len > 0) {
-		char *t = strndup(n->linktarget, n->linktarget_len);
 		fputs(",\"linktarget\":", stdout);
-		put_json_string(t ? t : "");
-		free(t);
+		fput_json_bytes(stdout, n->linktarget, n->linktarget_len);
 	}
 	if (n->error != NULL && n->error[0] != '\0') {
 		fputs(",\"error\":", stdout);
@@ -265,8 +263,8 @@ static int find_in(struct find *f, const rix_snapshot *sn)
 		}
 		const rix_node *n = rix_tree_node(fr->t, fr->next++);
 		size_t len = fr->path_len + 1 + n->name_len;
-		if (grow_buf(&f->path, &f->pcap, len + 1) != 0)
-			return 1;
+		if ((rc = grow_buf(&f->path, &f->pcap, len + 1)) != 0)
+			break;
 		f->path[fr->path_len] = '/';
 		memcpy(f->path + fr->path_len + 1, n->name, n->name_len);
 		f->path[len] = '\0';
@@ -278,8 +276,10 @@ static int find_in(struct find *f, const rix_snapshot *sn)
 				fr->all_ignored = false;
 			continue;
 		}
-		if (n->subtree == NULL)
-			return die("subtree for node %.*s in tree %s is nil", (int)n->name_len, n->name, f->path);
+		if (n->subtree == NULL) {
+			rc = die("subtree for node %.*s in tree %s is nil", (int)n->name_len, n->name, f->path);
+			break;
+		}
 		if (idset_has(&f->ignore, RIX_BLOB_TREE, n->subtree))
 			continue;
 		rix_tree *sub;

@@ -90,7 +90,8 @@ int cmd_ls(int argc, char **argv)
 	for (size_t k = 0; rc == 0 && k < sl->count; k++) {
 		const rix_snapshot *sn = sl->items[k];
 		if (g.json) {
-			print_snapshot_json(sn, ",\"struct_type\":\"snapshot\"");
+			if ((rc = print_snapshot_json(sn, ",\"struct_type\":\"snapshot\"")) != 0)
+				break;
 		} else if (!g.quiet) {
 			char hex[65], when[128];
 			rix_id_to_hex(hex, &sn->id);

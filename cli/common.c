@@ -540,9 +540,8 @@ int parse_id(const char *hex, rix_id *id)
 /* ---- commands ------------------------------------------------------------------------------ */
 
 /* s as a JSON string, escaped as restic's (Go's encoding/json: invalid UTF-8 as \ufffd). */
-void fput_json_string(FILE *f, const char *s)
+void fput_json_bytes(FILE *f, const char *s, size_t n)
 {
-	size_t n = strlen(s);
 	char small[1024], *buf = small;
 	if (RIX_JSON_QUOTE_MAX(n) >= sizeof(small) && (buf = malloc(RIX_JSON_QUOTE_MAX(n) + 1)) == NULL) {
 		fputs("\"\"", f); /* out of memory: an empty string rather than a broken line */
@@ -552,6 +551,11 @@ void fput_json_string(FILE *f, const char *s)
 	fwrite(buf, 1, len, f);
 	if (buf != small)
 		free(buf);
+}
+
+void fput_json_string(FILE *f, const char *s)
+{
+	fput_json_bytes(f, s, strlen(s));
 }
 
 void put_json_string(const char *s)

@@ -67,20 +67,6 @@ void go_time_string(char *out, size_t cap, const rix_time *t)
 		 tm.tm_hour, tm.tm_min, tm.tm_sec, frac, num, name);
 }
 
-/* s[0..n) as a JSON string on stdout (rix_json_quote). */
-static void put_bytes_json(const char *s, size_t n)
-{
-	char small[1024], *buf = small;
-	if (RIX_JSON_QUOTE_MAX(n) >= sizeof(small) && (buf = malloc(RIX_JSON_QUOTE_MAX(n) + 1)) == NULL) {
-		fputs("\"\"", stdout);
-		return;
-	}
-	size_t len = rix_json_quote(buf, buf == small ? sizeof(small) : RIX_JSON_QUOTE_MAX(n) + 1, s, n);
-	fwrite(buf, 1, len, stdout);
-	if (buf != small)
-		free(buf);
-}
-
 void put_time_json(const rix_time *t)
 {
 	char s[RIX_TIME_MAX];
@@ -115,7 +101,7 @@ void print_node_json(const char *path, const rix_node *n)
 {
 	char mode[GO_FILEMODE_MAX];
 	fputs("{\"name\":", stdout);
-	put_bytes_json(n->name, n->name_len);
+	fput_json_bytes(stdout, n->name, n->name_len);
 	printf(",\"type\":\"%s\",\"path\":", node_type_name(n->type));
 	put_json_string(path);
 	printf(",\"uid\":%u,\"gid\":%u", n->uid, n->gid);
@@ -133,57 +119,24 @@ void print_node_json(const char *path, const rix_node *n)
 	fputs(",\"struct_type\":\"node\"}\n", stdout);
 }
 
-static void put_strings(const char *key, char *const *v, size_t n, bool omit_empty)
+/*
+ * restic 0.14's Snapshot JSON: rix_snapshot_encode's, without what 0.14 does not know
+ * (program_version, summary, unknown members), then the ID.
+ */
+int print_snapshot_json(const rix_snapshot *sn, const char *extra)
 {
-	if (n == 0 && omit_empty)
-		return;
-	printf(",\"%s\":", key);
-	if (v == NULL && n == 0) {
-		fputs("null", stdout);
-		return;
-	}
-	putchar('[');
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			putchar(',');
-		put_json_string(v[i]);
-	}
-	putchar(']');
-}
-
-/* restic 0.14's Snapshot JSON members (no program_version, no summary), then its ID. */
-void print_snapshot_json(const rix_snapshot *sn, const char *extra)
-{
-	char hex[65];
-	fputs("{\"time\":", stdout);
-	put_time_json(&sn->time);
-	if (sn->has_parent) {
-		rix_id_to_hex(hex, &sn->parent);
-		printf(",\"parent\":\"%s\"", hex);
-	}
-	rix_id_to_hex(hex, &sn->tree);
-	printf(",\"tree\":\"%s\"", hex);
-	put_strings("paths", sn->paths, sn->npaths, false);
-	if (sn->hostname[0] != '\0') {
-		fputs(",\"hostname\":", stdout);
-		put_json_string(sn->hostname);
-	}
-	if (sn->username[0] != '\0') {
-		fputs(",\"username\":", stdout);
-		put_json_string(sn->username);
-	}
-	if (sn->uid != 0)
-		printf(",\"uid\":%u", sn->uid);
-	if (sn->gid != 0)
-		printf(",\"gid\":%u", sn->gid);
-	put_strings("excludes", sn->excludes, sn->nexcludes, true);
-	put_strings("tags", sn->tags, sn->ntags, true);
-	if (sn->has_original) {
-		rix_id_to_hex(hex, &sn->original);
-		printf(",\"original\":\"%s\"", hex);
-	}
+	rix_snapshot v = *sn;
+	v.program_version = NULL;
+	v.extra = NULL;
+	char *json, hex[65];
+	size_t n;
+	int rc = rix_snapshot_encode(&json, &n, &v);
+	if (rc != 0)
+		return fail(rc);
 	rix_id_to_hex(hex, &sn->id);
-	printf(",\"id\":\"%s\",\"short_id\":\"%.8s\"%s}\n", hex, hex, extra ? extra : "");
+	printf("%.*s,\"id\":\"%s\",\"short_id\":\"%.8s\"%s}\n", (int)(n - 1), json, hex, hex, extra ? extra : "");
+	rix_free(json);
+	return 0;
 }
 
 /* Go's path.Clean of an absolute path, in place: no "//", ".", "..", nor a trailing '/'. */

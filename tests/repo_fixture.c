@@ -233,3 +233,16 @@ void write_config_json(const char *dir, const char *json)
 	rix_test_put_file(dir, "config", sealed, n + RIX_CRYPTO_OVERHEAD);
 	free(sealed);
 }
+
+void store_tree(rix_id *id, rix_repo *r, const rix_node *nodes, size_t n)
+{
+	rix_tree_enc *enc;
+	MUST(rix_tree_enc_new(&enc));
+	for (size_t i = 0; i < n; i++)
+		MUST(rix_tree_enc_add(enc, &nodes[i]));
+	const uint8_t *data;
+	size_t len;
+	MUST(rix_tree_enc_finish(&data, &len, enc));
+	MUST(rix_repo_save_blob(id, NULL, r, RIX_BLOB_TREE, data, len));
+	rix_tree_enc_free(enc);
+}

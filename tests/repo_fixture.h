@@ -75,4 +75,7 @@ int drop_from_index(const char *dir, const rix_id *id);
  */
 void write_config_json(const char *dir, const char *json);
 
+/* Encodes nodes[0..n) (in name order) as a tree blob and saves it in r: *id, its ID. */
+void store_tree(rix_id *id, rix_repo *r, const rix_node *nodes, size_t n);
+
 #endif

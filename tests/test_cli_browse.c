@@ -16,6 +16,8 @@
  *   test_deep   a snapshot 3000 directories deep (made with librix): ls --recursive, find, diff
  *               and the tar and zip of dump equal to restic's (no recursion limit, PAX paths of
  *               6000 bytes)
+ *   test_bad_tree  a directory without a subtree: find and ls stop with restic's error (exit 1);
+ *               ls --json of a snapshot with no paths, program_version and an unknown member
  *   test_prefixes  (last: it adds snapshots) an ID prefix of two snapshots: ls skips it (exit 0),
  *               diff and dump fail (exit 1), find searches nothing, as restic; rix says why
  * The source has every kind of entry, names restic quotes and tar cannot hold in USTAR (long,
@@ -133,7 +135,8 @@ static int teardown(void **state)
 
 /*
  * `restic ARGS` and `rix ARGS` on the repository: the same standard output, byte for byte, and
- * the same exit status (want, when >= 0). The outputs are left in work/restic.out, work/rix.out.
+ * the same exit status (want, when >= 0); nothing from a sanitizer on rix's standard error. The
+ * outputs are left in work/restic.out, work/rix.out.
  */
 static void same(const struct fx *f, int want, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void same(const struct fx *f, int want, const char *fmt, ...)
@@ -155,6 +158,12 @@ static void same(const struct fx *f, int want, const char *fmt, ...)
 	}
 	if (ra != rb)
 		fail_msg("rix %s: exit %d, restic %d", args, rb, ra);
+	/* under ASan/UBSan a leak or undefined behaviour shows on stderr only (ASan exits 1, as an error does) */
+	char *err;
+	assert_int_equal(rix_test_run(&err, NULL, "cat '%s/rix.err'", f->work), 0);
+	if (strstr(err, "Sanitizer") != NULL || strstr(err, "runtime error:") != NULL)
+		fail_msg("rix %s: %s", args, err);
+	free(err);
 	if (want >= 0 && ra != want)
 		fail_msg("%s: exit %d, expected %d", args, ra, want);
 	free(a);
@@ -340,8 +349,6 @@ static void test_locks(void **state)
 /* A node of the deep chain: a directory "d" over sub, or the file "f" of blob. */
 static void save_one(rix_id *id, rix_repo *r, const rix_id *sub, const rix_id *blob)
 {
-	rix_tree_enc *enc;
-	MUST(rix_tree_enc_new(&enc));
 	rix_node n = { .name = sub ? "d" : "f", .name_len = 1, .type = sub ? RIX_NODE_DIR : RIX_NODE_FILE };
 	n.mode = sub ? (RIX_GOMODE_DIR | 0755) : 0644;
 	n.mtime = n.atime = n.ctime = (rix_time){ .sec = 1600000000, .nsec = 123456789, .utc_offset = 3600 };
@@ -351,12 +358,26 @@ static void save_one(rix_id *id, rix_repo *r, const rix_id *sub, const rix_id *b
 		n.content_len = 1;
 		n.size = 7;
 	}
-	MUST(rix_tree_enc_add(enc, &n));
-	const uint8_t *data;
-	size_t len;
-	MUST(rix_tree_enc_finish(&data, &len, enc));
-	MUST(rix_repo_save_blob(id, NULL, r, RIX_BLOB_TREE, data, len));
-	rix_tree_enc_free(enc);
+	store_tree(id, r, &n, 1);
+}
+
+/*
+ * A snapshot of tree (its index flushed), written to r: the first 8 digits of its ID. paths: its
+ * "paths" member, JSON; more: members after "hostname" (",\"k\":v", or "").
+ */
+static void snapshot_of(char out[9], rix_repo *r, const rix_id *tree, const char *paths, const char *more)
+{
+	char hex[65], json[512];
+	rix_id_to_hex(hex, tree);
+	snprintf(json, sizeof(json), "{\"time\":\"2021-02-03T04:05:06.5+01:00\",\"tree\":\"%s\",\"paths\":%s,\"hostname\":\"deep\"%s}",
+		 hex, paths, more);
+	rix_snapshot *sn;
+	MUST(rix_snapshot_decode(&sn, (const uint8_t *)json, strlen(json)));
+	rix_id sid;
+	MUST(rix_snapshot_write(&sid, r, sn));
+	rix_snapshot_free(sn);
+	rix_id_to_hex(hex, &sid);
+	snprintf(out, 9, "%.8s", hex);
 }
 
 static void test_deep(void **state)
@@ -373,17 +394,9 @@ static void test_deep(void **state)
 		save_one(&id, r, &sub, NULL);
 	}
 	MUST(rix_repo_flush(r));
-	char hex[65], json[256];
-	rix_id_to_hex(hex, &id);
-	snprintf(json, sizeof(json), "{\"time\":\"2021-02-03T04:05:06.5+01:00\",\"tree\":\"%s\",\"paths\":[\"/deep\"],\"hostname\":\"deep\"}", hex);
-	rix_snapshot *sn;
-	MUST(rix_snapshot_decode(&sn, (const uint8_t *)json, strlen(json)));
-	rix_id sid;
-	MUST(rix_snapshot_write(&sid, r, sn));
-	rix_snapshot_free(sn);
+	char hex[9];
+	snapshot_of(hex, r, &id, "[\"/deep\"]", "");
 	rix_repo_free(r);
-	rix_id_to_hex(hex, &sid);
-	hex[8] = '\0';
 	if (getenv("RIX_TEST_KEEP") != NULL)
 		fprintf(stderr, "deep snapshot %s in %s\n", hex, f->work);
 	same(f, 0, "ls -l %s", hex); /* not with a DIR: restic's HasPathPrefix makes that cubic (40 s) */
@@ -392,6 +405,42 @@ static void test_deep(void **state)
 	same(f, 0, "diff %s %s", f->s1, hex);
 	same(f, 0, "dump %s /", hex);
 	same(f, 0, "dump -a zip %s /d/d/d", hex);
+}
+
+/*
+ * A directory without a subtree (hand-made JSON: the encoder writes none) beside a file: ls and
+ * find stop with restic's error (exit 1), nothing leaked on the way out (under ASan).
+ */
+static void test_bad_tree(void **state)
+{
+	const struct fx *f = *state;
+	rix_repo *r = open_repo(f->repo, NULL);
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	rix_id leaf, root;
+	rix_node n = { .name = "x", .name_len = 1, .type = RIX_NODE_FILE, .mode = 0644 };
+	store_tree(&leaf, r, &n, 1);
+	char hex[65], json[1024];
+	rix_id_to_hex(hex, &leaf);
+	snprintf(json, sizeof(json),
+		 "{\"nodes\":[{\"name\":\"a\",\"type\":\"dir\",\"mode\":2147484141,\"mtime\":\"2020-01-01T00:00:00Z\","
+		 "\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\",\"uid\":0,\"gid\":0,\"content\":null,"
+		 "\"subtree\":\"%s\"},{\"name\":\"nosub\",\"type\":\"dir\",\"mode\":2147484141,"
+		 "\"mtime\":\"2020-01-01T00:00:00Z\",\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\","
+		 "\"uid\":0,\"gid\":0,\"content\":null}]}\n",
+		 hex);
+	MUST(rix_repo_save_blob(&root, NULL, r, RIX_BLOB_TREE, json, strlen(json)));
+	MUST(rix_repo_flush(r));
+	char sn[9];
+	snapshot_of(sn, r, &root, "[\"/bad\"]", "");
+	/* a snapshot restic 0.14 could not have made: no paths, a later restic's and an unknown member */
+	char odd[9];
+	snapshot_of(odd, r, &leaf, "[]", ",\"program_version\":\"restic 0.17.0\",\"future\":[1]");
+	rix_repo_free(r);
+	same(f, 0, "ls --json %s", odd);
+	same(f, 1, "find -s %s x", sn);
+	rix_said(f, "subtree for node nosub in tree");
+	same(f, 1, "find -s %s --json nothing", sn);
+	same(f, 1, "ls %s", sn); /* the directory is not listed before the error */
 }
 
 static void test_prefixes(void **state)
@@ -430,6 +479,7 @@ int main(void)
 		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_locks),
 		cmocka_unit_test(test_deep),
+		cmocka_unit_test(test_bad_tree),
 		cmocka_unit_test(test_prefixes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -53,7 +53,8 @@ typedef int (*rix_walk_fn)(void *payload, const char *path, size_t path_len, con
  * name its nodes as the snapshot does.
  * @return 0 (every node visited, or fn said RIX_WALK_STOP); fn's negative return, as it was;
  * rix_tree_load's errors for a tree that cannot be loaded (the message names its path);
- * RIX_ECORRUPT (a directory without a subtree); RIX_ENOMEM.
+ * RIX_ECORRUPT (a directory without a subtree: fn is not called for it, as restic's walker
+ * does not call its callback); RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_walk(rix_repo *r, const rix_id *root, const char *prefix, rix_walk_fn fn,
 				      void *payload);
