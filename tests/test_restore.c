@@ -1,7 +1,9 @@
 /*
  * tests/test_restore.c — rix_restore (backup/restorer.c) and what it stands on:
  *   test_patterns          rix_pattern_match: restic's rules, child-may-match, case, deep paths;
- *                          rix_pattern_match_checked: a failed allocation is RIX_ENOMEM
+ *                          rix_pattern_match_checked: a failed allocation is RIX_ENOMEM, and
+ *                          none is made for a path under 4096 bytes
+ *   test_patterns_compiled rix_patterns: what each of its patterns says, or'ed; out of memory
  *   test_pack_blobs        rix_repo_load_pack_blobs: every other blob of a pack, in one read,
  *                          equal to rix_repo_load_blob's; a missing pack: each blob told so
  *   test_roundtrip         a tree with every kind of entry (multi-blob, repeated and shared
@@ -237,7 +239,77 @@ static void test_patterns(void **state)
 	}
 	MUST(rix_pattern_match_checked(&m, NULL, "/x/[a-c]?", "/x/bz", false));
 	assert_true(m);
+	/* a path of 1000 bytes and 250 components is split on the stack: nothing to fail */
+	deep[0] = '\0';
+	for (k = 0; k < 249; k++)
+		strcat(deep, "/abc");
+	strcat(deep, "/f");
+	rix_test_failalloc_install(1);
+	int rc = rix_pattern_match_checked(&m, &child, "/abc/**/f", deep, false);
+	long calls = rix_test_failalloc_count();
+	rix_test_failalloc_remove();
+	assert_int_equal(rc, 0);
+	assert_int_equal(calls, 0);
+	assert_true(m);
 	free(deep);
+}
+
+/* What rix_patterns_match says is what its patterns, one by one, say or'ed. */
+static void check_compiled(const char *const *pats, size_t n, const char *const *ipats, size_t ni, const char *path)
+{
+	bool want_m = false, want_c = false;
+	for (size_t i = 0; i < n + ni; i++) {
+		bool c = false;
+		want_m |= rix_pattern_match(&c, i < n ? pats[i] : ipats[i - n], path, i >= n);
+		want_c |= c;
+	}
+	rix_patterns *ps;
+	MUST(rix_patterns_new(&ps, pats, n, ipats, ni));
+	bool m = !want_m, c = !want_c;
+	MUST(rix_patterns_match(ps, &m, &c, path));
+	if (m != want_m || c != want_c)
+		fail_msg("%s: match %d (want %d), child %d (want %d)", path, m, want_m, c, want_c);
+	MUST(rix_patterns_match(ps, &m, NULL, path));
+	assert_int_equal(m, want_m);
+	rix_patterns_free(ps);
+}
+
+static int compile_run(void *arg)
+{
+	const char *const *pats = arg;
+	rix_patterns *ps;
+	int rc = rix_patterns_new(&ps, pats, 3, pats + 3, 1);
+	if (rc == 0) {
+		bool m;
+		rc = rix_patterns_match(ps, &m, NULL, "/home/user/x.TXT");
+		assert_true(rc != 0 || m);
+		rix_patterns_free(ps);
+	}
+	return rc;
+}
+
+static void test_patterns_compiled(void **state)
+{
+	(void)state;
+	static const char *const pats[] = { "/home/user/*.txt", "/a/**/z", "", "*.o", "/x/[a-c]?", "/srv/data" };
+	static const char *const ipats[] = { "y.txt", "/Home/USER" };
+	static const char *const paths[] = {
+		"/", "/home", "/home/user", "/home/user/a.txt", "/home/username", "/a", "/a/x/y", "/a/b/c/z",
+		"/b", "/b/x.o", "/x/Y.TXT", "/x/bz", "/srv", "/srv/data/f", "/etc",
+	};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		for (size_t n = 0; n <= 6; n++) /* each prefix of pats, alone and with ipats */
+			for (size_t ni = 0; ni <= 2; ni += 2)
+				check_compiled(pats + (n < 6 ? 0 : 3), n < 6 ? n : 3, ipats, ni, paths[i]);
+		check_compiled(pats + 3, 1, NULL, 0, paths[i]);
+	}
+	/* none: nothing matches; NULL is none */
+	bool m = true, c = true;
+	MUST(rix_patterns_match(NULL, &m, &c, "/a"));
+	assert_false(m);
+	assert_false(c);
+	static const char *const oom[] = { "/home/user/*.txt", "", "*.o", "/HOME/user" };
+	rix_test_oom_loop("rix_patterns_new", compile_run, (void *)oom, 64);
 }
 
 /* ---- rix_repo_load_pack_blobs ------------------------------------------------------------- */
@@ -1205,7 +1277,8 @@ static void test_oom(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_patterns),       cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_patterns),       cmocka_unit_test(test_patterns_compiled),
+		cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_find_dir),       cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
 		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_path_limit),
 		 cmocka_unit_test(test_symlink_escape), cmocka_unit_test(test_symlink_during),
