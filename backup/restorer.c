@@ -214,6 +214,7 @@ struct rs {
 	rix_repo *r;
 	rix_master_index *mi;
 	rix_restore_options o;
+	rix_patterns *includes, *excludes; /* o's, compiled */
 	int tfd;
 	bool root;
 	struct timespec start;
@@ -507,41 +508,21 @@ static void meta_at(struct rs *s, int pfd, const char *name, const struct meta *
 
 /* ---- selection ----------------------------------------------------------------------------- */
 
-/* Whether one of pats matches loc (*m), and may match below it (*child, may be NULL). */
-static int any_match(bool *m, bool *child, const char *const *pats, size_t n, const char *loc, bool icase)
-{
-	for (size_t i = 0; i < n; i++) {
-		bool c = false, one;
-		int rc = rix_pattern_match_checked(&one, &c, pats[i], loc, icase);
-		if (rc != 0)
-			return rc;
-		*m |= one;
-		if (child != NULL)
-			*child |= c;
-	}
-	return 0;
-}
-
 /* restic's SelectFilter: whether loc is restored (*sel), and whether something under it may be
  * (*child). RIX_ENOMEM: not known (neither). */
 static int selected(const struct rs *s, const char *loc, bool dir, bool *sel, bool *child)
 {
-	const rix_restore_options *o = &s->o;
-	bool m = false, c = false;
+	bool m, c;
 	*sel = *child = false;
-	if (o->nincludes + o->niincludes > 0) {
-		int rc = any_match(&m, &c, o->includes, o->nincludes, loc, false);
-		if (rc == 0)
-			rc = any_match(&m, &c, o->iincludes, o->niincludes, loc, true);
+	if (s->o.nincludes + s->o.niincludes > 0) {
+		int rc = rix_patterns_match(s->includes, &m, &c, loc);
 		if (rc != 0)
 			return rc;
 		*child = c && dir;
 		*sel = m;
 		return 0;
 	}
-	int rc = any_match(&m, NULL, o->excludes, o->nexcludes, loc, false);
-	if (rc == 0 && !m)
-		rc = any_match(&m, NULL, o->iexcludes, o->niexcludes, loc, true);
+	int rc = rix_patterns_match(s->excludes, &m, NULL, loc);
 	if (rc != 0)
 		return rc;
 	*child = !m && dir;
@@ -1761,7 +1742,11 @@ int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const
 	pthread_cond_init(&s->pcv, NULL);
 
 	rix_tree *root = NULL;
-	int rc = load_tree(&root, r, tree);
+	int rc = rix_patterns_new(&s->includes, opt->includes, opt->nincludes, opt->iincludes, opt->niincludes);
+	if (rc == 0)
+		rc = rix_patterns_new(&s->excludes, opt->excludes, opt->nexcludes, opt->iexcludes, opt->niexcludes);
+	if (rc == 0)
+		rc = load_tree(&root, r, tree);
 	if (rc == 0 && !opt->dry_run) {
 		if (mkdir(target, 0700) != 0 && errno != EEXIST)
 			rc = rix_error_set(errno == ENOENT ? RIX_ENOTFOUND : RIX_EIO, "restore: make %s: %s", target,
@@ -1837,6 +1822,8 @@ int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const
 		rix_free(s->links[i].others);
 	}
 	rix_free(s->links);
+	rix_patterns_free(s->includes);
+	rix_patterns_free(s->excludes);
 	rix_free(s->dirs);
 	rix_free(s->st);
 	rix_free(s->files);
