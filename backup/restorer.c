@@ -1499,6 +1499,7 @@ static int walk(struct rs *s, rix_tree *root)
 		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
 	}
 	s->depth = 0;
+	char *loc = NULL; /* "/" + rel: what patterns see */
 	char *rel = NULL;
 	size_t relcap = 0;
 	for (;;) {
@@ -1510,14 +1511,16 @@ static int walk(struct rs *s, rix_tree *root)
 			continue;
 		}
 		const rix_node *n = rix_tree_node(f->t, f->next++);
-		size_t need = f->rel_len + 1 + n->name_len + 1;
+		size_t need = 1 + f->rel_len + 1 + n->name_len + 1;
 		if (need > relcap) {
-			char *nr = rix_realloc(rel, need * 2);
-			if (nr == NULL) {
+			char *nl = rix_realloc(loc, need * 2);
+			if (nl == NULL) {
 				rc = rix_error_set(RIX_ENOMEM, "restore: out of memory");
 				break;
 			}
-			rel = nr;
+			loc = nl;
+			loc[0] = '/';
+			rel = loc + 1;
 			relcap = need * 2;
 		}
 		size_t rl = 0;
@@ -1538,15 +1541,8 @@ static int walk(struct rs *s, rix_tree *root)
 			       PATH_LIMIT - 1);
 			continue;
 		}
-		char *loc = rix_malloc(rl + 2);
-		if (loc == NULL) {
-			rc = rix_error_set(RIX_ENOMEM, "restore: out of memory");
-			break;
-		}
-		loc_of(loc, rl + 2, rel);
 		bool child, sel;
 		int src = selected(s, loc, n->type == RIX_NODE_DIR, &sel, &child);
-		rix_free(loc);
 		if (src != 0) {
 			rc = src;
 			break;
@@ -1623,7 +1619,7 @@ static int walk(struct rs *s, rix_tree *root)
 			break;
 		s->depth--;
 	}
-	rix_free(rel);
+	rix_free(loc);
 	return rc;
 }
 
