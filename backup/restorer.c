@@ -67,18 +67,14 @@
 
 /* ---- metadata ------------------------------------------------------------------------------ */
 
-struct xa {
-	char *name;
-	uint8_t *value;
-	size_t len;
-};
-
+/* An entry's metadata: a copy of its node's (meta_copy, meta_free), or a view of them for what
+ * is set at once (meta_view: nothing copied, nothing to free). */
 struct meta {
 	uint32_t mode; /* Go FileMode */
 	uint32_t uid, gid;
-	char *user, *group;
+	const char *user, *group;
 	rix_time mtime, atime;
-	struct xa *xattrs;
+	const rix_xattr *xattrs;
 	size_t nxattrs;
 };
 
@@ -92,40 +88,46 @@ static char *dup_n(const char *s, size_t n)
 	return d;
 }
 
+static void meta_view(struct meta *m, const rix_node *n)
+{
+	*m = (struct meta){ .mode = n->mode, .uid = n->uid, .gid = n->gid, .user = n->user, .group = n->group,
+			    .mtime = n->mtime, .atime = n->atime, .xattrs = n->xattrs, .nxattrs = n->nxattrs };
+}
+
 static void meta_free(struct meta *m)
 {
-	rix_free(m->user);
-	rix_free(m->group);
+	rix_free((void *)m->user);
+	rix_free((void *)m->group);
 	for (size_t i = 0; i < m->nxattrs; i++) {
-		rix_free(m->xattrs[i].name);
-		rix_free(m->xattrs[i].value);
+		rix_free((void *)m->xattrs[i].name);
+		rix_free((void *)m->xattrs[i].value);
 	}
-	rix_free(m->xattrs);
+	rix_free((void *)m->xattrs);
 	memset(m, 0, sizeof(*m));
 }
 
 static int meta_copy(struct meta *m, const rix_node *n)
 {
-	memset(m, 0, sizeof(*m));
-	m->mode = n->mode;
-	m->uid = n->uid;
-	m->gid = n->gid;
-	m->mtime = n->mtime;
-	m->atime = n->atime;
+	meta_view(m, n);
+	m->user = m->group = NULL;
+	m->xattrs = NULL;
+	m->nxattrs = 0;
 	if ((n->user != NULL && (m->user = dup_n(n->user, strlen(n->user))) == NULL) ||
 	    (n->group != NULL && (m->group = dup_n(n->group, strlen(n->group))) == NULL))
 		goto nomem;
 	if (n->nxattrs > 0) {
-		if ((m->xattrs = rix_calloc(n->nxattrs, sizeof(*m->xattrs))) == NULL)
+		rix_xattr *x = rix_calloc(n->nxattrs, sizeof(*x));
+		if (x == NULL)
 			goto nomem;
+		m->xattrs = x;
 		m->nxattrs = n->nxattrs;
 		for (size_t i = 0; i < n->nxattrs; i++) {
-			m->xattrs[i].name = dup_n(n->xattrs[i].name, strlen(n->xattrs[i].name));
-			m->xattrs[i].value = rix_malloc(n->xattrs[i].len ? n->xattrs[i].len : 1);
-			if (m->xattrs[i].name == NULL || m->xattrs[i].value == NULL)
+			char *name = dup_n(n->xattrs[i].name, strlen(n->xattrs[i].name));
+			uint8_t *value = rix_malloc(n->xattrs[i].len ? n->xattrs[i].len : 1);
+			x[i] = (rix_xattr){ .name = name, .value = value, .len = n->xattrs[i].len };
+			if (name == NULL || value == NULL)
 				goto nomem;
-			memcpy(m->xattrs[i].value, n->xattrs[i].value, n->xattrs[i].len);
-			m->xattrs[i].len = n->xattrs[i].len;
+			memcpy(value, n->xattrs[i].value, n->xattrs[i].len);
 		}
 	}
 	return 0;
@@ -1246,22 +1248,41 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 	return 0;
 }
 
-static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel)
+/* Whether an entry that is not a regular file or a directory (counted) is to be made at
+ * pfd/name: not in a dry run (counted restored), not when the target keeps what is there
+ * (counted skipped) or it cannot be replaced (reported). */
+static bool make_entry(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel)
 {
 	atomic_fetch_add(&s->files_total, 1);
-	if (n->linktarget == NULL || memchr(n->linktarget, '\0', n->linktarget_len) != NULL || n->linktarget_len >= 65536) {
-		report(s, rel, "a symlink target that no file system can hold");
-		return;
-	}
 	if (s->o.dry_run) {
 		atomic_fetch_add(&s->files_restored, 1);
-		return;
+		return false;
 	}
 	bool existed;
 	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL, NULL);
 	if (what == 0)
 		skipped(s, 0);
-	if (what != 1)
+	return what == 1;
+}
+
+/* An entry made by make_entry's caller: its metadata set (from the node, nothing copied). */
+static void made_entry(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel, bool symlink)
+{
+	struct meta m;
+	meta_view(&m, n);
+	meta_at(s, pfd, name, &m, rel, symlink);
+	atomic_fetch_add(&s->files_restored, 1);
+	item(s, "restored", rel, false, 0);
+}
+
+static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel)
+{
+	if (n->linktarget == NULL || memchr(n->linktarget, '\0', n->linktarget_len) != NULL || n->linktarget_len >= 65536) {
+		atomic_fetch_add(&s->files_total, 1);
+		report(s, rel, "a symlink target that no file system can hold");
+		return;
+	}
+	if (!make_entry(s, pfd, name, n, rel))
 		return;
 	char *t = dup_n(n->linktarget, n->linktarget_len);
 	if (t == NULL) {
@@ -1269,19 +1290,10 @@ static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node 
 		report(s, rel, "out of memory");
 		return;
 	}
-	if (symlinkat(t, pfd, name) != 0) {
+	if (symlinkat(t, pfd, name) != 0)
 		report(s, rel, "symlink: %s", strerror(errno));
-	} else {
-		struct meta m;
-		if (meta_copy(&m, n) == 0) {
-			meta_at(s, pfd, name, &m, rel, true);
-			meta_free(&m);
-		} else {
-			atomic_store(&s->nomem, true);
-		}
-		atomic_fetch_add(&s->files_restored, 1);
-		item(s, "restored", rel, false, 0);
-	}
+	else
+		made_entry(s, pfd, name, n, rel, true);
 	rix_free(t);
 }
 
@@ -1289,35 +1301,18 @@ static void add_special(struct rs *s, int pfd, const char *name, const rix_node 
 {
 	if (n->type == RIX_NODE_SOCKET)
 		return; /* restic does not restore sockets */
-	atomic_fetch_add(&s->files_total, 1);
 	mode_t type = n->type == RIX_NODE_FIFO ? S_IFIFO : n->type == RIX_NODE_CHARDEV ? S_IFCHR : S_IFBLK;
 	if (type != S_IFIFO && !s->root && !s->o.dry_run) {
+		atomic_fetch_add(&s->files_total, 1);
 		report(s, rel, "a device node is only restored by root");
 		return;
 	}
-	if (s->o.dry_run) {
-		atomic_fetch_add(&s->files_restored, 1);
+	if (!make_entry(s, pfd, name, n, rel))
 		return;
-	}
-	bool existed;
-	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL, NULL);
-	if (what == 0)
-		skipped(s, 0);
-	if (what != 1)
-		return;
-	if (mknodat(pfd, name, type | 0600, (dev_t)n->device) != 0) {
+	if (mknodat(pfd, name, type | 0600, (dev_t)n->device) != 0)
 		report(s, rel, "mknod: %s", strerror(errno));
-		return;
-	}
-	struct meta m;
-	if (meta_copy(&m, n) == 0) {
-		meta_at(s, pfd, name, &m, rel, false);
-		meta_free(&m);
-	} else {
-		atomic_store(&s->nomem, true);
-	}
-	atomic_fetch_add(&s->files_restored, 1);
-	item(s, "restored", rel, false, 0);
+	else
+		made_entry(s, pfd, name, n, rel, false);
 }
 
 /* ---- --delete ---------------------------------------------------------------------------------- */
