@@ -306,18 +306,28 @@ static void item(struct rs *s, const char *action, const char *rel, bool file, u
 	}
 }
 
-/* Grows *v (of *cap elements of size sz) to hold n + 1. */
-static int grow(void **v, size_t *cap, size_t n, size_t sz)
+/* Grows *v (of *cap elements of size sz) to hold n. */
+static int reserve(void **v, size_t *cap, size_t n, size_t sz)
 {
-	if (n < *cap)
+	if (n <= *cap)
 		return 0;
-	size_t nc = *cap ? *cap * 2 : 16;
+	if (n > SIZE_MAX / 2 / sz)
+		return rix_error_set(RIX_ENOMEM, "restore: out of memory for %zu elements", n);
+	size_t nc = *cap ? *cap : 16;
+	while (nc < n)
+		nc *= 2;
 	void *w = rix_realloc(*v, nc * sz);
 	if (w == NULL)
 		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
 	*v = w;
 	*cap = nc;
 	return 0;
+}
+
+/* Grows *v (of *cap elements of size sz) to hold n + 1. */
+static int grow(void **v, size_t *cap, size_t n, size_t sz)
+{
+	return reserve(v, cap, n + 1, sz);
 }
 
 static bool valid_name(const char *name, size_t n)
@@ -1130,11 +1140,16 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			return 0;
 		}
 	}
-	/* its blobs: where they are, and their sizes (which must add up to the node's) */
-	rix_packed_blob pb;
+	/* its blobs: where they are, and their sizes (which must add up to the node's), into the
+	 * refs past nrefs (the plan's only once the file is: nrefs grows at the end) */
+	int rc = reserve((void **)&s->refs, &s->caprefs, s->nrefs + n->content_len, sizeof(*s->refs));
+	if (rc != 0)
+		return rc;
+	struct ref *refs = s->refs + s->nrefs;
 	bool missing = false;
 	uint64_t sum = 0;
 	for (size_t i = 0; i < n->content_len; i++) {
+		rix_packed_blob pb;
 		if (rix_master_index_lookup(&pb, s->mi, RIX_BLOB_DATA, &n->content[i]) != 0) {
 			char hex[65];
 			rix_id_to_hex(hex, &n->content[i]);
@@ -1142,6 +1157,8 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			missing = true;
 			break;
 		}
+		refs[i] = (struct ref){ .pack = pb.pack_id, .blob = pb.id, .off = pb.offset, .len = pb.length,
+					.ulen = pb.uncompressed_length, .file = (uint32_t)s->nfiles, .at = sum };
 		sum += rix_blob_plain_size(pb.length, pb.uncompressed_length);
 	}
 	if (!missing && sum != n->size) {
@@ -1196,7 +1213,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			return 0;
 	}
 	/* into the plan */
-	int rc = grow((void **)&s->files, &s->capfiles, s->nfiles, sizeof(*s->files));
+	rc = grow((void **)&s->files, &s->capfiles, s->nfiles, sizeof(*s->files));
 	if (rc != 0)
 		return rc;
 	struct rfile *f = &s->files[s->nfiles];
@@ -1226,23 +1243,14 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 		memcpy(f->content, n->content, n->content_len * sizeof(*f->content));
 		f->ncontent = n->content_len;
 	}
-	uint32_t fno = (uint32_t)s->nfiles++;
+	s->nfiles++;
 	s->plan_bytes += sizeof(*f) + strlen(rel) + meta_bytes(&f->m) + n->content_len * (sizeof(struct ref) + 36);
 	if (keep)
 		return 0;
-	uint64_t at = 0;
-	for (size_t i = 0; i < n->content_len; i++) {
-		if (rix_master_index_lookup(&pb, s->mi, RIX_BLOB_DATA, &n->content[i]) != 0)
-			continue; /* checked above */
-		if ((rc = grow((void **)&s->refs, &s->caprefs, s->nrefs, sizeof(*s->refs))) != 0)
-			return rc;
-		uint32_t plain = rix_blob_plain_size(pb.length, pb.uncompressed_length);
-		s->refs[s->nrefs++] = (struct ref){ .pack = pb.pack_id, .blob = pb.id, .off = pb.offset, .len = pb.length,
-						    .ulen = pb.uncompressed_length, .file = fno, .at = at };
-		if (f->sizes != NULL)
-			f->sizes[i] = plain;
-		at += plain;
-	}
+	if (f->sizes != NULL)
+		for (size_t i = 0; i < n->content_len; i++)
+			f->sizes[i] = rix_blob_plain_size(refs[i].len, refs[i].ulen);
+	s->nrefs += n->content_len;
 	if (s->plan_bytes >= (s->o.memory ? s->o.memory : RIX_RESTORE_MEMORY_DEFAULT))
 		return run_batch(s);
 	return 0;
