@@ -67,18 +67,14 @@
 
 /* ---- metadata ------------------------------------------------------------------------------ */
 
-struct xa {
-	char *name;
-	uint8_t *value;
-	size_t len;
-};
-
+/* An entry's metadata: a copy of its node's (meta_copy, meta_free), or a view of them for what
+ * is set at once (meta_view: nothing copied, nothing to free). */
 struct meta {
 	uint32_t mode; /* Go FileMode */
 	uint32_t uid, gid;
-	char *user, *group;
+	const char *user, *group;
 	rix_time mtime, atime;
-	struct xa *xattrs;
+	const rix_xattr *xattrs;
 	size_t nxattrs;
 };
 
@@ -92,40 +88,46 @@ static char *dup_n(const char *s, size_t n)
 	return d;
 }
 
+static void meta_view(struct meta *m, const rix_node *n)
+{
+	*m = (struct meta){ .mode = n->mode, .uid = n->uid, .gid = n->gid, .user = n->user, .group = n->group,
+			    .mtime = n->mtime, .atime = n->atime, .xattrs = n->xattrs, .nxattrs = n->nxattrs };
+}
+
 static void meta_free(struct meta *m)
 {
-	rix_free(m->user);
-	rix_free(m->group);
+	rix_free((void *)m->user);
+	rix_free((void *)m->group);
 	for (size_t i = 0; i < m->nxattrs; i++) {
-		rix_free(m->xattrs[i].name);
-		rix_free(m->xattrs[i].value);
+		rix_free((void *)m->xattrs[i].name);
+		rix_free((void *)m->xattrs[i].value);
 	}
-	rix_free(m->xattrs);
+	rix_free((void *)m->xattrs);
 	memset(m, 0, sizeof(*m));
 }
 
 static int meta_copy(struct meta *m, const rix_node *n)
 {
-	memset(m, 0, sizeof(*m));
-	m->mode = n->mode;
-	m->uid = n->uid;
-	m->gid = n->gid;
-	m->mtime = n->mtime;
-	m->atime = n->atime;
+	meta_view(m, n);
+	m->user = m->group = NULL;
+	m->xattrs = NULL;
+	m->nxattrs = 0;
 	if ((n->user != NULL && (m->user = dup_n(n->user, strlen(n->user))) == NULL) ||
 	    (n->group != NULL && (m->group = dup_n(n->group, strlen(n->group))) == NULL))
 		goto nomem;
 	if (n->nxattrs > 0) {
-		if ((m->xattrs = rix_calloc(n->nxattrs, sizeof(*m->xattrs))) == NULL)
+		rix_xattr *x = rix_calloc(n->nxattrs, sizeof(*x));
+		if (x == NULL)
 			goto nomem;
+		m->xattrs = x;
 		m->nxattrs = n->nxattrs;
 		for (size_t i = 0; i < n->nxattrs; i++) {
-			m->xattrs[i].name = dup_n(n->xattrs[i].name, strlen(n->xattrs[i].name));
-			m->xattrs[i].value = rix_malloc(n->xattrs[i].len ? n->xattrs[i].len : 1);
-			if (m->xattrs[i].name == NULL || m->xattrs[i].value == NULL)
+			char *name = dup_n(n->xattrs[i].name, strlen(n->xattrs[i].name));
+			uint8_t *value = rix_malloc(n->xattrs[i].len ? n->xattrs[i].len : 1);
+			x[i] = (rix_xattr){ .name = name, .value = value, .len = n->xattrs[i].len };
+			if (name == NULL || value == NULL)
 				goto nomem;
-			memcpy(m->xattrs[i].value, n->xattrs[i].value, n->xattrs[i].len);
-			m->xattrs[i].len = n->xattrs[i].len;
+			memcpy(value, n->xattrs[i].value, n->xattrs[i].len);
 		}
 	}
 	return 0;
@@ -214,6 +216,7 @@ struct rs {
 	rix_repo *r;
 	rix_master_index *mi;
 	rix_restore_options o;
+	rix_patterns *includes, *excludes; /* o's, compiled */
 	int tfd;
 	bool root;
 	struct timespec start;
@@ -303,18 +306,28 @@ static void item(struct rs *s, const char *action, const char *rel, bool file, u
 	}
 }
 
-/* Grows *v (of *cap elements of size sz) to hold n + 1. */
-static int grow(void **v, size_t *cap, size_t n, size_t sz)
+/* Grows *v (of *cap elements of size sz) to hold n. */
+static int reserve(void **v, size_t *cap, size_t n, size_t sz)
 {
-	if (n < *cap)
+	if (n <= *cap)
 		return 0;
-	size_t nc = *cap ? *cap * 2 : 16;
+	if (n > SIZE_MAX / 2 / sz)
+		return rix_error_set(RIX_ENOMEM, "restore: out of memory for %zu elements", n);
+	size_t nc = *cap ? *cap : 16;
+	while (nc < n)
+		nc *= 2;
 	void *w = rix_realloc(*v, nc * sz);
 	if (w == NULL)
 		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
 	*v = w;
 	*cap = nc;
 	return 0;
+}
+
+/* Grows *v (of *cap elements of size sz) to hold n + 1. */
+static int grow(void **v, size_t *cap, size_t n, size_t sz)
+{
+	return reserve(v, cap, n + 1, sz);
 }
 
 static bool valid_name(const char *name, size_t n)
@@ -507,41 +520,21 @@ static void meta_at(struct rs *s, int pfd, const char *name, const struct meta *
 
 /* ---- selection ----------------------------------------------------------------------------- */
 
-/* Whether one of pats matches loc (*m), and may match below it (*child, may be NULL). */
-static int any_match(bool *m, bool *child, const char *const *pats, size_t n, const char *loc, bool icase)
-{
-	for (size_t i = 0; i < n; i++) {
-		bool c = false, one;
-		int rc = rix_pattern_match_checked(&one, &c, pats[i], loc, icase);
-		if (rc != 0)
-			return rc;
-		*m |= one;
-		if (child != NULL)
-			*child |= c;
-	}
-	return 0;
-}
-
 /* restic's SelectFilter: whether loc is restored (*sel), and whether something under it may be
  * (*child). RIX_ENOMEM: not known (neither). */
 static int selected(const struct rs *s, const char *loc, bool dir, bool *sel, bool *child)
 {
-	const rix_restore_options *o = &s->o;
-	bool m = false, c = false;
+	bool m, c;
 	*sel = *child = false;
-	if (o->nincludes + o->niincludes > 0) {
-		int rc = any_match(&m, &c, o->includes, o->nincludes, loc, false);
-		if (rc == 0)
-			rc = any_match(&m, &c, o->iincludes, o->niincludes, loc, true);
+	if (s->o.nincludes + s->o.niincludes > 0) {
+		int rc = rix_patterns_match(s->includes, &m, &c, loc);
 		if (rc != 0)
 			return rc;
 		*child = c && dir;
 		*sel = m;
 		return 0;
 	}
-	int rc = any_match(&m, NULL, o->excludes, o->nexcludes, loc, false);
-	if (rc == 0 && !m)
-		rc = any_match(&m, NULL, o->iexcludes, o->niexcludes, loc, true);
+	int rc = rix_patterns_match(s->excludes, &m, NULL, loc);
 	if (rc != 0)
 		return rc;
 	*child = !m && dir;
@@ -1147,11 +1140,16 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			return 0;
 		}
 	}
-	/* its blobs: where they are, and their sizes (which must add up to the node's) */
-	rix_packed_blob pb;
+	/* its blobs: where they are, and their sizes (which must add up to the node's), into the
+	 * refs past nrefs (the plan's only once the file is: nrefs grows at the end) */
+	int rc = reserve((void **)&s->refs, &s->caprefs, s->nrefs + n->content_len, sizeof(*s->refs));
+	if (rc != 0)
+		return rc;
+	struct ref *refs = s->refs + s->nrefs;
 	bool missing = false;
 	uint64_t sum = 0;
 	for (size_t i = 0; i < n->content_len; i++) {
+		rix_packed_blob pb;
 		if (rix_master_index_lookup(&pb, s->mi, RIX_BLOB_DATA, &n->content[i]) != 0) {
 			char hex[65];
 			rix_id_to_hex(hex, &n->content[i]);
@@ -1159,6 +1157,8 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			missing = true;
 			break;
 		}
+		refs[i] = (struct ref){ .pack = pb.pack_id, .blob = pb.id, .off = pb.offset, .len = pb.length,
+					.ulen = pb.uncompressed_length, .file = (uint32_t)s->nfiles, .at = sum };
 		sum += rix_blob_plain_size(pb.length, pb.uncompressed_length);
 	}
 	if (!missing && sum != n->size) {
@@ -1213,7 +1213,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			return 0;
 	}
 	/* into the plan */
-	int rc = grow((void **)&s->files, &s->capfiles, s->nfiles, sizeof(*s->files));
+	rc = grow((void **)&s->files, &s->capfiles, s->nfiles, sizeof(*s->files));
 	if (rc != 0)
 		return rc;
 	struct rfile *f = &s->files[s->nfiles];
@@ -1243,44 +1243,54 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 		memcpy(f->content, n->content, n->content_len * sizeof(*f->content));
 		f->ncontent = n->content_len;
 	}
-	uint32_t fno = (uint32_t)s->nfiles++;
+	s->nfiles++;
 	s->plan_bytes += sizeof(*f) + strlen(rel) + meta_bytes(&f->m) + n->content_len * (sizeof(struct ref) + 36);
 	if (keep)
 		return 0;
-	uint64_t at = 0;
-	for (size_t i = 0; i < n->content_len; i++) {
-		if (rix_master_index_lookup(&pb, s->mi, RIX_BLOB_DATA, &n->content[i]) != 0)
-			continue; /* checked above */
-		if ((rc = grow((void **)&s->refs, &s->caprefs, s->nrefs, sizeof(*s->refs))) != 0)
-			return rc;
-		uint32_t plain = rix_blob_plain_size(pb.length, pb.uncompressed_length);
-		s->refs[s->nrefs++] = (struct ref){ .pack = pb.pack_id, .blob = pb.id, .off = pb.offset, .len = pb.length,
-						    .ulen = pb.uncompressed_length, .file = fno, .at = at };
-		if (f->sizes != NULL)
-			f->sizes[i] = plain;
-		at += plain;
-	}
+	if (f->sizes != NULL)
+		for (size_t i = 0; i < n->content_len; i++)
+			f->sizes[i] = rix_blob_plain_size(refs[i].len, refs[i].ulen);
+	s->nrefs += n->content_len;
 	if (s->plan_bytes >= (s->o.memory ? s->o.memory : RIX_RESTORE_MEMORY_DEFAULT))
 		return run_batch(s);
 	return 0;
 }
 
-static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel)
+/* Whether an entry that is not a regular file or a directory (counted) is to be made at
+ * pfd/name: not in a dry run (counted restored), not when the target keeps what is there
+ * (counted skipped) or it cannot be replaced (reported). */
+static bool make_entry(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel)
 {
 	atomic_fetch_add(&s->files_total, 1);
-	if (n->linktarget == NULL || memchr(n->linktarget, '\0', n->linktarget_len) != NULL || n->linktarget_len >= 65536) {
-		report(s, rel, "a symlink target that no file system can hold");
-		return;
-	}
 	if (s->o.dry_run) {
 		atomic_fetch_add(&s->files_restored, 1);
-		return;
+		return false;
 	}
 	bool existed;
 	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL, NULL);
 	if (what == 0)
 		skipped(s, 0);
-	if (what != 1)
+	return what == 1;
+}
+
+/* An entry made by make_entry's caller: its metadata set (from the node, nothing copied). */
+static void made_entry(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel, bool symlink)
+{
+	struct meta m;
+	meta_view(&m, n);
+	meta_at(s, pfd, name, &m, rel, symlink);
+	atomic_fetch_add(&s->files_restored, 1);
+	item(s, "restored", rel, false, 0);
+}
+
+static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel)
+{
+	if (n->linktarget == NULL || memchr(n->linktarget, '\0', n->linktarget_len) != NULL || n->linktarget_len >= 65536) {
+		atomic_fetch_add(&s->files_total, 1);
+		report(s, rel, "a symlink target that no file system can hold");
+		return;
+	}
+	if (!make_entry(s, pfd, name, n, rel))
 		return;
 	char *t = dup_n(n->linktarget, n->linktarget_len);
 	if (t == NULL) {
@@ -1288,19 +1298,10 @@ static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node 
 		report(s, rel, "out of memory");
 		return;
 	}
-	if (symlinkat(t, pfd, name) != 0) {
+	if (symlinkat(t, pfd, name) != 0)
 		report(s, rel, "symlink: %s", strerror(errno));
-	} else {
-		struct meta m;
-		if (meta_copy(&m, n) == 0) {
-			meta_at(s, pfd, name, &m, rel, true);
-			meta_free(&m);
-		} else {
-			atomic_store(&s->nomem, true);
-		}
-		atomic_fetch_add(&s->files_restored, 1);
-		item(s, "restored", rel, false, 0);
-	}
+	else
+		made_entry(s, pfd, name, n, rel, true);
 	rix_free(t);
 }
 
@@ -1308,35 +1309,18 @@ static void add_special(struct rs *s, int pfd, const char *name, const rix_node 
 {
 	if (n->type == RIX_NODE_SOCKET)
 		return; /* restic does not restore sockets */
-	atomic_fetch_add(&s->files_total, 1);
 	mode_t type = n->type == RIX_NODE_FIFO ? S_IFIFO : n->type == RIX_NODE_CHARDEV ? S_IFCHR : S_IFBLK;
 	if (type != S_IFIFO && !s->root && !s->o.dry_run) {
+		atomic_fetch_add(&s->files_total, 1);
 		report(s, rel, "a device node is only restored by root");
 		return;
 	}
-	if (s->o.dry_run) {
-		atomic_fetch_add(&s->files_restored, 1);
+	if (!make_entry(s, pfd, name, n, rel))
 		return;
-	}
-	bool existed;
-	int what = replace_entry(s, pfd, name, n, rel, &existed, NULL, NULL);
-	if (what == 0)
-		skipped(s, 0);
-	if (what != 1)
-		return;
-	if (mknodat(pfd, name, type | 0600, (dev_t)n->device) != 0) {
+	if (mknodat(pfd, name, type | 0600, (dev_t)n->device) != 0)
 		report(s, rel, "mknod: %s", strerror(errno));
-		return;
-	}
-	struct meta m;
-	if (meta_copy(&m, n) == 0) {
-		meta_at(s, pfd, name, &m, rel, false);
-		meta_free(&m);
-	} else {
-		atomic_store(&s->nomem, true);
-	}
-	atomic_fetch_add(&s->files_restored, 1);
-	item(s, "restored", rel, false, 0);
+	else
+		made_entry(s, pfd, name, n, rel, false);
 }
 
 /* ---- --delete ---------------------------------------------------------------------------------- */
@@ -1518,6 +1502,7 @@ static int walk(struct rs *s, rix_tree *root)
 		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
 	}
 	s->depth = 0;
+	char *loc = NULL; /* "/" + rel: what patterns see */
 	char *rel = NULL;
 	size_t relcap = 0;
 	for (;;) {
@@ -1529,14 +1514,16 @@ static int walk(struct rs *s, rix_tree *root)
 			continue;
 		}
 		const rix_node *n = rix_tree_node(f->t, f->next++);
-		size_t need = f->rel_len + 1 + n->name_len + 1;
+		size_t need = 1 + f->rel_len + 1 + n->name_len + 1;
 		if (need > relcap) {
-			char *nr = rix_realloc(rel, need * 2);
-			if (nr == NULL) {
+			char *nl = rix_realloc(loc, need * 2);
+			if (nl == NULL) {
 				rc = rix_error_set(RIX_ENOMEM, "restore: out of memory");
 				break;
 			}
-			rel = nr;
+			loc = nl;
+			loc[0] = '/';
+			rel = loc + 1;
 			relcap = need * 2;
 		}
 		size_t rl = 0;
@@ -1557,15 +1544,8 @@ static int walk(struct rs *s, rix_tree *root)
 			       PATH_LIMIT - 1);
 			continue;
 		}
-		char *loc = rix_malloc(rl + 2);
-		if (loc == NULL) {
-			rc = rix_error_set(RIX_ENOMEM, "restore: out of memory");
-			break;
-		}
-		loc_of(loc, rl + 2, rel);
 		bool child, sel;
 		int src = selected(s, loc, n->type == RIX_NODE_DIR, &sel, &child);
-		rix_free(loc);
 		if (src != 0) {
 			rc = src;
 			break;
@@ -1642,7 +1622,7 @@ static int walk(struct rs *s, rix_tree *root)
 			break;
 		s->depth--;
 	}
-	rix_free(rel);
+	rix_free(loc);
 	return rc;
 }
 
@@ -1761,7 +1741,11 @@ int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const
 	pthread_cond_init(&s->pcv, NULL);
 
 	rix_tree *root = NULL;
-	int rc = load_tree(&root, r, tree);
+	int rc = rix_patterns_new(&s->includes, opt->includes, opt->nincludes, opt->iincludes, opt->niincludes);
+	if (rc == 0)
+		rc = rix_patterns_new(&s->excludes, opt->excludes, opt->nexcludes, opt->iexcludes, opt->niexcludes);
+	if (rc == 0)
+		rc = load_tree(&root, r, tree);
 	if (rc == 0 && !opt->dry_run) {
 		if (mkdir(target, 0700) != 0 && errno != EEXIST)
 			rc = rix_error_set(errno == ENOENT ? RIX_ENOTFOUND : RIX_EIO, "restore: make %s: %s", target,
@@ -1837,6 +1821,8 @@ int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const
 		rix_free(s->links[i].others);
 	}
 	rix_free(s->links);
+	rix_patterns_free(s->includes);
+	rix_patterns_free(s->excludes);
 	rix_free(s->dirs);
 	rix_free(s->st);
 	rix_free(s->files);

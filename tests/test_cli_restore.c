@@ -20,7 +20,6 @@
  *   test_as_nobody                  not root: no owners set, a device node an error, the rest restored
  */
 #include <setjmp.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,28 +38,13 @@
 
 #define PW "restore-pw"
 
-static int rixc(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int rixc(char **out, const char *fmt, ...)
-{
-	char args[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	size_t n;
-	return rix_test_run(out, &n, "RIX_PASSWORD='%s' RESTIC_PASSWORD= '%s' %s", PW, RIX_CLI_PATH, args);
-}
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(rix_test_run(NULL, NULL, "%s", cmd), 0);
-}
+#define RIX "RIX_PASSWORD='" PW "' RESTIC_PASSWORD= '" RIX_CLI_PATH "'"
+/* rix and restic on repo (NULL: no -r), the arguments printf-style; stdout into *out (may be
+ * NULL); the exit status. rix_in: rix in directory dir. */
+#define rix(out, repo, ...) rix_test_tool(out, NULL, NULL, RIX, repo, "", __VA_ARGS__)
+#define rix_in(dir, repo, ...) rix_test_tool(NULL, NULL, dir, RIX, repo, "", __VA_ARGS__)
+#define RESTIC "RESTIC_PASSWORD='" PW "' restic --no-cache"
+#define restic(out, repo, ...) rix_test_tool(out, NULL, NULL, RESTIC, repo, "", __VA_ARGS__)
 
 /* The source tree: every kind of entry restic 0.14 backs up. */
 static void make_source(const char *work)
@@ -68,7 +52,7 @@ static void make_source(const char *work)
 	char name255[256];
 	memset(name255, 'n', 255);
 	name255[255] = '\0';
-	sh("cd '%s' && mkdir -p src/dir/sub src/links && cd src && "
+	rix_test_sh("cd '%s' && mkdir -p src/dir/sub src/links && cd src && "
 	   "head -c 9500000 /dev/urandom > big && head -c 100000 /dev/urandom > dir/mid && echo hello > dir/sub/small && "
 	   ": > empty && truncate -s 4M sparse && echo tail >> sparse && "
 	   "ln -s ../big links/rel && ln -s /etc/passwd links/abs && ln -s dangling links/dangling && "
@@ -91,7 +75,7 @@ static void make_source(const char *work)
 		assert_int_equal(lchown(p, 1234, 5678), 0);
 	}
 	/* the changes above moved some directories' mtimes: set them once more */
-	sh("cd '%s/src' && touch -d '2003-04-05 06:07:08.987654321' dir/sub && touch -d '2002-02-02' dir", work);
+	rix_test_sh("cd '%s/src' && touch -d '2003-04-05 06:07:08.987654321' dir/sub && touch -d '2002-02-02' dir", work);
 }
 
 static int setup(void **state)
@@ -115,14 +99,12 @@ static void test_restic_backup_rix_restore(void **state)
 	char repo[4300], src[4300], out[4300];
 	snprintf(repo, sizeof(repo), "%s/repo-restic", work);
 	snprintf(src, sizeof(src), "%s/src", work);
-	assert_int_equal(rix_test_restic(repo, PW, "init", NULL), 0);
-	char args[8400];
-	snprintf(args, sizeof(args), "backup --host hostA '%s'", src);
-	assert_int_equal(rix_test_restic(repo, PW, args, NULL), 0);
+	assert_int_equal(restic(NULL, repo, "init"), 0);
+	assert_int_equal(restic(NULL, repo, "backup --host hostA '%s'", src), 0);
 
 	/* the whole snapshot: the source's path under the target */
 	snprintf(out, sizeof(out), "%s/r1", work);
-	assert_int_equal(rixc(NULL, "-r '%s' restore latest --target '%s' -q", repo, out), 0);
+	assert_int_equal(rix(NULL, repo, "restore latest --target '%s' -q", out), 0);
 	char got[8700];
 	snprintf(got, sizeof(got), "%s%s", out, src);
 	struct stat st;
@@ -132,7 +114,7 @@ static void test_restic_backup_rix_restore(void **state)
 
 	/* SNAPSHOT:PATH with an ID prefix and --sparse: dir's content at the target; holes */
 	char *ids;
-	assert_int_equal(rix_test_restic(repo, PW, "snapshots --json", &ids), 0);
+	assert_int_equal(restic(&ids, repo, "snapshots --json"), 0);
 	json_t *arr = json_loads(ids, 0, NULL);
 	assert_non_null(arr);
 	const char *sid = json_string_value(json_object_get(json_array_get(arr, 0), "short_id"));
@@ -144,7 +126,7 @@ static void test_restic_backup_rix_restore(void **state)
 	free(ids);
 	/* the path inside the snapshot of the source directory: what `restic ls` shows */
 	char *ls;
-	assert_int_equal(rix_test_restic(repo, PW, "ls latest", &ls), 0);
+	assert_int_equal(restic(&ls, repo, "ls latest"), 0);
 	char *line = strstr(ls, "/dir\n");
 	assert_non_null(line);
 	char *start = line;
@@ -154,38 +136,36 @@ static void test_restic_backup_rix_restore(void **state)
 	snprintf(sub, sizeof(sub), "%.*s", (int)(line + 4 - start), start);
 	free(ls);
 	snprintf(out, sizeof(out), "%s/r2", work);
-	assert_int_equal(rixc(NULL, "-r '%s' restore '%s:%s' --target '%s' --sparse --verify -q", repo, prefix, sub, out), 0);
+	assert_int_equal(rix(NULL, repo, "restore '%s:%s' --target '%s' --sparse --verify -q", prefix, sub, out), 0);
 	char srcdir[4400];
 	snprintf(srcdir, sizeof(srcdir), "%s/dir", src);
 	assert_int_equal(rix_test_compare_trees(srcdir, out, RIX_CMP_NO_LINKS), 0); /* the links outside dir are not there */
 	snprintf(out, sizeof(out), "%s/r3", work);
 	char parent[4400];
 	snprintf(parent, sizeof(parent), "%.*s", (int)(strrchr(sub, '/') - sub), sub);
-	assert_int_equal(rixc(NULL, "-r '%s' restore 'latest:%s' --host hostA --target '%s' --sparse -q", repo,
+	assert_int_equal(rix(NULL, repo, "restore 'latest:%s' --host hostA --target '%s' --sparse -q",
 			      parent[0] ? parent : "/", out),
 			 0);
 	assert_int_equal(rix_test_compare_trees(src, out, RIX_CMP_SPARSE), 0); /* src's content at the target */
 	/* another host's latest: none */
 	snprintf(out, sizeof(out), "%s/r4", work);
-	assert_int_equal(rixc(NULL, "-r '%s' restore latest --host nohost --target '%s' -q 2>/dev/null", repo, out), 1);
+	assert_int_equal(rix(NULL, repo, "restore latest --host nohost --target '%s' -q 2>/dev/null", out), 1);
 
 	/* cat tree: the bytes restic's cat blob prints, by ID and by SNAPSHOT:PATH */
 	char *tree_json;
-	assert_int_equal(rixc(&tree_json, "-r '%s' cat tree 'latest:%s'", repo, sub), 0);
+	assert_int_equal(rix(&tree_json, repo, "cat tree 'latest:%s'", sub), 0);
 	json_t *t = json_loads(tree_json, 0, NULL);
 	assert_non_null(t);
 	assert_true(json_array_size(json_object_get(t, "nodes")) == 2); /* mid, sub */
 	json_decref(t);
 	char *snap_json;
-	snprintf(args, sizeof(args), "cat snapshot %s", full);
-	assert_int_equal(rix_test_restic(repo, PW, args, &snap_json), 0);
+	assert_int_equal(restic(&snap_json, repo, "cat snapshot %s", full), 0);
 	json_t *sj = json_loads(snap_json, 0, NULL);
 	const char *root = json_string_value(json_object_get(sj, "tree"));
 	assert_non_null(root);
 	char *a, *b;
-	snprintf(args, sizeof(args), "cat blob %s", root);
-	assert_int_equal(rix_test_restic(repo, PW, args, &a), 0);
-	assert_int_equal(rixc(&b, "-r '%s' cat tree %s", repo, root), 0);
+	assert_int_equal(restic(&a, repo, "cat blob %s", root), 0);
+	assert_int_equal(rix(&b, repo, "cat tree %s", root), 0);
 	assert_string_equal(a, b);
 	free(a);
 	free(b);
@@ -200,17 +180,13 @@ static void test_rix_backup_both_restore(void **state)
 	char repo[4300], src[4300], out[4300];
 	snprintf(repo, sizeof(repo), "%s/repo-rix", work);
 	snprintf(src, sizeof(src), "%s/src", work);
-	assert_int_equal(rixc(NULL, "-r '%s' init -q", repo), 0);
-	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RIX_PASSWORD='%s' '%s' -r '%s' backup . -q", src, PW,
-				      RIX_CLI_PATH, repo),
-			 0);
+	assert_int_equal(rix(NULL, repo, "init -q"), 0);
+	assert_int_equal(rix_in(src, repo, "backup . -q"), 0);
 	snprintf(out, sizeof(out), "%s/rix-out", work);
-	assert_int_equal(rixc(NULL, "-r '%s' restore latest --target '%s' -q", repo, out), 0);
+	assert_int_equal(rix(NULL, repo, "restore latest --target '%s' -q", out), 0);
 	assert_int_equal(rix_test_compare_trees(src, out, 0), 0);
 	snprintf(out, sizeof(out), "%s/restic-out", work);
-	char args[8400];
-	snprintf(args, sizeof(args), "restore latest --target '%s'", out);
-	assert_int_equal(rix_test_restic(repo, PW, args, NULL), 0);
+	assert_int_equal(restic(NULL, repo, "restore latest --target '%s'", out), 0);
 	/* restic 0.14 restores no directory mtime when a hard link is made in it later: not compared */
 	assert_int_equal(rix_test_compare_trees(src, out, RIX_CMP_NO_DIR_MTIME), 0);
 }
@@ -221,13 +197,11 @@ static void test_json_and_errors(void **state)
 	char repo[4300], src[4300], out[4300];
 	snprintf(repo, sizeof(repo), "%s/repo-json", work);
 	snprintf(src, sizeof(src), "%s/src", work);
-	assert_int_equal(rixc(NULL, "-r '%s' init -q", repo), 0);
-	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RIX_PASSWORD='%s' '%s' -r '%s' backup . -q", src, PW,
-				      RIX_CLI_PATH, repo),
-			 0);
+	assert_int_equal(rix(NULL, repo, "init -q"), 0);
+	assert_int_equal(rix_in(src, repo, "backup . -q"), 0);
 	snprintf(out, sizeof(out), "%s/json-out", work);
 	char *o;
-	assert_int_equal(rixc(&o, "-r '%s' restore latest --target '%s' --json", repo, out), 0);
+	assert_int_equal(rix(&o, repo, "restore latest --target '%s' --json", out), 0);
 	/* every line JSON; the last the summary with restic's fields */
 	json_t *last = NULL;
 	int status = 0;
@@ -257,13 +231,11 @@ static void test_json_and_errors(void **state)
 
 	/* a file added by a second backup (a pack of its own) whose pack is then removed: it is
 	 * reported with restic's error message, everything else restored whole */
-	sh("head -c 50000 /dev/urandom > '%s/zz-late'", src);
-	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RIX_PASSWORD='%s' '%s' -r '%s' backup . -q", src, PW,
-				      RIX_CLI_PATH, repo),
-			 0);
-	sh("rm '%s/zz-late'", src);
+	rix_test_sh("head -c 50000 /dev/urandom > '%s/zz-late'", src);
+	assert_int_equal(rix_in(src, repo, "backup . -q"), 0);
+	rix_test_sh("rm '%s/zz-late'", src);
 	char *cid;
-	assert_int_equal(rixc(&cid, "-r '%s' cat tree latest", repo), 0);
+	assert_int_equal(rix(&cid, repo, "cat tree latest"), 0);
 	json_t *t = json_loads(cid, 0, NULL);
 	free(cid);
 	const char *blob = NULL;
@@ -273,18 +245,18 @@ static void test_json_and_errors(void **state)
 			blob = json_string_value(json_array_get(json_object_get(json_array_get(nodes, i), "content"), 0));
 	assert_non_null(blob);
 	char *fb;
-	assert_int_equal(rixc(&fb, "-r '%s' find-blob %s", repo, blob), 0);
+	assert_int_equal(rix(&fb, repo, "find-blob %s", blob), 0);
 	char *pk = strstr(fb, "pack ");
 	assert_non_null(pk);
 	char pack[65];
 	snprintf(pack, sizeof(pack), "%.64s", pk + 5);
 	free(fb);
 	json_decref(t);
-	sh("rm '%s/data/%.2s/%s'", repo, pack, pack);
+	rix_test_sh("rm '%s/data/%.2s/%s'", repo, pack, pack);
 	snprintf(out, sizeof(out), "%s/damaged-out", work);
 	char errfile[4400];
 	snprintf(errfile, sizeof(errfile), "%s/err.txt", work);
-	assert_int_equal(rixc(NULL, "-r '%s' restore latest --target '%s' --json >/dev/null 2>'%s'", repo, out, errfile), 1);
+	assert_int_equal(rix(NULL, repo, "restore latest --target '%s' --json >/dev/null 2>'%s'", out, errfile), 1);
 	size_t n;
 	char *err = rix_test_read_file(errfile, &n);
 	assert_non_null(err);
@@ -295,12 +267,12 @@ static void test_json_and_errors(void **state)
 		lines += *c == '\n';
 	assert_int_equal(lines, 2);
 	free(err);
-	sh("rm '%s/zz-late'", out);
+	rix_test_sh("rm '%s/zz-late'", out);
 	assert_int_equal(rix_test_compare_trees(src, out, 0), 0);
 	/* usage errors */
-	assert_int_equal(rixc(NULL, "-r '%s' restore ffffffff --target '%s' -q 2>/dev/null", repo, out), 1);
-	assert_int_equal(rixc(NULL, "-r '%s' restore latest --target '%s' --include a --exclude b 2>/dev/null", repo, out), 1);
-	assert_int_equal(rixc(NULL, "-r '%s' restore latest 2>/dev/null", repo), 1);
+	assert_int_equal(rix(NULL, repo, "restore ffffffff --target '%s' -q 2>/dev/null", out), 1);
+	assert_int_equal(rix(NULL, repo, "restore latest --target '%s' --include a --exclude b 2>/dev/null", out), 1);
+	assert_int_equal(rix(NULL, repo, "restore latest 2>/dev/null"), 1);
 }
 
 /* On a terminal (script's pty) the status line is drawn and cleared; not with -q, nor when
@@ -311,10 +283,8 @@ static void test_terminal_status(void **state)
 	char repo[4300], src[4300], out[4300];
 	snprintf(repo, sizeof(repo), "%s/repo-tty", work);
 	snprintf(src, sizeof(src), "%s/src", work);
-	assert_int_equal(rixc(NULL, "-r '%s' init -q", repo), 0);
-	assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RIX_PASSWORD='%s' '%s' -r '%s' backup . -q", src, PW,
-				      RIX_CLI_PATH, repo),
-			 0);
+	assert_int_equal(rix(NULL, repo, "init -q"), 0);
+	assert_int_equal(rix_in(src, repo, "backup . -q"), 0);
 	char *o;
 	snprintf(out, sizeof(out), "%s/tty-out1", work);
 	assert_int_equal(rix_test_run(&o, &(size_t){ 0 },
@@ -334,7 +304,7 @@ static void test_terminal_status(void **state)
 	assert_null(strstr(o, "\033[2K"));
 	free(o);
 	snprintf(out, sizeof(out), "%s/tty-out3", work);
-	assert_int_equal(rixc(&o, "-r '%s' restore latest --target '%s' -vv 2>&1", repo, out), 0);
+	assert_int_equal(rix(&o, repo, "restore latest --target '%s' -vv 2>&1", out), 0);
 	assert_null(strchr(o, '\033'));
 	assert_non_null(strstr(o, "\nrestored  /dir/sub/small with size 6 B\n")); /* -vv: restic's item lines */
 	assert_non_null(strstr(o, "\nrestored  /dir/sub\n"));
@@ -355,11 +325,11 @@ static void test_target_and_ids(void **state)
 	snprintf(out, sizeof(out), "%s/ids-out", work);
 	snprintf(link, sizeof(link), "%s/to-root", work);
 	snprintf(errfile, sizeof(errfile), "%s/ids-err", work);
-	sh("mkdir -p '%s/d' && echo f > '%s/d/f' && ln -s / '%s'", src, src, link);
-	assert_int_equal(rixc(NULL, "-r '%s' init -q", repo), 0);
+	rix_test_sh("mkdir -p '%s/d' && echo f > '%s/d/f' && ln -s / '%s'", src, src, link);
+	assert_int_equal(rix(NULL, repo, "init -q"), 0);
 	const char *roots[] = { "//", "/.", "/./", link };
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-		assert_int_equal(rixc(NULL, "-r '%s' restore latest --target '%s' --delete --dry-run -q 2>'%s'", repo, roots[i],
+		assert_int_equal(rix(NULL, repo, "restore latest --target '%s' --delete --dry-run -q 2>'%s'", roots[i],
 				      errfile),
 				 1);
 		char *err = rix_test_must_read(errfile, &(size_t){ 0 });
@@ -369,29 +339,27 @@ static void test_target_and_ids(void **state)
 	/* snapshots until two IDs share their first hex digit (at most 17) */
 	char prefix[2] = "";
 	for (int k = 0; k < 17 && prefix[0] == '\0'; k++) {
-		assert_int_equal(rix_test_run(NULL, NULL, "cd '%s' && RIX_PASSWORD='%s' '%s' -r '%s' backup . -q", src, PW,
-					      RIX_CLI_PATH, repo),
-				 0);
+		assert_int_equal(rix_in(src, repo, "backup . -q"), 0);
 		char *ls;
 		assert_int_equal(rix_test_run(&ls, &(size_t){ 0 }, "ls '%s/snapshots' | cut -c1 | sort | uniq -d | head -1", repo), 0);
 		prefix[0] = ls[0] != '\n' ? ls[0] : '\0';
 		free(ls);
 	}
 	assert_true(prefix[0] != '\0');
-	assert_int_equal(rixc(NULL, "-r '%s' restore %s --target '%s' -q 2>'%s'", repo, prefix, out, errfile), 1);
+	assert_int_equal(rix(NULL, repo, "restore %s --target '%s' -q 2>'%s'", prefix, out, errfile), 1);
 	char *err = rix_test_must_read(errfile, &(size_t){ 0 });
 	assert_non_null(strstr(err, "multiple IDs with prefix"));
 	free(err);
 	/* SNAPSHOT:PATH */
-	assert_int_equal(rixc(NULL, "-r '%s' restore latest:/nope --target '%s' -q 2>'%s'", repo, out, errfile), 1);
+	assert_int_equal(rix(NULL, repo, "restore latest:/nope --target '%s' -q 2>'%s'", out, errfile), 1);
 	err = rix_test_must_read(errfile, &(size_t){ 0 });
 	assert_non_null(strstr(err, "/nope: not found"));
 	free(err);
-	assert_int_equal(rixc(NULL, "-r '%s' restore latest:/d/f --target '%s' -q 2>'%s'", repo, out, errfile), 1);
+	assert_int_equal(rix(NULL, repo, "restore latest:/d/f --target '%s' -q 2>'%s'", out, errfile), 1);
 	err = rix_test_must_read(errfile, &(size_t){ 0 });
 	assert_non_null(strstr(err, "/d/f: not a directory"));
 	free(err);
-	assert_int_equal(rixc(NULL, "-r '%s' restore latest:/d --target '%s' -q", repo, out), 0);
+	assert_int_equal(rix(NULL, repo, "restore latest:/d --target '%s' -q", out), 0);
 	char f[4400];
 	snprintf(f, sizeof(f), "%s/f", out);
 	char *c = rix_test_must_read(f, &(size_t){ 0 });
@@ -412,7 +380,7 @@ static void test_as_nobody(void **state)
 	snprintf(repo, sizeof(repo), "%s/repo-restic", work);
 	snprintf(out, sizeof(out), "%s/nobody-out", work);
 	snprintf(errfile, sizeof(errfile), "%s/nobody-err", work);
-	sh("chmod a+x '%s' && chmod -R a+rwX '%s' && mkdir '%s' && chown 65534:65534 '%s' && touch '%s' && chmod a+w '%s'", work,
+	rix_test_sh("chmod a+x '%s' && chmod -R a+rwX '%s' && mkdir '%s' && chown 65534:65534 '%s' && touch '%s' && chmod a+w '%s'", work,
 	   repo, out, out, errfile, errfile);
 	int rc = rix_test_run(NULL, NULL,
 			      "cd / && RIX_PASSWORD='%s' setpriv --reuid=65534 --regid=65534 --clear-groups '%s' -r '%s' restore "

@@ -1,7 +1,9 @@
 /*
  * tests/test_restore.c — rix_restore (backup/restorer.c) and what it stands on:
  *   test_patterns          rix_pattern_match: restic's rules, child-may-match, case, deep paths;
- *                          rix_pattern_match_checked: a failed allocation is RIX_ENOMEM
+ *                          rix_pattern_match_checked: a failed allocation is RIX_ENOMEM, and
+ *                          none is made for a path under 4096 bytes
+ *   test_patterns_compiled rix_patterns: what each of its patterns says, or'ed; out of memory
  *   test_pack_blobs        rix_repo_load_pack_blobs: every other blob of a pack, in one read,
  *                          equal to rix_repo_load_blob's; a missing pack: each blob told so
  *   test_roundtrip         a tree with every kind of entry (multi-blob, repeated and shared
@@ -36,7 +38,6 @@
  *   test_oom               allocation N failing for every N: 0 or RIX_ENOMEM, no leak, then whole
  */
 #include <setjmp.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -87,17 +88,6 @@ static bool has_error_for(const struct errs *e, const char *path)
 		if (strcmp(e->paths[i], path) == 0)
 			return true;
 	return false;
-}
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(rix_test_run(NULL, NULL, "%s", cmd), 0);
 }
 
 /* Backs up dir (as ".", so the snapshot's root is dir itself) into r: the root tree. */
@@ -166,7 +156,7 @@ static char *read_small(const char *path)
 /* A source tree with every kind of entry in <work>/src. */
 static void make_source(const char *work)
 {
-	sh("cd '%s' && mkdir -p src/a/b/c src/ro src/e && cd src && "
+	rix_test_sh("cd '%s' && mkdir -p src/a/b/c src/ro src/e && cd src && "
 	   "head -c 9000000 /dev/urandom > a/big && cp a/big a/big-copy && "
 	   "head -c 3000000 /dev/urandom > blk && cat blk blk blk > a/rep && rm blk && "
 	   "echo small > a/b/small && : > empty && printf 'x' > a/b/c/one && "
@@ -182,7 +172,7 @@ static void make_source(const char *work)
 	if (setxattr(p, "user.rix", "value", 5, 0) != 0)
 		print_message("(no user xattrs on this file system)\n");
 	snprintf(p, sizeof(p), "%s/src/a", work); /* the xattr changed a's ctime only; mtime again */
-	sh("touch -d '2010-01-01' '%s'", p);
+	rix_test_sh("touch -d '2010-01-01' '%s'", p);
 }
 
 /* ---- patterns -------------------------------------------------------------------------------- */
@@ -237,7 +227,77 @@ static void test_patterns(void **state)
 	}
 	MUST(rix_pattern_match_checked(&m, NULL, "/x/[a-c]?", "/x/bz", false));
 	assert_true(m);
+	/* a path of 1000 bytes and 250 components is split on the stack: nothing to fail */
+	deep[0] = '\0';
+	for (k = 0; k < 249; k++)
+		strcat(deep, "/abc");
+	strcat(deep, "/f");
+	rix_test_failalloc_install(1);
+	int rc = rix_pattern_match_checked(&m, &child, "/abc/**/f", deep, false);
+	long calls = rix_test_failalloc_count();
+	rix_test_failalloc_remove();
+	assert_int_equal(rc, 0);
+	assert_int_equal(calls, 0);
+	assert_true(m);
 	free(deep);
+}
+
+/* What rix_patterns_match says is what its patterns, one by one, say or'ed. */
+static void check_compiled(const char *const *pats, size_t n, const char *const *ipats, size_t ni, const char *path)
+{
+	bool want_m = false, want_c = false;
+	for (size_t i = 0; i < n + ni; i++) {
+		bool c = false;
+		want_m |= rix_pattern_match(&c, i < n ? pats[i] : ipats[i - n], path, i >= n);
+		want_c |= c;
+	}
+	rix_patterns *ps;
+	MUST(rix_patterns_new(&ps, pats, n, ipats, ni));
+	bool m = !want_m, c = !want_c;
+	MUST(rix_patterns_match(ps, &m, &c, path));
+	if (m != want_m || c != want_c)
+		fail_msg("%s: match %d (want %d), child %d (want %d)", path, m, want_m, c, want_c);
+	MUST(rix_patterns_match(ps, &m, NULL, path));
+	assert_int_equal(m, want_m);
+	rix_patterns_free(ps);
+}
+
+static int compile_run(void *arg)
+{
+	const char *const *pats = arg;
+	rix_patterns *ps;
+	int rc = rix_patterns_new(&ps, pats, 3, pats + 3, 1);
+	if (rc == 0) {
+		bool m;
+		rc = rix_patterns_match(ps, &m, NULL, "/home/user/x.TXT");
+		assert_true(rc != 0 || m);
+		rix_patterns_free(ps);
+	}
+	return rc;
+}
+
+static void test_patterns_compiled(void **state)
+{
+	(void)state;
+	static const char *const pats[] = { "/home/user/*.txt", "/a/**/z", "", "*.o", "/x/[a-c]?", "/srv/data" };
+	static const char *const ipats[] = { "y.txt", "/Home/USER" };
+	static const char *const paths[] = {
+		"/", "/home", "/home/user", "/home/user/a.txt", "/home/username", "/a", "/a/x/y", "/a/b/c/z",
+		"/b", "/b/x.o", "/x/Y.TXT", "/x/bz", "/srv", "/srv/data/f", "/etc",
+	};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		for (size_t n = 0; n <= 6; n++) /* each prefix of pats, alone and with ipats */
+			for (size_t ni = 0; ni <= 2; ni += 2)
+				check_compiled(pats + (n < 6 ? 0 : 3), n < 6 ? n : 3, ipats, ni, paths[i]);
+		check_compiled(pats + 3, 1, NULL, 0, paths[i]);
+	}
+	/* none: nothing matches; NULL is none */
+	bool m = true, c = true;
+	MUST(rix_patterns_match(NULL, &m, &c, "/a"));
+	assert_false(m);
+	assert_false(c);
+	static const char *const oom[] = { "/home/user/*.txt", "", "*.o", "/HOME/user" };
+	rix_test_oom_loop("rix_patterns_new", compile_run, (void *)oom, 64);
 }
 
 /* ---- rix_repo_load_pack_blobs ------------------------------------------------------------- */
@@ -372,7 +432,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(rix_test_compare_trees(src, tgt, 0), 0);
 	rix_repo_free(r);
 	rix_test_fault_destroy(&f);
-	sh("chmod -R u+w '%s'", work);
+	rix_test_sh("chmod -R u+w '%s'", work);
 	rix_test_free_dir(work);
 }
 
@@ -386,7 +446,7 @@ static void test_find_dir(void **state)
 	char *work = rix_test_new_dir("rix-restore-finddir");
 	char repo[4300], src[4300];
 	snprintf(src, sizeof(src), "%s/src", work);
-	sh("cd '%s' && mkdir -p src/a/b && echo x > src/a/f && echo y > src/a/b/g", work);
+	rix_test_sh("cd '%s' && mkdir -p src/a/b && echo x > src/a/f && echo y > src/a/b/g", work);
 	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
 	rix_id root, id, b;
 	backup_dir(&root, r, src);
@@ -439,7 +499,7 @@ static void test_batches(void **state)
 	assert_int_equal(rix_test_compare_trees(src, tgt, 0), 0);
 	assert_int_equal(sum.batches, 7); /* big big-copy rep a/b/small one empty ro/f (e/hard, hard2: links) */
 	rix_repo_free(r);
-	sh("chmod -R u+w '%s'", work);
+	rix_test_sh("chmod -R u+w '%s'", work);
 	rix_test_free_dir(work);
 }
 
@@ -447,7 +507,7 @@ static void test_deep(void **state)
 {
 	(void)state;
 	char *work = rix_test_new_dir("rix-restore-deep");
-	sh("cd '%s' && mkdir src && cd src && for i in $(seq 1500); do mkdir a && cd a || exit 1; done && echo deep > f",
+	rix_test_sh("cd '%s' && mkdir src && cd src && for i in $(seq 1500); do mkdir a && cd a || exit 1; done && echo deep > f",
 	   work);
 	char repo[4300], src[4300], tgt[4300];
 	snprintf(src, sizeof(src), "%s/src", work);
@@ -513,7 +573,7 @@ static void test_hostile_names(void **state)
 		snprintf(box, sizeof(box), "%s/box%zu", work, i);
 		snprintf(tgt, sizeof(tgt), "%s/box%zu/in/target", work, i);
 		assert_int_equal(mkdir(box, 0700), 0);
-		sh("mkdir -p '%s'", tgt);
+		rix_test_sh("mkdir -p '%s'", tgt);
 		struct errs e;
 		rix_restore_summary sum;
 		/* as the root: the tree does not decode, nothing is made */
@@ -618,7 +678,7 @@ static void test_symlink_escape(void **state)
 	snprintf(src, sizeof(src), "%s/src", work);
 	snprintf(tgt, sizeof(tgt), "%s/target", work);
 	snprintf(outside, sizeof(outside), "%s/outside", work);
-	sh("cd '%s' && mkdir -p src/a outside target && echo new > src/a/f && echo new > src/g && echo new > src/h && "
+	rix_test_sh("cd '%s' && mkdir -p src/a outside target && echo new > src/a/f && echo new > src/g && echo new > src/h && "
 	   "echo victim > outside/g-victim && echo victim > outside/h-victim && "
 	   "ln -s '%s' target/a && ln -s '%s/g-victim' target/g && ln outside/h-victim target/h",
 	   work, outside, outside);
@@ -647,7 +707,7 @@ static void test_symlink_escape(void **state)
 	assert_int_equal(rix_test_compare_trees(src, tgt, RIX_CMP_NO_DIR_MTIME), 0);
 
 	/* a snapshot whose "a" is a symlink to outside, then one whose "a" is a directory */
-	sh("cd '%s' && rm -rf src2 src3 && mkdir -p src2 src3/a && ln -s '%s' src2/a && echo x > src3/a/f2", work,
+	rix_test_sh("cd '%s' && rm -rf src2 src3 && mkdir -p src2 src3/a && ln -s '%s' src2/a && echo x > src3/a/f2", work,
 	   outside);
 	rix_id t2, t3;
 	snprintf(p, sizeof(p), "%s/src2", work);
@@ -700,7 +760,7 @@ static void test_symlink_during(void **state)
 	snprintf(src, sizeof(src), "%s/src", work);
 	snprintf(tgt, sizeof(tgt), "%s/target", work);
 	snprintf(outside, sizeof(outside), "%s/outside", work);
-	sh("cd '%s' && mkdir -p src/a/b outside && echo 1 > src/a/f && echo 2 > src/a/b/g && ln -s x src/a/l && mkfifo src/a/p",
+	rix_test_sh("cd '%s' && mkdir -p src/a/b outside && echo 1 > src/a/f && echo 2 > src/a/b/g && ln -s x src/a/l && mkfifo src/a/p",
 	   work);
 	rix_id tree;
 	backup_dir(&tree, r, src);
@@ -772,7 +832,7 @@ static void test_swapped_file(void **state)
 	snprintf(src, sizeof(src), "%s/src", work);
 	snprintf(outside, sizeof(outside), "%s/outside", work);
 	snprintf(victim, sizeof(victim), "%s/victim", outside);
-	sh("cd '%s' && mkdir -p src/z outside && printf 'new content\n' > src/a && chmod 0644 src/a && echo f > src/z/f && "
+	rix_test_sh("cd '%s' && mkdir -p src/z outside && printf 'new content\n' > src/a && chmod 0644 src/a && echo f > src/z/f && "
 	   "printf 'old content\n' > outside/victim && chmod 0600 outside/victim && touch -r src/a outside/victim",
 	   work);
 	rix_id tree;
@@ -954,10 +1014,10 @@ static void test_missing_pack(void **state)
 	snprintf(tgt, sizeof(tgt), "%s/target", work);
 	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
 	/* "keep" in packs of its own (backed up first), then "lost" and "bad" */
-	sh("cd '%s' && mkdir src && head -c 100000 /dev/urandom > src/keep", work);
+	rix_test_sh("cd '%s' && mkdir src && head -c 100000 /dev/urandom > src/keep", work);
 	rix_id tree;
 	backup_dir(&tree, r, src);
-	sh("cd '%s' && head -c 6000000 /dev/urandom > src/lost && head -c 5000 /dev/urandom > src/bad && ln src/lost src/lost-link",
+	rix_test_sh("cd '%s' && head -c 6000000 /dev/urandom > src/lost && head -c 5000 /dev/urandom > src/bad && ln src/lost src/lost-link",
 	   work);
 	backup_dir(&tree, r, src);
 	rix_tree *t;
@@ -1002,13 +1062,13 @@ static void test_full_target(void **state)
 	char repo[4300], src[4300], tgt[4300];
 	snprintf(src, sizeof(src), "%s/src", work);
 	snprintf(tgt, sizeof(tgt), "%s/target", work);
-	sh("mkdir '%s'", tgt);
+	rix_test_sh("mkdir '%s'", tgt);
 	if (rix_test_run(NULL, NULL, "mount -t tmpfs -o size=1m tmpfs '%s' 2>/dev/null", tgt) != 0) {
 		print_message("(no tmpfs mount here: skipped)\n");
 		rix_test_free_dir(work);
 		return;
 	}
-	sh("cd '%s' && mkdir src && head -c 3000000 /dev/urandom > src/big && echo a > src/a && echo z > src/z && "
+	rix_test_sh("cd '%s' && mkdir src && head -c 3000000 /dev/urandom > src/big && echo a > src/a && echo z > src/z && "
 	   "head -c 300000 /dev/urandom > src/mid",
 	   work);
 	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
@@ -1028,7 +1088,7 @@ static void test_full_target(void **state)
 		if (!has_error_for(&e, loc))
 			assert_int_equal(rix_test_run(NULL, NULL, "cmp -s '%s/%s' '%s/%s'", src, names[i], tgt, names[i]), 0);
 	}
-	sh("umount '%s'", tgt);
+	rix_test_sh("umount '%s'", tgt);
 	rix_repo_free(r);
 	rix_test_free_dir(work);
 }
@@ -1051,7 +1111,7 @@ static void test_options(void **state)
 	snprintf(src, sizeof(src), "%s/src", work);
 	snprintf(tgt, sizeof(tgt), "%s/target", work);
 	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
-	sh("cd '%s' && mkdir -p src/d/e src/x && echo 1 > src/d/e/keep.txt && echo 2 > src/d/skip.o && echo 3 > src/x/Y.TXT && "
+	rix_test_sh("cd '%s' && mkdir -p src/d/e src/x && echo 1 > src/d/e/keep.txt && echo 2 > src/d/skip.o && echo 3 > src/x/Y.TXT && "
 	   "truncate -s 3M src/x/sparse && echo end >> src/x/sparse && truncate -s 5M src/x/sparse",
 	   work);
 	rix_id tree;
@@ -1066,7 +1126,7 @@ static void test_options(void **state)
 	MUST(restore(&sum, &e, r, &tree, tgt, &o));
 	assert_true(exists(tgt, "d/e/keep.txt") && exists(tgt, "x/Y.TXT"));
 	assert_false(exists(tgt, "d/skip.o") || exists(tgt, "x/sparse"));
-	sh("rm -rf '%s'", tgt);
+	rix_test_sh("rm -rf '%s'", tgt);
 	/* excludes */
 	const char *exc[] = { "*.o", "/x" };
 	o = (rix_restore_options)RIX_RESTORE_OPTIONS_INIT;
@@ -1077,7 +1137,7 @@ static void test_options(void **state)
 	/* both kinds: refused */
 	o.includes = inc, o.nincludes = 1;
 	assert_int_equal(restore(&sum, &e, r, &tree, tgt, &o), RIX_EINVAL);
-	sh("rm -rf '%s'", tgt);
+	rix_test_sh("rm -rf '%s'", tgt);
 
 	/* dry run: nothing written, the counts of a restore */
 	o = (rix_restore_options)RIX_RESTORE_OPTIONS_INIT;
@@ -1103,7 +1163,7 @@ static void test_options(void **state)
 	/* overwrite: never keeps, if-newer keeps an older-in-snapshot file, if-changed keeps one of the
 	 * same size and mtime and rewrites another; always rewrites */
 	snprintf(p, sizeof(p), "%s/d/e/keep.txt", tgt);
-	sh("echo 9 > '%s'", p); /* newer than the snapshot's, same size */
+	rix_test_sh("echo 9 > '%s'", p); /* newer than the snapshot's, same size */
 	o = (rix_restore_options)RIX_RESTORE_OPTIONS_INIT;
 	o.overwrite = RIX_OVERWRITE_NEVER;
 	MUST(restore(&sum, &e, r, &tree, tgt, &o));
@@ -1121,7 +1181,7 @@ static void test_options(void **state)
 	s = read_small(p);
 	assert_string_equal(s, "1\n");
 	free(s);
-	sh("echo 8 > '%s' && touch -r '%s/d/e/keep.txt' '%s'", p, src, p); /* same size and mtime */
+	rix_test_sh("echo 8 > '%s' && touch -r '%s/d/e/keep.txt' '%s'", p, src, p); /* same size and mtime */
 	MUST(restore(&sum, &e, r, &tree, tgt, &o));
 	s = read_small(p);
 	assert_string_equal(s, "8\n");
@@ -1133,7 +1193,7 @@ static void test_options(void **state)
 	free(s);
 
 	/* delete: what the snapshot lacks goes, what it has stays */
-	sh("cd '%s' && mkdir -p extra/sub && echo e > extra/sub/f && echo e > d/e/extra.txt && ln -s / x/link", tgt);
+	rix_test_sh("cd '%s' && mkdir -p extra/sub && echo e > extra/sub/f && echo e > d/e/extra.txt && ln -s / x/link", tgt);
 	o = (rix_restore_options)RIX_RESTORE_OPTIONS_INIT;
 	o.delete_extra = true;
 	o.dry_run = true; /* the same three listed at every depth, nothing removed */
@@ -1186,7 +1246,7 @@ static void test_oom(void **state)
 	char repo[4300];
 	snprintf(o.src, sizeof(o.src), "%s/src", work);
 	snprintf(o.tgt, sizeof(o.tgt), "%s/target", work);
-	sh("cd '%s' && mkdir -p src/d/e && head -c 300000 /dev/urandom > src/d/big && echo 1 > src/d/e/f && "
+	rix_test_sh("cd '%s' && mkdir -p src/d/e && head -c 300000 /dev/urandom > src/d/big && echo 1 > src/d/e/f && "
 	   "ln src/d/e/f src/hard && ln -s d src/link && mkfifo src/p",
 	   work);
 	o.r = new_repo(work, "repo", repo, sizeof(repo));
@@ -1205,7 +1265,8 @@ static void test_oom(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_patterns),       cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_patterns),       cmocka_unit_test(test_patterns_compiled),
+		cmocka_unit_test(test_pack_blobs),     cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_find_dir),       cmocka_unit_test(test_batches),        cmocka_unit_test(test_deep),
 		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_path_limit),
 		 cmocka_unit_test(test_symlink_escape), cmocka_unit_test(test_symlink_during),
