@@ -161,6 +161,7 @@ struct arch {
 	size_t nreaders;
 	struct dry_shard *dry;    /* opt.dry_run: 256 shards */
 	char *cwd;                /* the working directory at the start (relative paths' base) */
+	rix_patterns *excl;       /* opt's excludes and iexcludes, compiled once (NULL: none) */
 };
 
 /* A warning that leaves nothing out (not counted as an error); one at a time, whichever thread. */
@@ -493,15 +494,18 @@ static int abs_clean(char *out, size_t cap, const char *cwd, const char *path);
 
 /* ---- excludes ---------------------------------------------------------------------------- */
 
+static void fail_with(struct arch *a, int rc);
+
+/* Whether the clean absolute path is excluded (out of memory: the backup fails, the entry is left
+ * out, so that nothing excluded is ever stored by a failed match). */
 static int is_excluded(struct arch *a, const char *path)
 {
-	for (size_t i = 0; i < a->opt.nexcludes; i++)
-		if (rix_pattern_match(NULL, a->opt.excludes[i], path, false))
-			return 1;
-	for (size_t i = 0; i < a->opt.niexcludes; i++)
-		if (rix_pattern_match(NULL, a->opt.iexcludes[i], path, true))
-			return 1;
-	return 0;
+	bool m = false;
+	if (rix_patterns_match(a->excl, &m, NULL, path) != 0) {
+		fail_with(a, RIX_ENOMEM);
+		return 1;
+	}
+	return m;
 }
 
 /* Whether directory path holds file name (whose content starts with text, when given). */
@@ -580,7 +584,7 @@ static __attribute__((noinline)) int marked_only(char **only, struct arch *a, co
 static __attribute__((noinline)) bool entry_excluded(struct arch *a, const char *child)
 {
 	char absbuf[8192];
-	return (a->opt.nexcludes > 0 || a->opt.niexcludes > 0) && abs_clean(absbuf, sizeof(absbuf), a->cwd, child) == 0 && is_excluded(a, absbuf);
+	return a->excl != NULL && abs_clean(absbuf, sizeof(absbuf), a->cwd, child) == 0 && is_excluded(a, absbuf);
 }
 
 /* The parent's tree id, decoded (NULL when there is none or it cannot be read: warned). */
@@ -1507,7 +1511,7 @@ static void scan_dir(struct arch *a, char *path, size_t len, size_t cap, dev_t d
 		return;
 	char only[1024];
 	const char *marker = marker_ok && dir_marked(a, path, only, sizeof(only)) ? only : NULL;
-	bool ex = a->opt.nexcludes > 0 || a->opt.niexcludes > 0;
+	bool ex = a->excl != NULL;
 	size_t at = len > 0 && path[len - 1] == '/' ? len : len + 1; /* where a name goes */
 	for (struct dirent *e; !scan_stopped(a) && (e = readdir(d)) != NULL;) {
 		const char *nm = e->d_name;
@@ -1727,6 +1731,8 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	const size_t nabs = a.opt.stdin_name != NULL ? 1 : n; /* the snapshot's paths */
 	char **abs = calloc(nabs, sizeof(*abs));
 	int rc = abs == NULL ? rix_error_set(RIX_ENOMEM, "backup: out of memory") : 0;
+	if (rc == 0 && a.opt.nexcludes + a.opt.niexcludes > 0)
+		rc = rix_patterns_new(&a.excl, a.opt.excludes, a.opt.nexcludes, a.opt.iexcludes, a.opt.niexcludes);
 	if (rc == 0 && a.opt.stdin_name != NULL && (abs[0] = strdup(stdin_path)) == NULL)
 		rc = rix_error_set(RIX_ENOMEM, "backup: out of memory");
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -1917,6 +1923,7 @@ done:
 	names_free(&a.users);
 	names_free(&a.groups);
 	free(a.cwd);
+	rix_patterns_free(a.excl);
 	pthread_cond_destroy(&a.work);
 	pthread_cond_destroy(&a.idle);
 	pthread_mutex_destroy(&a.cbmu);
