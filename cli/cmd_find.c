@@ -31,6 +31,8 @@ struct find {
 	rix_repo *r;
 	char **pats;
 	int npats;
+	rix_patterns *ps; /* pats compiled once (with icase: ignoring case) */
+	int err;          /* a match that failed (out of memory): the command fails */
 	bool icase, long_format, blob, tree, has_oldest, has_newest;
 	rix_time oldest, newest;
 	struct idset ignore; /* restic's ignoreTrees */
@@ -188,16 +190,13 @@ static int visit(struct find *f, const rix_id *parent, const char *path, const r
 		return 0;
 	}
 	bool match = false, child = false;
-	for (int i = 0; i < f->npats && !match; i++)
-		match = rix_pattern_match(NULL, f->pats[i], path, f->icase);
+	if (rix_patterns_match(f->ps, &match, n->type == RIX_NODE_DIR ? &child : NULL, path) != 0) {
+		f->err = die("find: out of memory");
+		return 2;
+	}
 	bool ignore_no_match = true;
 	int skip = 0;
 	if (n->type == RIX_NODE_DIR) {
-		for (int i = 0; i < f->npats && !child; i++) {
-			bool c = false;
-			rix_pattern_match(&c, f->pats[i], path, f->icase);
-			child = c;
-		}
 		if (!child)
 			skip = 1;
 		else
@@ -373,6 +372,10 @@ int cmd_find(int argc, char **argv)
 		rc = die("wrong number of arguments");
 	if (rc == 0 && f.blob && f.tree)
 		rc = die("cannot have several ID types");
+	if (rc == 0 && !f.blob && !f.tree &&
+	    rix_patterns_new(&f.ps, f.icase ? NULL : (const char *const *)f.pats, f.icase ? 0 : (size_t)f.npats,
+			     f.icase ? (const char *const *)f.pats : NULL, f.icase ? (size_t)f.npats : 0) != 0)
+		rc = die("find: out of memory");
 	rix_repo *r = NULL;
 	rix_lock *lock = NULL;
 	rix_snapshot_list *sl = NULL;
@@ -401,8 +404,10 @@ int cmd_find(int argc, char **argv)
 	}
 	for (size_t k = 0; rc == 0 && nsnaps == 0 && k < sl->count; k++)
 		order[norder++] = sl->items[k];
-	for (size_t k = 0; rc == 0 && k < norder; k++)
+	for (size_t k = 0; rc == 0 && f.err == 0 && k < norder; k++)
 		rc = find_in(&f, order[k]);
+	if (rc == 0)
+		rc = f.err;
 	free(order);
 	if (rc == 0 && g.json) {
 		if (f.oldsn != NULL) {
@@ -421,5 +426,6 @@ int cmd_find(int argc, char **argv)
 	filter_flags_free(&ff);
 	free(snaps);
 	free(f.pats);
+	rix_patterns_free(f.ps);
 	return rc;
 }
