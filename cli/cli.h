@@ -154,6 +154,9 @@ void filter_flags_free(struct filter_flags *ff);
  * first. An argument that names none, and an unreadable snapshot, are reported on stderr and
  * skipped, and set *bad. 0, or the exit status of a failure (reported).
  */
+/* Appends s (borrowed) to the growing array *v of *n strings. 0, or 1 (out of memory, said). */
+int push_string(const char ***v, size_t *n, const char *s);
+
 int select_snapshots(rix_snapshot_list **out, int *bad, rix_repo *r, const rix_snapshot_filter *f, char **args,
 		     int nargs);
 

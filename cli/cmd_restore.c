@@ -124,16 +124,6 @@ static void restore_item(void *arg, const char *action, const char *path, bool f
 	pthread_mutex_unlock(&out.mu);
 }
 
-static int push_pattern(const char ***v, size_t *n, const char *p)
-{
-	const char **w = realloc(*v, (*n + 1) * sizeof(*w));
-	if (w == NULL)
-		return die("restore: out of memory");
-	w[(*n)++] = p;
-	*v = w;
-	return 0;
-}
-
 int cmd_restore(int argc, char **argv)
 {
 	rix_restore_options ro = RIX_RESTORE_OPTIONS_INIT;
@@ -151,13 +141,13 @@ int cmd_restore(int argc, char **argv)
 		else if (flag_value(&v, argc, argv, &i, "--target") || flag_value(&v, argc, argv, &i, "-t"))
 			target = v;
 		else if (flag_value(&v, argc, argv, &i, "--include") || flag_value(&v, argc, argv, &i, "-i"))
-			rc = push_pattern(&inc, &ro.nincludes, v);
+			rc = push_string(&inc, &ro.nincludes, v);
 		else if (flag_value(&v, argc, argv, &i, "--iinclude"))
-			rc = push_pattern(&iinc, &ro.niincludes, v);
+			rc = push_string(&iinc, &ro.niincludes, v);
 		else if (flag_value(&v, argc, argv, &i, "--exclude") || flag_value(&v, argc, argv, &i, "-e"))
-			rc = push_pattern(&exc, &ro.nexcludes, v);
+			rc = push_string(&exc, &ro.nexcludes, v);
 		else if (flag_value(&v, argc, argv, &i, "--iexclude"))
-			rc = push_pattern(&iexc, &ro.niexcludes, v);
+			rc = push_string(&iexc, &ro.niexcludes, v);
 		else if (flag_value(&v, argc, argv, &i, "--overwrite")) {
 			if (strcmp(v, "always") == 0)
 				ro.overwrite = RIX_OVERWRITE_ALWAYS;

@@ -22,7 +22,7 @@ int flag_value(const char **v, int argc, char **argv, int *i, const char *name)
 }
 
 /* Appends s to a growing array of strings (borrowed). 0, or 1 (reported). */
-static int push(const char ***v, size_t *n, const char *s)
+int push_string(const char ***v, size_t *n, const char *s)
 {
 	const char **w = realloc(*v, (*n + 1) * sizeof(*w));
 	if (w == NULL)
@@ -36,11 +36,11 @@ int filter_flag(struct filter_flags *ff, int argc, char **argv, int *i)
 {
 	const char *v;
 	if (flag_value(&v, argc, argv, i, "--host") || flag_value(&v, argc, argv, i, "-H"))
-		return push(&ff->hosts, &ff->f.nhosts, v) ? -1 : 1;
+		return push_string(&ff->hosts, &ff->f.nhosts, v) ? -1 : 1;
 	if (flag_value(&v, argc, argv, i, "--tag"))
-		return push(&ff->tags, &ff->f.ntags, v) ? -1 : 1;
+		return push_string(&ff->tags, &ff->f.ntags, v) ? -1 : 1;
 	if (flag_value(&v, argc, argv, i, "--path"))
-		return push(&ff->paths, &ff->f.npaths, v) ? -1 : 1;
+		return push_string(&ff->paths, &ff->f.npaths, v) ? -1 : 1;
 	return 0;
 }
 
