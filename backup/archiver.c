@@ -50,6 +50,7 @@
 #include "rix/error.h"
 #include "rix/snapshot.h"
 #include "rix/tree.h"
+#include "rix/walker.h"
 #include "rix/master_index.h"
 #include "snapshot_internal.h"
 
@@ -592,16 +593,12 @@ static rix_tree *parent_tree(struct arch *a, const char *path, const rix_id *id)
 {
 	if (id == NULL)
 		return NULL;
-	uint8_t *data;
-	size_t n;
 	rix_tree *t = NULL;
-	if (rix_repo_load_blob(&data, &n, a->r, RIX_BLOB_TREE, id) != 0) {
-		notice(a, path, "the parent snapshot's tree cannot be read: every file is read");
-		return NULL;
+	if (rix_tree_load(&t, a->r, id) != 0) {
+		char msg[600];
+		snprintf(msg, sizeof(msg), "the parent snapshot's tree cannot be read (%s): every file is read", rix_error_last());
+		notice(a, path, msg);
 	}
-	if (rix_tree_decode(&t, data, n) != 0)
-		notice(a, path, "the parent snapshot's tree cannot be decoded: every file is read");
-	rix_free(data);
 	return t;
 }
 

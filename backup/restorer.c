@@ -53,6 +53,7 @@
 #include "rix/pattern.h"
 #include "rix/repo.h"
 #include "rix/restorer.h"
+#include "rix/walker.h"
 #include "rix/tree.h"
 #include "../common/pool.h"
 
@@ -1410,18 +1411,6 @@ static void delete_extra(struct rs *s, const struct frame *f, int fd)
 
 /* ---- the walk ---------------------------------------------------------------------------------- */
 
-static int load_tree(rix_tree **out, rix_repo *r, const rix_id *id)
-{
-	uint8_t *data;
-	size_t n;
-	int rc = rix_repo_load_blob(&data, &n, r, RIX_BLOB_TREE, id);
-	if (rc != 0)
-		return rc;
-	rc = rix_tree_decode(out, data, n);
-	rix_free(data);
-	return rc;
-}
-
 static int push(struct rs *s, rix_tree *t, const char *rel, size_t rel_len, bool sel, const rix_node *n)
 {
 	int rc = grow((void **)&s->st, &s->capst, s->depth + 1, sizeof(*s->st));
@@ -1558,7 +1547,7 @@ static int walk(struct rs *s, rix_tree *root)
 				report(s, rel, "a directory without a subtree");
 				continue;
 			}
-			if ((rc = load_tree(&t, s->r, n->subtree)) != 0) {
+			if ((rc = rix_tree_load(&t, s->r, n->subtree)) != 0) {
 				if (rc == RIX_ENOMEM)
 					break;
 				report(s, rel, "%s", rix_error_last());
@@ -1688,7 +1677,7 @@ int rix_tree_find_dir(rix_id *out, rix_repo *r, const rix_id *root, const char *
 			if (sl >= sizeof(sub))
 				return rix_error_set(RIX_EINVAL, "restore: a path of over 4096 bytes");
 			rix_tree *t;
-			int rc = load_tree(&t, r, &id);
+			int rc = rix_tree_load(&t, r, &id);
 			if (rc != 0) {
 				char msg[512];
 				snprintf(msg, sizeof(msg), "%s", rix_error_last());
@@ -1745,7 +1734,7 @@ int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const
 	if (rc == 0)
 		rc = rix_patterns_new(&s->excludes, opt->excludes, opt->nexcludes, opt->iexcludes, opt->niexcludes);
 	if (rc == 0)
-		rc = load_tree(&root, r, tree);
+		rc = rix_tree_load(&root, r, tree);
 	if (rc == 0 && !opt->dry_run) {
 		if (mkdir(target, 0700) != 0 && errno != EEXIST)
 			rc = rix_error_set(errno == ENOENT ? RIX_ENOTFOUND : RIX_EIO, "restore: make %s: %s", target,
