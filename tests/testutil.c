@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,38 +48,44 @@ void rix_test_random_id(rix_id *id, uint64_t *state)
 	rix_test_fill_random(id->b, sizeof(id->b), state);
 }
 
-static long fail_at_n, calls, live;
+/* Atomic: code under test allocates from worker threads (restore, backup). */
+static atomic_long fail_at_n, calls, live;
+
+static int fa_fails(void)
+{
+	return atomic_fetch_add(&calls, 1) + 1 == atomic_load(&fail_at_n);
+}
 
 static void *fa_malloc(size_t n, void *ctx)
 {
 	(void)ctx;
-	if (++calls == fail_at_n)
+	if (fa_fails())
 		return NULL;
 	void *p = malloc(n);
 	if (p)
-		live++;
+		atomic_fetch_add(&live, 1);
 	return p;
 }
 
 static void *fa_calloc(size_t n, size_t s, void *ctx)
 {
 	(void)ctx;
-	if (++calls == fail_at_n)
+	if (fa_fails())
 		return NULL;
 	void *p = calloc(n, s);
 	if (p)
-		live++;
+		atomic_fetch_add(&live, 1);
 	return p;
 }
 
 static void *fa_realloc(void *p, size_t n, void *ctx)
 {
 	(void)ctx;
-	if (++calls == fail_at_n)
+	if (fa_fails())
 		return NULL;
 	void *q = realloc(p, n);
 	if (q && p == NULL)
-		live++;
+		atomic_fetch_add(&live, 1);
 	return q;
 }
 
@@ -86,28 +93,28 @@ static void fa_free(void *p, void *ctx)
 {
 	(void)ctx;
 	if (p) {
-		live--;
+		atomic_fetch_sub(&live, 1);
 		free(p);
 	}
 }
 
 void rix_test_failalloc_install(long fail_at)
 {
-	fail_at_n = fail_at;
-	calls = 0;
-	live = 0;
+	atomic_store(&fail_at_n, fail_at);
+	atomic_store(&calls, 0);
+	atomic_store(&live, 0);
 	rix_allocator a = { fa_malloc, fa_calloc, fa_realloc, fa_free, NULL };
 	rix_allocator_set(&a);
 }
 
 long rix_test_failalloc_count(void)
 {
-	return calls;
+	return atomic_load(&calls);
 }
 
 long rix_test_failalloc_live(void)
 {
-	return live;
+	return atomic_load(&live);
 }
 
 void rix_test_failalloc_remove(void)
