@@ -274,6 +274,40 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_key_remove(rix_repo *r, const char *name);
 /* fn(payload, name, size) for each key file. @return 0; fn's nonzero value; backend errors. */
 RIX_EXPORT RIX_NODISCARD int rix_repo_key_list(rix_repo *r, rix_backend_list_fn fn, void *payload);
 
+/* ---- index files, rewritten ------------------------------------------------------------------- */
+
+/*
+ * A new set of index files for packs given one at a time, as restic 0.14's MasterIndex.Save
+ * writes them for prune and rebuild-index: a file every RIX_REPO_INDEX_BLOBS_V2 / _V1 blobs,
+ * each written (rix_repo_write_file) as soon as it is full, and a last one at finish that names
+ * the superseded index files (readers ignore "supersedes", as restic does: the old files must be
+ * removed, after finish, by the caller). Until finish returns 0 the new files name only part of
+ * the packs, so nothing old may be removed before. One thread.
+ *
+ *   new(supersedes) ─> add(pack, blobs) ... ─> finish ─> remove the superseded files
+ *
+ * new: @return 0; RIX_ENOMEM. supersedes[0..n) is copied.
+ */
+typedef struct rix_index_writer rix_index_writer;
+RIX_EXPORT RIX_NODISCARD int rix_index_writer_new(rix_index_writer **out, rix_repo *r, const rix_id *supersedes, size_t n);
+/*
+ * Adds pack pack_id holding blobs[0..n) (pack-relative offsets, as in the pack's header); a full
+ * file is written. After an error the writer only fails (files written before stay: they name
+ * packs that exist, so they are harmless).
+ * @return 0; RIX_EINVAL (after finish or an error); rix_index_store_pack's and
+ * rix_repo_write_file's errors.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_index_writer_add(rix_index_writer *w, const rix_id *pack_id, const rix_blob *blobs, size_t n);
+/*
+ * Writes the last file: the packs not yet written and the supersedes list (an empty index when
+ * no pack was added, so that the superseded files are named). @return as rix_index_writer_add.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_index_writer_finish(rix_index_writer *w);
+/* The IDs of the files written so far (borrowed, valid until the next call). */
+RIX_EXPORT const rix_id *rix_index_writer_files(size_t *n, const rix_index_writer *w);
+/* Frees w (the files written stay). NULL-safe. */
+RIX_EXPORT void rix_index_writer_free(rix_index_writer *w);
+
 /* ---- usage -------------------------------------------------------------------------------------- */
 
 typedef struct rix_repo_usage {
