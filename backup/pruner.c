@@ -707,7 +707,8 @@ static int decide(rix_prune_plan *p)
 	}
 	pthread_mutex_lock(&candidates_mu);
 	target_size = target;
-	qsort(cand, ncand, sizeof(*cand), cmp_candidate);
+	if (ncand > 1)
+		qsort(cand, ncand, sizeof(*cand), cmp_candidate);
 	pthread_mutex_unlock(&candidates_mu);
 	uint64_t max_after = UINT64_MAX;
 	if (p->o.max_unused == RIX_PRUNE_UNUSED_PERCENT)
@@ -745,7 +746,8 @@ static int decide(rix_prune_plan *p)
 	p->st.packs.repack = p->nlists[RIX_PRUNE_REPACK];
 	p->st.packs.remove = p->nlists[RIX_PRUNE_REMOVE];
 	for (int i = 0; i < 3; i++)
-		qsort(p->lists[i], p->nlists[i], sizeof(rix_id), cmp_id);
+		if (p->nlists[i] > 1)
+			qsort(p->lists[i], p->nlists[i], sizeof(rix_id), cmp_id);
 	return 0;
 }
 
@@ -955,7 +957,8 @@ static int run_repack(rix_prune_plan *p)
 	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++)
 		rc = rix_indexmap_new(&rp.saved[t]);
 	if (rc == 0) {
-		qsort(rp.v, rp.n, sizeof(*rp.v), cmp_rblob);
+		if (rp.n > 1)
+			qsort(rp.v, rp.n, sizeof(*rp.v), cmp_rblob);
 		rp.starts = rix_malloc((rp.n + 1) * sizeof(*rp.starts));
 		if (rp.starts == NULL)
 			rc = oom();
@@ -1116,7 +1119,8 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 				struct ipack *ip = &w.packs[i];
 				if (ip->skip)
 					continue;
-				qsort(w.blobs + ip->off, ip->fill, sizeof(rix_blob), cmp_blob_offset);
+				if (ip->fill > 1)
+					qsort(w.blobs + ip->off, ip->fill, sizeof(rix_blob), cmp_blob_offset);
 				rc = rix_index_writer_add(iw, &ip->id, w.blobs + ip->off, ip->fill);
 				done += ip->fill;
 			}
