@@ -1114,9 +1114,10 @@ static int cmp_blob_offset(const void *a, const void *b)
 	return (x->offset > y->offset) - (x->offset < y->offset);
 }
 
-/* Blobs held at once while rewriting: batches of packs up to this many blobs, one pass over the
- * master index each. */
-#define REWRITE_BATCH_BLOBS ((uint64_t)1 << 20)
+/* Blobs held at once while rewriting: batches of packs of about an eighth of the blobs kept (so
+ * at most about eight passes over the master index, one a batch), at least 256 Ki blobs. */
+#define REWRITE_PASSES 8
+#define REWRITE_BATCH_MIN ((uint64_t)1 << 18)
 
 static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 {
@@ -1133,11 +1134,15 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 	uint64_t total = 0;
 	for (size_t i = 0; i < w.npacks; i++)
 		total += w.packs[i].skip ? 0 : w.packs[i].n;
-	uint64_t done = 0;
+	uint64_t done = 0, batch = total / REWRITE_PASSES + 1;
+	if (batch < REWRITE_BATCH_MIN)
+		batch = REWRITE_BATCH_MIN;
+	if (p->o.rewrite_batch != 0)
+		batch = p->o.rewrite_batch;
 	for (size_t first = 0; rc == 0 && first < w.npacks;) {
 		size_t last = first;
 		uint64_t sum = 0;
-		while (last < w.npacks && (last == first || sum + w.packs[last].n <= REWRITE_BATCH_BLOBS)) {
+		while (last < w.npacks && (last == first || sum + w.packs[last].n <= batch)) {
 			if (!w.packs[last].skip) {
 				w.packs[last].off = (size_t)sum;
 				w.packs[last].fill = 0;

@@ -198,6 +198,7 @@ static void test_plan_and_run(void **state)
 	MUST(rix_snapshot_remove(r, &f.snap_b));
 	o.max_unused = RIX_PRUNE_UNUSED_BYTES;
 	o.max_unused_bytes = 0;
+	o.rewrite_batch = 3; /* a pass over the index for every pack or so */
 	MUST(plan(&p, r, &o));
 	s = rix_prune_plan_stats(p);
 	assert_int_equal(s->snapshots, 1);
