@@ -32,5 +32,6 @@
 #include "rix/pattern.h"
 #include "rix/restorer.h"
 #include "rix/forget.h"
+#include "rix/pruner.h"
 #include "rix/walker.h"
 #endif
