@@ -3,20 +3,24 @@
  * group's repository (made once, copied by each test): snapshots of a changing source tree by
  * restic and rix in turn, a pack no index names (a rix backup killed after writing it), and two
  * of the snapshots forgotten, so that prune has every kind of work to do.
- *   test_interop      rix prune, then more forgotten and rix prune --max-unused 0 (packs repacked:
+ *   test_interop      rix prune, then rix forget --prune --max-unused 0 (packs repacked:
  *                     the repository smaller, packs gone, new ones made): each time restic and
  *                     rix check --read-data, and every kept snapshot restored by both equals its
  *                     source (diff -r); a second prune has nothing to do (no file added or
  *                     removed, and restic's dry run agrees); then the other way: more backups,
  *                     rix forget --keep-last, restic prune, and rix checks and restores the rest
- *   test_dry_run      --dry-run and -n change no byte of the repository
+ *   test_dry_run      prune --dry-run / -n (with other flags) and forget --dry-run --prune change no
+ *                     byte of the repository
  *   test_refusals     a needed pack missing, one padded, one truncated, a snapshot's tree missing
  *                     from the index (the index files naming it deleted, or the tree dropped from
  *                     its index file), a used data blob missing from the index: rix prune exits 1
- *                     with restic's reason and removes nothing (not even the unreferenced pack);
- *                     restic refuses each too
- *   test_crash        (`test_prune crash`, label slow) RIX_DEBUG_KILL_AFTER=N rix prune
- *                     --max-unused 0 for N = 1, 2, ... until a run completes: after each kill
+ *                     with restic's reason (a size mismatch: `rix repair index` suggested) and
+ *                     removes nothing (not even the unreferenced pack); restic refuses each too
+ *   test_index_twice  every index file written twice (what a prune killed between writing the new
+ *                     index and removing the old files leaves): restic prunes it, rix must too
+ *   test_crash        (`test_prune crash`, registered as test_prune_crash, label slow):
+ *                     RIX_DEBUG_KILL_AFTER=N rix prune --max-unused 0 for N = 1, 2, ... until a
+ *                     run completes (at least 3 killed): after each kill
  *                     both tools check the repository, every kept snapshot restores, and a rerun
  *                     of prune completes and leaves a repository that checks --read-data
  */
@@ -42,15 +46,6 @@
 #define RIX "'" RIX_CLI_PATH "' -q"
 #define RESTIC "restic --no-cache -q"
 
-/* DEV ONLY (until rix prune lands): RIX_TEST_PRUNE=restic runs the prunes under test with restic. */
-static bool prune_is_restic(void)
-{
-	const char *e = getenv("RIX_TEST_PRUNE");
-	return e != NULL && strcmp(e, "restic") == 0;
-}
-#define PRUNE (prune_is_restic() ? RESTIC : RIX)
-#define PRUNE_LOUD (prune_is_restic() ? "restic --no-cache" : "'" RIX_CLI_PATH "'")
-#define REPAIR (prune_is_restic() ? "rebuild-index" : "repair index")
 
 /* A command that must exit 0 (printf-style), its output shown when it does not. */
 #define sh(...) rix_test_sh(__VA_ARGS__)
@@ -348,7 +343,7 @@ static void test_interop(void **state)
 
 	/* The defaults: the unreferenced pack goes, the rest stays whole. */
 	char *out;
-	if (run_out(&out, "%s -r '%s' prune", PRUNE, repo) != 0)
+	if (run_out(&out, RIX " -r '%s' prune", repo) != 0)
 		fail_msg("rix prune:\n%s", out);
 	free(out);
 	char ids[256][65];
@@ -356,14 +351,14 @@ static void test_interop(void **state)
 	assert_false(has_id(ids, n, lost_pack));
 	verify(repo, true, true);
 
-	/* One more forgotten and no unused space tolerated: packs repacked. */
-	forget(repo, 1);
+	/* One more forgotten, pruned at once with no unused space tolerated: packs repacked. */
 	uint64_t bytes = repo_bytes(repo);
 	char before[256][65], after[256][65];
 	size_t nbefore = list_packs(repo, before, 256);
-	if (run_out(&out, "%s -r '%s' prune --max-unused 0", PRUNE, repo) != 0)
-		fail_msg("rix prune --max-unused 0:\n%s", out);
+	if (run_out(&out, RIX " -r '%s' forget %s --prune --max-unused 0", repo, v[1].snap) != 0)
+		fail_msg("rix forget --prune --max-unused 0:\n%s", out);
 	free(out);
+	v[1].kept = false;
 	size_t nafter = list_packs(repo, after, 256);
 	size_t gone = 0, made = 0;
 	for (size_t i = 0; i < nbefore; i++)
@@ -378,7 +373,7 @@ static void test_interop(void **state)
 
 	/* Nothing is left to do: a second prune changes no file, restic would prune nothing. */
 	char *l0 = listing(repo);
-	if (run_out(&out, "%s -r '%s' prune --max-unused 0", PRUNE, repo) != 0)
+	if (run_out(&out, RIX " -r '%s' prune --max-unused 0", repo) != 0)
 		fail_msg("rix prune (again):\n%s", out);
 	free(out);
 	char *l1 = listing(repo);
@@ -418,15 +413,17 @@ static void test_dry_run(void **state)
 	char repo[4300];
 	copy_base(repo, sizeof(repo), "dry");
 	char *l0 = listing(repo), *out;
-	static const char *const flags[] = { "--dry-run", "-n --max-unused 0", "--dry-run --max-unused unlimited",
-					     "-n --repack-small --repack-uncompressed" };
+	char forget[128];
+	snprintf(forget, sizeof(forget), "forget --dry-run --prune --max-unused 0 %s", v[1].snap);
+	const char *const flags[] = { "prune --dry-run", "prune -n --max-unused 0", "prune --dry-run --max-unused unlimited",
+				      "prune -n --repack-small --repack-uncompressed", forget };
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
-		if (run_out(&out, "%s -r '%s' prune %s", PRUNE, repo, flags[i]) != 0)
-			fail_msg("rix prune %s:\n%s", flags[i], out);
+		if (run_out(&out, RIX " -r '%s' %s", repo, flags[i]) != 0)
+			fail_msg("rix %s:\n%s", flags[i], out);
 		free(out);
 		char *l1 = listing(repo);
 		if (strcmp(l0, l1) != 0)
-			fail_msg("rix prune %s changed the repository:\nbefore:\n%s\nafter:\n%s", flags[i], l0, l1);
+			fail_msg("rix %s changed the repository:\nbefore:\n%s\nafter:\n%s", flags[i], l0, l1);
 		free(l1);
 	}
 	free(l0);
@@ -510,7 +507,7 @@ static size_t index_files_naming(char names[][65], size_t max, const char *repo,
 static void must_refuse(const char *repo, const char *what, const char *want)
 {
 	char *l0 = listing(repo), *out;
-	int rc = run_out(&out, "%s -r '%s' prune --max-unused 0", PRUNE_LOUD, repo);
+	int rc = run_out(&out, "'" RIX_CLI_PATH "' -r '%s' prune --max-unused 0", repo);
 	if (rc != 1 || (want != NULL && strstr(out, want) == NULL))
 		fail_msg("%s: rix prune exits %d (want 1, saying \"%s\"):\n%s", what, rc, want != NULL ? want : "", out);
 	char *l1 = listing(repo);
@@ -551,14 +548,14 @@ static void test_refusals(void **state)
 	copy_base(repo, sizeof(repo), "padded");
 	snprintf(path, sizeof(path), "%s/data/%.2s/%s", repo, tree_pack, tree_pack);
 	sh("chmod u+w '%s' && printf 'twelve bytes' >> '%s'", path, path);
-	must_refuse(repo, "a needed pack padded", REPAIR);
+	must_refuse(repo, "a needed pack padded", "repair index");
 	rix_test_rmtree(repo);
 	copy_base(repo, sizeof(repo), "truncated");
 	snprintf(path, sizeof(path), "%s/data/%.2s/%s", repo, note_pack, note_pack);
 	struct stat st;
 	assert_int_equal(stat(path, &st), 0);
 	sh("chmod u+w '%s' && truncate -s %lld '%s'", path, (long long)st.st_size - 100, path);
-	must_refuse(repo, "a needed pack truncated", REPAIR);
+	must_refuse(repo, "a needed pack truncated", "repair index");
 	rix_test_rmtree(repo);
 
 	/* The latest snapshot's tree in no index: the index files naming it deleted (the packs they
@@ -583,6 +580,56 @@ static void test_refusals(void **state)
 	copy_base(repo, sizeof(repo), "noblob");
 	assert_true(drop_from_index(repo, &note) >= 1);
 	must_refuse(repo, "a used data blob dropped from the index", "index is not complete");
+	rix_test_rmtree(repo);
+}
+
+/*
+ * Every index file of repo written again under a new name (the same JSON, sealed anew): each
+ * pack named by two index files with the same blobs, as a prune killed after writing the new
+ * index and before removing the old files leaves it (restic's index merge drops such exact
+ * duplicates).
+ */
+static void duplicate_index_files(const char *repo)
+{
+	rix_repo *r = open_repo(repo, NULL);
+	rix_id *files;
+	size_t n;
+	MUST(rix_repo_list_ids(&files, &n, r, RIX_FILE_INDEX));
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *json;
+		size_t len;
+		MUST(rix_repo_read_file(&json, &len, r, RIX_FILE_INDEX, &files[i]));
+		rix_id id;
+		MUST(rix_repo_write_file(&id, r, RIX_FILE_INDEX, json, len));
+		assert_memory_not_equal(&id, &files[i], sizeof(id));
+		rix_free(json);
+	}
+	rix_free(files);
+	rix_repo_free(r);
+}
+
+/*
+ * Each index file twice (an interrupted prune's state): restic prunes such a repository, and so
+ * must rix, leaving it whole.
+ */
+static void test_index_twice(void **state)
+{
+	(void)state;
+	char repo[4300], copy[4300];
+	copy_base(repo, sizeof(repo), "twice");
+	duplicate_index_files(repo);
+	copy_base(copy, sizeof(copy), "twice-restic");
+	rix_test_rmtree(copy);
+	sh("cp -a '%s' '%s'", repo, copy);
+	char *out;
+	if (run_out(&out, RESTIC " -r '%s' prune --max-unused 0", copy) != 0)
+		fail_msg("restic prune on a repository whose index files are all there twice:\n%s", out);
+	free(out);
+	rix_test_rmtree(copy);
+	if (run_out(&out, RIX " -r '%s' prune --max-unused 0", repo) != 0)
+		fail_msg("rix prune on a repository whose index files are all there twice:\n%s", out);
+	free(out);
+	verify(repo, true, false);
 	rix_test_rmtree(repo);
 }
 
@@ -632,14 +679,15 @@ static void test_crash(void **state)
 		/* Whatever point it died at: unlocked, the repository checks and every kept
 		 * snapshot restores whole. */
 		sh(RESTIC " -r '%s' unlock", repo);
-		verify(repo, false, false);
+		verify(repo, false, true);
 		/* The next prune finishes the work. */
 		char *out;
-		if (run_out(&out, "%s -r '%s' prune --max-unused 0", PRUNE, repo) != 0)
+		if (run_out(&out, RIX " -r '%s' prune --max-unused 0", repo) != 0)
 			fail_msg("rix prune after a kill before mutating operation %d:\n%s", n, out);
 		free(out);
-		if (rix_test_run(NULL, NULL, RESTIC " -r '%s' check --read-data >/dev/null", repo) != 0)
-			fail_msg("restic check --read-data fails after a kill at %d and a rerun of prune", n);
+		if (rix_test_run(NULL, NULL, RESTIC " -r '%s' check --read-data >/dev/null", repo) != 0 ||
+		    rix_test_run(NULL, NULL, RIX " -r '%s' check --read-data >/dev/null", repo) != 0)
+			fail_msg("check --read-data fails after a kill at %d and a rerun of prune", n);
 		char ids[256][65];
 		size_t np = list_packs(repo, ids, 256);
 		assert_false(has_id(ids, np, lost_pack));
@@ -659,6 +707,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dry_run),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_index_twice),
 		cmocka_unit_test(test_interop), /* last: it changes the versions' snapshots */
 	};
 	const struct CMUnitTest crash[] = {
