@@ -65,6 +65,28 @@ static int run_out(char **out, const char *fmt, ...)
 	return rix_test_run(out, NULL, "%s", cmd);
 }
 
+/*
+ * Fails the test at the caller's line with the message (printf-style; it may print a and b),
+ * freeing a and b first: a failed test leaks nothing for LeakSanitizer to report beside it.
+ */
+#define fail_free(a, b, ...) fail_free_at(__FILE__, __LINE__, a, b, __VA_ARGS__)
+static void fail_free_at(const char *file, int line, char *a, char *b, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6), noreturn));
+
+static void fail_free_at(const char *file, int line, char *a, char *b, const char *fmt, ...)
+{
+	static char msg[65536];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	free(a);
+	free(b);
+	print_error("ERROR: %s\n", msg);
+	_fail(file, line);
+	abort(); /* not reached: _fail leaves the test */
+}
+
 /* ---- the source and its versions ----------------------------------------------------------- */
 
 /* One version of the source tree: a copy of it, the snapshot taken of it, whether it is kept. */
@@ -300,7 +322,7 @@ static int group_setup(void **state)
 	char *out;
 	int rc = run_out(&out, "RIX_DEBUG_KILL_AFTER=3 " RIX " -r '%s' backup '%s'", base, src);
 	if (rc != -1 && rc != 128 + SIGKILL)
-		fail_msg("a backup with RIX_DEBUG_KILL_AFTER=3 was not killed (%d):\n%s", rc, out);
+		fail_free(out, NULL, "a backup with RIX_DEBUG_KILL_AFTER=3 was not killed (%d):\n%s", rc, out);
 	free(out);
 	rix_test_rmtree(lost);
 	size_t nafter = list_packs(base, after, 256);
@@ -344,7 +366,7 @@ static void test_interop(void **state)
 	/* The defaults: the unreferenced pack goes, the rest stays whole. */
 	char *out;
 	if (run_out(&out, RIX " -r '%s' prune", repo) != 0)
-		fail_msg("rix prune:\n%s", out);
+		fail_free(out, NULL, "rix prune:\n%s", out);
 	free(out);
 	char ids[256][65];
 	size_t n = list_packs(repo, ids, 256);
@@ -356,7 +378,7 @@ static void test_interop(void **state)
 	char before[256][65], after[256][65];
 	size_t nbefore = list_packs(repo, before, 256);
 	if (run_out(&out, RIX " -r '%s' forget %s --prune --max-unused 0", repo, v[1].snap) != 0)
-		fail_msg("rix forget --prune --max-unused 0:\n%s", out);
+		fail_free(out, NULL, "rix forget --prune --max-unused 0:\n%s", out);
 	free(out);
 	v[1].kept = false;
 	size_t nafter = list_packs(repo, after, 256);
@@ -374,16 +396,16 @@ static void test_interop(void **state)
 	/* Nothing is left to do: a second prune changes no file, restic would prune nothing. */
 	char *l0 = listing(repo);
 	if (run_out(&out, RIX " -r '%s' prune --max-unused 0", repo) != 0)
-		fail_msg("rix prune (again):\n%s", out);
+		fail_free(out, NULL, "rix prune (again):\n%s", out);
 	free(out);
 	char *l1 = listing(repo);
 	if (strcmp(l0, l1) != 0)
-		fail_msg("a second prune changed the repository:\nbefore:\n%s\nafter:\n%s", l0, l1);
+		fail_free(l0, l1, "a second prune changed the repository:\nbefore:\n%s\nafter:\n%s", l0, l1);
 	free(l0);
 	free(l1);
 	assert_int_equal(run_out(&out, "restic --no-cache -r '%s' prune --dry-run --max-unused 0", repo), 0);
 	if (count_after(out, "to repack:") != 0 || count_after(out, "total prune:") != 0)
-		fail_msg("after rix prune, restic still has work to do:\n%s", out);
+		fail_free(out, NULL, "after rix prune, restic still has work to do:\n%s", out);
 	free(out);
 
 	/* The other way: more snapshots, some forgotten, restic prunes, rix reads what is left. */
@@ -419,11 +441,11 @@ static void test_dry_run(void **state)
 				      "prune -n --repack-small --repack-uncompressed", forget };
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
 		if (run_out(&out, RIX " -r '%s' %s", repo, flags[i]) != 0)
-			fail_msg("rix %s:\n%s", flags[i], out);
+			fail_free(out, l0, "rix %s:\n%s", flags[i], out);
 		free(out);
 		char *l1 = listing(repo);
 		if (strcmp(l0, l1) != 0)
-			fail_msg("rix %s changed the repository:\nbefore:\n%s\nafter:\n%s", flags[i], l0, l1);
+			fail_free(l0, l1, "rix %s changed the repository:\nbefore:\n%s\nafter:\n%s", flags[i], l0, l1);
 		free(l1);
 	}
 	free(l0);
@@ -509,19 +531,19 @@ static void must_refuse(const char *repo, const char *what, const char *want)
 	char *l0 = listing(repo), *out;
 	int rc = run_out(&out, "'" RIX_CLI_PATH "' -r '%s' prune --max-unused 0", repo);
 	if (rc != 1 || (want != NULL && strstr(out, want) == NULL))
-		fail_msg("%s: rix prune exits %d (want 1, saying \"%s\"):\n%s", what, rc, want != NULL ? want : "", out);
+		fail_free(out, l0, "%s: rix prune exits %d (want 1, saying \"%s\"):\n%s", what, rc, want != NULL ? want : "", out);
+	free(out);
 	char *l1 = listing(repo);
 	if (strcmp(l0, l1) != 0)
-		fail_msg("%s: rix prune refused but changed the repository:\nbefore:\n%s\nafter:\n%s", what, l0, l1);
+		fail_free(l0, l1, "%s: rix prune refused but changed the repository:\nbefore:\n%s\nafter:\n%s", what, l0, l1);
 	free(l1);
-	free(out);
 	rc = run_out(&out, RESTIC " -r '%s' prune --max-unused 0", repo);
 	if (rc == 0)
-		fail_msg("%s: restic prune does not refuse (the damage is not what the test means):\n%s", what, out);
+		fail_free(out, l0, "%s: restic prune does not refuse (the damage is not what the test means):\n%s", what, out);
 	free(out);
 	l1 = listing(repo);
 	if (strcmp(l0, l1) != 0)
-		fail_msg("%s: restic prune changed the repository", what);
+		fail_free(l0, l1, "%s: restic prune changed the repository", what);
 	free(l1);
 	free(l0);
 }
@@ -623,11 +645,11 @@ static void test_index_twice(void **state)
 	sh("cp -a '%s' '%s'", repo, copy);
 	char *out;
 	if (run_out(&out, RESTIC " -r '%s' prune --max-unused 0", copy) != 0)
-		fail_msg("restic prune on a repository whose index files are all there twice:\n%s", out);
+		fail_free(out, NULL, "restic prune on a repository whose index files are all there twice:\n%s", out);
 	free(out);
 	rix_test_rmtree(copy);
 	if (run_out(&out, RIX " -r '%s' prune --max-unused 0", repo) != 0)
-		fail_msg("rix prune on a repository whose index files are all there twice:\n%s", out);
+		fail_free(out, NULL, "rix prune on a repository whose index files are all there twice:\n%s", out);
 	free(out);
 	verify(repo, true, false);
 	rix_test_rmtree(repo);
@@ -658,8 +680,8 @@ static bool prune_killed_at(const char *repo, int n)
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		size_t len;
 		char *text = rix_test_read_file(log, &len);
-		fail_msg("RIX_DEBUG_KILL_AFTER=%d rix prune failed without being killed (status %d):\n%s", n, status,
-			 text != NULL ? text : "");
+		fail_free(text, NULL, "RIX_DEBUG_KILL_AFTER=%d rix prune failed without being killed (status %d):\n%s", n,
+			  status, text != NULL ? text : "");
 	}
 	unlink(log);
 	return false;
@@ -683,7 +705,7 @@ static void test_crash(void **state)
 		/* The next prune finishes the work. */
 		char *out;
 		if (run_out(&out, RIX " -r '%s' prune --max-unused 0", repo) != 0)
-			fail_msg("rix prune after a kill before mutating operation %d:\n%s", n, out);
+			fail_free(out, NULL, "rix prune after a kill before mutating operation %d:\n%s", n, out);
 		free(out);
 		if (rix_test_run(NULL, NULL, RESTIC " -r '%s' check --read-data >/dev/null", repo) != 0 ||
 		    rix_test_run(NULL, NULL, RIX " -r '%s' check --read-data >/dev/null", repo) != 0)
