@@ -10,8 +10,12 @@
  *                 saved again (rix_repo_save_blob_copy), flushed; the index rewritten without the
  *                 packs that go (rix_index_writer), old index files removed; packs removed
  *
- * Memory: the used sets (one entry per used blob), a record per pack, a small table of duplicate
- * blobs, and during the run the blobs to repack and one batch of the index being rewritten.
+ * Memory: the used data blobs as 64-bit keyed fingerprints (8 bytes a slot, at most 3/4 full: a
+ * fingerprint shared by an unused blob only keeps that blob, never loses one; whether every used
+ * blob is in the index is checked on the IDs themselves, while walking), the used trees exactly
+ * (a subtree taken as seen when it was not would lose its blobs), a record per pack, a small
+ * table of duplicate blobs, and during the run the blobs to repack and one batch of the index
+ * being rewritten.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <xxhash.h>
 
 #include "rix/alloc.h"
 #include "rix/error.h"
@@ -122,12 +130,69 @@ struct dup {
 	uint8_t type, count, used; /* used: the slot is taken */
 };
 
+/* A set of data blob IDs as keyed 64-bit fingerprints: open addressing, 0 is an empty slot. */
+struct fpset {
+	uint64_t *slot;
+	size_t cap, n; /* cap: a power of two, or 0 */
+	uint64_t seed;
+};
+
+static uint64_t fp_of(const struct fpset *s, const rix_id *id)
+{
+	uint64_t h = XXH3_64bits_withSeed(id->b, sizeof(id->b), s->seed);
+	return h != 0 ? h : 1;
+}
+
+static bool fp_has(const struct fpset *s, const rix_id *id)
+{
+	if (s->cap == 0)
+		return false;
+	uint64_t h = fp_of(s, id);
+	for (size_t i = (size_t)(h >> 20) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if (s->slot[i] == h)
+			return true;
+		if (s->slot[i] == 0)
+			return false;
+	}
+}
+
+static void fp_put(struct fpset *s, uint64_t h)
+{
+	size_t i = (size_t)(h >> 20) & (s->cap - 1);
+	while (s->slot[i] != 0 && s->slot[i] != h)
+		i = (i + 1) & (s->cap - 1);
+	s->n += s->slot[i] == 0;
+	s->slot[i] = h;
+}
+
+/* Adds id: 0, or RIX_ENOMEM. */
+static int fp_add(struct fpset *s, const rix_id *id)
+{
+	if ((s->n + 1) * 4 > s->cap * 3) {
+		size_t cap = s->cap ? 2 * s->cap : 1024;
+		uint64_t *v = rix_calloc(cap, sizeof(*v)), *old = s->slot;
+		if (v == NULL)
+			return rix_error_set(RIX_ENOMEM, "prune: out of memory");
+		size_t oldcap = s->cap;
+		s->slot = v;
+		s->cap = cap;
+		s->n = 0;
+		for (size_t i = 0; i < oldcap; i++)
+			if (old[i] != 0)
+				fp_put(s, old[i]);
+		rix_free(old);
+	}
+	fp_put(s, fp_of(s, id));
+	return 0;
+}
+
 struct rix_prune_plan {
 	rix_repo *r;
 	rix_master_index *mi;
 	rix_prune_options o;
 	rix_prune_stats st;
-	rix_indexmap *used[RIX_BLOB_TYPES]; /* the used blobs (locations unused) */
+	struct fpset data;                  /* the used data blobs */
+	rix_indexmap *trees;                /* the used trees (locations unused) */
 	rix_indexmap *packmap;              /* pack ID -> loc.pack = its number in packs */
 	struct pinfo *packs;
 	size_t npacks, packs_cap;
@@ -185,8 +250,8 @@ void rix_prune_plan_free(rix_prune_plan *p)
 {
 	if (p == NULL)
 		return;
-	for (int t = 0; t < RIX_BLOB_TYPES; t++)
-		rix_indexmap_free(p->used[t]);
+	rix_free(p->data.slot);
+	rix_indexmap_free(p->trees);
 	rix_indexmap_free(p->packmap);
 	rix_free(p->packs);
 	rix_free(p->dups);
@@ -222,28 +287,23 @@ struct walk {
 	int err;
 	char errmsg[512];
 	size_t trees;
+	uint64_t missing; /* data blobs a tree names that no index does */
+	rix_id first_missing;
 };
 
 static bool used_has(const rix_prune_plan *p, rix_blob_type t, const rix_id *id)
 {
-	return rix_indexmap_lookup(NULL, p->used[t], id) == 0;
+	return t == RIX_BLOB_DATA ? fp_has(&p->data, id) : rix_indexmap_lookup(NULL, p->trees, id) == 0;
 }
 
-/* Adds (t, id) to the used set (w->mu held): 1 new, 0 known, < 0 an error. */
-static int used_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id)
-{
-	static const rix_loc none = { 0 };
-	if (used_has(p, t, id))
-		return 0;
-	int rc = rix_indexmap_add(p->used[t], id, &none);
-	return rc != 0 ? rc : 1;
-}
-
-/* A new tree (w->mu held): into the used set, and onto the stack when new. */
+/* A tree (w->mu held): into the used set, and onto the stack when new. */
 static int add_tree(struct walk *w, const rix_id *id)
 {
-	int rc = used_add(w->p, RIX_BLOB_TREE, id);
-	if (rc <= 0)
+	static const rix_loc none = { 0 };
+	if (rix_indexmap_lookup(NULL, w->p->trees, id) == 0)
+		return 0;
+	int rc = rix_indexmap_add(w->p->trees, id, &none);
+	if (rc != 0)
 		return rc;
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 256;
@@ -280,20 +340,33 @@ static void *walk_worker(void *arg)
 		rix_tree *t = NULL;
 		int rc = rix_tree_load(&t, w->p->r, &id);
 		char msg[400] = "";
-		if (rc != 0)
+		uint64_t missing = 0;
+		rix_id first_missing;
+		if (rc != 0) {
 			snprintf(msg, sizeof(msg), "%s", rix_error_last());
+		} else { /* the index's answer, without the lock: every data blob must be in it */
+			size_t nn = rix_tree_count(t);
+			for (size_t i = 0; i < nn; i++) {
+				const rix_node *nd = rix_tree_node(t, i);
+				for (size_t k = 0; k < nd->content_len; k++)
+					if (!rix_master_index_has(w->p->mi, RIX_BLOB_DATA, &nd->content[k]) && missing++ == 0)
+						first_missing = nd->content[k];
+			}
+		}
 		pthread_mutex_lock(&w->mu);
 		if (rc != 0) {
 			walk_fail(w, rc, "unable to load a tree from the repository: %s", msg);
 		} else {
+			if (missing > 0 && w->missing++ == 0)
+				w->first_missing = first_missing;
 			size_t nn = rix_tree_count(t);
 			for (size_t i = 0; i < nn && w->err == 0; i++) {
 				const rix_node *nd = rix_tree_node(t, i);
-				for (size_t k = 0; k < nd->content_len && rc >= 0; k++)
-					rc = used_add(w->p, RIX_BLOB_DATA, &nd->content[k]);
-				if (rc >= 0 && nd->type == RIX_NODE_DIR && nd->subtree != NULL)
+				for (size_t k = 0; k < nd->content_len && rc == 0; k++)
+					rc = fp_add(&w->p->data, &nd->content[k]);
+				if (rc == 0 && nd->type == RIX_NODE_DIR && nd->subtree != NULL)
 					rc = add_tree(w, nd->subtree);
-				if (rc < 0)
+				if (rc != 0)
 					walk_fail(w, rc, "%s", rix_error_last());
 			}
 			w->trees++;
@@ -345,8 +418,6 @@ static int find_used(rix_prune_plan *p)
 			continue;
 		p->st.snapshots++;
 		rc = add_tree(&w, &l->items[i]->tree);
-		if (rc > 0)
-			rc = 0;
 	}
 	rix_snapshot_list_free(l);
 	say(p, 1, "finding data that is still in use for %zu snapshots", p->st.snapshots);
@@ -355,6 +426,15 @@ static int find_used(rix_prune_plan *p)
 		rix__pool_run(rix__pool_size(want ? want : 4, 16), walk_worker, &w);
 		if (w.err != 0)
 			rc = rix_error_set(w.err, "%s", w.errmsg);
+	}
+	if (rc == 0 && w.missing > 0) {
+		char hex[65];
+		rix_id_to_hex(hex, &w.first_missing);
+		say(p, 0, "data blob %s not found in the index", hex);
+		rc = rix_error_set(RIX_ECORRUPT,
+				   "index is not complete: %" PRIu64 " trees name data blobs no index names (%s, ...); will not start "
+				   "prune to prevent (additional) data loss; run 'rix repair index', then 'rix check'",
+				   w.missing, hex);
 	}
 	p->st.trees = w.trees;
 	progress(p, "trees", w.trees, w.trees);
@@ -442,16 +522,10 @@ static void pack_blob(struct pinfo *ip, const rix_packed_blob *pb)
 		ip->uncompressed = true;
 }
 
-struct pass {
-	rix_prune_plan *p;
-	uint64_t found; /* distinct used blobs met */
-};
-
 /* First pass: each entry is used (the first copy met), duplicate or unused. */
 static int first_pass(void *arg, const rix_packed_blob *pb)
 {
-	struct pass *ps = arg;
-	rix_prune_plan *p = ps->p;
+	rix_prune_plan *p = arg;
 	uint32_t s = pack_slot(p, &pb->pack_id);
 	if (s == UINT32_MAX)
 		return oom();
@@ -468,7 +542,6 @@ static int first_pass(void *arg, const rix_packed_blob *pb)
 	if (copies <= 1) {
 		p->st.size.used += pb->length;
 		p->st.blobs.used++;
-		ps->found++;
 		ip->used_size += pb->length;
 		ip->used_blobs++;
 		return 0;
@@ -477,7 +550,6 @@ static int first_pass(void *arg, const rix_packed_blob *pb)
 	if (dup_find(p, pb->type, &pb->id) == NULL) {
 		p->st.size.used += pb->length;
 		p->st.blobs.used++;
-		ps->found++;
 		return dup_add(p, pb->type, &pb->id, copies > 255 ? 255 : (uint8_t)copies);
 	}
 	p->st.size.duplicate += pb->length;
@@ -512,46 +584,12 @@ static int second_pass(void *arg, const rix_packed_blob *pb)
 	return 0;
 }
 
-struct missing {
-	rix_prune_plan *p;
-	rix_blob_type t;
-	uint64_t n;
-	char first[65];
-};
-
-static int find_missing(void *arg, const rix_id *id, const rix_loc *loc)
-{
-	(void)loc;
-	struct missing *m = arg;
-	if (!rix_master_index_has(m->p->mi, m->t, id)) {
-		if (m->n++ == 0)
-			rix_id_to_hex(m->first, id);
-	}
-	return 0;
-}
-
 static int pack_info(rix_prune_plan *p)
 {
 	say(p, 1, "searching used packs...");
-	struct pass ps = { .p = p };
-	int rc = rix_master_index_foreach(p->mi, first_pass, &ps);
+	int rc = rix_master_index_foreach(p->mi, first_pass, p);
 	if (rc != 0)
 		return rc;
-	uint64_t want = rix_indexmap_count(p->used[RIX_BLOB_DATA]) + rix_indexmap_count(p->used[RIX_BLOB_TREE]);
-	if (ps.found != want) {
-		struct missing m = { .p = p };
-		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-			m.t = (rix_blob_type)t;
-			uint64_t before = m.n;
-			(void)rix_indexmap_foreach(p->used[t], find_missing, &m);
-			if (m.n > before && before == 0)
-				say(p, 0, "%s blob %s not found in the index", t == RIX_BLOB_TREE ? "tree" : "data", m.first);
-		}
-		return rix_error_set(RIX_ECORRUPT,
-				     "index is not complete: %" PRIu64 " blobs the snapshots use are not in the index (%s, ...); "
-				     "will not start prune to prevent (additional) data loss; run 'rix repair index', then 'rix check'",
-				     m.n, m.first);
-	}
 	if (p->ndups > 0)
 		rc = rix_master_index_foreach(p->mi, second_pass, p);
 	return rc;
@@ -707,7 +745,8 @@ static int decide(rix_prune_plan *p)
 	}
 	pthread_mutex_lock(&candidates_mu);
 	target_size = target;
-	qsort(cand, ncand, sizeof(*cand), cmp_candidate);
+	if (ncand > 1)
+		qsort(cand, ncand, sizeof(*cand), cmp_candidate);
 	pthread_mutex_unlock(&candidates_mu);
 	uint64_t max_after = UINT64_MAX;
 	if (p->o.max_unused == RIX_PRUNE_UNUSED_PERCENT)
@@ -745,7 +784,8 @@ static int decide(rix_prune_plan *p)
 	p->st.packs.repack = p->nlists[RIX_PRUNE_REPACK];
 	p->st.packs.remove = p->nlists[RIX_PRUNE_REMOVE];
 	for (int i = 0; i < 3; i++)
-		qsort(p->lists[i], p->nlists[i], sizeof(rix_id), cmp_id);
+		if (p->nlists[i] > 1)
+			qsort(p->lists[i], p->nlists[i], sizeof(rix_id), cmp_id);
 	return 0;
 }
 
@@ -764,9 +804,9 @@ int rix_prune_plan_new(rix_prune_plan **out, rix_repo *r, const rix_prune_option
 	p->r = r;
 	p->mi = rix_repo_master_index(r);
 	p->o = *opt;
-	int rc = 0;
-	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++)
-		rc = rix_indexmap_new(&p->used[t]);
+	if (getrandom(&p->data.seed, sizeof(p->data.seed), GRND_NONBLOCK) != (ssize_t)sizeof(p->data.seed))
+		p->data.seed = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)p;
+	int rc = rix_indexmap_new(&p->trees);
 	if (rc == 0)
 		rc = rix_indexmap_new(&p->packmap);
 	if (rc == 0)
@@ -955,7 +995,8 @@ static int run_repack(rix_prune_plan *p)
 	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++)
 		rc = rix_indexmap_new(&rp.saved[t]);
 	if (rc == 0) {
-		qsort(rp.v, rp.n, sizeof(*rp.v), cmp_rblob);
+		if (rp.n > 1)
+			qsort(rp.v, rp.n, sizeof(*rp.v), cmp_rblob);
 		rp.starts = rix_malloc((rp.n + 1) * sizeof(*rp.starts));
 		if (rp.starts == NULL)
 			rc = oom();
@@ -1073,9 +1114,10 @@ static int cmp_blob_offset(const void *a, const void *b)
 	return (x->offset > y->offset) - (x->offset < y->offset);
 }
 
-/* Blobs held at once while rewriting: batches of packs up to this many blobs, one pass over the
- * master index each. */
-#define REWRITE_BATCH_BLOBS ((uint64_t)1 << 20)
+/* Blobs held at once while rewriting: batches of packs of about an eighth of the blobs kept (so
+ * at most about eight passes over the master index, one a batch), at least 256 Ki blobs. */
+#define REWRITE_PASSES 8
+#define REWRITE_BATCH_MIN ((uint64_t)1 << 18)
 
 static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 {
@@ -1092,11 +1134,15 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 	uint64_t total = 0;
 	for (size_t i = 0; i < w.npacks; i++)
 		total += w.packs[i].skip ? 0 : w.packs[i].n;
-	uint64_t done = 0;
+	uint64_t done = 0, batch = total / REWRITE_PASSES + 1;
+	if (batch < REWRITE_BATCH_MIN)
+		batch = REWRITE_BATCH_MIN;
+	if (p->o.rewrite_batch != 0)
+		batch = p->o.rewrite_batch;
 	for (size_t first = 0; rc == 0 && first < w.npacks;) {
 		size_t last = first;
 		uint64_t sum = 0;
-		while (last < w.npacks && (last == first || sum + w.packs[last].n <= REWRITE_BATCH_BLOBS)) {
+		while (last < w.npacks && (last == first || sum + w.packs[last].n <= batch)) {
 			if (!w.packs[last].skip) {
 				w.packs[last].off = (size_t)sum;
 				w.packs[last].fill = 0;
@@ -1116,7 +1162,8 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 				struct ipack *ip = &w.packs[i];
 				if (ip->skip)
 					continue;
-				qsort(w.blobs + ip->off, ip->fill, sizeof(rix_blob), cmp_blob_offset);
+				if (ip->fill > 1)
+					qsort(w.blobs + ip->off, ip->fill, sizeof(rix_blob), cmp_blob_offset);
 				rc = rix_index_writer_add(iw, &ip->id, w.blobs + ip->off, ip->fill);
 				done += ip->fill;
 			}
@@ -1178,6 +1225,11 @@ int rix_prune_run(rix_prune_plan *p)
 		if (rc != 0)
 			return rc;
 	}
+	/* The used sets are done with: their memory goes before the index is rewritten. */
+	rix_free(p->data.slot);
+	p->data = (struct fpset){ 0 };
+	rix_indexmap_free(p->trees);
+	p->trees = NULL;
 	bool rewrite = p->nlists[RIX_PRUNE_REPACK] + p->nlists[RIX_PRUNE_REMOVE] > 0;
 	for (size_t i = 0; i < p->npacks && !rewrite; i++)
 		rewrite = p->packs[i].action == A_IGNORE;

@@ -76,6 +76,9 @@ typedef struct rix_prune_options {
 	void (*progress)(void *payload, const char *phase, uint64_t done, uint64_t total);
 	void *payload;
 	unsigned workers; /* threads walking trees and repacking; 0: rix_repo_workers() */
+	/* Index entries held at once while the index is rewritten, one pass over the master index
+	 * per batch of packs; 0: an eighth of the entries kept, at least 256 Ki (tests set it low). */
+	uint64_t rewrite_batch;
 } rix_prune_options;
 #define RIX_PRUNE_OPTIONS_INIT                                                                                 \
 	{ .version = RIX_PRUNE_OPTIONS_VERSION, .max_unused = RIX_PRUNE_UNUSED_PERCENT, .max_unused_percent = 5, \
