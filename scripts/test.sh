@@ -18,9 +18,11 @@ run() { # name, ctest -E regex (or ''), cmake args...
 run build-test '' -DCMAKE_BUILD_TYPE=RelWithDebInfo
 run build-asan '' -DCMAKE_BUILD_TYPE=Debug -DRIX_SANITIZE=address,undefined -DRIX_BUILD_BENCH=OFF
 # TSan: every test but the ones that compare the rix command's output with restic's (single-
-# threaded formatting, 650 CPU-seconds under TSan); the threaded paths (backup readers, restore
-# workers, progress and signal threads, the master index) keep it through the others.
-run build-tsan '^test_cli(|_snapshots|_browse|_forget)$' -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRIX_SANITIZE=thread -DRIX_BUILD_BENCH=OFF
+# threaded formatting, 650 CPU-seconds under TSan) and run the prune command against restic (its
+# threads are test_pruner's, which TSan runs); the threaded paths (backup readers, restore
+# workers, progress and signal threads, the master index, prune's walkers and repackers) keep it
+# through the others.
+run build-tsan '^(test_cli(|_snapshots|_browse|_forget)|test_prune(|_crash))$' -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRIX_SANITIZE=thread -DRIX_BUILD_BENCH=OFF
 echo "== build-rel: Release build (main job, benchmarks)"
 cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=Release -DRIX_BUILD_TESTS=OFF >/dev/null
 cmake --build build-rel -j"$jobs" >/dev/null
