@@ -102,6 +102,8 @@ int resolve_repository(void);
 /* The compression mode repositories are opened with: --compression, else RIX_/RESTIC_COMPRESSION,
  * else auto (restic's values: auto, off, max). 0, or 1 (reported: another value). */
 int resolve_compression(void);
+/* The mode resolve_compression found. */
+rix_compression cli_compression(void);
 void index_error(void *arg, const char *name, int code, const char *msg);
 /* Loads the index; an index file that cannot be read fails it (each named on stderr). 0 or 1. */
 int load_index(rix_repo *r, rix_repo_load_stats *st, double *secs);

@@ -264,6 +264,8 @@ int cmd_forget(int argc, char **argv)
 		}
 	}
 	filter_flags_done(&ff);
+	if (rc == 0 && prune && po.repack_uncompressed && cli_compression() == RIX_COMPRESSION_OFF)
+		rc = die("disabled compression and `--repack-uncompressed` are mutually exclusive");
 	if (rc == 0 && g.no_lock && !dry_run)
 		rc = die("--no-lock is only applicable in combination with --dry-run for forget command");
 	rix_repo *r = NULL;

@@ -198,6 +198,8 @@ int cmd_prune(int argc, char **argv)
 		else
 			return die("prune: no arguments expected, got %s", argv[i]);
 	}
+	if (o.repack_uncompressed && cli_compression() == RIX_COMPRESSION_OFF)
+		return die("disabled compression and `--repack-uncompressed` are mutually exclusive");
 	rix_repo *r;
 	rix_lock *lock;
 	int rc = open_repo_locked(&r, &lock, true);

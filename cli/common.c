@@ -318,6 +318,11 @@ int resolve_repository(void)
 
 static rix_compression compression = RIX_COMPRESSION_AUTO;
 
+rix_compression cli_compression(void)
+{
+	return compression;
+}
+
 int resolve_compression(void)
 {
 	const char *c = g.compression, *from = "--compression";
