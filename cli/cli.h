@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -243,6 +244,12 @@ int cmd_snapshots(int argc, char **argv);
 int cmd_tag(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_forget(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
+/* prune's flags at argv[*i] (prune and forget --prune): 1 taken, 0 not one, -1 a bad value (reported). */
+int prune_flag(rix_prune_options *o, int argc, char **argv, int *i);
+/* Loads r's index and prunes it (r locked exclusively by the caller), printing as restic 0.14's
+ * prune; dry_run: the plan only. 0, or the exit status of a failure (reported). */
+int run_prune(rix_repo *r, const rix_prune_options *o, bool dry_run);
 int cmd_ls(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_dump(int argc, char **argv);

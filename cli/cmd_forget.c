@@ -5,7 +5,8 @@
  * (rix/forget.h). Text: "Applying Policy: ...", then per group restic's tables "keep N
  * snapshots:" (with the reasons) and "remove N snapshots:"; --json: restic's list of groups
  * (tags, host, paths, keep, remove, reasons). An exclusive lock, but for --dry-run with --no-lock.
- * --prune is refused: prune is not implemented yet.
+ * --prune: then prune (cmd_prune.c, with prune's flags), the removed snapshots not counted, as
+ * restic 0.14 (in a dry run too: a dry run of prune).
  */
 #include "cli.h"
 
@@ -234,6 +235,7 @@ int cmd_forget(int argc, char **argv)
 	char **ids = calloc((size_t)argc + 1, sizeof(*ids));
 	int nids = 0, rc = 0;
 	bool compact = false, dry_run = false, prune = false;
+	rix_prune_options po = RIX_PRUNE_OPTIONS_INIT;
 	unsigned by = RIX_GROUP_HOST | RIX_GROUP_PATHS;
 	if (ids == NULL)
 		return die("out of memory");
@@ -242,6 +244,8 @@ int cmd_forget(int argc, char **argv)
 		int k = keep_flag(&p, &keep_tags, argc, argv, &i);
 		if (k == 0 && strcmp(argv[i], "-H") != 0) /* forget's -H is --keep-hourly, not --host */
 			k = filter_flag(&ff, argc, argv, &i);
+		if (k == 0)
+			k = prune_flag(&po, argc, argv, &i);
 		if (k != 0) {
 			rc = k < 0;
 		} else if (flag_value(&v, argc, argv, &i, "--group-by") || flag_value(&v, argc, argv, &i, "-g")) {
@@ -260,8 +264,6 @@ int cmd_forget(int argc, char **argv)
 		}
 	}
 	filter_flags_done(&ff);
-	if (rc == 0 && prune)
-		rc = die("forget: --prune: prune is not implemented yet (forget without --prune removes the snapshots only)");
 	if (rc == 0 && g.no_lock && !dry_run)
 		rc = die("--no-lock is only applicable in combination with --dry-run for forget command");
 	rix_repo *r = NULL;
@@ -312,6 +314,13 @@ int cmd_forget(int argc, char **argv)
 				printf("removed <snapshot/%.10s>\n", hex);
 			}
 		}
+	}
+	if (rc == 0 && nrm > 0 && prune) {
+		if (!g.json && !g.quiet)
+			printf("%zu snapshots have been removed, running prune\n", nrm);
+		po.ignore_snapshots = rm;
+		po.nignore_snapshots = nrm;
+		rc = run_prune(r, &po, dry_run);
 	}
 	free(rm);
 	rix_snapshot_groups_free(groups, ngroups);

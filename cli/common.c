@@ -3,6 +3,8 @@
  */
 #include "cli.h"
 
+#include <stdatomic.h>
+
 struct cli_globals g = { .version = 2 };
 
 int die(const char *fmt, ...)
@@ -393,6 +395,103 @@ int rest_settings(const char *cacert, bool insecure_tls, uint64_t limit_upload, 
 }
 
 /*
+ * The crash hook of the tests. With RIX_DEBUG_KILL_AFTER=N in the environment (N > 0) the backend
+ * is wrapped so that the N-th operation that changes the repository (write, write_file and
+ * remove, counted together from every thread since the opening) kills the process with SIGKILL
+ * just before it is made, as a crash at that point would. The crash tests (test_prune) run a
+ * command for N = 1, 2, ... and check what each run leaves. Without the variable nothing is
+ * wrapped: one getenv per opening is all it costs.
+ */
+typedef struct killer {
+	rix_backend_ops ops;            /* the inner backend's kind, these functions */
+	rix_backend *inner;
+	unsigned long at;               /* the operation to die before (1-based) */
+	_Atomic unsigned long ops_done; /* mutating operations begun so far */
+} killer;
+
+static void kill_point(killer *k)
+{
+	if (atomic_fetch_add(&k->ops_done, 1) + 1 == k->at)
+		kill(getpid(), SIGKILL);
+}
+
+static int kill_list(void *self, rix_file_type t, rix_backend_list_fn fn, void *payload)
+{
+	return rix_backend_list(((killer *)self)->inner, t, fn, payload);
+}
+
+static int kill_stat(void *self, rix_file_type t, const char *name, uint64_t *size)
+{
+	return rix_backend_stat(size, ((killer *)self)->inner, t, name);
+}
+
+static int kill_read(void *self, rix_file_type t, const char *name, uint64_t off, void *buf, size_t len)
+{
+	return rix_backend_read(((killer *)self)->inner, t, name, off, buf, len);
+}
+
+static int kill_write(void *self, rix_file_type t, const char *name, const void *data, size_t n)
+{
+	kill_point(self);
+	return rix_backend_write(((killer *)self)->inner, t, name, data, n);
+}
+
+static int kill_write_file(void *self, rix_file_type t, const char *name, int fd, const char *path, uint64_t size,
+			   bool *taken)
+{
+	kill_point(self);
+	return rix_backend_write_file(taken, ((killer *)self)->inner, t, name, fd, path, size);
+}
+
+static int kill_remove(void *self, rix_file_type t, const char *name)
+{
+	kill_point(self);
+	return rix_backend_remove(((killer *)self)->inner, t, name);
+}
+
+static const char *kill_temp_dir(void *self)
+{
+	return rix_backend_temp_dir(((killer *)self)->inner);
+}
+
+static void kill_close(void *self)
+{
+	killer *k = self;
+	rix_backend_free(k->inner);
+	free(k);
+}
+
+/* *b wrapped by the crash hook when RIX_DEBUG_KILL_AFTER asks for it; on failure *b is freed. */
+static int kill_hook(rix_backend **b)
+{
+	const char *v = getenv("RIX_DEBUG_KILL_AFTER");
+	if (v == NULL)
+		return 0;
+	char *end;
+	unsigned long at = strtoul(v, &end, 10);
+	if (at == 0 || *end != '\0')
+		return 0;
+	killer *k = calloc(1, sizeof(*k));
+	if (k == NULL) {
+		rix_backend_free(*b);
+		*b = NULL;
+		return rix_error_set(RIX_ENOMEM, "out of memory");
+	}
+	k->ops = (rix_backend_ops){ .kind = rix_backend_kind(*b), .list = kill_list, .stat = kill_stat,
+				    .read = kill_read, .write = kill_write, .write_file = kill_write_file,
+				    .remove = kill_remove, .temp_dir = kill_temp_dir, .close = kill_close };
+	k->inner = *b;
+	k->at = at;
+	int rc = rix_backend_new(b, &k->ops, k);
+	if (rc != 0) {
+		rix_backend_free(k->inner);
+		free(k);
+		*b = NULL;
+	}
+	return rc;
+}
+
+/*
  * "rest:http://..." or a local path ("local:" optional), behind the --limit-upload /
  * --limit-download limiter (all its transfers together, as restic's) when one is set.
  */
@@ -408,17 +507,19 @@ int open_backend(const char *path, int create, rix_backend **b)
 	} else {
 		rc = rix_backend_local_open(b, path, create);
 	}
-	if (rc != 0 || (limit_up == 0 && limit_down == 0))
+	if (rc != 0)
 		return rc;
-	rix_backend *limited;
-	rc = rix_backend_limit(&limited, *b, limit_up, limit_down);
-	if (rc != 0) {
-		rix_backend_free(*b);
-		*b = NULL;
-		return rc;
+	if (limit_up != 0 || limit_down != 0) {
+		rix_backend *limited;
+		rc = rix_backend_limit(&limited, *b, limit_up, limit_down);
+		if (rc != 0) {
+			rix_backend_free(*b);
+			*b = NULL;
+			return rc;
+		}
+		*b = limited;
 	}
-	*b = limited;
-	return 0;
+	return kill_hook(b);
 }
 
 /* The index-loading progress line on a terminal, rewritten in place. */

@@ -57,7 +57,21 @@ static const struct command commands[] = {
 	  "-c no paths, a tag a line\n"
 	  "--dry-run remove nothing, say what would be removed\n"
 	  "-n remove nothing, say what would be removed\n"
-	  "--prune refused: prune is not implemented yet\n" },
+	  "--prune prune after removing snapshots (with prune's flags)\n"
+	  "--max-unused= tolerate this much unused data: a size (k/m/g/t), N% (default 5%) or unlimited\n"
+	  "--max-repack-size= repack at most this much (k/m/g/t)\n"
+	  "--repack-cacheable-only repack only tree packs\n"
+	  "--repack-small repack packs under 80% of the pack size\n"
+	  "--repack-uncompressed repack every pack holding uncompressed blobs (version 2)\n" },
+	{ "prune", cmd_prune, "prune [--max-unused L] [--max-repack-size S] [--repack-*] [--dry-run]",
+	  "remove the data no snapshot uses: unused packs deleted, partly used ones repacked (restic 0.14's rules)",
+	  "--max-unused= tolerate this much unused data: a size (k/m/g/t), N% (default 5%) or unlimited\n"
+	  "--max-repack-size= repack at most this much (k/m/g/t)\n"
+	  "--repack-cacheable-only repack only tree packs\n"
+	  "--repack-small repack packs under 80% of the pack size\n"
+	  "--repack-uncompressed repack every pack holding uncompressed blobs (version 2)\n"
+	  "--dry-run change nothing, say what would be done (with -v: which packs)\n"
+	  "-n change nothing, say what would be done\n" },
 	{ "list", cmd_list, "list blobs|packs|index|keys|snapshots|locks", "list the repository's files or blobs", "" },
 	{ "cat", cmd_cat, "cat config|index ID|snapshot ID|blob ID|pack-header ID|tree ID|tree SNAPSHOT[:PATH]", "print an object of the repository",
 	  "" },

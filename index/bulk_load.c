@@ -197,6 +197,18 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 		if (rc != 0)
 			goto done;
 	}
+	/* A pack named by two index files (an interrupted prune's or repair's state): its entries
+	 * are there twice; one of each is dropped, as restic's merge does. */
+	if (k->npacks > 0) {
+		int rep = rix__packs_repeat(next->packs, next->npacks);
+		for (int t = 0; t < RIX_BLOB_TYPES && rep > 0; t++)
+			if (next->frozen[t] != cur->frozen[t])
+				(void)rix__frozen_drop_same(next->frozen[t], next->packs);
+		if (rep < 0) {
+			rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for the bulk load");
+			goto done;
+		}
+	}
 	rix__master_index_publish(mi, cur, next, nids, mi->nindex_ids + k->nids, false);
 	next = NULL;
 	nids = NULL;

@@ -262,3 +262,60 @@ int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t c
 	*out = f;
 	return 0;
 }
+
+static int same_place(const struct fentry *a, const struct fentry *b, const rix_id *packs)
+{
+	return a->loc.offset == b->loc.offset && a->loc.length == b->loc.length &&
+	       a->loc.uncompressed_length == b->loc.uncompressed_length && rix__id_eq(&a->id, &b->id) &&
+	       (a->loc.pack == b->loc.pack || rix__id_eq(&packs[a->loc.pack], &packs[b->loc.pack]));
+}
+
+uint32_t rix__frozen_drop_same(struct frozen *f, const rix_id *packs)
+{
+	if (f == NULL || f->count == 0)
+		return 0;
+	uint32_t w = 0;
+	for (uint32_t b = 0; b < f->nb; b++) {
+		uint32_t start = (uint32_t)f->buckets[b], end = (uint32_t)f->buckets[b + 1];
+		uint32_t first = w;
+		for (uint32_t i = start; i < end; i++) {
+			int dup = 0;
+			for (uint32_t k = first; k < w && !dup; k++)
+				dup = same_place(&f->entries[k], &f->entries[i], packs);
+			if (!dup) {
+				if (w != i)
+					f->entries[w] = f->entries[i];
+				w++;
+			}
+		}
+		f->buckets[b] = (f->buckets[b] & ~(uint64_t)0xFFFFFFFFu) | first;
+	}
+	uint32_t dropped = f->count - w;
+	f->buckets[f->nb] = w;
+	f->count = w;
+	return dropped;
+}
+
+int rix__packs_repeat(const rix_id *packs, uint32_t n)
+{
+	if (n < 2)
+		return 0;
+	uint32_t cap = 1024;
+	while (cap < 2 * (uint64_t)n)
+		cap *= 2;
+	uint32_t *slot = rix_malloc((size_t)cap * sizeof(*slot)); /* pack number + 1; 0: empty */
+	if (slot == NULL)
+		return -1;
+	memset(slot, 0, (size_t)cap * sizeof(*slot));
+	int repeat = 0;
+	for (uint32_t i = 0; i < n && !repeat; i++) {
+		uint64_t h;
+		memcpy(&h, packs[i].b, sizeof(h)); /* pack IDs are SHA-256 sums: their bits are spread */
+		uint32_t j = (uint32_t)h & (cap - 1);
+		while (slot[j] != 0 && !(repeat = rix__id_eq(&packs[slot[j] - 1], &packs[i])))
+			j = (j + 1) & (cap - 1);
+		slot[j] = i + 1;
+	}
+	rix_free(slot);
+	return repeat;
+}

@@ -94,6 +94,17 @@ int rix__frozen_build(struct frozen **out, const struct merge_src *srcs, size_t 
  * sort in place, its lower levels on `workers` threads: 0, one per CPU); the table owns entries
  * afterwards. @return 0, RIX_ENOMEM.
  */
+/*
+ * Drops the entries of f that repeat another entry of their chain exactly: the same ID at the same
+ * place (offset, lengths) of the same pack (packs[loc.pack] equal: one pack named by two index
+ * files gets two numbers), as restic's index merge drops them. What an interrupted prune or
+ * repair leaves (every pack in an old and a new index file) then reads as the repository it is.
+ * Chains are compacted in place, bucket words rewritten. @return the entries dropped.
+ */
+uint32_t rix__frozen_drop_same(struct frozen *f, const rix_id *packs);
+/* Whether packs[0..n) names some pack twice (n small enough to hash: the pack table). -1: no memory. */
+int rix__packs_repeat(const rix_id *packs, uint32_t n);
+
 int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed,
 			 unsigned workers);
 

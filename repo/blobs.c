@@ -184,8 +184,24 @@ int rix_repo_save_blob(rix_id *id_out, bool *stored, rix_repo *r, rix_blob_type 
 	return rc;
 }
 
+/* Saves (t, id, data[0..n)): always when force, else only when add_pending says it is new. */
+static int save_blob(rix_id *id_out, uint32_t *stored_len, rix_repo *r, rix_blob_type t, const void *data, size_t n,
+		     bool force);
+
 int rix_repo_save_blob_sized(rix_id *id_out, uint32_t *stored_len, rix_repo *r, rix_blob_type t, const void *data,
 			     size_t n)
+{
+	return save_blob(id_out, stored_len, r, t, data, n, false);
+}
+
+int rix_repo_save_blob_copy(rix_id *id_out, uint32_t *stored_len, rix_repo *r, rix_blob_type t, const void *data,
+			    size_t n)
+{
+	return save_blob(id_out, stored_len, r, t, data, n, true);
+}
+
+static int save_blob(rix_id *id_out, uint32_t *stored_len, rix_repo *r, rix_blob_type t, const void *data, size_t n,
+		     bool force)
 {
 	rix_id id;
 	if (stored_len != NULL)
@@ -200,9 +216,11 @@ int rix_repo_save_blob_sized(rix_id *id_out, uint32_t *stored_len, rix_repo *r, 
 	rix_sha256(&id, data, n);
 	if (id_out != NULL)
 		*id_out = id;
-	rc = rix_master_index_add_pending(r->mi, t, &id); /* the one lookup */
-	if (rc <= 0)
-		return rc;
+	if (!force) {
+		rc = rix_master_index_add_pending(r->mi, t, &id); /* the one lookup */
+		if (rc <= 0)
+			return rc;
+	}
 	rix_packer *p;
 	rix_blob_codec *c = NULL;
 	uint32_t len = 0;
@@ -214,7 +232,8 @@ int rix_repo_save_blob_sized(rix_id *id_out, uint32_t *stored_len, rix_repo *r, 
 		give_codec(r, c);
 	}
 	if (rc != 0) {
-		rix_master_index_remove_pending(r->mi, t, &id);
+		if (!force)
+			rix_master_index_remove_pending(r->mi, t, &id);
 		return rc;
 	}
 	if (stored_len != NULL)

@@ -133,6 +133,11 @@ unsigned rix_repo_workers(const rix_repo *r)
 	return r->opt.workers;
 }
 
+uint64_t rix_repo_pack_size(const rix_repo *r)
+{
+	return r->opt.pack_size != 0 ? r->opt.pack_size : RIX_REPO_PACK_SIZE_DEFAULT;
+}
+
 struct rix_lock *rix__repo_held_lock(const rix_repo *r)
 {
 	return atomic_load(&((rix_repo *)r)->held_lock);

@@ -2,7 +2,8 @@
 # The main job: install what is missing, build (Release), then rix on a fresh local repository:
 # back up /usr/share/doc, back it up again (nothing new is stored), list the snapshots, print
 # the stats (dedup ratio, index memory), restore the latest into a fresh directory and compare
-# it with the source, read and verify every byte, let the real restic check
+# it with the source, back up 32 MiB of other data and forget that snapshot with --prune (its
+# packs deleted, the index rewritten), read and verify every byte, let the real restic check
 # the same repository, and back up the same files with restic on top (it stores nothing new).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,12 @@ echo "restored: equal to $src"
 rm -rf "$out"
 echo "== rix stats"
 $rix -r "$repo" stats "$@"
+extra=$(mktemp -d /var/tmp/rix-main-extra.XXXXXX)
+head -c 33554432 /dev/urandom >"$extra/random.bin"
+echo "== rix backup --tag extra (32 MiB of other data), then rix forget --tag extra latest --prune"
+$rix -r "$repo" backup --tag extra "$extra" | tail -3
+$rix -r "$repo" forget --tag extra latest --prune
+rm -rf "$extra"
 echo "== rix check --read-data"
 $rix -r "$repo" check --read-data
 echo "== restic check --read-data (the real restic reads what rix wrote)"

@@ -472,6 +472,54 @@ static void feed_batch(rix_master_batch *b, const struct idxdata *d)
 }
 
 /*
+ * A pack named by two index files (an interrupted prune: every pack in an old and a new file):
+ * its entries are kept once, in the in-place build and in the merge, as restic's merge keeps
+ * them; a blob stored in two packs keeps both copies.
+ */
+static void test_bulk_same_pack_twice(void **state)
+{
+	(void)state;
+	uint64_t st = 99;
+	static struct idxdata a, b, again;
+	make_idxdata(&a, &st, NULL);
+	make_idxdata(&b, &st, &a); /* blob 0 of each pack: a copy of one of a's, in another pack */
+	again = a;
+	rix_test_random_id(&again.id, &st); /* the same packs and blobs under another file name */
+	rix_master_index *mi;
+	assert_int_equal(rix_master_index_new_seeded(&mi, 0x5a3e), 0);
+	rix_master_batch *bt;
+	assert_int_equal(rix_master_index_batch_new(&bt, mi), 0);
+	const struct idxdata *files[] = { &a, &b, &again };
+	for (int i = 0; i < 3; i++) {
+		feed_batch(bt, files[i]);
+		assert_int_equal(rix_master_batch_commit(bt, &files[i]->id), 0);
+	}
+	assert_int_equal(rix_master_index_bulk_finish(mi), 0);
+	size_t total = 0;
+	assert_int_equal(rix_master_index_foreach(mi, count_blob, &total), 0);
+	assert_int_equal(total, (size_t)2 * PACKS_PER_INDEX * PER_PACK);
+	for (int p = 0; p < PACKS_PER_INDEX; p++) {
+		const rix_blob *x = &a.blobs[p][2];
+		assert_int_equal(rix_master_index_lookup_all(NULL, 0, mi, x->type, &x->id), 1);
+		const rix_blob *y = &a.blobs[p][1]; /* b holds a copy in its own pack */
+		assert_int_equal(rix_master_index_lookup_all(NULL, 0, mi, y->type, &y->id), 2);
+	}
+	check_idxdata(mi, &a);
+	check_idxdata(mi, &b);
+	/* Once more on top: the merge path. */
+	rix_test_random_id(&again.id, &st);
+	feed_batch(bt, &again);
+	assert_int_equal(rix_master_batch_commit(bt, &again.id), 0);
+	assert_int_equal(rix_master_index_bulk_finish(mi), 0);
+	total = 0;
+	assert_int_equal(rix_master_index_foreach(mi, count_blob, &total), 0);
+	assert_int_equal(total, (size_t)2 * PACKS_PER_INDEX * PER_PACK);
+	check_idxdata(mi, &a);
+	rix_master_batch_free(bt);
+	rix_master_index_free(mi);
+}
+
+/*
  * Bulk loading: batches committed from several threads' worth of files (one discarded), the
  * frozen table built in place; then a second bulk load on top (the merge path); answers equal
  * those of the per-index path, counts and index IDs add up.
@@ -657,6 +705,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bulk_load),
+		cmocka_unit_test(test_bulk_same_pack_twice),
 		cmocka_unit_test(test_bulk_allocation_failure),
 		cmocka_unit_test(test_bulk_small_and_carried_over),
 		cmocka_unit_test(test_merge_and_lookup),

@@ -152,7 +152,9 @@ RIX_EXPORT void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_t
  * table in place (no copy); otherwise they are merged with it. Lookups see the committed
  * entries only after bulk_finish; a batch committed while bulk_finish runs waits for the next.
  * In a rebuilt-in-place table the order of duplicates in a chain is unspecified (a lookup
- * returns one of them, as ever).
+ * returns one of them, as ever). A pack named by two index files (what an interrupted prune
+ * leaves) has its entries kept once, as restic's index merge keeps them: an entry repeating
+ * another's blob at the same place of the same pack is dropped; copies in other packs stay.
  * @return 0, RIX_ENOMEM, RIX_ELIMIT. On a failed commit the batch is dropped and nothing else
  * changes; on a failed bulk_finish the searchable state is as it was and every batch committed
  * since the last bulk_finish is dropped (load those files again).

@@ -107,6 +107,9 @@ RIX_EXPORT rix_master_index *rix_repo_master_index(rix_repo *r);
 RIX_EXPORT const char *rix_repo_key_name(const rix_repo *r);
 /* rix_repo_options.workers as the repository was opened or made with (0: the default). */
 RIX_EXPORT unsigned rix_repo_workers(const rix_repo *r);
+/* The target size of its packs (rix_repo_options.pack_size, else RIX_REPO_PACK_SIZE_DEFAULT). */
+#define RIX_REPO_PACK_SIZE_DEFAULT ((uint64_t)16 << 20)
+RIX_EXPORT uint64_t rix_repo_pack_size(const rix_repo *r);
 
 /*
  * Called for an index file that could not be loaded: its name and the error (code and
@@ -155,6 +158,14 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_save_blob(rix_id *id, bool *stored, rix_re
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_save_blob_sized(rix_id *id, uint32_t *stored_len, rix_repo *r, rix_blob_type t,
 						      const void *data, size_t n);
+
+/*
+ * As rix_repo_save_blob_sized, but the blob is stored even when the repository has it or another
+ * thread is storing it: a new copy in a new pack (prune's repack, restic's SaveBlob with
+ * storeDuplicate). The caller saves each blob once. @return as rix_repo_save_blob_sized.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_repo_save_blob_copy(rix_id *id, uint32_t *stored_len, rix_repo *r, rix_blob_type t,
+						     const void *data, size_t n);
 
 /*
  * Finishes open packs, stores them, and writes index files for every pack stored since the

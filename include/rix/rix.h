@@ -32,6 +32,7 @@
 #include "rix/pattern.h"
 #include "rix/restorer.h"
 #include "rix/forget.h"
+#include "rix/pruner.h"
 #include "rix/walker.h"
 #include "rix/repair.h"
 #endif

@@ -1,0 +1,1260 @@
+/*
+ * backup/pruner.c — restic 0.14's prune over librix's public API (rix/pruner.h).
+ *
+ *   used blobs:   snapshots' trees walked by several workers (a shared stack of trees to load;
+ *                 each tree ID pushed once), into one set per blob type
+ *   pack info:    one pass over the master index: used (first copy), duplicate (later copies of
+ *                 a used blob, resolved in a second pass, as restic) or unused, summed per pack
+ *   decision:     the packs the backend lists, classified and sorted as restic's decidePackAction
+ *   run:          unreferenced packs removed; blobs to keep read from the packs to repack and
+ *                 saved again (rix_repo_save_blob_copy), flushed; the index rewritten without the
+ *                 packs that go (rix_index_writer), old index files removed; packs removed
+ *
+ * Memory: the used data blobs as 64-bit keyed fingerprints (8 bytes a slot, at most 3/4 full: a
+ * fingerprint shared by an unused blob only keeps that blob, never loses one; whether every used
+ * blob is in the index is checked on the IDs themselves, while walking), the used trees exactly
+ * (a subtree taken as seen when it was not would lose its blobs), a record per pack, a small
+ * table of duplicate blobs, and during the run the blobs to repack and one batch of the index
+ * being rewritten.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <xxhash.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/indexmap.h"
+#include "rix/master_index.h"
+#include "rix/pruner.h"
+#include "rix/snapshot.h"
+#include "rix/walker.h"
+#include "../common/pool.h"
+
+/* ---- option values -------------------------------------------------------------------------- */
+
+int rix_parse_size(uint64_t *out, const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0)
+		return rix_error_set(RIX_EINVAL, "expected size, got empty string");
+	uint64_t unit = 1;
+	switch (s[n - 1]) {
+	case 'b': case 'B': n--; break;
+	case 'k': case 'K': unit = (uint64_t)1 << 10; n--; break;
+	case 'm': case 'M': unit = (uint64_t)1 << 20; n--; break;
+	case 'g': case 'G': unit = (uint64_t)1 << 30; n--; break;
+	case 't': case 'T': unit = (uint64_t)1 << 40; n--; break;
+	default: break;
+	}
+	uint64_t v = 0;
+	if (n == 0)
+		return rix_error_set(RIX_EINVAL, "invalid size \"%s\"", s);
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return rix_error_set(RIX_EINVAL, "invalid size \"%s\"", s);
+		if (v > (UINT64_MAX - 9) / 10)
+			return rix_error_set(RIX_EINVAL, "size \"%s\" is too large", s);
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > UINT64_MAX / unit)
+		return rix_error_set(RIX_EINVAL, "size \"%s\" is too large", s);
+	*out = v * unit;
+	return 0;
+}
+
+int rix_prune_parse_max_unused(rix_prune_options *o, const char *s)
+{
+	while (*s == ' ' || *s == '\t' || *s == '\n')
+		s++;
+	size_t n = strlen(s);
+	while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n'))
+		n--;
+	char v[64];
+	if (n == 0 || n >= sizeof(v))
+		return rix_error_set(RIX_EINVAL, "invalid value for --max-unused: \"%.*s\"", (int)(n < 64 ? n : 64), s);
+	memcpy(v, s, n);
+	v[n] = '\0';
+	if (strcmp(v, "unlimited") == 0) {
+		o->max_unused = RIX_PRUNE_UNUSED_UNLIMITED;
+		return 0;
+	}
+	if (v[n - 1] == '%') {
+		v[n - 1] = '\0';
+		char *end;
+		errno = 0;
+		double p = strtod(v, &end);
+		if (errno != 0 || end == v || *end != '\0' || p != p)
+			return rix_error_set(RIX_EINVAL, "invalid percentage \"%s%%\" passed for --max-unused", v);
+		if (p < 0)
+			return rix_error_set(RIX_EINVAL, "percentage for --max-unused must be positive");
+		if (p >= 100)
+			return rix_error_set(RIX_EINVAL, "percentage for --max-unused must be below 100%%");
+		o->max_unused = RIX_PRUNE_UNUSED_PERCENT;
+		o->max_unused_percent = p;
+		return 0;
+	}
+	uint64_t b;
+	if (rix_parse_size(&b, v) != 0)
+		return rix_error_set(RIX_EINVAL, "invalid number of bytes \"%s\" for --max-unused: %s", v, rix_error_last());
+	o->max_unused = RIX_PRUNE_UNUSED_BYTES;
+	o->max_unused_bytes = b;
+	return 0;
+}
+
+/* ---- the plan --------------------------------------------------------------------------------- */
+
+enum { TPE_UNSET = 2, TPE_MIXED = 3 };                                    /* beside RIX_BLOB_DATA / _TREE */
+enum { A_NONE = 0, A_KEEP, A_REPACK, A_REMOVE, A_IGNORE /* missing, unneeded: dropped from the index */ };
+
+struct pinfo {
+	rix_id id;
+	uint64_t used_size, unused_size;
+	uint64_t used_blobs, unused_blobs;
+	uint8_t tpe;
+	bool uncompressed; /* holds an uncompressed blob; after the decision: must be compressed */
+	bool listed;       /* the backend has it */
+	uint8_t action;
+};
+
+/* A used blob with more than one copy in the index (restic's duplicateBlobs): open addressing. */
+struct dup {
+	rix_id id;
+	uint8_t type, count, used; /* used: the slot is taken */
+};
+
+/* A set of data blob IDs as keyed 64-bit fingerprints: open addressing, 0 is an empty slot. */
+struct fpset {
+	uint64_t *slot;
+	size_t cap, n; /* cap: a power of two, or 0 */
+	uint64_t seed;
+};
+
+static uint64_t fp_of(const struct fpset *s, const rix_id *id)
+{
+	uint64_t h = XXH3_64bits_withSeed(id->b, sizeof(id->b), s->seed);
+	return h != 0 ? h : 1;
+}
+
+static bool fp_has(const struct fpset *s, const rix_id *id)
+{
+	if (s->cap == 0)
+		return false;
+	uint64_t h = fp_of(s, id);
+	for (size_t i = (size_t)(h >> 20) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if (s->slot[i] == h)
+			return true;
+		if (s->slot[i] == 0)
+			return false;
+	}
+}
+
+static void fp_put(struct fpset *s, uint64_t h)
+{
+	size_t i = (size_t)(h >> 20) & (s->cap - 1);
+	while (s->slot[i] != 0 && s->slot[i] != h)
+		i = (i + 1) & (s->cap - 1);
+	s->n += s->slot[i] == 0;
+	s->slot[i] = h;
+}
+
+/* Adds id: 0, or RIX_ENOMEM. */
+static int fp_add(struct fpset *s, const rix_id *id)
+{
+	if ((s->n + 1) * 4 > s->cap * 3) {
+		size_t cap = s->cap ? 2 * s->cap : 1024;
+		uint64_t *v = rix_calloc(cap, sizeof(*v)), *old = s->slot;
+		if (v == NULL)
+			return rix_error_set(RIX_ENOMEM, "prune: out of memory");
+		size_t oldcap = s->cap;
+		s->slot = v;
+		s->cap = cap;
+		s->n = 0;
+		for (size_t i = 0; i < oldcap; i++)
+			if (old[i] != 0)
+				fp_put(s, old[i]);
+		rix_free(old);
+	}
+	fp_put(s, fp_of(s, id));
+	return 0;
+}
+
+struct rix_prune_plan {
+	rix_repo *r;
+	rix_master_index *mi;
+	rix_prune_options o;
+	rix_prune_stats st;
+	struct fpset data;                  /* the used data blobs */
+	rix_indexmap *trees;                /* the used trees (locations unused) */
+	rix_indexmap *packmap;              /* pack ID -> loc.pack = its number in packs */
+	struct pinfo *packs;
+	size_t npacks, packs_cap;
+	struct dup *dups;
+	size_t dups_cap, ndups; /* cap: a power of two, or 0 */
+	rix_id *lists[3];       /* RIX_PRUNE_UNREFERENCED, _REPACK, _REMOVE */
+	size_t nlists[3], lists_cap[3];
+	bool ran;
+};
+
+static int oom(void)
+{
+	return rix_error_set(RIX_ENOMEM, "prune: out of memory");
+}
+
+static void say(const rix_prune_plan *p, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(const rix_prune_plan *p, int level, const char *fmt, ...)
+{
+	if (p->o.msg == NULL)
+		return;
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	p->o.msg(p->o.payload, level, line);
+}
+
+static void progress(const rix_prune_plan *p, const char *phase, uint64_t done, uint64_t total)
+{
+	if (p->o.progress != NULL)
+		p->o.progress(p->o.payload, phase, done, total);
+}
+
+static int push_id(rix_prune_plan *p, int which, const rix_id *id)
+{
+	if (p->nlists[which] == p->lists_cap[which]) {
+		size_t cap = p->lists_cap[which] ? 2 * p->lists_cap[which] : 64;
+		rix_id *v = rix_realloc(p->lists[which], cap * sizeof(*v));
+		if (v == NULL)
+			return oom();
+		p->lists[which] = v;
+		p->lists_cap[which] = cap;
+	}
+	p->lists[which][p->nlists[which]++] = *id;
+	return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(rix_id));
+}
+
+void rix_prune_plan_free(rix_prune_plan *p)
+{
+	if (p == NULL)
+		return;
+	rix_free(p->data.slot);
+	rix_indexmap_free(p->trees);
+	rix_indexmap_free(p->packmap);
+	rix_free(p->packs);
+	rix_free(p->dups);
+	for (int i = 0; i < 3; i++)
+		rix_free(p->lists[i]);
+	rix_free(p);
+}
+
+const rix_prune_stats *rix_prune_plan_stats(const rix_prune_plan *p)
+{
+	return &p->st;
+}
+
+const rix_id *rix_prune_plan_packs(size_t *n, const rix_prune_plan *p, int which)
+{
+	if (which < 0 || which > 2) {
+		*n = 0;
+		return NULL;
+	}
+	*n = p->nlists[which];
+	return p->lists[which];
+}
+
+/* ---- used blobs: the trees of every snapshot ---------------------------------------------------- */
+
+struct walk {
+	rix_prune_plan *p;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	rix_id *stack; /* trees to load */
+	size_t n, cap;
+	unsigned busy; /* workers loading a tree */
+	int err;
+	char errmsg[512];
+	size_t trees;
+	uint64_t missing; /* data blobs a tree names that no index does */
+	rix_id first_missing;
+};
+
+static bool used_has(const rix_prune_plan *p, rix_blob_type t, const rix_id *id)
+{
+	return t == RIX_BLOB_DATA ? fp_has(&p->data, id) : rix_indexmap_lookup(NULL, p->trees, id) == 0;
+}
+
+/* A tree (w->mu held): into the used set, and onto the stack when new. */
+static int add_tree(struct walk *w, const rix_id *id)
+{
+	static const rix_loc none = { 0 };
+	if (rix_indexmap_lookup(NULL, w->p->trees, id) == 0)
+		return 0;
+	int rc = rix_indexmap_add(w->p->trees, id, &none);
+	if (rc != 0)
+		return rc;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 256;
+		rix_id *v = rix_realloc(w->stack, cap * sizeof(*v));
+		if (v == NULL)
+			return oom();
+		w->stack = v;
+		w->cap = cap;
+	}
+	w->stack[w->n++] = *id;
+	return 0;
+}
+
+static void walk_fail(struct walk *w, int rc, const char *fmt, const char *detail)
+{
+	if (w->err == 0) {
+		w->err = rc;
+		snprintf(w->errmsg, sizeof(w->errmsg), fmt, detail);
+	}
+}
+
+static void *walk_worker(void *arg)
+{
+	struct walk *w = arg;
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (w->err == 0 && w->n == 0 && w->busy > 0)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (w->err != 0 || (w->n == 0 && w->busy == 0))
+			break;
+		rix_id id = w->stack[--w->n];
+		w->busy++;
+		pthread_mutex_unlock(&w->mu);
+		rix_tree *t = NULL;
+		int rc = rix_tree_load(&t, w->p->r, &id);
+		char msg[400] = "";
+		uint64_t missing = 0;
+		rix_id first_missing;
+		if (rc != 0) {
+			snprintf(msg, sizeof(msg), "%s", rix_error_last());
+		} else { /* the index's answer, without the lock: every data blob must be in it */
+			size_t nn = rix_tree_count(t);
+			for (size_t i = 0; i < nn; i++) {
+				const rix_node *nd = rix_tree_node(t, i);
+				for (size_t k = 0; k < nd->content_len; k++)
+					if (!rix_master_index_has(w->p->mi, RIX_BLOB_DATA, &nd->content[k]) && missing++ == 0)
+						first_missing = nd->content[k];
+			}
+		}
+		pthread_mutex_lock(&w->mu);
+		if (rc != 0) {
+			walk_fail(w, rc, "unable to load a tree from the repository: %s", msg);
+		} else {
+			if (missing > 0 && w->missing++ == 0)
+				w->first_missing = first_missing;
+			size_t nn = rix_tree_count(t);
+			for (size_t i = 0; i < nn && w->err == 0; i++) {
+				const rix_node *nd = rix_tree_node(t, i);
+				for (size_t k = 0; k < nd->content_len && rc == 0; k++)
+					rc = fp_add(&w->p->data, &nd->content[k]);
+				if (rc == 0 && nd->type == RIX_NODE_DIR && nd->subtree != NULL)
+					rc = add_tree(w, nd->subtree);
+				if (rc != 0)
+					walk_fail(w, rc, "%s", rix_error_last());
+			}
+			w->trees++;
+		}
+		w->busy--;
+		pthread_cond_broadcast(&w->cv);
+		size_t trees = w->trees;
+		pthread_mutex_unlock(&w->mu);
+		rix_tree_free(t);
+		if (trees % 256 == 0)
+			progress(w->p, "trees", trees, 0);
+		pthread_mutex_lock(&w->mu);
+	}
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static bool ignored(const rix_prune_plan *p, const rix_id *id)
+{
+	for (size_t i = 0; i < p->o.nignore_snapshots; i++)
+		if (memcmp(&p->o.ignore_snapshots[i], id, sizeof(*id)) == 0)
+			return true;
+	return false;
+}
+
+static int find_used(rix_prune_plan *p)
+{
+	say(p, 1, "loading all snapshots...");
+	rix_snapshot_list *l = NULL;
+	int rc = rix_snapshot_list_load(&l, p->r, NULL, NULL);
+	if (rc != 0)
+		return rix_error_set(rc, "failed loading snapshot: %s", rix_error_last());
+	for (size_t i = 0; i < l->nunreadable; i++) {
+		if (ignored(p, &l->unreadable[i].id))
+			continue;
+		char hex[65];
+		rix_id_to_hex(hex, &l->unreadable[i].id);
+		int code = l->unreadable[i].code;
+		rix_snapshot_list_free(l);
+		return rix_error_set(code == RIX_EIO || code == RIX_ENOMEM ? code : RIX_ECORRUPT,
+				     "failed loading snapshot: snapshot %.8s cannot be read (%s)", hex, rix_strerror(code));
+	}
+	struct walk w = { .p = p };
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	for (size_t i = 0; i < l->count && rc == 0; i++) {
+		if (ignored(p, &l->items[i]->id))
+			continue;
+		p->st.snapshots++;
+		rc = add_tree(&w, &l->items[i]->tree);
+	}
+	rix_snapshot_list_free(l);
+	say(p, 1, "finding data that is still in use for %zu snapshots", p->st.snapshots);
+	if (rc == 0) {
+		unsigned want = p->o.workers ? p->o.workers : rix_repo_workers(p->r);
+		rix__pool_run(rix__pool_size(want ? want : 4, 16), walk_worker, &w);
+		if (w.err != 0)
+			rc = rix_error_set(w.err, "%s", w.errmsg);
+	}
+	if (rc == 0 && w.missing > 0) {
+		char hex[65];
+		rix_id_to_hex(hex, &w.first_missing);
+		say(p, 0, "data blob %s not found in the index", hex);
+		rc = rix_error_set(RIX_ECORRUPT,
+				   "index is not complete: %" PRIu64 " trees name data blobs no index names (%s, ...); will not start "
+				   "prune to prevent (additional) data loss; run 'rix repair index', then 'rix check'",
+				   w.missing, hex);
+	}
+	p->st.trees = w.trees;
+	progress(p, "trees", w.trees, w.trees);
+	rix_free(w.stack);
+	pthread_mutex_destroy(&w.mu);
+	pthread_cond_destroy(&w.cv);
+	return rc;
+}
+
+/* ---- pack info from the index ----------------------------------------------------------------- */
+
+/* The number of pack pack_id in p->packs, made when new (with restic's header size: the crypto
+ * overhead and the length field). UINT32_MAX: out of memory. */
+static uint32_t pack_slot(rix_prune_plan *p, const rix_id *pack_id)
+{
+	rix_loc loc;
+	if (rix_indexmap_lookup(&loc, p->packmap, pack_id) == 0)
+		return loc.pack;
+	if (p->npacks == p->packs_cap) {
+		size_t cap = p->packs_cap ? 2 * p->packs_cap : 256;
+		struct pinfo *v = rix_realloc(p->packs, cap * sizeof(*v));
+		if (v == NULL)
+			return UINT32_MAX;
+		p->packs = v;
+		p->packs_cap = cap;
+	}
+	if (p->npacks >= UINT32_MAX - 1)
+		return UINT32_MAX;
+	loc = (rix_loc){ .pack = (uint32_t)p->npacks };
+	if (rix_indexmap_add(p->packmap, pack_id, &loc) != 0)
+		return UINT32_MAX;
+	p->packs[p->npacks] = (struct pinfo){ .id = *pack_id, .used_size = 4 + 32, .tpe = TPE_UNSET };
+	return (uint32_t)p->npacks++;
+}
+
+static struct dup *dup_find(rix_prune_plan *p, rix_blob_type t, const rix_id *id)
+{
+	if (p->dups_cap == 0)
+		return NULL;
+	uint64_t h;
+	memcpy(&h, id->b, sizeof(h));
+	for (size_t i = (size_t)h & (p->dups_cap - 1);; i = (i + 1) & (p->dups_cap - 1)) {
+		struct dup *d = &p->dups[i];
+		if (!d->used)
+			return NULL;
+		if (d->type == t && memcmp(&d->id, id, sizeof(*id)) == 0)
+			return d;
+	}
+}
+
+static int dup_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t count)
+{
+	if ((p->ndups + 1) * 2 > p->dups_cap) {
+		size_t cap = p->dups_cap ? 2 * p->dups_cap : 64;
+		struct dup *v = rix_calloc(cap, sizeof(*v)), *old = p->dups;
+		if (v == NULL)
+			return oom();
+		size_t oldcap = p->dups_cap;
+		p->dups = v;
+		p->dups_cap = cap;
+		p->ndups = 0;
+		for (size_t i = 0; i < oldcap; i++)
+			if (old[i].used)
+				(void)dup_add(p, old[i].type, &old[i].id, old[i].count);
+		rix_free(old);
+	}
+	uint64_t h;
+	memcpy(&h, id->b, sizeof(h));
+	size_t i = (size_t)h & (p->dups_cap - 1);
+	while (p->dups[i].used)
+		i = (i + 1) & (p->dups_cap - 1);
+	p->dups[i] = (struct dup){ .id = *id, .type = (uint8_t)t, .count = count, .used = 1 };
+	p->ndups++;
+	return 0;
+}
+
+static void pack_blob(struct pinfo *ip, const rix_packed_blob *pb)
+{
+	if (ip->tpe == TPE_UNSET)
+		ip->tpe = (uint8_t)pb->type;
+	if (ip->tpe != (uint8_t)pb->type)
+		ip->tpe = TPE_MIXED;
+	ip->used_size += pb->uncompressed_length ? 41 : 37; /* the header entry */
+	if (pb->uncompressed_length == 0)
+		ip->uncompressed = true;
+}
+
+/* First pass: each entry is used (the first copy met), duplicate or unused. */
+static int first_pass(void *arg, const rix_packed_blob *pb)
+{
+	rix_prune_plan *p = arg;
+	uint32_t s = pack_slot(p, &pb->pack_id);
+	if (s == UINT32_MAX)
+		return oom();
+	struct pinfo *ip = &p->packs[s];
+	pack_blob(ip, pb);
+	if (!used_has(p, pb->type, &pb->id)) {
+		p->st.size.unused += pb->length;
+		p->st.blobs.unused++;
+		ip->unused_size += pb->length;
+		ip->unused_blobs++;
+		return 0;
+	}
+	size_t copies = rix_master_index_lookup_all(NULL, 0, p->mi, pb->type, &pb->id);
+	if (copies <= 1) {
+		p->st.size.used += pb->length;
+		p->st.blobs.used++;
+		ip->used_size += pb->length;
+		ip->used_blobs++;
+		return 0;
+	}
+	/* Copies are settled in the second pass; here only counted. */
+	if (dup_find(p, pb->type, &pb->id) == NULL) {
+		p->st.size.used += pb->length;
+		p->st.blobs.used++;
+		return dup_add(p, pb->type, &pb->id, copies > 255 ? 255 : (uint8_t)copies);
+	}
+	p->st.size.duplicate += pb->length;
+	p->st.blobs.duplicate++;
+	return 0;
+}
+
+/* Second pass (restic's): one copy of each duplicated used blob counts as used, in a pack with
+ * other used blobs if it meets one, else the last copy met. */
+static int second_pass(void *arg, const rix_packed_blob *pb)
+{
+	rix_prune_plan *p = arg;
+	struct dup *d = dup_find(p, pb->type, &pb->id);
+	if (d == NULL)
+		return 0;
+	rix_loc loc;
+	if (rix_indexmap_lookup(&loc, p->packmap, &pb->pack_id) != 0)
+		return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune read it");
+	struct pinfo *ip = &p->packs[loc.pack];
+	if (d->count == 0) {
+		ip->unused_size += pb->length;
+		ip->unused_blobs++;
+	} else if (ip->used_blobs > 0 || d->count == 1) {
+		ip->used_size += pb->length;
+		ip->used_blobs++;
+		d->count = 0;
+	} else {
+		ip->unused_size += pb->length;
+		ip->unused_blobs++;
+		d->count--;
+	}
+	return 0;
+}
+
+static int pack_info(rix_prune_plan *p)
+{
+	say(p, 1, "searching used packs...");
+	int rc = rix_master_index_foreach(p->mi, first_pass, p);
+	if (rc != 0)
+		return rc;
+	if (p->ndups > 0)
+		rc = rix_master_index_foreach(p->mi, second_pass, p);
+	return rc;
+}
+
+/* ---- deciding ----------------------------------------------------------------------------------- */
+
+struct listed {
+	rix_prune_plan *p;
+	int err;
+};
+
+static int list_pack(void *arg, const char *name, uint64_t size)
+{
+	struct listed *ls = arg;
+	rix_prune_plan *p = ls->p;
+	rix_id id;
+	if (strlen(name) != 64 || rix_id_from_hex(&id, name, 64) != 0)
+		return 0; /* not a pack file's name */
+	rix_loc loc;
+	if (rix_indexmap_lookup(&loc, p->packmap, &id) != 0) {
+		say(p, 2, "will remove pack %.8s as it is unused and not indexed", name);
+		p->st.size.unref += size;
+		return push_id(p, RIX_PRUNE_UNREFERENCED, &id);
+	}
+	struct pinfo *ip = &p->packs[loc.pack];
+	ip->listed = true;
+	if (ip->used_size + ip->unused_size != size && ip->used_blobs != 0) {
+		say(p, 0, "pack %.8s: calculated size %" PRIu64 " does not match real size %" PRIu64, name,
+		    ip->used_size + ip->unused_size, size);
+		return rix_error_set(RIX_ECORRUPT,
+				     "pack size does not match calculated size from index (pack %.8s: %" PRIu64 " in the index, %" PRIu64
+				     " in the repository); run 'rix repair index'",
+				     name, ip->used_size + ip->unused_size, size);
+	}
+	return 0;
+}
+
+static uint64_t psize(const struct pinfo *ip)
+{
+	return ip->used_size + ip->unused_size;
+}
+
+static uint64_t target_size; /* for the comparator: set under candidates_mu */
+static pthread_mutex_t candidates_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* restic's order: tree and mixed packs first, then packs under the target size, then by the
+ * share of unused bytes (unused_i / used_i > unused_j / used_j, cross-multiplied). */
+static int cmp_candidate(const void *a, const void *b)
+{
+	const struct pinfo *pi = *(const struct pinfo *const *)a, *pj = *(const struct pinfo *const *)b;
+	bool di = pi->tpe == RIX_BLOB_DATA, dj = pj->tpe == RIX_BLOB_DATA;
+	if (di != dj)
+		return di ? 1 : -1;
+	bool si = psize(pi) < target_size, sj = psize(pj) < target_size;
+	if (si != sj)
+		return si ? -1 : 1;
+	/* 128-bit products: sizes are under 2^64 */
+	unsigned __int128 l = (unsigned __int128)pi->unused_size * pj->used_size,
+			  r = (unsigned __int128)pj->unused_size * pi->used_size;
+	if (l != r)
+		return l > r ? -1 : 1;
+	return memcmp(&pi->id, &pj->id, sizeof(pi->id));
+}
+
+static void repack(rix_prune_plan *p, struct pinfo *ip)
+{
+	ip->action = A_REPACK;
+	p->st.blobs.repack += ip->unused_blobs + ip->used_blobs;
+	p->st.size.repack += psize(ip);
+	p->st.blobs.repackrm += ip->unused_blobs;
+	p->st.size.repackrm += ip->unused_size;
+}
+
+static int decide(rix_prune_plan *p)
+{
+	say(p, 1, "collecting packs for deletion and repacking");
+	struct listed ls = { .p = p };
+	int rc = rix_backend_list(rix_repo_backend(p->r), RIX_FILE_PACK, list_pack, &ls);
+	if (rc != 0)
+		return rc;
+	uint64_t pack_size = rix_repo_pack_size(p->r);
+	uint64_t target = p->o.repack_small ? pack_size / 5 * 4 : pack_size / 25;
+	int version = rix_repo_config(p->r)->version;
+	struct pinfo **cand = rix_malloc((p->npacks + 1) * sizeof(*cand)), **small = rix_malloc((p->npacks + 1) * sizeof(*small));
+	if (cand == NULL || small == NULL) {
+		rix_free(cand);
+		rix_free(small);
+		return oom();
+	}
+	size_t ncand = 0, nsmall = 0, nmissing = 0;
+	for (size_t i = 0; i < p->npacks; i++) {
+		struct pinfo *ip = &p->packs[i];
+		if (!ip->listed) {
+			if (ip->used_blobs == 0) { /* missing and unneeded: dropped from the index */
+				ip->action = A_IGNORE;
+				p->st.blobs.remove += ip->unused_blobs;
+				p->st.size.remove += ip->unused_size;
+				char hex[65];
+				rix_id_to_hex(hex, &ip->id);
+				say(p, 0, "will forget missing pack file %s", hex);
+			} else {
+				nmissing++;
+			}
+			continue;
+		}
+		if (ip->used_blobs == 0)
+			p->st.packs.unused++;
+		else if (ip->unused_blobs == 0)
+			p->st.packs.used++;
+		else
+			p->st.packs.partly_used++;
+		bool must_compress = version >= 2 && (ip->tpe == RIX_BLOB_TREE || p->o.repack_uncompressed) && ip->uncompressed;
+		ip->uncompressed = must_compress;
+		if (ip->used_blobs == 0) {
+			ip->action = A_REMOVE;
+			p->st.blobs.remove += ip->unused_blobs;
+			p->st.size.remove += ip->unused_size;
+		} else if (p->o.repack_cacheable_only && ip->tpe == RIX_BLOB_DATA) {
+			ip->action = A_KEEP;
+			p->st.packs.keep++;
+		} else if (ip->unused_blobs == 0 && ip->tpe != TPE_MIXED && !must_compress) {
+			if (psize(ip) >= target) {
+				ip->action = A_KEEP;
+				p->st.packs.keep++;
+			} else {
+				small[nsmall++] = ip;
+			}
+		} else {
+			cand[ncand++] = ip;
+		}
+	}
+	if (nmissing > 0) {
+		say(p, 0, "The index references %zu needed pack files which are missing from the repository:", nmissing);
+		for (size_t i = 0; i < p->npacks; i++)
+			if (!p->packs[i].listed && p->packs[i].used_blobs != 0) {
+				char hex[65];
+				rix_id_to_hex(hex, &p->packs[i].id);
+				say(p, 0, "  %s", hex);
+			}
+		rix_free(cand);
+		rix_free(small);
+		return rix_error_set(RIX_ECORRUPT, "packs from index missing in repo (%zu needed packs); run 'rix repair index'",
+				     nmissing);
+	}
+	if (nsmall < 10) { /* too few to be worth it, and no endless repacking of one small pack */
+		for (size_t i = 0; i < nsmall; i++)
+			small[i]->action = A_KEEP;
+		p->st.packs.keep += nsmall;
+	} else {
+		memcpy(cand + ncand, small, nsmall * sizeof(*small));
+		ncand += nsmall;
+	}
+	pthread_mutex_lock(&candidates_mu);
+	target_size = target;
+	if (ncand > 1)
+		qsort(cand, ncand, sizeof(*cand), cmp_candidate);
+	pthread_mutex_unlock(&candidates_mu);
+	uint64_t max_after = UINT64_MAX;
+	if (p->o.max_unused == RIX_PRUNE_UNUSED_PERCENT)
+		max_after = (uint64_t)(p->o.max_unused_percent / (100 - p->o.max_unused_percent) * (double)p->st.size.used);
+	else if (p->o.max_unused == RIX_PRUNE_UNUSED_BYTES)
+		max_after = p->o.max_unused_bytes;
+	for (size_t i = 0; i < ncand; i++) {
+		struct pinfo *ip = cand[i];
+		bool reached_unused = p->st.size.unused - p->st.size.remove - p->st.size.repackrm < max_after;
+		bool reached_repack = p->st.size.repack + psize(ip) >= p->o.max_repack_bytes;
+		bool large_enough = psize(ip) >= target;
+		if (reached_repack) {
+			ip->action = A_KEEP;
+			p->st.packs.keep++;
+		} else if (ip->tpe != RIX_BLOB_DATA || ip->uncompressed) {
+			repack(p, ip);
+		} else if (reached_unused && large_enough) {
+			ip->action = A_KEEP;
+			p->st.packs.keep++;
+		} else {
+			repack(p, ip);
+		}
+	}
+	rix_free(cand);
+	rix_free(small);
+	for (size_t i = 0; i < p->npacks; i++) {
+		if (p->packs[i].action == A_REPACK)
+			rc = push_id(p, RIX_PRUNE_REPACK, &p->packs[i].id);
+		else if (p->packs[i].action == A_REMOVE)
+			rc = push_id(p, RIX_PRUNE_REMOVE, &p->packs[i].id);
+		if (rc != 0)
+			return rc;
+	}
+	p->st.packs.unref = p->nlists[RIX_PRUNE_UNREFERENCED];
+	p->st.packs.repack = p->nlists[RIX_PRUNE_REPACK];
+	p->st.packs.remove = p->nlists[RIX_PRUNE_REMOVE];
+	for (int i = 0; i < 3; i++)
+		if (p->nlists[i] > 1)
+			qsort(p->lists[i], p->nlists[i], sizeof(rix_id), cmp_id);
+	return 0;
+}
+
+int rix_prune_plan_new(rix_prune_plan **out, rix_repo *r, const rix_prune_options *opt)
+{
+	*out = NULL;
+	if (opt == NULL || opt->version != RIX_PRUNE_OPTIONS_VERSION)
+		return rix_error_set(RIX_EINVAL, "prune: options of another version");
+	if (opt->max_unused == RIX_PRUNE_UNUSED_PERCENT && !(opt->max_unused_percent >= 0 && opt->max_unused_percent < 100))
+		return rix_error_set(RIX_EINVAL, "prune: max_unused_percent must be in [0, 100)");
+	if (opt->repack_uncompressed && rix_repo_config(r)->version < 2)
+		return rix_error_set(RIX_EINVAL, "compression requires at least repository format version 2");
+	rix_prune_plan *p = rix_calloc(1, sizeof(*p));
+	if (p == NULL)
+		return oom();
+	p->r = r;
+	p->mi = rix_repo_master_index(r);
+	p->o = *opt;
+	if (getrandom(&p->data.seed, sizeof(p->data.seed), GRND_NONBLOCK) != (ssize_t)sizeof(p->data.seed))
+		p->data.seed = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)p;
+	int rc = rix_indexmap_new(&p->trees);
+	if (rc == 0)
+		rc = rix_indexmap_new(&p->packmap);
+	if (rc == 0)
+		rc = find_used(p);
+	if (rc == 0)
+		rc = pack_info(p);
+	if (rc == 0)
+		rc = decide(p);
+	if (rc != 0) {
+		rix_prune_plan_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+/* ---- running it --------------------------------------------------------------------------------- */
+
+/* A blob to read from a pack being repacked. */
+struct rblob {
+	uint32_t slot; /* its pack */
+	rix_blob b;
+};
+
+struct repacker {
+	rix_prune_plan *p;
+	pthread_mutex_t mu;
+	struct rblob *v;
+	size_t n, cap;
+	size_t *starts; /* the first blob of each pack to read: starts[0..npacks], starts[npacks] = n */
+	size_t npacks, next, done;
+	rix_indexmap *saved[RIX_BLOB_TYPES]; /* blobs saved again: each once */
+	uint64_t nsaved;
+	int err;
+	char errmsg[512];
+};
+
+/* Whether a copy of (t, id) is in a pack that is kept. */
+static bool kept_elsewhere(rix_prune_plan *p, rix_blob_type t, const rix_id *id)
+{
+	rix_packed_blob loc[8];
+	size_t n = rix_master_index_lookup_all(loc, 8, p->mi, t, id);
+	rix_packed_blob *all = loc;
+	if (n > 8) {
+		all = rix_malloc(n * sizeof(*all));
+		if (all == NULL)
+			return false; /* repacked again: a copy too many, never one too few */
+		size_t m = rix_master_index_lookup_all(all, n, p->mi, t, id);
+		n = m < n ? m : n;
+	}
+	bool kept = false;
+	for (size_t i = 0; i < n && !kept; i++) {
+		rix_loc l;
+		kept = rix_indexmap_lookup(&l, p->packmap, &all[i].pack_id) == 0 && p->packs[l.pack].action == A_KEEP;
+	}
+	if (all != loc)
+		rix_free(all);
+	return kept;
+}
+
+static int collect_repack(void *arg, const rix_packed_blob *pb)
+{
+	struct repacker *rp = arg;
+	rix_prune_plan *p = rp->p;
+	rix_loc l;
+	if (rix_indexmap_lookup(&l, p->packmap, &pb->pack_id) != 0 || p->packs[l.pack].action != A_REPACK)
+		return 0;
+	if (!used_has(p, pb->type, &pb->id) || kept_elsewhere(p, pb->type, &pb->id))
+		return 0;
+	if (rp->n == rp->cap) {
+		size_t cap = rp->cap ? 2 * rp->cap : 1024;
+		struct rblob *v = rix_realloc(rp->v, cap * sizeof(*v));
+		if (v == NULL)
+			return oom();
+		rp->v = v;
+		rp->cap = cap;
+	}
+	rp->v[rp->n++] = (struct rblob){ .slot = l.pack,
+					 .b = { .id = pb->id,
+						.type = pb->type,
+						.offset = pb->offset,
+						.length = pb->length,
+						.uncompressed_length = pb->uncompressed_length } };
+	return 0;
+}
+
+static int cmp_rblob(const void *a, const void *b)
+{
+	const struct rblob *x = a, *y = b;
+	if (x->slot != y->slot)
+		return x->slot < y->slot ? -1 : 1;
+	return (x->b.offset > y->b.offset) - (x->b.offset < y->b.offset);
+}
+
+static void repack_fail(struct repacker *rp, int rc, const char *msg)
+{
+	pthread_mutex_lock(&rp->mu);
+	if (rp->err == 0) {
+		rp->err = rc;
+		snprintf(rp->errmsg, sizeof(rp->errmsg), "%s", msg);
+	}
+	pthread_mutex_unlock(&rp->mu);
+}
+
+struct repack_job {
+	struct repacker *rp;
+	rix_blob *list;
+};
+
+/* A blob read from a pack being repacked: saved again, unless saved already. */
+static int repack_blob(void *arg, size_t i, int code, const uint8_t *data, size_t n)
+{
+	struct repack_job *j = arg;
+	struct repacker *rp = j->rp;
+	const rix_blob *b = &j->list[i];
+	uint8_t *other = NULL;
+	if (code != 0) { /* a damaged copy: another one, if the index has one that reads */
+		char msg[400];
+		snprintf(msg, sizeof(msg), "%s", rix_error_last());
+		size_t on = 0;
+		if (rix_repo_load_blob(&other, &on, rp->p->r, b->type, &b->id) != 0) {
+			repack_fail(rp, code, msg);
+			return code;
+		}
+		data = other;
+		n = on;
+	}
+	pthread_mutex_lock(&rp->mu);
+	static const rix_loc none = { 0 };
+	bool todo = rix_indexmap_lookup(NULL, rp->saved[b->type], &b->id) != 0;
+	int rc = todo ? rix_indexmap_add(rp->saved[b->type], &b->id, &none) : 0;
+	if (rc == 0 && todo)
+		rp->nsaved++;
+	pthread_mutex_unlock(&rp->mu);
+	if (rc == 0 && todo)
+		rc = rix_repo_save_blob_copy(NULL, NULL, rp->p->r, b->type, data, n);
+	rix_free(other);
+	if (rc != 0)
+		repack_fail(rp, rc, rix_error_last());
+	return rc;
+}
+
+static void *repack_worker(void *arg)
+{
+	struct repacker *rp = arg;
+	rix_blob *list = NULL;
+	size_t cap = 0;
+	for (;;) {
+		pthread_mutex_lock(&rp->mu);
+		size_t k = rp->err == 0 && rp->next < rp->npacks ? rp->next++ : SIZE_MAX;
+		pthread_mutex_unlock(&rp->mu);
+		if (k == SIZE_MAX)
+			break;
+		size_t a = rp->starts[k], b = rp->starts[k + 1];
+		if (b - a > cap) {
+			rix_free(list);
+			cap = b - a;
+			list = rix_malloc(cap * sizeof(*list));
+			if (list == NULL) {
+				cap = 0;
+				repack_fail(rp, RIX_ENOMEM, "prune: out of memory");
+				break;
+			}
+		}
+		for (size_t i = a; i < b; i++)
+			list[i - a] = rp->v[i].b;
+		struct repack_job j = { rp, list };
+		const rix_id *pack = &rp->p->packs[rp->v[a].slot].id;
+		int rc = rix_repo_load_pack_blobs(rp->p->r, pack, list, b - a, repack_blob, &j);
+		if (rc != 0)
+			repack_fail(rp, rc, rix_error_last());
+		pthread_mutex_lock(&rp->mu);
+		size_t done = ++rp->done;
+		pthread_mutex_unlock(&rp->mu);
+		progress(rp->p, "packs repacked", done, rp->npacks);
+	}
+	rix_free(list);
+	return NULL;
+}
+
+static int run_repack(rix_prune_plan *p)
+{
+	struct repacker rp = { .p = p };
+	pthread_mutex_init(&rp.mu, NULL);
+	int rc = rix_master_index_foreach(p->mi, collect_repack, &rp);
+	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++)
+		rc = rix_indexmap_new(&rp.saved[t]);
+	if (rc == 0) {
+		if (rp.n > 1)
+			qsort(rp.v, rp.n, sizeof(*rp.v), cmp_rblob);
+		rp.starts = rix_malloc((rp.n + 1) * sizeof(*rp.starts));
+		if (rp.starts == NULL)
+			rc = oom();
+	}
+	if (rc == 0) {
+		for (size_t i = 0; i < rp.n; i++)
+			if (i == 0 || rp.v[i].slot != rp.v[i - 1].slot)
+				rp.starts[rp.npacks++] = i;
+		rp.starts[rp.npacks] = rp.n;
+		/* the distinct blobs to keep: each must be saved once */
+		uint64_t distinct = 0;
+		rix_indexmap *seen[RIX_BLOB_TYPES] = { NULL, NULL };
+		for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++)
+			rc = rix_indexmap_new(&seen[t]);
+		static const rix_loc none = { 0 };
+		for (size_t i = 0; i < rp.n && rc == 0; i++) {
+			rix_blob *b = &rp.v[i].b;
+			if (rix_indexmap_lookup(NULL, seen[b->type], &b->id) != 0) {
+				rc = rix_indexmap_add(seen[b->type], &b->id, &none);
+				distinct++;
+			}
+		}
+		rix_indexmap_free(seen[0]);
+		rix_indexmap_free(seen[1]);
+		if (rc == 0 && rp.npacks > 0) {
+			unsigned want = p->o.workers ? p->o.workers : rix_repo_workers(p->r);
+			rix__pool_run(rix__pool_size(want, 8), repack_worker, &rp);
+			rc = rp.err != 0 ? rix_error_set(rp.err, "repack: %s", rp.errmsg) : 0;
+		}
+		if (rc == 0)
+			rc = rix_repo_flush(p->r);
+		if (rc == 0 && rp.nsaved != distinct)
+			rc = rix_error_set(RIX_ECORRUPT, "internal error: %" PRIu64 " of %" PRIu64 " blobs were not repacked",
+					   distinct - rp.nsaved, distinct);
+	}
+	rix_indexmap_free(rp.saved[0]);
+	rix_indexmap_free(rp.saved[1]);
+	rix_free(rp.v);
+	rix_free(rp.starts);
+	pthread_mutex_destroy(&rp.mu);
+	return rc;
+}
+
+/* ---- the new index ------------------------------------------------------------------------------ */
+
+/* Packs of the index as it is now (the repack's new ones too), for the rewrite. */
+struct ipack {
+	rix_id id;
+	uint64_t n;    /* its blobs */
+	uint64_t fill; /* filled in this batch */
+	size_t off;    /* its first blob in the batch */
+	bool skip;     /* goes: not in the new index */
+};
+
+struct rewrite {
+	rix_prune_plan *p;
+	rix_indexmap *map; /* pack ID -> loc.pack: number in packs */
+	struct ipack *packs;
+	size_t npacks, cap;
+	size_t first, last; /* the batch: packs [first, last) */
+	rix_blob *blobs;
+};
+
+static int count_pack(void *arg, const rix_packed_blob *pb)
+{
+	struct rewrite *w = arg;
+	rix_loc l;
+	if (rix_indexmap_lookup(&l, w->map, &pb->pack_id) == 0) {
+		w->packs[l.pack].n++;
+		return 0;
+	}
+	if (w->npacks == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 256;
+		struct ipack *v = rix_realloc(w->packs, cap * sizeof(*v));
+		if (v == NULL)
+			return oom();
+		w->packs = v;
+		w->cap = cap;
+	}
+	l = (rix_loc){ .pack = (uint32_t)w->npacks };
+	if (rix_indexmap_add(w->map, &pb->pack_id, &l) != 0)
+		return oom();
+	rix_loc pl;
+	bool known = rix_indexmap_lookup(&pl, w->p->packmap, &pb->pack_id) == 0;
+	bool skip = known && (w->p->packs[pl.pack].action == A_REPACK || w->p->packs[pl.pack].action == A_REMOVE ||
+			      w->p->packs[pl.pack].action == A_IGNORE);
+	if (!known)
+		w->p->st.packs_written++; /* a pack of the repack */
+	w->packs[w->npacks++] = (struct ipack){ .id = pb->pack_id, .n = 1, .skip = skip };
+	return 0;
+}
+
+static int fill_batch(void *arg, const rix_packed_blob *pb)
+{
+	struct rewrite *w = arg;
+	rix_loc l;
+	if (rix_indexmap_lookup(&l, w->map, &pb->pack_id) != 0)
+		return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune rewrote it");
+	if (l.pack < w->first || l.pack >= w->last || w->packs[l.pack].skip)
+		return 0;
+	struct ipack *ip = &w->packs[l.pack];
+	if (ip->fill >= ip->n)
+		return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune rewrote it");
+	w->blobs[ip->off + ip->fill++] = (rix_blob){ .id = pb->id,
+						     .type = pb->type,
+						     .offset = pb->offset,
+						     .length = pb->length,
+						     .uncompressed_length = pb->uncompressed_length };
+	return 0;
+}
+
+static int cmp_blob_offset(const void *a, const void *b)
+{
+	const rix_blob *x = a, *y = b;
+	return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/* Blobs held at once while rewriting: batches of packs of about an eighth of the blobs kept (so
+ * at most about eight passes over the master index, one a batch), at least 256 Ki blobs. */
+#define REWRITE_PASSES 8
+#define REWRITE_BATCH_MIN ((uint64_t)1 << 18)
+
+static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
+{
+	say(p, 1, "rebuilding index");
+	struct rewrite w = { .p = p };
+	rix_index_writer *iw = NULL;
+	int rc = rix_master_index_index_ids(old, nold, p->mi);
+	if (rc == 0)
+		rc = rix_indexmap_new(&w.map);
+	if (rc == 0)
+		rc = rix_master_index_foreach(p->mi, count_pack, &w);
+	if (rc == 0)
+		rc = rix_index_writer_new(&iw, p->r, *old, *nold);
+	uint64_t total = 0;
+	for (size_t i = 0; i < w.npacks; i++)
+		total += w.packs[i].skip ? 0 : w.packs[i].n;
+	uint64_t done = 0, batch = total / REWRITE_PASSES + 1;
+	if (batch < REWRITE_BATCH_MIN)
+		batch = REWRITE_BATCH_MIN;
+	if (p->o.rewrite_batch != 0)
+		batch = p->o.rewrite_batch;
+	for (size_t first = 0; rc == 0 && first < w.npacks;) {
+		size_t last = first;
+		uint64_t sum = 0;
+		while (last < w.npacks && (last == first || sum + w.packs[last].n <= batch)) {
+			if (!w.packs[last].skip) {
+				w.packs[last].off = (size_t)sum;
+				w.packs[last].fill = 0;
+				sum += w.packs[last].n;
+			}
+			last++;
+		}
+		w.first = first;
+		w.last = last;
+		if (sum > 0) {
+			w.blobs = rix_malloc((size_t)sum * sizeof(*w.blobs));
+			if (w.blobs == NULL)
+				rc = oom();
+			if (rc == 0)
+				rc = rix_master_index_foreach(p->mi, fill_batch, &w);
+			for (size_t i = first; rc == 0 && i < last; i++) {
+				struct ipack *ip = &w.packs[i];
+				if (ip->skip)
+					continue;
+				if (ip->fill > 1)
+					qsort(w.blobs + ip->off, ip->fill, sizeof(rix_blob), cmp_blob_offset);
+				rc = rix_index_writer_add(iw, &ip->id, w.blobs + ip->off, ip->fill);
+				done += ip->fill;
+			}
+			rix_free(w.blobs);
+			w.blobs = NULL;
+			progress(p, "blobs indexed", done, total);
+		}
+		first = last;
+	}
+	if (rc == 0)
+		rc = rix_index_writer_finish(iw);
+	if (iw != NULL) {
+		size_t n;
+		(void)rix_index_writer_files(&n, iw);
+		p->st.index_written = n;
+	}
+	rix_index_writer_free(iw);
+	rix_indexmap_free(w.map);
+	rix_free(w.packs);
+	return rc;
+}
+
+/* Removes files[0..n) of type t; failures counted and said, not errors. */
+static void remove_files(rix_prune_plan *p, rix_file_type t, const rix_id *files, size_t n, uint64_t *removed,
+			 const char *phase)
+{
+	rix_backend *b = rix_repo_backend(p->r);
+	for (size_t i = 0; i < n; i++) {
+		char hex[65];
+		rix_id_to_hex(hex, &files[i]);
+		int rc = rix_backend_remove(b, t, hex);
+		if (rc == 0 || rc == RIX_ENOTFOUND) {
+			(*removed)++;
+		} else {
+			p->st.remove_failures++;
+			say(p, 0, "unable to remove %s/%s from the repository: %s", rix_file_type_name(t), hex, rix_error_last());
+		}
+		progress(p, phase, i + 1, n);
+	}
+}
+
+int rix_prune_run(rix_prune_plan *p)
+{
+	if (p->ran)
+		return rix_error_set(RIX_EINVAL, "prune: the plan was run already");
+	p->ran = true;
+	const rix_id *unref = p->lists[RIX_PRUNE_UNREFERENCED];
+	size_t nunref = p->nlists[RIX_PRUNE_UNREFERENCED];
+	int rc = rix_repo_flush(p->r); /* nothing to flush: the lock's check */
+	if (rc != 0)
+		return rc;
+	if (nunref > 0) {
+		say(p, 1, "deleting unreferenced packs");
+		remove_files(p, RIX_FILE_PACK, unref, nunref, &p->st.packs_removed, "packs deleted");
+	}
+	if (p->nlists[RIX_PRUNE_REPACK] > 0) {
+		say(p, 1, "repacking packs");
+		rc = run_repack(p);
+		if (rc != 0)
+			return rc;
+	}
+	/* The used sets are done with: their memory goes before the index is rewritten. */
+	rix_free(p->data.slot);
+	p->data = (struct fpset){ 0 };
+	rix_indexmap_free(p->trees);
+	p->trees = NULL;
+	bool rewrite = p->nlists[RIX_PRUNE_REPACK] + p->nlists[RIX_PRUNE_REMOVE] > 0;
+	for (size_t i = 0; i < p->npacks && !rewrite; i++)
+		rewrite = p->packs[i].action == A_IGNORE;
+	if (rewrite) {
+		rix_id *old = NULL;
+		size_t nold = 0;
+		rc = rewrite_index(p, &old, &nold);
+		if (rc == 0)
+			rc = rix_repo_flush(p->r); /* the lock is still ours */
+		if (rc == 0) {
+			say(p, 1, "deleting obsolete index files");
+			remove_files(p, RIX_FILE_INDEX, old, nold, &p->st.index_removed, "index files deleted");
+		}
+		rix_free(old);
+		if (rc != 0)
+			return rc;
+	}
+	size_t nrm = p->nlists[RIX_PRUNE_REMOVE] + p->nlists[RIX_PRUNE_REPACK];
+	if (nrm > 0) {
+		say(p, 1, "removing %zu old packs", nrm);
+		remove_files(p, RIX_FILE_PACK, p->lists[RIX_PRUNE_REPACK], p->nlists[RIX_PRUNE_REPACK], &p->st.packs_removed,
+			     "packs deleted");
+		remove_files(p, RIX_FILE_PACK, p->lists[RIX_PRUNE_REMOVE], p->nlists[RIX_PRUNE_REMOVE], &p->st.packs_removed,
+			     "packs deleted");
+	}
+	say(p, 1, "done");
+	return 0;
+}
