@@ -256,5 +256,7 @@ int cmd_ls(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_find(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
+int cmd_rebuild_index(int argc, char **argv);
 
 #endif

@@ -83,6 +83,12 @@ static const struct command commands[] = {
 	  "check snapshots, trees, the index and the packs (and their data)",
 	  "--read-data read and verify every blob of every pack\n"
 	  "--read-data-subset= read and verify a subset of the packs: n/t (restic's rule), x% or a size (50M)\n" },
+	{ "repair", cmd_repair, "repair index [--read-all-packs]",
+	  "build a new index from the packs (restic's repair index; an exclusive lock)",
+	  "--read-all-packs read all pack files to generate new index from scratch\n" },
+	{ "rebuild-index", cmd_rebuild_index, "rebuild-index [--read-all-packs]",
+	  "the same as repair index (restic 0.14's name)",
+	  "--read-all-packs read all pack files to generate new index from scratch\n" },
 	{ "backup", cmd_backup, "backup [flags] PATH... | --stdin [--stdin-filename NAME]",
 	  "back up files and directories (or standard input)",
 	  "--tag= tags for the snapshot, a,b (repeatable)\n"

@@ -104,3 +104,15 @@ int rix_repo_read_pack_header(rix_blob **out, size_t *count, rix_repo *r, const 
 		return rc;
 	return rix__read_pack_header(r, name, size, out, count);
 }
+
+int rix_repo_read_pack_header_sized(rix_blob **out, size_t *count, rix_repo *r, const rix_id *pack_id, uint64_t size)
+{
+	*out = NULL;
+	*count = 0;
+	char name[65];
+	rix_id_to_hex(name, pack_id);
+	int rc = rix__read_pack_header(r, name, size, out, count);
+	if (rc == RIX_ENOTFOUND)
+		return rix_error_set(RIX_ENOTFOUND, "pack %s is missing", name);
+	return rc;
+}

@@ -8,7 +8,7 @@
  * chunker.h (restic's content-defined chunker), tree.h (tree blobs in restic's bytes),
  * archiver.h (backup), snapshot.h (snapshots: codec, list, filters, find, rewrite),
  * pattern.h (restic's include/exclude patterns), restorer.h (restore), walker.h (loading trees,
- * walking them depth first).
+ * walking them depth first), repair.h (a new index built from the packs: repair index).
  */
 #ifndef RIX_RIX_H
 #define RIX_RIX_H
@@ -34,4 +34,5 @@
 #include "rix/forget.h"
 #include "rix/pruner.h"
 #include "rix/walker.h"
+#include "rix/repair.h"
 #endif
