@@ -1451,7 +1451,9 @@ static int pop(struct rs *s)
 				close(fd);
 		}
 	}
-	if (s->depth > 0 && f->selected && f->created && !s->o.dry_run) {
+	/* restic's leaveDir: a directory selected, or made for an entry restored beneath it (a
+	 * directory an --include passes through), gets its metadata */
+	if (s->depth > 0 && f->created && !s->o.dry_run) {
 		rc = grow((void **)&s->dirs, &s->capdirs, s->ndirs, sizeof(*s->dirs));
 		if (rc == 0) {
 			s->dirs[s->ndirs].rel = f->rel;

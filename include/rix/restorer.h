@@ -42,7 +42,8 @@
  * opened following symlinks (as restic): a symlink given as target means its destination.
  *
  * Metadata as restic restores it: mode (setuid, setgid, sticky), modification and access times
- * (directories after their contents), symlinks as links, hard links (nodes of the same inode
+ * (directories after their contents; a directory not included itself but made for an entry
+ * included beneath it too, as restic's leaveDir), symlinks as links, hard links (nodes of the same inode
  * and device_id with links > 1) as links to the first one restored, FIFOs; device nodes and
  * ownership when running as root (by number, or by name first with ownership_by_name);
  * extended attributes where the file system takes them (ENOTSUP, EPERM: a warning). Sockets
