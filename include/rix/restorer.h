@@ -146,7 +146,7 @@ typedef struct rix_restore_summary {
  * @return 0 when everything was restored; RIX_EIO when some entries were not (each reported
  * through opt->error and counted in sum->errors: a missing or damaged pack fails the files it
  * touches, named by path, and the rest are restored); RIX_EINVAL (options of another version,
- * includes with excludes, an overwrite value out of range); RIX_ENOTFOUND / RIX_EIO (target
+ * includes with excludes, an overwrite value out of range, dry_run with verify); RIX_ENOTFOUND / RIX_EIO (target
  * cannot be made or opened); the root tree's load errors; RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const char *target,
