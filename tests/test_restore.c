@@ -30,7 +30,8 @@
  *   test_shared_offset     an index putting two blob IDs at one place of a pack: the file of
  *                          the blob not there is reported, never given the other's bytes
  *   test_bad_file_nodes    a node size that is not its content's; hard links to a file whose
- *                          blob is missing: each reported, none counted restored
+ *                          blob is missing: each reported, none counted restored; a first file
+ *                          with no content member: restored empty
  *   test_missing_pack      a pack removed, another damaged: those files reported by path, the
  *                          others restored, RIX_EIO
  *   test_full_target       a 1 MiB tmpfs as the target (root): what does not fit is reported,
@@ -934,6 +935,19 @@ static void test_bad_file_nodes(void **state)
 		assert_true(has_error_for(&e, "/h2"));
 		assert_int_equal(sum.files_restored, 0);
 	}
+	/* the first file restored has no content at all (no "content" member; found by fuzz_restore:
+	 * the plan's refs were still NULL): an empty file, no error */
+	save_json_tree(r, &tree, "{\"nodes\":[{\"name\":\"y\",\"type\":\"file\"}]}");
+	MUST(rix_repo_flush(r));
+	snprintf(tgt, sizeof(tgt), "%s/target2", work);
+	struct errs e;
+	rix_restore_summary sum;
+	MUST(restore(&sum, &e, r, &tree, tgt, NULL));
+	assert_int_equal(sum.files_restored, 1);
+	char *y = read_small(strcat(tgt, "/y"));
+	assert_non_null(y);
+	assert_string_equal(y, "");
+	free(y);
 	rix_repo_free(r);
 	rix_test_free_dir(work);
 }

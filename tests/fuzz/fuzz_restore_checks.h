@@ -21,9 +21,11 @@
  *   "~..."      a part k > 0 that starts with '~': stored without it, each '#' a NUL byte (runs
  *               of zeros for --sparse)
  *
- * The directory (a fresh one each input, under $RIX_FUZZ_RESTORE_DIR, /dev/shm or /tmp;
- * removed after):
- *   B/repo               the repository (version 2, a cheap scrypt)
+ * The directories, in R (made once under $RIX_FUZZ_RESTORE_DIR, /dev/shm or /tmp; removed at
+ * exit):
+ *   R/repo               the repository (version 2, a cheap scrypt), shared by up to 1000 inputs
+ *                        (only an input's own blobs can be named: their IDs come from its bytes)
+ *   R/b                  B, a fresh one each input (removed after):
  *   B/l1/l2/l3/target    the target, made empty before the restore
  *   B/l1/s1, B/l1/l2/s2, B/l1/l2/l3/s3, B/out/f, B/l1/l2/l3/d/   what it must not touch: "../s3",
  *                        "../../s2", "../../../s1", "../../../../out/f" from the target
@@ -36,7 +38,7 @@
  *     message; RIX_EINVAL only for includes given with excludes or a dry run with verify;
  *     otherwise only a root tree that
  *     cannot be loaded (RIX_ENOTFOUND, RIX_ECORRUPT, RIX_EAUTH) or RIX_ENOMEM;
- *   - nothing outside the target changed: every entry of B but the repository and the target,
+ *   - nothing outside the target changed: every entry of B but the target,
  *     before and after (type, mode, owner, size, mtime, inode, link count, a file's content, a
  *     symlink's target), so no write through a symlink and no hard link to anything outside.
  */
@@ -139,12 +141,12 @@ static int rix_fuzz_restore_cmp_names(const void *a, const void *b)
 
 /*
  * Appends a line per entry beneath dfd/name (rel: its path from B) to t, in name order, never
- * through a symlink; skips B's repository and the target (skip: their paths).
+ * through a symlink; skips the target.
  */
 static inline void rix_fuzz_restore_walk(struct rix_fuzz_restore_text *t, int dfd, const char *name, const char *rel,
 					 int depth)
 {
-	if (strcmp(rel, "repo") == 0 || strcmp(rel, "l1/l2/l3/target") == 0 || depth > 16)
+	if (strcmp(rel, "l1/l2/l3/target") == 0 || depth > 16)
 		return;
 	struct stat st;
 	char line[8192];
@@ -219,11 +221,58 @@ static inline void rix_fuzz_restore_walk(struct rix_fuzz_restore_text *t, int df
 
 /* The root of the inputs' directories, made once (removed at exit); "" when it cannot be. */
 static char rix_fuzz_restore_root[4096];
+/* The repository, R/repo, and how many inputs it took (made anew every RIX_FUZZ_RESTORE_REUSE:
+ * making its 256 pack folders costs more than the rest of an input). */
+static rix_repo *rix_fuzz_restore_repo;
+static unsigned rix_fuzz_restore_uses;
+#define RIX_FUZZ_RESTORE_REUSE 1000u
 
 static inline void rix_fuzz_restore_cleanup(void)
 {
+	rix_repo_free(rix_fuzz_restore_repo);
+	rix_fuzz_restore_repo = NULL;
 	if (rix_fuzz_restore_root[0] != '\0')
 		rix_fuzz_restore_rm(AT_FDCWD, rix_fuzz_restore_root, 0);
+}
+
+/* The repository for one more input (a fresh one every RIX_FUZZ_RESTORE_REUSE), or NULL; *why
+ * set when making it failed otherwise than for memory. */
+static inline rix_repo *rix_fuzz_restore_get_repo(const char **why)
+{
+	if (rix_fuzz_restore_repo != NULL && rix_fuzz_restore_uses++ < RIX_FUZZ_RESTORE_REUSE)
+		return rix_fuzz_restore_repo;
+	rix_repo_free(rix_fuzz_restore_repo);
+	rix_fuzz_restore_repo = NULL;
+	rix_fuzz_restore_uses = 1;
+	char repo[4200];
+	snprintf(repo, sizeof(repo), "%s/repo", rix_fuzz_restore_root);
+	rix_fuzz_restore_rm(AT_FDCWD, repo, 0);
+	rix_backend *be;
+	if (mkdir(repo, 0700) != 0 || rix_backend_local_open(&be, repo, true) != 0) {
+		*why = "cannot open the repository's folder";
+		return NULL;
+	}
+	rix_repo_options ro = RIX_REPO_OPTIONS_INIT;
+	ro.repo_version = 2;
+	ro.scrypt_n = 128;
+	ro.scrypt_r = 1;
+	ro.scrypt_p = 1;
+	ro.username = "fuzz";
+	ro.hostname = "fuzz";
+	rix_repo *r;
+	int rc = rix_repo_init(&r, be, "pw", 2, &ro);
+	if (rc != 0) {
+		rix_backend_free(be);
+		*why = rc == RIX_ENOMEM ? NULL : "cannot make the repository";
+		return NULL;
+	}
+	if ((rc = rix_repo_load_index(NULL, r, NULL, NULL)) != 0) {
+		rix_repo_free(r);
+		*why = rc == RIX_ENOMEM ? NULL : "cannot load the empty index";
+		return NULL;
+	}
+	rix_fuzz_restore_repo = r;
+	return r;
 }
 
 static inline const char *rix_fuzz_restore_root_dir(void)
@@ -246,7 +295,7 @@ static inline const char *rix_fuzz_restore_root_dir(void)
 static inline int rix_fuzz_restore_layout(const char *b)
 {
 	char p[4200];
-	static const char *const dirs[] = { "", "/repo", "/l1", "/l1/l2", "/l1/l2/l3", "/l1/l2/l3/d", "/l1/l2/l3/target", "/out" };
+	static const char *const dirs[] = { "", "/l1", "/l1/l2", "/l1/l2/l3", "/l1/l2/l3/d", "/l1/l2/l3/target", "/out" };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(p, sizeof(p), "%s%s", b, dirs[i]);
 		if (mkdir(p, 0755) != 0)
@@ -490,31 +539,8 @@ static inline const char *rix_fuzz_check_restore(const uint8_t *data, size_t siz
 		why = "cannot lay out the fuzz directory";
 		goto out;
 	}
-	char repo[4300];
-	snprintf(repo, sizeof(repo), "%s/repo", b);
-	rix_backend *be;
-	if (rix_backend_local_open(&be, repo, true) != 0) {
-		why = "cannot open the repository's folder";
+	if ((r = rix_fuzz_restore_get_repo(&why)) == NULL)
 		goto out;
-	}
-	rix_repo_options ro = RIX_REPO_OPTIONS_INIT;
-	ro.repo_version = 2;
-	ro.scrypt_n = 128;
-	ro.scrypt_r = 1;
-	ro.scrypt_p = 1;
-	ro.username = "fuzz";
-	ro.hostname = "fuzz";
-	int irc = rix_repo_init(&r, be, "pw", 2, &ro);
-	if (irc != 0) {
-		rix_backend_free(be);
-		r = NULL;
-		why = irc == RIX_ENOMEM ? NULL : "cannot make the repository";
-		goto out;
-	}
-	if (rix_repo_load_index(NULL, r, NULL, NULL) != 0) {
-		why = "cannot load the empty index";
-		goto out;
-	}
 	/* the parts, last first */
 	for (size_t k = in.nparts; k-- > 0;) {
 		if (!in.stored[k])
@@ -549,7 +575,6 @@ static inline const char *rix_fuzz_check_restore(const uint8_t *data, size_t siz
 out:
 	free(before.s);
 	free(after.s);
-	rix_repo_free(r);
 	for (size_t k = 0; k < 4; k++)
 		for (size_t i = 0; i < in.npat[k]; i++)
 			free(in.pat[k][i]);
