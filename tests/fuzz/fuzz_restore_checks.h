@@ -21,8 +21,8 @@
  *   "~..."      a part k > 0 that starts with '~': stored without it, each '#' a NUL byte (runs
  *               of zeros for --sparse)
  *
- * The directories, in R (made once under $RIX_FUZZ_RESTORE_DIR, /dev/shm or /tmp; removed at
- * exit):
+ * The directories, in R (made once, rix-fuzz-restore-<pid> under $RIX_FUZZ_RESTORE_DIR, /dev/shm
+ * or /tmp; removed at exit, or by the next process when this one did not exit):
  *   R/repo               the repository (version 2, a cheap scrypt), shared by up to 1000 inputs
  *                        (only an input's own blobs can be named: their IDs come from its bytes)
  *   R/b                  B, a fresh one each input (removed after):
@@ -52,8 +52,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "rix/rix.h"
@@ -275,6 +277,11 @@ static inline rix_repo *rix_fuzz_restore_get_repo(const char **why)
 	return r;
 }
 
+/*
+ * R: <base>/rix-fuzz-restore-<pid>. A process that crashes (what a fuzzer's finding does) or
+ * ends with _exit (libFuzzer's merge and time limit) leaves its R behind: those of processes
+ * no longer running are removed here.
+ */
 static inline const char *rix_fuzz_restore_root_dir(void)
 {
 	if (rix_fuzz_restore_root[0] != '\0')
@@ -282,8 +289,22 @@ static inline const char *rix_fuzz_restore_root_dir(void)
 	const char *base = getenv("RIX_FUZZ_RESTORE_DIR");
 	if (base == NULL || base[0] == '\0')
 		base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	snprintf(rix_fuzz_restore_root, sizeof(rix_fuzz_restore_root), "%s/rix-fuzz-restore-XXXXXX", base);
-	if (mkdtemp(rix_fuzz_restore_root) == NULL) {
+	int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = bfd >= 0 ? fdopendir(bfd) : NULL;
+	if (d == NULL && bfd >= 0)
+		close(bfd);
+	for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+		char *end;
+		if (strncmp(e->d_name, "rix-fuzz-restore-", 17) != 0 || e->d_name[17] == '\0')
+			continue;
+		long pid = strtol(e->d_name + 17, &end, 10);
+		if (*end == '\0' && pid > 0 && (pid == (long)getpid() || (kill((pid_t)pid, 0) != 0 && errno == ESRCH)))
+			rix_fuzz_restore_rm(dirfd(d), e->d_name, 0);
+	}
+	if (d != NULL)
+		closedir(d);
+	snprintf(rix_fuzz_restore_root, sizeof(rix_fuzz_restore_root), "%s/rix-fuzz-restore-%ld", base, (long)getpid());
+	if (mkdir(rix_fuzz_restore_root, 0700) != 0) {
 		rix_fuzz_restore_root[0] = '\0';
 		return NULL;
 	}
