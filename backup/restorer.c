@@ -1146,7 +1146,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 	int rc = reserve((void **)&s->refs, &s->caprefs, s->nrefs + n->content_len, sizeof(*s->refs));
 	if (rc != 0)
 		return rc;
-	struct ref *refs = s->refs + s->nrefs;
+	struct ref *refs = n->content_len > 0 ? s->refs + s->nrefs : NULL; /* refs is NULL before the first blob */
 	bool missing = false;
 	uint64_t sum = 0;
 	for (size_t i = 0; i < n->content_len; i++) {
@@ -1451,7 +1451,9 @@ static int pop(struct rs *s)
 				close(fd);
 		}
 	}
-	if (s->depth > 0 && f->selected && f->created && !s->o.dry_run) {
+	/* restic's leaveDir: a directory selected, or made for an entry restored beneath it (a
+	 * directory an --include passes through), gets its metadata */
+	if (s->depth > 0 && f->created && !s->o.dry_run) {
 		rc = grow((void **)&s->dirs, &s->capdirs, s->ndirs, sizeof(*s->dirs));
 		if (rc == 0) {
 			s->dirs[s->ndirs].rel = f->rel;

@@ -1,13 +1,25 @@
 /*
  * cli/cmd_find.c — rix find PATTERN...: the entries of snapshots whose path matches a pattern
  * (rix/pattern.h, restic's rules), or with --blob / --tree the files that use a data blob and the
- * directories that are a tree, as restic 0.14's find prints them:
+ * directories that are a tree, or with --pack the files that use a blob of the given packs, as
+ * restic 0.14's find prints them:
  *
  *   text     "Found matching entries in snapshot 1a2b3c4d from 2022-08-01 10:00:00" (not with -q),
  *            a path a line (-l: restic's long format), a blank line between snapshots;
  *            --blob: "Found blob ID\n ... in file PATH\n     (tree ID)\n ... in snapshot 1a2b3c4d (TIME)"
  *   --json   [{"matches":[node...],"hits":N,"snapshot":"ID"},...]; --blob / --tree: [{"object_type":
  *            "blob","id":...,"path":...,"parent_tree":...,"snapshot":...,"time":...},...]
+ *   --show-pack-id (with --blob, --tree, --pack), after the rest: each ID searched, "Object belongs
+ *            to pack ID\n ... Pack 1a2b3c4d: <Blob (data) ...>", "Object 1a2b3c4d not found in the
+ *            index" or "Note: cannot find pack for object '...', unable to parse ID: ..."
+ *
+ * The IDs searched are restic's sets of strings: each argument once (after -i lowers its case),
+ * matching an ID written whole or as its first 8 digits; a short --blob argument becomes the
+ * whole ID of the first blob it matches (restic then matches no other blob with those digits).
+ * --pack: the packs of the repository named by an argument (whole or 8 digits) have their
+ * headers read (rix_repo_read_pack_header) and every blob they hold is searched; packs not in the
+ * repository are looked up in the index, with restic's warning; arguments naming no pack fail
+ * with restic's "unable to find pack(s): [...]" before any snapshot is searched.
  *
  * The walk is restic's walker's, with its memory of ignored trees shared by every snapshot
  * searched: a subtree in which nothing matched is not entered again (in a later snapshot, or
@@ -16,8 +28,12 @@
  * oldest first (restic's order there is the order its parallel loads finish).
  * --oldest / --newest: mtimes from, to (restic's formats without a zone name: 2006-01-02,
  * 2006-01-02 15:04[:05][ -0700], 02.01.2006 [15:04[:05][ -0700]], local time).
- * A shared lock. Exit status: 0; 1 a usage error, a bad pattern time; 11 the lock.
+ * --show-pack-id lists the IDs in the order given (--pack: each pack's blobs in pack order),
+ * where restic's order is its map's, which changes from run to run.
+ * A shared lock. Exit status: 0; 1 a usage error, a bad pattern time, packs not found; 11 the lock.
  */
+#include <ctype.h>
+
 #include "cli.h"
 
 struct fframe {
@@ -27,13 +43,24 @@ struct fframe {
 	bool all_ignored;
 };
 
+/* An ID argument of --blob / --tree: a key of restic's blobIDs / treeIDs. */
+struct idarg {
+	const char *key; /* the argument, or full once a short --blob argument matched */
+	char full[65];
+};
+
 struct find {
 	rix_repo *r;
 	char **pats;
 	int npats;
+	struct idarg *ids; /* --blob / --tree: the arguments, each once */
+	size_t nids;
+	struct idset packed; /* --pack: the blobs of the packs (any type, as restic's strings) */
+	rix_id *plist;       /* the same, in the order found */
+	size_t nplist, capplist;
 	rix_patterns *ps; /* pats compiled once (with icase: ignoring case) */
 	int err;          /* a match that failed (out of memory): the command fails */
-	bool icase, long_format, blob, tree, has_oldest, has_newest;
+	bool icase, long_format, blob, tree, pack, show_pack, has_oldest, has_newest;
 	rix_time oldest, newest;
 	struct idset ignore; /* restic's ignoreTrees */
 	size_t items_found;
@@ -160,14 +187,27 @@ static void print_object(struct find *f, const char *kind, const rix_id *id, con
 	printf(" ... in snapshot %.8s (%s)\n", sh, when);
 }
 
-/* An ID argument names id: the whole ID or its first 8 hex digits (restic's Str). */
-static bool names_id(const struct find *f, const rix_id *id)
+/*
+ * Whether an ID argument names id, as restic's map lookups: its whole hex or its first 8 digits
+ * (restic's Str). expand (--blob): a short argument that matches becomes the whole ID.
+ */
+static bool names_id(struct find *f, const rix_id *id, bool expand)
 {
+	if (f->pack)
+		return idset_has(&f->packed, RIX_BLOB_DATA, id);
 	char hex[65];
 	rix_id_to_hex(hex, id);
-	for (int i = 0; i < f->npats; i++)
-		if (strcmp(f->pats[i], hex) == 0 || (strlen(f->pats[i]) == 8 && strncmp(f->pats[i], hex, 8) == 0))
+	for (size_t i = 0; i < f->nids; i++)
+		if (strcmp(f->ids[i].key, hex) == 0)
 			return true;
+	for (size_t i = 0; i < f->nids; i++)
+		if (strlen(f->ids[i].key) == 8 && strncmp(f->ids[i].key, hex, 8) == 0) {
+			if (expand) {
+				memcpy(f->ids[i].full, hex, sizeof(hex));
+				f->ids[i].key = f->ids[i].full;
+			}
+			return true;
+		}
 	return false;
 }
 
@@ -176,16 +216,16 @@ static int visit(struct find *f, const rix_id *parent, const char *path, const r
 {
 	*ign = false;
 	if (f->blob || f->tree) {
-		if (n->type == RIX_NODE_DIR && f->tree && n->subtree != NULL && names_id(f, n->subtree)) {
+		if (n->type == RIX_NODE_DIR && f->tree && n->subtree != NULL && names_id(f, n->subtree, false)) {
 			print_object(f, "tree", n->subtree, path, NULL);
-			if (++f->items_found >= (size_t)f->npats && !f->blob) {
+			if (++f->items_found >= f->nids && !f->blob) {
 				*ign = true;
 				return 2;
 			}
 		}
 		if (n->type == RIX_NODE_FILE && f->blob)
 			for (size_t i = 0; i < n->content_len; i++)
-				if (names_id(f, &n->content[i]))
+				if (names_id(f, &n->content[i], true))
 					print_object(f, "blob", &n->content[i], path, parent);
 		return 0;
 	}
@@ -312,6 +352,301 @@ static int find_in(struct find *f, const rix_snapshot *sn)
 	return rc;
 }
 
+/* ---- --pack: the blobs of packs (restic's packsToBlobs) ---------------------------------------- */
+
+/* A --pack argument still to find (restic's packIDs): its text, and the ID it names. */
+struct packarg {
+	char *s;
+	int form; /* 2: a whole ID (id), 1: 8 digits (id.b[0..4)), 0: neither (never found) */
+	rix_id id;
+};
+
+struct packs {
+	struct find *f;
+	struct packarg *v;
+	size_t n, cap;
+	rix_id *inidx; /* packs whose blobs the index gave, each once */
+	size_t ninidx, capinidx;
+	int rc;
+};
+
+/* The form of s as restic compares it with id.String() and id.Str(): lowercase hex only. */
+static int id_form(const char *s, rix_id *id)
+{
+	size_t n = strlen(s);
+	if (n != 64 && n != 8)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	char hex[65];
+	memset(hex, '0', 64);
+	memcpy(hex, s, n);
+	hex[64] = '\0';
+	if (rix_id_from_hex(id, hex, 64) != 0)
+		return 0;
+	return n == 64 ? 2 : 1;
+}
+
+/* The argument equal to s (its form), or -1. */
+static long packarg_find(const struct packs *p, int form, const rix_id *id)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->v[i].form == form && memcmp(p->v[i].id.b, id->b, form == 2 ? RIX_ID_SIZE : 4) == 0)
+			return (long)i;
+	return -1;
+}
+
+static void packarg_drop(struct packs *p, size_t i)
+{
+	free(p->v[i].s);
+	p->v[i] = p->v[--p->n];
+}
+
+/* Adds s (a copy) unless it is there. 0, or 1 (reported). */
+static int packarg_add(struct packs *p, const char *s)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (strcmp(p->v[i].s, s) == 0)
+			return 0;
+	if (p->n == p->cap) {
+		size_t c = p->cap ? 2 * p->cap : 8;
+		struct packarg *v = realloc(p->v, c * sizeof(*v));
+		if (v == NULL)
+			return die("find: out of memory");
+		p->v = v;
+		p->cap = c;
+	}
+	struct packarg *a = &p->v[p->n];
+	if ((a->s = strdup(s)) == NULL)
+		return die("find: out of memory");
+	a->form = id_form(s, &a->id);
+	p->n++;
+	return 0;
+}
+
+/* Blob id of a pack searched (restic adds every blob's ID, whatever its type). 0, or 1. */
+static int packed_add(struct find *f, const rix_id *id)
+{
+	if (idset_has(&f->packed, RIX_BLOB_DATA, id))
+		return 0;
+	if (f->nplist == f->capplist) {
+		size_t c = f->capplist ? 2 * f->capplist : 64;
+		rix_id *v = realloc(f->plist, c * sizeof(*v));
+		if (v == NULL)
+			return die("find: out of memory");
+		f->plist = v;
+		f->capplist = c;
+	}
+	f->plist[f->nplist++] = *id;
+	return idset_add(&f->packed, RIX_BLOB_DATA, id);
+}
+
+/* restic's indexPacksToBlobs: each index entry of a pack still sought. */
+static int index_entry(void *payload, const rix_packed_blob *pb)
+{
+	struct packs *p = payload;
+	bool match = packarg_find(p, 2, &pb->pack_id) >= 0;
+	long k;
+	if (!match && (k = packarg_find(p, 1, &pb->pack_id)) >= 0) {
+		/* the short argument becomes the whole ID */
+		char hex[65];
+		rix_id_to_hex(hex, &pb->pack_id);
+		packarg_drop(p, (size_t)k);
+		if ((p->rc = packarg_add(p, hex)) != 0)
+			return 1;
+		match = true;
+	}
+	if (!match)
+		return 0;
+	if ((p->rc = packed_add(p->f, &pb->id)) != 0)
+		return 1;
+	for (size_t i = 0; i < p->ninidx; i++)
+		if (memcmp(p->inidx[i].b, pb->pack_id.b, RIX_ID_SIZE) == 0)
+			return 0;
+	if (p->ninidx == p->capinidx) {
+		size_t c = p->capinidx ? 2 * p->capinidx : 8;
+		rix_id *v = realloc(p->inidx, c * sizeof(*v));
+		if (v == NULL) {
+			p->rc = die("find: out of memory");
+			return 1;
+		}
+		p->inidx = v;
+		p->capinidx = c;
+	}
+	p->inidx[p->ninidx++] = pb->pack_id;
+	return 0;
+}
+
+static int strptr_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct packarg *)a)->s, ((const struct packarg *)b)->s);
+}
+
+/* The blobs of the packs the arguments name into f->packed. 0, or 1 (reported). */
+static int packs_to_blobs(struct find *f)
+{
+	struct packs p = { .f = f };
+	rix_id *ids = NULL;
+	size_t nids = 0;
+	int rc = 0;
+	for (int i = 0; i < f->npats && rc == 0; i++)
+		rc = packarg_add(&p, f->pats[i]);
+	if (rc == 0) {
+		int lrc = rix_repo_list_ids(&ids, &nids, f->r, RIX_FILE_PACK);
+		if (lrc != 0)
+			rc = fail(lrc);
+	}
+	bool all = false;
+	for (size_t i = 0; rc == 0 && i < nids && !all; i++) {
+		long k = packarg_find(&p, 2, &ids[i]);
+		if (k < 0)
+			k = packarg_find(&p, 1, &ids[i]);
+		if (k < 0)
+			continue;
+		packarg_drop(&p, (size_t)k);
+		rix_blob *blobs;
+		size_t nb;
+		int hrc = rix_repo_read_pack_header(&blobs, &nb, f->r, &ids[i]);
+		if (hrc != 0) {
+			rc = fail(hrc);
+			break;
+		}
+		for (size_t b = 0; b < nb && rc == 0; b++)
+			rc = packed_add(f, &blobs[b].id);
+		rix_free(blobs);
+		all = p.n == 0;
+	}
+	rix_free(ids);
+	if (rc == 0 && !all) {
+		(void)rix_master_index_foreach(rix_repo_master_index(f->r), index_entry, &p);
+		rc = p.rc;
+		for (size_t i = 0; rc == 0 && i < p.ninidx; i++) {
+			long k = packarg_find(&p, 2, &p.inidx[i]);
+			if (k >= 0)
+				packarg_drop(&p, (size_t)k);
+		}
+		if (rc == 0 && p.ninidx > 0) {
+			fputs("some pack files are missing from the repository, getting their blobs from the repository index: [",
+			      stderr);
+			for (size_t i = 0; i < p.ninidx; i++) {
+				char hex[65];
+				rix_id_to_hex(hex, &p.inidx[i]);
+				fprintf(stderr, "%s%s", i ? " " : "", hex);
+			}
+			fputs("]\n\n", stderr);
+		}
+	}
+	if (rc == 0 && p.n > 0) {
+		qsort(p.v, p.n, sizeof(*p.v), strptr_cmp);
+		fputs("rix: unable to find pack(s): [", stderr);
+		for (size_t i = 0; i < p.n; i++)
+			fprintf(stderr, "%s%s", i ? " " : "", p.v[i].s);
+		fputs("]\n", stderr);
+		rc = EXIT_FAIL;
+	}
+	for (size_t i = 0; i < p.n; i++)
+		free(p.v[i].s);
+	free(p.v);
+	free(p.inidx);
+	return rc;
+}
+
+/* ---- --show-pack-id (restic's findObjectsPacks) ------------------------------------------------ */
+
+/* Go's %#U of a byte as a rune: U+0067 'g' (the character only when strconv.IsPrint). */
+static void go_rune(char *out, size_t cap, unsigned char c)
+{
+	bool print = (c >= 0x20 && c <= 0x7e) || (c >= 0xa1 && c != 0xad);
+	if (!print)
+		snprintf(out, cap, "U+%04X", c);
+	else if (c < 0x80)
+		snprintf(out, cap, "U+%04X '%c'", c, c);
+	else
+		snprintf(out, cap, "U+%04X '%c%c'", c, 0xc0 | (c >> 6), 0x80 | (c & 0x3f));
+}
+
+static bool hex_digit(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* restic's ParseID of s: 0, or 1 with Go's error text in msg. */
+static int go_parse_id(rix_id *id, const char *s, char *msg, size_t cap)
+{
+	size_t n = strlen(s), j;
+	char r[32];
+	for (j = 1; j < n; j += 2) {
+		const char *bad = !hex_digit(s[j - 1]) ? &s[j - 1] : !hex_digit(s[j]) ? &s[j] : NULL;
+		if (bad != NULL) {
+			go_rune(r, sizeof(r), (unsigned char)*bad);
+			snprintf(msg, cap, "hex.DecodeString: encoding/hex: invalid byte: %s", r);
+			return 1;
+		}
+	}
+	if (n % 2 == 1) {
+		if (!hex_digit(s[n - 1])) {
+			go_rune(r, sizeof(r), (unsigned char)s[n - 1]);
+			snprintf(msg, cap, "hex.DecodeString: encoding/hex: invalid byte: %s", r);
+		} else {
+			snprintf(msg, cap, "hex.DecodeString: encoding/hex: odd length hex string");
+		}
+		return 1;
+	}
+	if (n != 64 || rix_id_from_hex(id, s, 64) != 0) {
+		snprintf(msg, cap, "invalid length for hash");
+		return 1;
+	}
+	return 0;
+}
+
+/* restic's ID.Str(): the first 8 digits, or "[null]" for the null ID. */
+static const char *go_str(char out[9], const rix_id *id)
+{
+	static const rix_id null;
+	if (memcmp(id->b, null.b, RIX_ID_SIZE) == 0)
+		return "[null]";
+	char hex[65];
+	rix_id_to_hex(hex, id);
+	memcpy(out, hex, 8);
+	out[8] = '\0';
+	return out;
+}
+
+static void show_pack(struct find *f, const char *key, rix_blob_type t)
+{
+	rix_id id;
+	char msg[128];
+	if (go_parse_id(&id, key, msg, sizeof(msg)) != 0) {
+		printf("Note: cannot find pack for object '%s', unable to parse ID: %s\n", key, msg);
+		return;
+	}
+	char s1[9], s2[9], pack[65];
+	rix_packed_blob pb;
+	if (rix_master_index_lookup_all(&pb, 1, rix_repo_master_index(f->r), t, &id) == 0) {
+		printf("Object %s not found in the index\n", go_str(s1, &id));
+		return;
+	}
+	rix_id_to_hex(pack, &pb.pack_id);
+	printf("Object belongs to pack %s\n ... Pack %s: <Blob (%s) %s, offset %u, length %u, uncompressed length %u>\n",
+	       pack, go_str(s1, &pb.pack_id), t == RIX_BLOB_TREE ? "tree" : "data", go_str(s2, &id), pb.offset, pb.length,
+	       pb.uncompressed_length);
+}
+
+static void show_packs(struct find *f)
+{
+	char hex[65];
+	if (f->pack) {
+		for (size_t i = 0; i < f->nplist; i++) {
+			rix_id_to_hex(hex, &f->plist[i]);
+			show_pack(f, hex, RIX_BLOB_DATA);
+		}
+		return;
+	}
+	for (size_t i = 0; i < f->nids; i++)
+		show_pack(f, f->ids[i].key, f->tree ? RIX_BLOB_TREE : RIX_BLOB_DATA);
+}
+
 /* restic's find time formats (those without a zone name), in local time. 0, or 1 (reported). */
 static int parse_when(rix_time *t, const char *s)
 {
@@ -358,6 +693,10 @@ int cmd_find(int argc, char **argv)
 			f.blob = true;
 		else if (strcmp(argv[i], "--tree") == 0)
 			f.tree = true;
+		else if (strcmp(argv[i], "--pack") == 0)
+			f.pack = true;
+		else if (strcmp(argv[i], "--show-pack-id") == 0)
+			f.show_pack = true;
 		else if (strcmp(argv[i], "-i") == 0 || strcmp(argv[i], "--ignore-case") == 0)
 			f.icase = true;
 		else if (strcmp(argv[i], "-l") == 0 || strcmp(argv[i], "--long") == 0)
@@ -370,8 +709,26 @@ int cmd_find(int argc, char **argv)
 	filter_flags_done(&ff);
 	if (rc == 0 && f.npats == 0)
 		rc = die("wrong number of arguments");
-	if (rc == 0 && f.blob && f.tree)
+	if (rc == 0 && ((f.blob && f.tree) || (f.blob && f.pack) || (f.tree && f.pack)))
 		rc = die("cannot have several ID types");
+	if (f.pack)
+		f.blob = true; /* restic searches the packs' blobs as --blob does */
+	/* restic's sets of IDs: the arguments (lowered by -i), each once */
+	if (rc == 0 && (f.blob || f.tree)) {
+		f.ids = calloc((size_t)f.npats + 1, sizeof(*f.ids));
+		if (f.ids == NULL)
+			rc = die("find: out of memory");
+		for (int i = 0; rc == 0 && i < f.npats; i++) {
+			if (f.icase)
+				for (char *c = f.pats[i]; *c != '\0'; c++)
+					*c = (char)tolower((unsigned char)*c);
+			size_t k = 0;
+			while (k < f.nids && strcmp(f.ids[k].key, f.pats[i]) != 0)
+				k++;
+			if (k == f.nids)
+				f.ids[f.nids++].key = f.pats[i];
+		}
+	}
 	if (rc == 0 && !f.blob && !f.tree &&
 	    rix_patterns_new(&f.ps, f.icase ? NULL : (const char *const *)f.pats, f.icase ? 0 : (size_t)f.npats,
 			     f.icase ? (const char *const *)f.pats : NULL, f.icase ? (size_t)f.npats : 0) != 0)
@@ -383,10 +740,12 @@ int cmd_find(int argc, char **argv)
 	if (rc == 0)
 		rc = open_repo_locked(&r, &lock, false);
 	if (rc == 0)
-		rc = select_snapshots(&sl, &bad, r, &ff.f, snaps, nsnaps);
-	if (rc == 0)
 		rc = load_index(r, NULL, NULL);
 	f.r = r;
+	if (rc == 0 && f.pack)
+		rc = packs_to_blobs(&f);
+	if (rc == 0)
+		rc = select_snapshots(&sl, &bad, r, &ff.f, snaps, nsnaps);
 	/* restic takes -s in the order given (each once), else its list */
 	const rix_snapshot **order = rc == 0 ? calloc(sl->count + 1, sizeof(*order)) : NULL;
 	size_t norder = 0;
@@ -417,8 +776,13 @@ int cmd_find(int argc, char **argv)
 		}
 		fputs(f.inuse ? "]\n" : "[]\n", stdout);
 	}
+	if (rc == 0 && f.show_pack && (f.blob || f.tree))
+		show_packs(&f);
 	free(f.st);
 	free(f.path);
+	free(f.ids);
+	free(f.plist);
+	idset_free(&f.packed);
 	idset_free(&f.ignore);
 	rix_snapshot_list_free(sl);
 	if (r != NULL)

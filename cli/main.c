@@ -170,12 +170,14 @@ static const struct command commands[] = {
 	  "-H= with latest: only snapshots of this host (repeatable)\n"
 	  "--tag= with latest: only snapshots with these tags, a,b: both (repeatable: either list)\n"
 	  "--path= with latest: only snapshots holding this path (repeatable: all of them)\n" },
-	{ "find", cmd_find, "find [flags] PATTERN... | --blob ID... | --tree ID...",
+	{ "find", cmd_find, "find [flags] PATTERN... | --blob ID... | --tree ID... | --pack ID...",
 	  "the entries of snapshots matching a pattern, or the files using a blob (restic's find)",
 	  "--snapshot= search this snapshot (ID, prefix or latest; repeatable; default: all)\n"
 	  "-s= search this snapshot (repeatable)\n"
 	  "--blob the arguments are data blob IDs (whole, or their first 8 digits): the files using them\n"
 	  "--tree the arguments are tree IDs: the directories that are these trees\n"
+	  "--pack the arguments are pack IDs (whole or 8 digits): the files using the blobs they hold\n"
+	  "--show-pack-id with --blob, --tree or --pack: then each ID's pack, offset and length\n"
 	  "--ignore-case match the patterns ignoring case (also -i)\n"
 	  "-i match the patterns ignoring case\n"
 	  "--long use the long format: mode, uid, gid, size, mtime (also -l)\n"

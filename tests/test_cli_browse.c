@@ -11,6 +11,9 @@
  *               kind (exit 2 as restic)
  *   test_find   patterns across snapshots (-s in a given order), --json, -l, -i, --oldest and
  *               --newest, --blob (whole and 8-digit IDs: the files using a blob) and --tree
+ *   test_find_pack  --pack (whole and 8-digit IDs), --json, packs not found, a pack missing from
+ *               the repository (from the index, restic's warning), --show-pack-id (sorted: restic's
+ *               order is a Go map's)
  *   test_locks  an exclusive lock held: diff, dump and find stop (exit 11), ls runs (restic 0.14's
  *               ls takes no lock); --no-lock runs them all
  *   test_deep   a snapshot 3000 directories deep (made with librix): ls --recursive, find, diff
@@ -25,6 +28,7 @@
  * Times show in a zone that is not UTC (TZ), as both tools print local times. The repository is
  * librix's (restic 0.14 reads it) with a cheap key derivation.
  */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,24 +138,23 @@ static int teardown(void **state)
 }
 
 /*
- * `restic ARGS` and `rix ARGS` on the repository: the same standard output, byte for byte, and
- * the same exit status (want, when >= 0); nothing from a sanitizer on rix's standard error. The
- * outputs are left in work/restic.out, work/rix.out.
+ * `restic ARGS` and `rix ARGS` on repository repo (in the work directory): the same standard
+ * output, byte for byte (sorted: line by line after sorting both, where restic's order is a Go
+ * map's), and the same exit status (want, when >= 0); nothing from a sanitizer on rix's standard
+ * error. The outputs are left in work/restic.out, work/rix.out (unsorted), the errors in
+ * work/restic.err, work/rix.err.
  */
-static void same(const struct fx *f, int want, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void same(const struct fx *f, int want, const char *fmt, ...)
+static void vsame(const struct fx *f, const char *repo, bool sorted, int want, const char *fmt, va_list ap)
 {
 	char args[4096];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
+	const char *sort = sorted ? " | LC_ALL=C sort" : "";
 	char *a, *b;
 	size_t la, lb;
-	int ra = rix_test_run(&a, &la, "cd '%s' && RESTIC_PASSWORD='%s' restic --no-cache -r repo %s >restic.out 2>restic.err; rc=$?; cat restic.out; exit $rc",
-			      f->work, PW, args);
-	int rb = rix_test_run(&b, &lb, "cd '%s' && RIX_PASSWORD='%s' '%s' -r repo %s >rix.out 2>rix.err; rc=$?; cat rix.out; exit $rc",
-			      f->work, PW, RIX_CLI_PATH, args);
+	int ra = rix_test_run(&a, &la, "cd '%s' && RESTIC_PASSWORD='%s' restic --no-cache -r %s %s >restic.out 2>restic.err; rc=$?; cat restic.out%s; exit $rc",
+			      f->work, PW, repo, args, sort);
+	int rb = rix_test_run(&b, &lb, "cd '%s' && RIX_PASSWORD='%s' '%s' -r %s %s >rix.out 2>rix.err; rc=$?; cat rix.out%s; exit $rc",
+			      f->work, PW, RIX_CLI_PATH, repo, args, sort);
 	if (la != lb || memcmp(a, b, la) != 0) {
 		rix_test_run(NULL, NULL, "cd '%s' && diff restic.out rix.out | head -40 >&2; cat restic.err rix.err >&2", f->work);
 		fail_msg("rix %s: output differs from restic's (%zu and %zu bytes)", args, lb, la);
@@ -168,6 +171,26 @@ static void same(const struct fx *f, int want, const char *fmt, ...)
 		fail_msg("%s: exit %d, expected %d", args, ra, want);
 	free(a);
 	free(b);
+}
+
+static void same(const struct fx *f, int want, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void same(const struct fx *f, int want, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsame(f, "repo", false, want, fmt, ap);
+	va_end(ap);
+}
+
+/* same() on another repository of the work directory; sorted: the lines compared as sets. */
+static void same_in(const struct fx *f, const char *repo, bool sorted, int want, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void same_in(const struct fx *f, const char *repo, bool sorted, int want, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsame(f, repo, sorted, want, fmt, ap);
+	va_end(ap);
 }
 
 static void test_ls(void **state)
@@ -321,6 +344,77 @@ static void rix_said(const struct fx *f, const char *want)
 	if (strstr(o, want) == NULL)
 		fail_msg("rix said \"%s\", not \"%s\"", o, want);
 	free(o);
+}
+
+/* Both tools' standard error of the last same() hold want. */
+static void both_said(const struct fx *f, const char *want)
+{
+	rix_said(f, want);
+	char *o;
+	assert_int_equal(rix_test_run(&o, NULL, "cat '%s/restic.err'", f->work), 0);
+	if (strstr(o, want) == NULL)
+		fail_msg("restic said \"%s\", not \"%s\"", o, want);
+	free(o);
+}
+
+/* The pack that holds blob id (rix find-blob's answer), whole. */
+static void pack_of(const struct fx *f, const char *id, char out[65])
+{
+	printed(out, 64, "cd '%s' && RIX_PASSWORD='%s' '%s' -r repo find-blob %s | awk '{print $5}' | tr -d ,", f->work, PW,
+		RIX_CLI_PATH, id);
+}
+
+/*
+ * find --pack: the files using the blobs of packs named whole or by 8 digits (a pack of trees:
+ * none), --json; packs not found (restic's error, exit 1), --pack with --blob; --show-pack-id
+ * with --blob (whole, short, -i, IDs that do not parse, the null ID), --tree and --pack (restic
+ * prints in its map's order: compared line by line, sorted); a pack missing from the repository
+ * but in the index: its blobs from the index, restic's warning on both sides.
+ */
+static void test_find_pack(void **state)
+{
+	const struct fx *f = *state;
+	char blob[65], big[65], tree[65], dpack[65], bpack[65], tpack[65];
+	node_id(f, f->s1, "src/dir/sub/small", blob);
+	node_id(f, f->s1, "src/big", big);
+	node_id(f, f->s3, "src/deep/level1", tree);
+	pack_of(f, blob, dpack);
+	pack_of(f, big, bpack);
+	pack_of(f, tree, tpack);
+	same(f, 0, "find -s %s -s %s -s %s --pack %s", f->s1, f->s2, f->s3, dpack);
+	same(f, 0, "find -s %s -s %s --json --pack %.8s %s", f->s3, f->s1, dpack, bpack);
+	same(f, 0, "find -s %s -s %s --pack %.8s %.8s %s", f->s1, f->s2, dpack, dpack, dpack);
+	same(f, 0, "find -s %s --pack %s", f->s1, tpack);
+	same(f, 0, "find -s %s --json --pack %s", f->s1, tpack);
+	same(f, 1, "find -s %s --pack %s zzz 12345678", f->s1, dpack);
+	rix_said(f, "unable to find pack(s): [12345678 zzz]");
+	same(f, 1, "find --pack --blob %s", dpack);
+	rix_said(f, "cannot have several ID types");
+	char upper[65];
+	for (int i = 0; i < 65; i++)
+		upper[i] = (char)toupper((unsigned char)blob[i]);
+	same_in(f, "repo", true, 0, "find -s %s --show-pack-id --blob %s %.8s abc xyz1 %064d", f->s1, blob, big, 0);
+	same_in(f, "repo", true, 0, "find -s %s -s %s -i --show-pack-id --blob %.8s", f->s1, f->s3, upper);
+	same_in(f, "repo", true, 0, "find -s %s --json --show-pack-id --tree %.8s %s", f->s3, tree, tree);
+	same_in(f, "repo", true, 0, "find -s %s --show-pack-id --pack %.8s", f->s1, dpack);
+	same_in(f, "repo", true, 0, "find -s %s --show-pack-id --pack %s", f->s3, tpack);
+	same(f, 0, "find -s %s --show-pack-id small", f->s1); /* not with a pattern */
+
+	/* a copy without the pack of small's blob */
+	rix_test_sh("cd '%s' && rm -rf gone && cp -a repo gone && rm gone/data/*/%s", f->work, dpack);
+	char warning[256];
+	snprintf(warning, sizeof(warning),
+		 "some pack files are missing from the repository, getting their blobs from the repository index: [%s]\n\n", dpack);
+	same_in(f, "gone", false, 0, "find -s %s -s %s --pack %.8s", f->s1, f->s3, dpack);
+	both_said(f, warning);
+	same_in(f, "gone", false, 0, "find -s %s --json --pack %s", f->s2, dpack);
+	both_said(f, warning);
+	char missing[64];
+	snprintf(missing, sizeof(missing), "unable to find pack(s): [%.8s nope]", dpack);
+	same_in(f, "gone", false, 1, "find -s %s --pack %.8s %s nope", f->s1, dpack, dpack);
+	both_said(f, warning);
+	both_said(f, missing);
+	rix_test_sh("rm -rf '%s/gone'", f->work);
 }
 
 /* `rix -r repo <args>` in the work directory, stdout dropped, stderr into rix.err; its status. */
@@ -477,6 +571,7 @@ int main(void)
 		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_dump),
 		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_find_pack),
 		cmocka_unit_test(test_locks),
 		cmocka_unit_test(test_deep),
 		cmocka_unit_test(test_bad_tree),

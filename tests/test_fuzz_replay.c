@@ -5,7 +5,8 @@
  *
  * The corpus directory is found next to RIX_TEST_DATA (tests/data -> tests/fuzz/corpus).
  * pack/ targets: fuzz/fuzz_pack_checks.h; the config target: fuzz/fuzz_config_checks.h; the
- * snapshot target: fuzz/fuzz_snapshot_checks.h; the tree blob target: fuzz/fuzz_tree_checks.h.
+ * snapshot target: fuzz/fuzz_snapshot_checks.h; the tree blob target: fuzz/fuzz_tree_checks.h;
+ * the restorer on hostile trees: fuzz/fuzz_restore_checks.h (a repository and a restore per file).
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -22,6 +23,7 @@
 #include "fuzz/fuzz_config_checks.h"
 #include "fuzz/fuzz_snapshot_checks.h"
 #include "fuzz/fuzz_tree_checks.h"
+#include "fuzz/fuzz_restore_checks.h"
 
 typedef const char *(*check_fn)(const uint8_t *data, size_t size);
 
@@ -101,6 +103,12 @@ static void test_replay_tree(void **state)
 	assert_true(replay("fuzz_tree", rix_fuzz_check_tree) > 0);
 }
 
+static void test_replay_restore(void **state)
+{
+	(void)state;
+	assert_true(replay("fuzz_restore", rix_fuzz_check_restore) > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -110,6 +118,7 @@ int main(void)
 		cmocka_unit_test(test_replay_config),
 		cmocka_unit_test(test_replay_snapshot),
 		cmocka_unit_test(test_replay_tree),
+		cmocka_unit_test(test_replay_restore),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

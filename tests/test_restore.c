@@ -13,7 +13,8 @@
  *                          backend's reads = packs + trees)
  *   test_find_dir          rix_tree_find_dir: found (odd spellings, the root), not found, not a
  *                          directory (RIX_ENOTFOUND naming the path)
- *   test_batches           a plan budget of 1 byte: a batch per file, the same result
+ *   test_batches           a plan budget of 1 byte: a batch per file, the same result; an inode's
+ *                          first path not included: the next has the content, the third links to it
  *   test_deep              1500 nested directories (the walk's explicit stack)
  *   test_hostile_names     trees naming "..", ".", "", "a/b", a NUL: an error naming the path,
  *                          nothing written outside the target
@@ -29,12 +30,13 @@
  *   test_shared_offset     an index putting two blob IDs at one place of a pack: the file of
  *                          the blob not there is reported, never given the other's bytes
  *   test_bad_file_nodes    a node size that is not its content's; hard links to a file whose
- *                          blob is missing: each reported, none counted restored
+ *                          blob is missing: each reported, none counted restored; a first file
+ *                          with no content member: restored empty
  *   test_missing_pack      a pack removed, another damaged: those files reported by path, the
  *                          others restored, RIX_EIO
  *   test_full_target       a 1 MiB tmpfs as the target (root): what does not fit is reported,
  *                          every file not reported is whole
- *   test_options           include / exclude, overwrite modes, delete, dry run, verify, sparse
+ *   test_options           include / exclude (directories on the way to an included entry get their metadata), overwrite modes, delete, dry run, verify, sparse
  *   test_oom               allocation N failing for every N: 0 or RIX_ENOMEM, no leak, then whole
  */
 #include <setjmp.h>
@@ -498,6 +500,16 @@ static void test_batches(void **state)
 	MUST(restore(&sum, &e, r, &tree, tgt, &o));
 	assert_int_equal(rix_test_compare_trees(src, tgt, 0), 0);
 	assert_int_equal(sum.batches, 7); /* big big-copy rep a/b/small one empty ro/f (e/hard, hard2: links) */
+	/* the inode's first path not included: e/hard has the content (a batch of its own), hard2 is made
+	 * its link after that batch is over */
+	char tgt2[4400];
+	snprintf(tgt2, sizeof(tgt2), "%s/target2", work);
+	const char *inc[] = { "/e/hard", "/hard2" };
+	o.includes = inc, o.nincludes = 2;
+	MUST(restore(&sum, &e, r, &tree, tgt2, &o));
+	rix_test_sh("cd '%s' && test ! -e a/b/small && cmp e/hard '%s/a/b/small' && test \"$(stat -c '%%h %%i' e/hard)\" = \"$(stat -c '%%h %%i' hard2)\" && "
+		    "test \"$(stat -c %%h hard2)\" = 2",
+		    tgt2, src);
 	rix_repo_free(r);
 	rix_test_sh("chmod -R u+w '%s'", work);
 	rix_test_free_dir(work);
@@ -923,6 +935,19 @@ static void test_bad_file_nodes(void **state)
 		assert_true(has_error_for(&e, "/h2"));
 		assert_int_equal(sum.files_restored, 0);
 	}
+	/* the first file restored has no content at all (no "content" member; found by fuzz_restore:
+	 * the plan's refs were still NULL): an empty file, no error */
+	save_json_tree(r, &tree, "{\"nodes\":[{\"name\":\"y\",\"type\":\"file\"}]}");
+	MUST(rix_repo_flush(r));
+	snprintf(tgt, sizeof(tgt), "%s/target2", work);
+	struct errs e;
+	rix_restore_summary sum;
+	MUST(restore(&sum, &e, r, &tree, tgt, NULL));
+	assert_int_equal(sum.files_restored, 1);
+	char *y = read_small(strcat(tgt, "/y"));
+	assert_non_null(y);
+	assert_string_equal(y, "");
+	free(y);
 	rix_repo_free(r);
 	rix_test_free_dir(work);
 }
@@ -1112,7 +1137,8 @@ static void test_options(void **state)
 	snprintf(tgt, sizeof(tgt), "%s/target", work);
 	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
 	rix_test_sh("cd '%s' && mkdir -p src/d/e src/x && echo 1 > src/d/e/keep.txt && echo 2 > src/d/skip.o && echo 3 > src/x/Y.TXT && "
-	   "truncate -s 3M src/x/sparse && echo end >> src/x/sparse && truncate -s 5M src/x/sparse",
+	   "truncate -s 3M src/x/sparse && echo end >> src/x/sparse && truncate -s 5M src/x/sparse && "
+	   "chmod 0751 src/d && touch -d @1115269505 src/d",
 	   work);
 	rix_id tree;
 	backup_dir(&tree, r, src);
@@ -1126,6 +1152,13 @@ static void test_options(void **state)
 	MUST(restore(&sum, &e, r, &tree, tgt, &o));
 	assert_true(exists(tgt, "d/e/keep.txt") && exists(tgt, "x/Y.TXT"));
 	assert_false(exists(tgt, "d/skip.o") || exists(tgt, "x/sparse"));
+	/* a directory on the way (not itself included) gets its metadata, as restic's leaveDir */
+	char dp[4400];
+	struct stat dst;
+	snprintf(dp, sizeof(dp), "%s/d", tgt);
+	assert_int_equal(stat(dp, &dst), 0);
+	assert_int_equal(dst.st_mode & 07777, 0751);
+	assert_int_equal(dst.st_mtim.tv_sec, 1115269505);
 	rix_test_sh("rm -rf '%s'", tgt);
 	/* excludes */
 	const char *exc[] = { "*.o", "/x" };

@@ -42,7 +42,8 @@
  * opened following symlinks (as restic): a symlink given as target means its destination.
  *
  * Metadata as restic restores it: mode (setuid, setgid, sticky), modification and access times
- * (directories after their contents), symlinks as links, hard links (nodes of the same inode
+ * (directories after their contents; a directory not included itself but made for an entry
+ * included beneath it too, as restic's leaveDir), symlinks as links, hard links (nodes of the same inode
  * and device_id with links > 1) as links to the first one restored, FIFOs; device nodes and
  * ownership when running as root (by number, or by name first with ownership_by_name);
  * extended attributes where the file system takes them (ENOTSUP, EPERM: a warning). Sockets
@@ -145,7 +146,7 @@ typedef struct rix_restore_summary {
  * @return 0 when everything was restored; RIX_EIO when some entries were not (each reported
  * through opt->error and counted in sum->errors: a missing or damaged pack fails the files it
  * touches, named by path, and the rest are restored); RIX_EINVAL (options of another version,
- * includes with excludes, an overwrite value out of range); RIX_ENOTFOUND / RIX_EIO (target
+ * includes with excludes, an overwrite value out of range, dry_run with verify); RIX_ENOTFOUND / RIX_EIO (target
  * cannot be made or opened); the root tree's load errors; RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const char *target,
