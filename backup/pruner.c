@@ -121,6 +121,7 @@ struct pinfo {
 	uint8_t tpe;
 	bool uncompressed; /* holds an uncompressed blob; after the decision: must be compressed */
 	bool listed;       /* the backend has it */
+	bool small;        /* under the size a pack should reach (the repack order's second key) */
 	uint8_t action;
 };
 
@@ -633,20 +634,14 @@ static uint64_t psize(const struct pinfo *ip)
 	return ip->used_size + ip->unused_size;
 }
 
-static uint64_t target_size; /* for the comparator: set under candidates_mu */
-static pthread_mutex_t candidates_mu = PTHREAD_MUTEX_INITIALIZER;
-
-/* restic's order: tree and mixed packs first, then packs under the target size, then by the
- * share of unused bytes (unused_i / used_i > unused_j / used_j, cross-multiplied). */
 static int cmp_candidate(const void *a, const void *b)
 {
 	const struct pinfo *pi = *(const struct pinfo *const *)a, *pj = *(const struct pinfo *const *)b;
 	bool di = pi->tpe == RIX_BLOB_DATA, dj = pj->tpe == RIX_BLOB_DATA;
 	if (di != dj)
 		return di ? 1 : -1;
-	bool si = psize(pi) < target_size, sj = psize(pj) < target_size;
-	if (si != sj)
-		return si ? -1 : 1;
+	if (pi->small != pj->small)
+		return pi->small ? -1 : 1;
 	/* 128-bit products: sizes are under 2^64 */
 	unsigned __int128 l = (unsigned __int128)pi->unused_size * pj->used_size,
 			  r = (unsigned __int128)pj->unused_size * pi->used_size;
@@ -743,11 +738,10 @@ static int decide(rix_prune_plan *p)
 		memcpy(cand + ncand, small, nsmall * sizeof(*small));
 		ncand += nsmall;
 	}
-	pthread_mutex_lock(&candidates_mu);
-	target_size = target;
+	for (size_t i = 0; i < ncand; i++)
+		cand[i]->small = psize(cand[i]) < target;
 	if (ncand > 1)
 		qsort(cand, ncand, sizeof(*cand), cmp_candidate);
-	pthread_mutex_unlock(&candidates_mu);
 	uint64_t max_after = UINT64_MAX;
 	if (p->o.max_unused == RIX_PRUNE_UNUSED_PERCENT)
 		max_after = (uint64_t)(p->o.max_unused_percent / (100 - p->o.max_unused_percent) * (double)p->st.size.used);
@@ -884,12 +878,7 @@ static int collect_repack(void *arg, const rix_packed_blob *pb)
 		rp->v = v;
 		rp->cap = cap;
 	}
-	rp->v[rp->n++] = (struct rblob){ .slot = l.pack,
-					 .b = { .id = pb->id,
-						.type = pb->type,
-						.offset = pb->offset,
-						.length = pb->length,
-						.uncompressed_length = pb->uncompressed_length } };
+	rp->v[rp->n++] = (struct rblob){ .slot = l.pack, .b = rix_blob_in_pack(pb) };
 	return 0;
 }
 
@@ -1100,11 +1089,7 @@ static int fill_batch(void *arg, const rix_packed_blob *pb)
 	struct ipack *ip = &w->packs[l.pack];
 	if (ip->fill >= ip->n)
 		return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune rewrote it");
-	w->blobs[ip->off + ip->fill++] = (rix_blob){ .id = pb->id,
-						     .type = pb->type,
-						     .offset = pb->offset,
-						     .length = pb->length,
-						     .uncompressed_length = pb->uncompressed_length };
+	w->blobs[ip->off + ip->fill++] = rix_blob_in_pack(pb);
 	return 0;
 }
 

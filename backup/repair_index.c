@@ -129,9 +129,7 @@ static int add_entry(void *arg, const rix_packed_blob *pb)
 	}
 	if (grow((void **)&c->e, &c->e_cap, c->ne, sizeof(*c->e)) != 0)
 		return RIX_ENOMEM;
-	c->e[c->ne++] = (struct entry){ .pack = (uint32_t)(p - c->packs),
-					.b = { .id = pb->id, .type = pb->type, .offset = pb->offset, .length = pb->length,
-					       .uncompressed_length = pb->uncompressed_length } };
+	c->e[c->ne++] = (struct entry){ .pack = (uint32_t)(p - c->packs), .b = rix_blob_in_pack(pb) };
 	return 0;
 }
 

@@ -246,3 +246,50 @@ void store_tree(rix_id *id, rix_repo *r, const rix_node *nodes, size_t n)
 	MUST(rix_repo_save_blob(id, NULL, r, RIX_BLOB_TREE, data, len));
 	rix_tree_enc_free(enc);
 }
+
+/* ---- index entries ---------------------------------------------------------------------------- */
+
+int push_entry(void *arg, const rix_packed_blob *pb)
+{
+	struct entries *e = arg;
+	if (e->n == e->cap) {
+		e->cap = e->cap ? 2 * e->cap : 1024;
+		e->v = realloc(e->v, e->cap * sizeof(*e->v));
+		assert_non_null(e->v);
+	}
+	e->v[e->n++] = *pb;
+	return 0;
+}
+
+int cmp_pb(const void *a, const void *b)
+{
+	const rix_packed_blob *x = a, *y = b;
+	int c = memcmp(x->pack_id.b, y->pack_id.b, RIX_ID_SIZE);
+	if (c == 0 && x->offset != y->offset)
+		c = x->offset < y->offset ? -1 : 1;
+	if (c == 0)
+		c = memcmp(x->id.b, y->id.b, RIX_ID_SIZE);
+	if (c == 0)
+		c = (int)x->type - (int)y->type;
+	if (c == 0 && x->length != y->length)
+		c = x->length < y->length ? -1 : 1;
+	if (c == 0 && x->uncompressed_length != y->uncompressed_length)
+		c = x->uncompressed_length < y->uncompressed_length ? -1 : 1;
+	return c;
+}
+
+/* Every entry of the index of the repository in dir (loaded strictly), sorted. */
+struct entries load_entries(const char *dir)
+{
+	rix_repo_options o = fast;
+	o.strict = true;
+	rix_repo *r = open_repo(dir, &o);
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	struct entries e = { 0 };
+	MUST(rix_master_index_foreach(rix_repo_master_index(r), push_entry, &e));
+	rix_repo_free(r);
+	if (e.n > 1)
+		qsort(e.v, e.n, sizeof(*e.v), cmp_pb);
+	return e;
+}
+

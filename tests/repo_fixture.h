@@ -78,4 +78,15 @@ void write_config_json(const char *dir, const char *json);
 /* Encodes nodes[0..n) (in name order) as a tree blob and saves it in r: *id, its ID. */
 void store_tree(rix_id *id, rix_repo *r, const rix_node *nodes, size_t n);
 
+/* Index entries as a sorted list (by pack, offset, ID, type, lengths), for comparing indexes. */
+struct entries {
+	rix_packed_blob *v;
+	size_t n, cap;
+};
+/* Appends *pb (a rix_index_blob_fn); the caller frees e->v. */
+int push_entry(void *arg, const rix_packed_blob *pb);
+int cmp_pb(const void *a, const void *b);
+/* Every (pack, blob) entry of the index of the repository in dir (loaded strictly), sorted. */
+struct entries load_entries(const char *dir);
+
 #endif

@@ -120,54 +120,6 @@ static char *findings_of(const char *text)
 
 /* ---- index entries ------------------------------------------------------------------------------ */
 
-struct entries {
-	rix_packed_blob *v;
-	size_t n, cap;
-};
-
-static int push_entry(void *arg, const rix_packed_blob *pb)
-{
-	struct entries *e = arg;
-	if (e->n == e->cap) {
-		e->cap = e->cap ? 2 * e->cap : 1024;
-		e->v = realloc(e->v, e->cap * sizeof(*e->v));
-		assert_non_null(e->v);
-	}
-	e->v[e->n++] = *pb;
-	return 0;
-}
-
-static int cmp_pb(const void *a, const void *b)
-{
-	const rix_packed_blob *x = a, *y = b;
-	int c = memcmp(x->pack_id.b, y->pack_id.b, RIX_ID_SIZE);
-	if (c == 0 && x->offset != y->offset)
-		c = x->offset < y->offset ? -1 : 1;
-	if (c == 0)
-		c = memcmp(x->id.b, y->id.b, RIX_ID_SIZE);
-	if (c == 0)
-		c = (int)x->type - (int)y->type;
-	if (c == 0 && x->length != y->length)
-		c = x->length < y->length ? -1 : 1;
-	if (c == 0 && x->uncompressed_length != y->uncompressed_length)
-		c = x->uncompressed_length < y->uncompressed_length ? -1 : 1;
-	return c;
-}
-
-/* Every (pack, blob) entry of dir's index, loaded strictly, sorted. */
-static struct entries load_entries(const char *dir)
-{
-	rix_repo_options o = fast;
-	o.strict = true;
-	rix_repo *r = open_repo(dir, &o);
-	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
-	struct entries e = { 0 };
-	MUST(rix_master_index_foreach(rix_repo_master_index(r), push_entry, &e));
-	rix_repo_free(r);
-	if (e.n > 1)
-		qsort(e.v, e.n, sizeof(*e.v), cmp_pb);
-	return e;
-}
 
 static void assert_same_index(const char *a, const char *b, const char *what)
 {

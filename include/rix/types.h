@@ -57,6 +57,13 @@ typedef struct rix_packed_blob {
 	uint32_t uncompressed_length; /* 0: not compressed */
 } rix_packed_blob;
 
+/* The blob within its pack: pb without the pack ID. */
+static inline rix_blob rix_blob_in_pack(const rix_packed_blob *pb)
+{
+	rix_blob b = { pb->id, pb->type, pb->offset, pb->length, pb->uncompressed_length };
+	return b;
+}
+
 /* Plaintext size of a blob: uncompressed_length, or length minus the 32-byte crypto overhead. */
 static inline uint32_t rix_blob_plain_size(uint32_t length, uint32_t uncompressed_length)
 {
