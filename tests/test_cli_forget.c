@@ -9,7 +9,8 @@
  *                              the text tables byte for byte (one group)
  *   test_forget_for_real       a policy applied for real: restic snapshots lists what restic's
  *                              dry run kept, restic check passes; forget ID... removes those;
- *                              --prune and --no-lock without --dry-run refused, and forget (a dry
+ *                              --prune with a bad prune flag and --no-lock without --dry-run
+ *                              refused (prune itself: test_prune.c), and forget (a dry
  *                              run too) while a lock is held (11), nothing removed
  *
  * The repository is made through the library (repo_fixture: a cheap scrypt, password PW), one
@@ -314,8 +315,10 @@ static void test_forget_for_real(void **state)
 	const size_t total = make_repo(60);
 	char *before = restic_ids(), *out;
 	assert_int_equal(strlen(before), total * 65 - 1);
-	/* Refused: --prune (not yet), --no-lock without --dry-run; nothing removed. */
-	rix_says(1, "prune is not implemented yet", "forget --keep-last 1 --prune");
+	/* Refused before anything is removed: a bad prune flag with --prune, --no-lock without
+	 * --dry-run. */
+	rix_says(1, "percentage for --max-unused must be below 100%", "forget --keep-last 1 --prune --max-unused 100%%");
+	rix_says(1, "mutually exclusive", "--compression off forget --keep-last 1 --prune --repack-uncompressed");
 	rix_says(1, "--no-lock is only applicable in combination with --dry-run", "--no-lock forget --keep-last 1");
 	/* A lock held (a shared one, as a backup's): forget, even --dry-run, wants an exclusive one:
 	 * refused (11); --dry-run --no-lock goes ahead. */
