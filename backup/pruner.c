@@ -1040,23 +1040,45 @@ struct ipack {
 	bool skip;     /* goes: not in the new index */
 };
 
+/*
+ * The first pass over the master index numbers the packs in the order it meets them and records
+ * each entry's pack number (order[i] for the i-th entry of the walk), so that the passes that
+ * fill the batches look nothing up: they read the next number, and check that the entry's pack
+ * ID is that pack's (the walk's order holds while the index does not change).
+ */
 struct rewrite {
 	rix_prune_plan *p;
 	rix_indexmap *map; /* pack ID -> loc.pack: number in packs */
 	struct ipack *packs;
 	size_t npacks, cap;
+	uint32_t *order; /* each entry's pack number, in the walk's order */
+	size_t nentries, order_cap;
+	size_t next;        /* the entry the fill pass is at */
 	size_t first, last; /* the batch: packs [first, last) */
 	rix_blob *blobs;
 };
+
+static int record_entry(struct rewrite *w, uint32_t pack)
+{
+	if (w->nentries == w->order_cap) {
+		size_t cap = w->order_cap ? 2 * w->order_cap : 4096;
+		uint32_t *v = rix_realloc(w->order, cap * sizeof(*v));
+		if (v == NULL)
+			return oom();
+		w->order = v;
+		w->order_cap = cap;
+	}
+	w->order[w->nentries++] = pack;
+	w->packs[pack].n++;
+	return 0;
+}
 
 static int count_pack(void *arg, const rix_packed_blob *pb)
 {
 	struct rewrite *w = arg;
 	rix_loc l;
-	if (rix_indexmap_lookup(&l, w->map, &pb->pack_id) == 0) {
-		w->packs[l.pack].n++;
-		return 0;
-	}
+	if (rix_indexmap_lookup(&l, w->map, &pb->pack_id) == 0)
+		return record_entry(w, l.pack);
 	if (w->npacks == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 256;
 		struct ipack *v = rix_realloc(w->packs, cap * sizeof(*v));
@@ -1074,21 +1096,26 @@ static int count_pack(void *arg, const rix_packed_blob *pb)
 			      w->p->packs[pl.pack].action == A_IGNORE);
 	if (!known)
 		w->p->st.packs_written++; /* a pack of the repack */
-	w->packs[w->npacks++] = (struct ipack){ .id = pb->pack_id, .n = 1, .skip = skip };
-	return 0;
+	w->packs[w->npacks++] = (struct ipack){ .id = pb->pack_id, .skip = skip };
+	return record_entry(w, l.pack);
+}
+
+static int changed(void)
+{
+	return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune rewrote it");
 }
 
 static int fill_batch(void *arg, const rix_packed_blob *pb)
 {
 	struct rewrite *w = arg;
-	rix_loc l;
-	if (rix_indexmap_lookup(&l, w->map, &pb->pack_id) != 0)
-		return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune rewrote it");
-	if (l.pack < w->first || l.pack >= w->last || w->packs[l.pack].skip)
+	if (w->next >= w->nentries)
+		return changed();
+	uint32_t pack = w->order[w->next++];
+	if (pack < w->first || pack >= w->last || w->packs[pack].skip)
 		return 0;
-	struct ipack *ip = &w->packs[l.pack];
-	if (ip->fill >= ip->n)
-		return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune rewrote it");
+	struct ipack *ip = &w->packs[pack];
+	if (ip->fill >= ip->n || memcmp(&ip->id, &pb->pack_id, sizeof(ip->id)) != 0)
+		return changed();
 	w->blobs[ip->off + ip->fill++] = rix_blob_in_pack(pb);
 	return 0;
 }
@@ -1099,9 +1126,10 @@ static int cmp_blob_offset(const void *a, const void *b)
 	return (x->offset > y->offset) - (x->offset < y->offset);
 }
 
-/* Blobs held at once while rewriting: batches of packs of about an eighth of the blobs kept (so
- * at most about eight passes over the master index, one a batch), at least 256 Ki blobs. */
-#define REWRITE_PASSES 8
+/* Blobs held at once while rewriting: batches of packs of about a quarter of the blobs kept (so
+ * at most about four passes over the master index, one a batch; 12 MiB of rix_blob a million
+ * blobs kept), at least 256 Ki blobs. One buffer serves every batch. */
+#define REWRITE_PASSES 4
 #define REWRITE_BATCH_MIN ((uint64_t)1 << 18)
 
 static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
@@ -1119,7 +1147,7 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 	uint64_t total = 0;
 	for (size_t i = 0; i < w.npacks; i++)
 		total += w.packs[i].skip ? 0 : w.packs[i].n;
-	uint64_t done = 0, batch = total / REWRITE_PASSES + 1;
+	uint64_t done = 0, batch = total / REWRITE_PASSES + 1, blobs_cap = 0;
 	if (batch < REWRITE_BATCH_MIN)
 		batch = REWRITE_BATCH_MIN;
 	if (p->o.rewrite_batch != 0)
@@ -1137,12 +1165,19 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 		}
 		w.first = first;
 		w.last = last;
-		if (sum > 0) {
+		if (sum > blobs_cap) {
+			rix_free(w.blobs);
 			w.blobs = rix_malloc((size_t)sum * sizeof(*w.blobs));
+			blobs_cap = w.blobs != NULL ? sum : 0;
 			if (w.blobs == NULL)
 				rc = oom();
+		}
+		if (rc == 0 && sum > 0) {
+			w.next = 0;
 			if (rc == 0)
 				rc = rix_master_index_foreach(p->mi, fill_batch, &w);
+			if (rc == 0 && w.next != w.nentries)
+				rc = changed();
 			for (size_t i = first; rc == 0 && i < last; i++) {
 				struct ipack *ip = &w.packs[i];
 				if (ip->skip)
@@ -1152,8 +1187,6 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 				rc = rix_index_writer_add(iw, &ip->id, w.blobs + ip->off, ip->fill);
 				done += ip->fill;
 			}
-			rix_free(w.blobs);
-			w.blobs = NULL;
 			progress(p, "blobs indexed", done, total);
 		}
 		first = last;
@@ -1168,6 +1201,8 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 	rix_index_writer_free(iw);
 	rix_indexmap_free(w.map);
 	rix_free(w.packs);
+	rix_free(w.order);
+	rix_free(w.blobs);
 	return rc;
 }
 
