@@ -129,9 +129,15 @@ struct pinfo {
 struct dup {
 	rix_id id;
 	uint8_t type, count, used; /* used: the slot is taken */
+	uint8_t undone;            /* its first copy's count as used taken back (undo_first) */
 };
 
-/* A set of data blob IDs as keyed 64-bit fingerprints: open addressing, 0 is an empty slot. */
+/*
+ * A set of data blob IDs as keyed 63-bit fingerprints: open addressing, 0 is an empty slot. The
+ * top bit of a slot marks a fingerprint met by the first pass (fp_meet): a used blob met again
+ * is a copy.
+ */
+#define FP_MET ((uint64_t)1 << 63)
 struct fpset {
 	uint64_t *slot;
 	size_t cap, n; /* cap: a power of two, or 0 */
@@ -140,7 +146,7 @@ struct fpset {
 
 static uint64_t fp_of(const struct fpset *s, const rix_id *id)
 {
-	uint64_t h = XXH3_64bits_withSeed(id->b, sizeof(id->b), s->seed);
+	uint64_t h = XXH3_64bits_withSeed(id->b, sizeof(id->b), s->seed) & ~FP_MET;
 	return h != 0 ? h : 1;
 }
 
@@ -150,17 +156,35 @@ static bool fp_has(const struct fpset *s, const rix_id *id)
 		return false;
 	uint64_t h = fp_of(s, id);
 	for (size_t i = (size_t)(h >> 20) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-		if (s->slot[i] == h)
+		if ((s->slot[i] & ~FP_MET) == h)
 			return true;
 		if (s->slot[i] == 0)
 			return false;
 	}
 }
 
+/* -1: id is not in the set; 0: it is, met now for the first time (marked); 1: met before. */
+static int fp_meet(struct fpset *s, const rix_id *id)
+{
+	if (s->cap == 0)
+		return -1;
+	uint64_t h = fp_of(s, id);
+	for (size_t i = (size_t)(h >> 20) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if ((s->slot[i] & ~FP_MET) == h) {
+			if (s->slot[i] & FP_MET)
+				return 1;
+			s->slot[i] |= FP_MET;
+			return 0;
+		}
+		if (s->slot[i] == 0)
+			return -1;
+	}
+}
+
 static void fp_put(struct fpset *s, uint64_t h)
 {
-	size_t i = (size_t)(h >> 20) & (s->cap - 1);
-	while (s->slot[i] != 0 && s->slot[i] != h)
+	size_t i = (size_t)((h & ~FP_MET) >> 20) & (s->cap - 1);
+	while (s->slot[i] != 0 && (s->slot[i] & ~FP_MET) != (h & ~FP_MET))
 		i = (i + 1) & (s->cap - 1);
 	s->n += s->slot[i] == 0;
 	s->slot[i] = h;
@@ -194,6 +218,7 @@ struct rix_prune_plan {
 	rix_prune_stats st;
 	struct fpset data;                  /* the used data blobs */
 	rix_indexmap *trees;                /* the used trees (locations unused) */
+	rix_indexmap *met_trees;            /* the used trees the first pass met */
 	rix_indexmap *packmap;              /* pack ID -> loc.pack = its number in packs */
 	struct pinfo *packs;
 	size_t npacks, packs_cap;
@@ -253,6 +278,7 @@ void rix_prune_plan_free(rix_prune_plan *p)
 		return;
 	rix_free(p->data.slot);
 	rix_indexmap_free(p->trees);
+	rix_indexmap_free(p->met_trees);
 	rix_indexmap_free(p->packmap);
 	rix_free(p->packs);
 	rix_free(p->dups);
@@ -486,7 +512,7 @@ static struct dup *dup_find(rix_prune_plan *p, rix_blob_type t, const rix_id *id
 	}
 }
 
-static int dup_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t count)
+static int dup_add_undone(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t count, uint8_t undone)
 {
 	if ((p->ndups + 1) * 2 > p->dups_cap) {
 		size_t cap = p->dups_cap ? 2 * p->dups_cap : 64;
@@ -499,7 +525,7 @@ static int dup_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t
 		p->ndups = 0;
 		for (size_t i = 0; i < oldcap; i++)
 			if (old[i].used)
-				(void)dup_add(p, old[i].type, &old[i].id, old[i].count);
+				(void)dup_add_undone(p, old[i].type, &old[i].id, old[i].count, old[i].undone);
 		rix_free(old);
 	}
 	uint64_t h;
@@ -507,9 +533,14 @@ static int dup_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t
 	size_t i = (size_t)h & (p->dups_cap - 1);
 	while (p->dups[i].used)
 		i = (i + 1) & (p->dups_cap - 1);
-	p->dups[i] = (struct dup){ .id = *id, .type = (uint8_t)t, .count = count, .used = 1 };
+	p->dups[i] = (struct dup){ .id = *id, .type = (uint8_t)t, .count = count, .used = 1, .undone = undone };
 	p->ndups++;
 	return 0;
+}
+
+static int dup_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t count)
+{
+	return dup_add_undone(p, t, id, count, 0);
 }
 
 static void pack_blob(struct pinfo *ip, const rix_packed_blob *pb)
@@ -523,7 +554,26 @@ static void pack_blob(struct pinfo *ip, const rix_packed_blob *pb)
 		ip->uncompressed = true;
 }
 
-/* First pass: each entry is used (the first copy met), duplicate or unused. */
+/* Whether a used blob was met by the first pass: -1 not used, 0 used and met now for the first
+ * time, 1 used and met before (a copy); RIX_ENOMEM. */
+static int used_meet(rix_prune_plan *p, rix_blob_type t, const rix_id *id)
+{
+	if (t == RIX_BLOB_DATA)
+		return fp_meet(&p->data, id);
+	if (rix_indexmap_lookup(NULL, p->trees, id) != 0)
+		return -1;
+	if (rix_indexmap_lookup(NULL, p->met_trees, id) == 0)
+		return 1;
+	static const rix_loc none = { 0 };
+	return rix_indexmap_add(p->met_trees, id, &none) == 0 ? 0 : oom();
+}
+
+/*
+ * First pass (restic's first and second loops in one): the first copy of a used blob met is
+ * used, in its pack too; a later copy makes it a duplicate (counted, restic's duplicateBlobs),
+ * whose copies undo_first and second_pass settle; the rest is unused. No lookup but the used
+ * sets': which copy is the first is what the walk meets first, and restic's order is the same.
+ */
 static int first_pass(void *arg, const rix_packed_blob *pb)
 {
 	rix_prune_plan *p = arg;
@@ -532,29 +582,48 @@ static int first_pass(void *arg, const rix_packed_blob *pb)
 		return oom();
 	struct pinfo *ip = &p->packs[s];
 	pack_blob(ip, pb);
-	if (!used_has(p, pb->type, &pb->id)) {
+	int met = used_meet(p, pb->type, &pb->id);
+	if (met < -1)
+		return met;
+	if (met < 0) {
 		p->st.size.unused += pb->length;
 		p->st.blobs.unused++;
 		ip->unused_size += pb->length;
 		ip->unused_blobs++;
 		return 0;
 	}
-	size_t copies = rix_master_index_lookup_all(NULL, 0, p->mi, pb->type, &pb->id);
-	if (copies <= 1) {
+	if (met == 0) {
 		p->st.size.used += pb->length;
 		p->st.blobs.used++;
 		ip->used_size += pb->length;
 		ip->used_blobs++;
 		return 0;
 	}
-	/* Copies are settled in the second pass; here only counted. */
-	if (dup_find(p, pb->type, &pb->id) == NULL) {
-		p->st.size.used += pb->length;
-		p->st.blobs.used++;
-		return dup_add(p, pb->type, &pb->id, copies > 255 ? 255 : (uint8_t)copies);
-	}
 	p->st.size.duplicate += pb->length;
 	p->st.blobs.duplicate++;
+	struct dup *d = dup_find(p, pb->type, &pb->id);
+	if (d == NULL)
+		return dup_add(p, pb->type, &pb->id, 2); /* this one is the second copy */
+	if (d->count < 255)
+		d->count++;
+	return 0;
+}
+
+/* Between the passes: the first copy of each duplicate (the first met again, in the same order)
+ * no longer counts as used in its pack; second_pass decides which copy does, as restic. */
+static int undo_first(void *arg, const rix_packed_blob *pb)
+{
+	rix_prune_plan *p = arg;
+	struct dup *d = dup_find(p, pb->type, &pb->id);
+	if (d == NULL || d->undone)
+		return 0;
+	rix_loc loc;
+	if (rix_indexmap_lookup(&loc, p->packmap, &pb->pack_id) != 0)
+		return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune read it");
+	struct pinfo *ip = &p->packs[loc.pack];
+	ip->used_size -= pb->length;
+	ip->used_blobs--;
+	d->undone = 1;
 	return 0;
 }
 
@@ -589,10 +658,13 @@ static int pack_info(rix_prune_plan *p)
 {
 	say(p, 1, "searching used packs...");
 	int rc = rix_master_index_foreach(p->mi, first_pass, p);
-	if (rc != 0)
-		return rc;
-	if (p->ndups > 0)
+	if (rc == 0 && p->ndups > 0)
+		rc = rix_master_index_foreach(p->mi, undo_first, p);
+	if (rc == 0 && p->ndups > 0)
 		rc = rix_master_index_foreach(p->mi, second_pass, p);
+	/* The marks are done with. */
+	rix_indexmap_free(p->met_trees);
+	p->met_trees = NULL;
 	return rc;
 }
 
@@ -801,6 +873,8 @@ int rix_prune_plan_new(rix_prune_plan **out, rix_repo *r, const rix_prune_option
 	if (getrandom(&p->data.seed, sizeof(p->data.seed), GRND_NONBLOCK) != (ssize_t)sizeof(p->data.seed))
 		p->data.seed = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)p;
 	int rc = rix_indexmap_new(&p->trees);
+	if (rc == 0)
+		rc = rix_indexmap_new(&p->met_trees);
 	if (rc == 0)
 		rc = rix_indexmap_new(&p->packmap);
 	if (rc == 0)
