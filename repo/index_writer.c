@@ -74,13 +74,13 @@ static void *job_run(void *arg)
 	size_t len = 0;
 	rix_index_finalize(j->idx);
 	j->rc = rix_index_encode(&json, &len, j->idx);
+	rix_index_free(j->idx); /* before the file is compressed: one of the two at a time */
+	j->idx = NULL;
 	if (j->rc == 0)
 		j->rc = rix_repo_write_file(&j->id, j->r, RIX_FILE_INDEX, json, len);
 	if (j->rc != 0)
 		snprintf(j->msg, sizeof(j->msg), "%s", rix_error_last());
 	rix_free(json);
-	rix_index_free(j->idx);
-	j->idx = NULL;
 	return NULL;
 }
 
