@@ -1106,25 +1106,24 @@ static int run_repack(rix_prune_plan *p)
 /* ---- the new index ------------------------------------------------------------------------------ */
 
 /* Packs of the index as it is now (the repack's new ones too), for the rewrite. */
-struct ipack {
-	rix_id id;
-	uint64_t n;    /* its blobs */
-	uint64_t fill; /* filled in this batch */
+/* A pack in the rewrite, by its number in p->packs (the plan's, with the repack's new packs). */
+struct rpack {
+	uint32_t n;    /* its blobs */
+	uint32_t fill; /* filled in this batch */
 	size_t off;    /* its first blob in the batch */
-	bool skip;     /* goes: not in the new index */
 };
 
 /*
- * The first pass over the master index numbers the packs in the order it meets them and records
- * each entry's pack number (order[i] for the i-th entry of the walk), so that the passes that
- * fill the batches look nothing up: they read the next number, and check that the entry's pack
- * ID is that pack's (the walk's order holds while the index does not change).
+ * The first pass over the master index finds each entry's pack in the plan's pack table (adding
+ * the repack's new packs to it) and records its number (order[i] for the i-th entry of the
+ * walk), so that the passes that fill the batches look nothing up: they read the next number,
+ * and check that the entry's pack ID is that pack's (the walk's order holds while the index does
+ * not change).
  */
 struct rewrite {
 	rix_prune_plan *p;
-	rix_indexmap *map; /* pack ID -> loc.pack: number in packs */
-	struct ipack *packs;
-	size_t npacks, cap;
+	struct rpack *packs; /* [p->npacks] */
+	size_t cap;
 	uint32_t *order; /* each entry's pack number, in the walk's order */
 	size_t nentries, order_cap;
 	size_t next;        /* the entry the fill pass is at */
@@ -1132,8 +1131,32 @@ struct rewrite {
 	rix_blob *blobs;
 };
 
-static int record_entry(struct rewrite *w, uint32_t pack)
+/* Whether pack s leaves the index: repacked, removed, or missing and not needed. */
+static bool pack_goes(const rix_prune_plan *p, uint32_t s)
 {
+	uint8_t a = p->packs[s].action;
+	return a == A_REPACK || a == A_REMOVE || a == A_IGNORE;
+}
+
+static int count_pack(void *arg, const rix_packed_blob *pb)
+{
+	struct rewrite *w = arg;
+	rix_prune_plan *p = w->p;
+	size_t before = p->npacks;
+	uint32_t s = pack_slot(p, &pb->pack_id);
+	if (s == UINT32_MAX)
+		return oom();
+	if (p->npacks > before)
+		p->st.packs_written++; /* a pack of the repack */
+	if (p->npacks > w->cap) {
+		size_t cap = p->packs_cap;
+		struct rpack *v = rix_realloc(w->packs, cap * sizeof(*v));
+		if (v == NULL)
+			return oom();
+		memset(v + w->cap, 0, (cap - w->cap) * sizeof(*v));
+		w->packs = v;
+		w->cap = cap;
+	}
 	if (w->nentries == w->order_cap) {
 		size_t cap = w->order_cap ? 2 * w->order_cap : 4096;
 		uint32_t *v = rix_realloc(w->order, cap * sizeof(*v));
@@ -1142,36 +1165,9 @@ static int record_entry(struct rewrite *w, uint32_t pack)
 		w->order = v;
 		w->order_cap = cap;
 	}
-	w->order[w->nentries++] = pack;
-	w->packs[pack].n++;
+	w->order[w->nentries++] = s;
+	w->packs[s].n++;
 	return 0;
-}
-
-static int count_pack(void *arg, const rix_packed_blob *pb)
-{
-	struct rewrite *w = arg;
-	rix_loc l;
-	if (rix_indexmap_lookup(&l, w->map, &pb->pack_id) == 0)
-		return record_entry(w, l.pack);
-	if (w->npacks == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 256;
-		struct ipack *v = rix_realloc(w->packs, cap * sizeof(*v));
-		if (v == NULL)
-			return oom();
-		w->packs = v;
-		w->cap = cap;
-	}
-	l = (rix_loc){ .pack = (uint32_t)w->npacks };
-	if (rix_indexmap_add(w->map, &pb->pack_id, &l) != 0)
-		return oom();
-	rix_loc pl;
-	bool known = rix_indexmap_lookup(&pl, w->p->packmap, &pb->pack_id) == 0;
-	bool skip = known && (w->p->packs[pl.pack].action == A_REPACK || w->p->packs[pl.pack].action == A_REMOVE ||
-			      w->p->packs[pl.pack].action == A_IGNORE);
-	if (!known)
-		w->p->st.packs_written++; /* a pack of the repack */
-	w->packs[w->npacks++] = (struct ipack){ .id = pb->pack_id, .skip = skip };
-	return record_entry(w, l.pack);
 }
 
 static int changed(void)
@@ -1184,13 +1180,13 @@ static int fill_batch(void *arg, const rix_packed_blob *pb)
 	struct rewrite *w = arg;
 	if (w->next >= w->nentries)
 		return changed();
-	uint32_t pack = w->order[w->next++];
-	if (pack < w->first || pack >= w->last || w->packs[pack].skip)
+	uint32_t s = w->order[w->next++];
+	if (s < w->first || s >= w->last || pack_goes(w->p, s))
 		return 0;
-	struct ipack *ip = &w->packs[pack];
-	if (ip->fill >= ip->n || memcmp(&ip->id, &pb->pack_id, sizeof(ip->id)) != 0)
+	struct rpack *rp = &w->packs[s];
+	if (rp->fill >= rp->n || memcmp(&w->p->packs[s].id, &pb->pack_id, sizeof(rix_id)) != 0)
 		return changed();
-	w->blobs[ip->off + ip->fill++] = rix_blob_in_pack(pb);
+	w->blobs[rp->off + rp->fill++] = rix_blob_in_pack(pb);
 	return 0;
 }
 
@@ -1213,24 +1209,23 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 	rix_index_writer *iw = NULL;
 	int rc = rix_master_index_index_ids(old, nold, p->mi);
 	if (rc == 0)
-		rc = rix_indexmap_new(&w.map);
-	if (rc == 0)
 		rc = rix_master_index_foreach(p->mi, count_pack, &w);
 	if (rc == 0)
 		rc = rix_index_writer_new(&iw, p->r, *old, *nold);
+	size_t npacks = rc == 0 ? p->npacks : 0;
 	uint64_t total = 0;
-	for (size_t i = 0; i < w.npacks; i++)
-		total += w.packs[i].skip ? 0 : w.packs[i].n;
+	for (size_t i = 0; i < npacks; i++)
+		total += pack_goes(p, (uint32_t)i) ? 0 : w.packs[i].n;
 	uint64_t done = 0, batch = total / REWRITE_PASSES + 1, blobs_cap = 0;
 	if (batch < REWRITE_BATCH_MIN)
 		batch = REWRITE_BATCH_MIN;
 	if (p->o.rewrite_batch != 0)
 		batch = p->o.rewrite_batch;
-	for (size_t first = 0; rc == 0 && first < w.npacks;) {
+	for (size_t first = 0; rc == 0 && first < npacks;) {
 		size_t last = first;
 		uint64_t sum = 0;
-		while (last < w.npacks && (last == first || sum + w.packs[last].n <= batch)) {
-			if (!w.packs[last].skip) {
+		while (last < npacks && (last == first || sum + w.packs[last].n <= batch)) {
+			if (!pack_goes(p, (uint32_t)last)) {
 				w.packs[last].off = (size_t)sum;
 				w.packs[last].fill = 0;
 				sum += w.packs[last].n;
@@ -1248,18 +1243,17 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 		}
 		if (rc == 0 && sum > 0) {
 			w.next = 0;
-			if (rc == 0)
-				rc = rix_master_index_foreach(p->mi, fill_batch, &w);
+			rc = rix_master_index_foreach(p->mi, fill_batch, &w);
 			if (rc == 0 && w.next != w.nentries)
 				rc = changed();
 			for (size_t i = first; rc == 0 && i < last; i++) {
-				struct ipack *ip = &w.packs[i];
-				if (ip->skip)
+				struct rpack *rp = &w.packs[i];
+				if (pack_goes(p, (uint32_t)i) || rp->n == 0)
 					continue;
-				if (ip->fill > 1)
-					qsort(w.blobs + ip->off, ip->fill, sizeof(rix_blob), cmp_blob_offset);
-				rc = rix_index_writer_add(iw, &ip->id, w.blobs + ip->off, ip->fill);
-				done += ip->fill;
+				if (rp->fill > 1)
+					qsort(w.blobs + rp->off, rp->fill, sizeof(rix_blob), cmp_blob_offset);
+				rc = rix_index_writer_add(iw, &p->packs[i].id, w.blobs + rp->off, rp->fill);
+				done += rp->fill;
 			}
 			progress(p, "blobs indexed", done, total);
 		}
@@ -1273,7 +1267,6 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 		p->st.index_written = n;
 	}
 	rix_index_writer_free(iw);
-	rix_indexmap_free(w.map);
 	rix_free(w.packs);
 	rix_free(w.order);
 	rix_free(w.blobs);
