@@ -209,10 +209,12 @@ typedef int (*rix_repo_blob_fn)(void *payload, size_t i, int code, const uint8_t
 
 /*
  * Largest gap between two wanted blobs of a pack that rix_repo_load_pack_blobs reads through
- * rather than starting another read, and the most one read takes.
+ * rather than starting another read, and the most one read takes (unless a single blob is
+ * larger): a reader holds that and one blob's plaintext (RIX_BLOB_MAX at most), in buffers
+ * of the repository's pool, kept from one pack to the next.
  */
 #define RIX_REPO_PACK_READ_GAP ((uint64_t)1 << 20)
-#define RIX_REPO_PACK_READ_MAX ((uint64_t)64 << 20)
+#define RIX_REPO_PACK_READ_MAX ((uint64_t)8 << 20)
 
 /*
  * Reads blobs[0..n) of pack pack_id (offsets, lengths, types, IDs and uncompressed lengths as
