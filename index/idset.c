@@ -1,0 +1,711 @@
+/*
+ * index/idset.c — rix_idset (rix/idset.h): an exact set of blob IDs in about 29.5 bytes an ID.
+ *
+ * The layout. The IDs are sorted. The top k bits of an ID are its bucket (2^k buckets, k about
+ * log2 n, so a bucket holds about one ID). The bucket is not stored with the ID: a directory
+ * says where each bucket's run of IDs begins and ends. Each ID keeps only its bits below the
+ * top k, split at a byte boundary: with kb = ceil(k / 8), the ID's last 32 - kb bytes go to
+ * the byte-aligned `tails` array and the w = 8 kb - k bits between the bucket and the tail
+ * (the low bits of byte kb - 1) to the packed `mid` array, w bits an ID:
+ *
+ *   ID (256 bits):  | bucket: k bits | mid: w bits | tail: 32 - kb bytes                      |
+ *                   '---- bytes 0 .. kb-1 --------'
+ *
+ *   dir: blocks of 64 bytes (one cache line), each for G consecutive buckets
+ *   +----------------+--------------------------------------------------------------+
+ *   | base:31 | ov:1 | unary code, 480 bits: for each bucket, one 1 per ID, then a 0 |
+ *   +----------------+--------------------------------------------------------------+
+ *     base = number of IDs in all earlier blocks
+ *
+ *   tails: n * (32 - kb) bytes, ID i at i * (32 - kb)     mid: n * w bits, ID i at bit i * w
+ *
+ * Bucket j of a block holds the IDs base + (ones before the j-th 0) ... up to the j-th 0, so
+ * one 64-byte line gives a bucket's whole range: select the j-th and (j-1)-th zero of the code
+ * (popcounts over at most 8 words of one cache line). A block whose G zeros and its IDs' ones
+ * do not fit in 480 bits (chance well below 1e-4 per block for uniform IDs, by the choice of
+ * G below; certain for crafted ones) sets the ov flag and keeps, in its second word, an offset
+ * into `ov`, an array holding the G + 1 bucket starts of that block as plain u32.
+ *
+ * A lookup: the bucket from the ID's top bits; its block's line (1 cache line; the directory
+ * is ~0.3 bytes an ID, so it tends to stay in the last-level cache); then the run's mid bits
+ * (the mid array is w/8 bytes an ID, also cache-friendly) filter the run, and the tail bytes
+ * of the candidates are compared (1 line, 2 when a 29-byte tail straddles a line). A run is
+ * sorted (the IDs are), so a run longer than LINEAR_MAX is binary-searched.
+ *
+ * Bytes per ID. With n IDs, k bits of bucket and G buckets a block (lambda = n / 2^k IDs per
+ * bucket) an ID costs 8 (32 - kb) + w = 256 - k bits of its own plus 512 / (G lambda) bits of
+ * directory. choose_shape tries k in {floor(log2 n) - 1, .., + 1} and every G = 2^0 .. 2^8
+ * whose expected block fill G (1 + lambda) is at least 4 standard deviations (sqrt(G lambda))
+ * below 480, and keeps the cheapest:
+ *   n =  1M: k = 19, G = 128, lambda = 1.91: 29 + 5/8 + 0.26 = 29.89 bytes
+ *   n =  3M: k = 21, G = 128, lambda = 1.43: 29 + 3/8 + 0.35 = 29.72 bytes
+ *   n = 10M: k = 24, G = 256, lambda = 0.60: 29 + 0   + 0.42 = 29.42 bytes
+ * (the information-theoretic least for a set of n 256-bit IDs is 256 - log2 n + 1.44 bits:
+ * 29.69, 29.49, 29.27 bytes).
+ *
+ * Crafted IDs. The seeded hash of rix_indexmap exists so that an attacker who chooses IDs
+ * cannot pile them into one chain. Here the bucket is the ID itself, but blob IDs are SHA-256
+ * hashes of content: putting m blobs into one bucket takes a search of about m * 2^k hashes
+ * (a partial preimage search per blob), and even when someone pays for it, what they gain is
+ * bounded: a long run is binary-searched (O(log n) comparisons, never a scan of the run), a
+ * full block costs one more cache line (its ov offsets), and the build's sort is a radix sort
+ * whose depth is bounded by the 32 bytes of an ID. Memory is the only thing such IDs can push
+ * up, by at most (G + 1) * 4 bytes per block they overflow, a block needing hundreds of
+ * crafted IDs. A lookup never becomes linear in n, and the answer stays exact whatever the IDs.
+ *
+ * Building (rix_idset_build_owned): sort the caller's array in place (MSD radix sort on the
+ * bytes, insertion sort below 48 IDs); pass 1 counts the distinct IDs (and checks the order);
+ * the shape is chosen; pass 2 counts the blocks that will overflow and the longest run; the
+ * directory, mid and ov arrays are allocated (nothing is written to the array before this
+ * point, so every failure leaves the caller's IDs whole); pass 3 walks the IDs in order,
+ * writing ID i's tail at i * (32 - kb) of the same array (never past the end of the ID being
+ * read, which is copied out first) and the directory as it goes; the array is then shrunk.
+ * Peak memory: the array plus the directory and mid arrays (under 1 byte an ID).
+ */
+#include <string.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/idset.h"
+#include "hash.h"
+
+#define BLOCK_WORDS 8u
+#define CODE_BITS 480u       /* unary code bits of a block: bits 32 .. 511 */
+#define CODE_START 32u       /* the code's first bit within the block */
+#define OV_FLAG 0x80000000u  /* in word 0: the block is held as offsets in ov */
+#define BASE_MASK 0x7FFFFFFFu
+#define MAX_GSHIFT 8u        /* G <= 256 */
+#define LINEAR_MAX 8u        /* runs up to this long are scanned, longer ones binary-searched */
+#define SORT_SMALL 48u       /* ranges below this are insertion-sorted */
+#define BATCH 16u            /* keys in flight in rix_idset_has_many */
+
+struct rix_idset {
+	size_t n;          /* distinct IDs */
+	unsigned k;        /* bucket bits (0 .. 32) */
+	unsigned gshift;   /* G = 1 << gshift buckets a block */
+	unsigned kb;       /* ceil(k / 8): bytes 0 .. kb-1 hold bucket and mid bits */
+	unsigned tail;     /* 32 - kb: bytes of each ID in tails */
+	unsigned w;        /* 8 kb - k: mid bits of each ID (0 .. 7) */
+	uint64_t *dir;     /* nblocks * 8 words, 64-byte aligned inside dir_raw */
+	void *dir_raw;
+	size_t nblocks;
+	uint8_t *tails;    /* n * tail bytes (tails_size as allocated) */
+	size_t tails_size;
+	uint8_t *mid;      /* n * w bits + 8 bytes of padding for 64-bit loads; NULL if w = 0 */
+	size_t mid_size;
+	uint32_t *ov;      /* (G + 1) starts per overflowing block */
+	size_t ov_blocks;
+	size_t longest;    /* longest run (shape statistics) */
+};
+
+/* ---- Bits ----------------------------------------------------------------------------------- */
+
+/* Portable popcount (the library is built for baseline x86-64, which lacks POPCNT). */
+static inline unsigned popcount64(uint64_t x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ull);
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+	return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
+
+/*
+ * Position (0 .. 63) of the r-th set bit of x (r counted from 0; r < popcount(x)).
+ * Byte-wise prefix popcounts s_i (bytes 0..i) in one multiply; the target byte is the number
+ * of bytes with s_i <= r, found by the per-byte comparison (128 + r - s_i) >= 128, which never
+ * borrows across bytes because 64 <= 128 + r - s_i <= 191; then at most 7 steps in the byte.
+ */
+static inline unsigned select64(uint64_t x, unsigned r)
+{
+	const uint64_t L8 = 0x0101010101010101ull, H8 = 0x8080808080808080ull;
+	uint64_t s = x - ((x >> 1) & 0x5555555555555555ull);
+	s = (s & 0x3333333333333333ull) + ((s >> 2) & 0x3333333333333333ull);
+	s = ((s + (s >> 4)) & 0x0F0F0F0F0F0F0F0Full) * L8;
+	uint64_t t = ((((uint64_t)r * L8) | H8) - s) & H8;
+	unsigned byte_i = popcount64(t);
+	unsigned before = byte_i ? (unsigned)(s >> (8 * (byte_i - 1))) & 0xFFu : 0;
+	unsigned byte = (unsigned)(x >> (8 * byte_i)) & 0xFFu;
+	for (unsigned rr = r - before; rr > 0; rr--)
+		byte &= byte - 1;
+	return 8 * byte_i + (unsigned)__builtin_ctz(byte);
+}
+
+static inline uint64_t load64_le(const uint8_t *p)
+{
+	uint64_t x;
+	memcpy(&x, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	return x;
+}
+
+static inline void store64_le(uint8_t *p, uint64_t x)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	memcpy(p, &x, 8);
+}
+
+static inline uint64_t bucket_of(const uint8_t *id, unsigned k)
+{
+	uint64_t x;
+	memcpy(&x, id, 8);
+#if __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	return k ? x >> (64 - k) : 0;
+}
+
+static inline unsigned mid_key(const struct rix_idset *s, const uint8_t *id)
+{
+	return s->w ? id[s->kb - 1] & ((1u << s->w) - 1) : 0;
+}
+
+static inline unsigned mid_get(const struct rix_idset *s, size_t i)
+{
+	if (s->w == 0)
+		return 0;
+	size_t bit = i * s->w;
+	return (unsigned)(load64_le(s->mid + (bit >> 3)) >> (bit & 7)) & ((1u << s->w) - 1);
+}
+
+static inline const uint8_t *tail_at(const struct rix_idset *s, size_t i)
+{
+	return s->tails + i * s->tail;
+}
+
+/* ---- Lookup --------------------------------------------------------------------------------- */
+
+static inline const uint64_t *block_of(const struct rix_idset *s, uint64_t b)
+{
+	return s->dir + (size_t)(b >> s->gshift) * BLOCK_WORDS;
+}
+
+/* The run of IDs of bucket b: [*lo, *hi). */
+static inline void bucket_range(const struct rix_idset *s, uint64_t b, size_t *lo, size_t *hi)
+{
+	const uint64_t *blk = block_of(s, b);
+	unsigned j = (unsigned)(b & ((1u << s->gshift) - 1));
+	uint64_t w0 = blk[0];
+	size_t base = (size_t)(w0 & BASE_MASK);
+	if (__builtin_expect((w0 & OV_FLAG) != 0, 0)) {
+		const uint32_t *o = s->ov + blk[1] + j;
+		*lo = o[0];
+		*hi = o[1];
+		return;
+	}
+	/* z: the code's zeros as ones, word by word (word 0 without the header). */
+	uint64_t z = ~(w0 | 0xFFFFFFFFull);
+	unsigned i = 0, r = j;
+	for (;;) {
+		unsigned c = popcount64(z);
+		if (r < c)
+			break;
+		r -= c;
+		z = ~blk[++i];
+	}
+	unsigned pos = select64(z, r);
+	unsigned zj = i * 64 + pos; /* the j-th zero, as a bit of the block */
+	unsigned zp = CODE_START - 1;  /* the (j-1)-th zero; "bit 31" for j = 0 */
+	if (j > 0) {
+		uint64_t m = pos ? z & ((1ull << pos) - 1) : 0;
+		while (m == 0) {
+			i--;
+			m = i == 0 ? ~(blk[0] | 0xFFFFFFFFull) : ~blk[i];
+		}
+		zp = i * 64 + 63 - (unsigned)__builtin_clzll(m);
+	}
+	size_t count = zj - zp - 1;
+	size_t ones_before = zj - CODE_START - j;
+	*lo = base + ones_before - count;
+	*hi = base + ones_before;
+}
+
+/* Compares entry i with the key (mid bits km, tail bytes key): <0, 0, >0 as entry - key. */
+static inline int entry_cmp(const struct rix_idset *s, size_t i, unsigned km, const uint8_t *key)
+{
+	unsigned m = mid_get(s, i);
+	if (m != km)
+		return m < km ? -1 : 1;
+	return memcmp(tail_at(s, i), key, s->tail);
+}
+
+/* Whether the run [lo, hi) holds id; *steps (if not NULL) counts the entries compared. */
+static inline bool run_find(const struct rix_idset *s, const uint8_t *id, size_t lo, size_t hi, size_t *steps)
+{
+	unsigned km = mid_key(s, id);
+	const uint8_t *key = id + s->kb;
+	if (hi - lo <= LINEAR_MAX) {
+		for (size_t i = lo; i < hi; i++) {
+			if (steps)
+				++*steps;
+			int c = entry_cmp(s, i, km, key);
+			if (c >= 0)
+				return c == 0;
+		}
+		return false;
+	}
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+		if (steps)
+			++*steps;
+		int c = entry_cmp(s, m, km, key);
+		if (c == 0)
+			return true;
+		if (c < 0)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return false;
+}
+
+static bool run_has(const struct rix_idset *s, const uint8_t *id, size_t lo, size_t hi)
+{
+	return run_find(s, id, lo, hi, NULL);
+}
+
+size_t rix_idset_lookup_cost(const rix_idset *s, const rix_id *id)
+{
+	if (s == NULL || s->n == 0)
+		return 0;
+	size_t lo, hi, steps = 0;
+	bucket_range(s, bucket_of(id->b, s->k), &lo, &hi);
+	(void)run_find(s, id->b, lo, hi, &steps);
+	return steps;
+}
+
+bool rix_idset_has(const rix_idset *s, const rix_id *id)
+{
+	if (s == NULL || s->n == 0)
+		return false;
+	size_t lo, hi;
+	bucket_range(s, bucket_of(id->b, s->k), &lo, &hi);
+	return lo < hi && run_has(s, id->b, lo, hi);
+}
+
+size_t rix_idset_has_many(bool *found, const rix_idset *s, const rix_id *ids, size_t n)
+{
+	if (s == NULL || s->n == 0) {
+		if (n > 0)
+			memset(found, 0, n * sizeof(*found));
+		return 0;
+	}
+	size_t hits = 0;
+	for (size_t g = 0; g < n; g += BATCH) {
+		size_t m = n - g < BATCH ? n - g : BATCH;
+		const rix_id *key = ids + g;
+		uint64_t b[BATCH];
+		size_t lo[BATCH], hi[BATCH];
+		for (size_t i = 0; i < m; i++) {
+			b[i] = bucket_of(key[i].b, s->k);
+			RIX_PREFETCH(block_of(s, b[i]));
+		}
+		for (size_t i = 0; i < m; i++) {
+			bucket_range(s, b[i], &lo[i], &hi[i]);
+			if (lo[i] < hi[i]) {
+				RIX_PREFETCH(tail_at(s, lo[i]));
+				if (s->w)
+					RIX_PREFETCH(s->mid + ((lo[i] * s->w) >> 3));
+			}
+		}
+		for (size_t i = 0; i < m; i++) {
+			bool f = lo[i] < hi[i] && run_has(s, key[i].b, lo[i], hi[i]);
+			found[g + i] = f;
+			hits += f;
+		}
+	}
+	return hits;
+}
+
+size_t rix_idset_count(const rix_idset *s)
+{
+	return s ? s->n : 0;
+}
+
+size_t rix_idset_memory(const rix_idset *s)
+{
+	if (s == NULL)
+		return 0;
+	size_t dir = s->nblocks ? s->nblocks * 64 + 63 : 0;
+	return sizeof(*s) + dir + s->tails_size + s->mid_size +
+	       s->ov_blocks * (((size_t)1 << s->gshift) + 1) * sizeof(uint32_t);
+}
+
+void rix_idset_free(rix_idset *s)
+{
+	if (s == NULL)
+		return;
+	rix_free(s->dir_raw);
+	rix_free(s->tails);
+	rix_free(s->mid);
+	rix_free(s->ov);
+	rix_free(s);
+}
+
+/* ---- Iteration ------------------------------------------------------------------------------ */
+
+/* Calls fn for IDs [lo, hi) of bucket b. */
+static int emit_run(const struct rix_idset *s, uint64_t b, size_t lo, size_t hi, rix_idset_fn fn, void *payload)
+{
+	rix_id id;
+	memset(&id, 0, sizeof(id));
+	if (s->k > 0) {
+		uint64_t top = b << (64 - s->k);
+		for (unsigned i = 0; i < s->kb; i++)
+			id.b[i] = (uint8_t)(top >> (56 - 8 * i));
+	}
+	uint8_t last = s->kb ? id.b[s->kb - 1] : 0;
+	for (size_t i = lo; i < hi; i++) {
+		if (s->kb)
+			id.b[s->kb - 1] = (uint8_t)(last | mid_get(s, i));
+		memcpy(id.b + s->kb, tail_at(s, i), s->tail);
+		int rc = fn(payload, &id);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+int rix_idset_foreach(const rix_idset *s, rix_idset_fn fn, void *payload)
+{
+	if (s == NULL || s->n == 0)
+		return 0;
+	size_t g = (size_t)1 << s->gshift;
+	for (size_t blkno = 0; blkno < s->nblocks; blkno++) {
+		const uint64_t *blk = s->dir + blkno * BLOCK_WORDS;
+		uint64_t b0 = (uint64_t)blkno << s->gshift;
+		size_t at = (size_t)(blk[0] & BASE_MASK);
+		if (blk[0] & OV_FLAG) {
+			const uint32_t *o = s->ov + blk[1];
+			for (size_t j = 0; j < g; j++) {
+				int rc = emit_run(s, b0 + j, o[j], o[j + 1], fn, payload);
+				if (rc != 0)
+					return rc;
+			}
+			continue;
+		}
+		unsigned q = CODE_START;
+		for (size_t j = 0; j < g; j++) {
+			size_t c = 0;
+			while ((blk[q >> 6] >> (q & 63)) & 1) {
+				c++;
+				q++;
+			}
+			q++; /* the bucket's 0 */
+			if (c > 0) {
+				int rc = emit_run(s, b0 + j, at, at + c, fn, payload);
+				if (rc != 0)
+					return rc;
+				at += c;
+			}
+		}
+	}
+	return 0;
+}
+
+void rix_idset_get_shape(rix_idset_shape *shape, const rix_idset *s)
+{
+	memset(shape, 0, sizeof(*shape));
+	if (s == NULL || s->n == 0)
+		return;
+	shape->key_bits = s->k;
+	shape->block_buckets = 1u << s->gshift;
+	shape->tail_bytes = s->tail;
+	shape->mid_bits = s->w;
+	shape->blocks = s->nblocks;
+	shape->overflow_blocks = s->ov_blocks;
+	shape->longest_bucket = s->longest;
+}
+
+/* ---- Sorting -------------------------------------------------------------------------------- */
+
+static void insertion_sort(rix_id *a, size_t n, unsigned d)
+{
+	for (size_t i = 1; i < n; i++) {
+		if (memcmp(a[i - 1].b + d, a[i].b + d, RIX_ID_SIZE - d) <= 0)
+			continue;
+		rix_id t = a[i];
+		size_t j = i;
+		while (j > 0 && memcmp(a[j - 1].b + d, t.b + d, RIX_ID_SIZE - d) > 0) {
+			a[j] = a[j - 1];
+			j--;
+		}
+		a[j] = t;
+	}
+}
+
+/* Moves every ID into its byte-d bucket (American flag sort's permutation). */
+static __attribute__((noinline)) void flag_permute(rix_id *a, const size_t cnt[256], unsigned d)
+{
+	size_t head[256], end[256], at = 0;
+	for (unsigned c = 0; c < 256; c++) {
+		head[c] = at;
+		at += cnt[c];
+		end[c] = at;
+	}
+	for (unsigned c = 0; c < 256; c++) {
+		while (head[c] < end[c]) {
+			unsigned x = a[head[c]].b[d];
+			if (x == c) {
+				head[c]++;
+				continue;
+			}
+			rix_id t = a[head[c]];
+			a[head[c]] = a[head[x]];
+			a[head[x]] = t;
+			head[x]++;
+		}
+	}
+}
+
+/* Sorts a[0..n) whose IDs agree on bytes 0..d-1. Recursion depth <= 32 (one level a byte). */
+static void radix_sort(rix_id *a, size_t n, unsigned d)
+{
+	while (n >= SORT_SMALL && d < RIX_ID_SIZE) {
+		size_t cnt[256];
+		memset(cnt, 0, sizeof(cnt));
+		for (size_t i = 0; i < n; i++)
+			cnt[a[i].b[d]]++;
+		if (cnt[a[0].b[d]] == n) { /* all share this byte: on to the next, no recursion */
+			d++;
+			continue;
+		}
+		flag_permute(a, cnt, d);
+		size_t at = 0;
+		for (unsigned c = 0; c < 256; c++) {
+			if (cnt[c] > 1)
+				radix_sort(a + at, cnt[c], d + 1);
+			at += cnt[c];
+		}
+		return;
+	}
+	if (d < RIX_ID_SIZE && n > 1)
+		insertion_sort(a, n, d);
+}
+
+/* ---- Building ------------------------------------------------------------------------------- */
+
+/* Picks k and G (see the top comment): the least bytes, with blocks that rarely overflow. */
+static void choose_shape(size_t n, unsigned *k_out, unsigned *gshift_out)
+{
+	unsigned k0 = 63u - (unsigned)__builtin_clzll((unsigned long long)n);
+	double best = -1;
+	*k_out = k0;
+	*gshift_out = 0;
+	for (unsigned k = k0 ? k0 - 1 : 0; k <= k0 + 1 && k <= 32; k++) {
+		unsigned kb = (k + 7) / 8, w = 8 * kb - k;
+		double lambda = (double)n / (double)((uint64_t)1 << k);
+		for (unsigned gs = 0; gs <= MAX_GSHIFT && gs <= k; gs++) {
+			double g = (double)(1u << gs), mu = g * lambda;
+			double slack = (double)CODE_BITS - g - mu - 4;
+			if (slack < 0 || slack * slack < 16 * mu) /* fill + 4 sd over the code */
+				continue;
+			double blocks = (double)((uint64_t)1 << (k - gs));
+			double cost = (double)n * (8.0 * (32 - kb) + w) + blocks * 512;
+			if (best < 0 || cost < best) {
+				best = cost;
+				*k_out = k;
+				*gshift_out = gs;
+			}
+		}
+	}
+}
+
+/* Writes a run of c ones into the block from bit q. */
+static void set_ones(uint64_t *blk, unsigned q, size_t c)
+{
+	while (c > 0) {
+		unsigned bit = q & 63;
+		size_t take = 64 - bit < c ? 64 - bit : c;
+		uint64_t mask = take == 64 ? ~0ull : ((1ull << take) - 1) << bit;
+		blk[q >> 6] |= mask;
+		q += (unsigned)take;
+		c -= take;
+	}
+}
+
+struct builder {
+	struct rix_idset *s;
+	uint32_t cnt[1u << MAX_GSHIFT]; /* IDs per bucket of the block being filled */
+	size_t blkno;                   /* that block */
+	size_t base;                    /* IDs before it */
+	size_t total;                   /* IDs in it so far */
+	size_t ov_at;                   /* u32s of ov used */
+};
+
+/* Writes block bd->blkno from its counts and moves to the next. */
+static void finish_block(struct builder *bd)
+{
+	struct rix_idset *s = bd->s;
+	size_t g = (size_t)1 << s->gshift;
+	uint64_t *blk = s->dir + bd->blkno * BLOCK_WORDS;
+	if (g + bd->total <= CODE_BITS) {
+		blk[0] = (uint64_t)bd->base;
+		unsigned q = CODE_START;
+		for (size_t j = 0; j < g; j++) {
+			set_ones(blk, q, bd->cnt[j]);
+			q += bd->cnt[j] + 1;
+		}
+	} else {
+		blk[0] = (uint64_t)bd->base | OV_FLAG;
+		blk[1] = bd->ov_at;
+		uint32_t at = (uint32_t)bd->base;
+		for (size_t j = 0; j < g; j++) {
+			s->ov[bd->ov_at++] = at;
+			at += bd->cnt[j];
+		}
+		s->ov[bd->ov_at++] = at;
+	}
+	memset(bd->cnt, 0, g * sizeof(bd->cnt[0]));
+	bd->base += bd->total;
+	bd->total = 0;
+	bd->blkno++;
+}
+
+/* Whether ID i of a sorted array differs from ID i - 1. */
+static inline bool is_new(const rix_id *ids, size_t i)
+{
+	return i == 0 || memcmp(ids[i - 1].b, ids[i].b, RIX_ID_SIZE) != 0;
+}
+
+int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags)
+{
+	*out = NULL;
+	if ((flags & ~(unsigned)RIX_IDSET_SORTED) != 0)
+		return rix_error_set(RIX_EINVAL, "id set: unknown flags 0x%x", flags);
+	if (n > 0 && ids == NULL)
+		return rix_error_set(RIX_EINVAL, "id set: no array for %zu IDs", n);
+	struct rix_idset *s = rix_calloc(1, sizeof(*s));
+	if (s == NULL)
+		return rix_error_set(RIX_ENOMEM, "id set: out of memory");
+	if (!(flags & RIX_IDSET_SORTED))
+		radix_sort(ids, n, 0);
+
+	/* Pass 1: distinct IDs; the order. */
+	size_t nd = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0) {
+			int c = memcmp(ids[i - 1].b, ids[i].b, RIX_ID_SIZE);
+			if (c > 0) {
+				rix_free(s);
+				return rix_error_set(RIX_EINVAL, "id set: IDs said to be sorted are not (at %zu)", i);
+			}
+			if (c == 0)
+				continue;
+		}
+		nd++;
+	}
+	if (nd > RIX_IDSET_MAX_IDS) {
+		rix_free(s);
+		return rix_error_set(RIX_ELIMIT, "id set: %zu IDs are over the limit of %u", nd, RIX_IDSET_MAX_IDS);
+	}
+	if (nd == 0) {
+		rix_free(ids);
+		*out = s;
+		return 0;
+	}
+	choose_shape(nd, &s->k, &s->gshift);
+	s->n = nd;
+	s->kb = (s->k + 7) / 8;
+	s->tail = RIX_ID_SIZE - s->kb;
+	s->w = 8 * s->kb - s->k;
+	s->nblocks = (size_t)1 << (s->k - s->gshift);
+	size_t g = (size_t)1 << s->gshift;
+
+	/* Pass 2: the blocks that overflow, the longest run. */
+	size_t blk_total = 0, run = 0;
+	uint64_t cur_blk = 0, cur_b = UINT64_MAX;
+	for (size_t i = 0; i < n; i++) {
+		if (!is_new(ids, i))
+			continue;
+		uint64_t b = bucket_of(ids[i].b, s->k);
+		if ((b >> s->gshift) != cur_blk) {
+			s->ov_blocks += g + blk_total > CODE_BITS;
+			cur_blk = b >> s->gshift;
+			blk_total = 0;
+		}
+		blk_total++;
+		if (b != cur_b) {
+			cur_b = b;
+			run = 0;
+		}
+		if (++run > s->longest)
+			s->longest = run;
+	}
+	s->ov_blocks += g + blk_total > CODE_BITS;
+
+	/* Everything the set needs besides the array, before the array is touched. */
+	s->dir_raw = rix_malloc(s->nblocks * 64 + 63);
+	if (s->w) {
+		s->mid_size = (nd * s->w + 7) / 8 + 8;
+		s->mid = rix_calloc(1, s->mid_size);
+	}
+	if (s->ov_blocks)
+		s->ov = rix_malloc(s->ov_blocks * (g + 1) * sizeof(uint32_t));
+	if (s->dir_raw == NULL || (s->w && s->mid == NULL) || (s->ov_blocks && s->ov == NULL)) {
+		rix_idset_free(s);
+		return rix_error_set(RIX_ENOMEM, "id set: out of memory for the directory of %zu IDs", nd);
+	}
+	s->dir = (uint64_t *)(((uintptr_t)s->dir_raw + 63) & ~(uintptr_t)63);
+	memset(s->dir, 0, s->nblocks * 64);
+	rix__advise_huge(s->dir, s->nblocks * 64);
+
+	/* Pass 3: the tails into the array itself, the mid bits, the directory. */
+	struct builder build, *bd = &build;
+	memset(bd, 0, sizeof(*bd));
+	bd->s = s;
+	uint8_t *tails = (uint8_t *)ids;
+	size_t j = 0;
+	rix_id id; /* ID i, copied out before its tail (written at j * tail <= i * 32) and the
+		    * tails before it overwrite the array's ID i - 1 and ID i */
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && memcmp(id.b, ids[i].b, RIX_ID_SIZE) == 0)
+			continue;
+		id = ids[i];
+		uint64_t b = bucket_of(id.b, s->k);
+		while ((b >> s->gshift) != bd->blkno)
+			finish_block(bd);
+		bd->cnt[b & (g - 1)]++;
+		bd->total++;
+		if (s->w) {
+			size_t bit = j * s->w;
+			uint8_t *p = s->mid + (bit >> 3);
+			store64_le(p, load64_le(p) | ((uint64_t)mid_key(s, id.b) << (bit & 7)));
+		}
+		memmove(tails + j * s->tail, id.b + s->kb, s->tail);
+		j++;
+	}
+	while (bd->blkno < s->nblocks)
+		finish_block(bd);
+
+	/* The array was n * 32 bytes; the tails need nd * tail. A failed shrink keeps it whole. */
+	s->tails = tails;
+	s->tails_size = n * sizeof(rix_id);
+	uint8_t *shrunk = rix_realloc(ids, nd * s->tail);
+	if (shrunk != NULL) {
+		s->tails = shrunk;
+		s->tails_size = nd * s->tail;
+	}
+	rix__advise_huge(s->tails, s->tails_size);
+	*out = s;
+	return 0;
+}
+
+int rix_idset_build(rix_idset **out, const rix_id *ids, size_t n)
+{
+	*out = NULL;
+	rix_id *copy = NULL;
+	if (n > 0) {
+		copy = rix_malloc(n * sizeof(*copy));
+		if (copy == NULL)
+			return rix_error_set(RIX_ENOMEM, "id set: out of memory for a copy of %zu IDs", n);
+		memcpy(copy, ids, n * sizeof(*copy));
+	}
+	int rc = rix_idset_build_owned(out, copy, n, 0);
+	if (rc != 0)
+		rix_free(copy);
+	return rc;
+}
