@@ -55,12 +55,17 @@
  *
  * Building (rix_idset_build_owned): sort the caller's array in place (MSD radix sort on the
  * bytes, insertion sort below 48 IDs); pass 1 counts the distinct IDs (and checks the order);
- * the shape is chosen; pass 2 counts the blocks that will overflow and the longest run; the
- * directory, mid and ov arrays are allocated (nothing is written to the array before this
- * point, so every failure leaves the caller's IDs whole); pass 3 walks the IDs in order,
- * writing ID i's tail at i * (32 - kb) of the same array (never past the end of the ID being
- * read, which is copied out first) and the directory as it goes; the array is then shrunk.
- * Peak memory: the array plus the directory and mid arrays (under 1 byte an ID).
+ * the shape is chosen; pass 2 counts the blocks that will overflow and the longest run. Up to
+ * here nothing is written but the sort, so a failure leaves the caller its IDs. Then the set
+ * is built inside the array's own allocation, so that the build never holds more than the
+ * array's 32 bytes an ID: phase A packs each distinct ID's bytes 1..31 into 31-byte records
+ * at the front (record j at 31 j, never past ID j being read; byte 0 is kept as 256 counts,
+ * the IDs being sorted), which frees about 1 byte an ID at the end, room for the directory,
+ * mid and ov arrays (0.3-0.9 bytes an ID for n >= 1M; a small set's array is grown first,
+ * before phase A, when they don't fit); phase B walks the records, writing the tails at the
+ * front (tail j at j * tail <= 31 j) and the directory and mid bits into that room; the
+ * directory and the rest then move down behind the tails and the block is shrunk. Once phase
+ * A begins nothing can fail (a failed shrink keeps the larger block).
  */
 #include <string.h>
 
@@ -86,14 +91,14 @@ struct rix_idset {
 	unsigned kb;       /* ceil(k / 8): bytes 0 .. kb-1 hold bucket and mid bits */
 	unsigned tail;     /* 32 - kb: bytes of each ID in tails */
 	unsigned w;        /* 8 kb - k: mid bits of each ID (0 .. 7) */
-	uint64_t *dir;     /* nblocks * 8 words, 64-byte aligned inside dir_raw */
-	void *dir_raw;
-	size_t nblocks;
-	uint8_t *tails;    /* n * tail bytes (tails_size as allocated) */
-	size_t tails_size;
+	/* One allocation, tails_size bytes, holds everything:
+	 *   [tails: n * tail][pad to 8][mid][pad to 64 in memory][dir][ov][slack < 64] */
+	uint8_t *tails;    /* n * tail bytes: ID i's at i * tail; the block's start */
+	size_t tails_size; /* bytes of the block */
 	uint8_t *mid;      /* n * w bits + 8 bytes of padding for 64-bit loads; NULL if w = 0 */
-	size_t mid_size;
-	uint32_t *ov;      /* (G + 1) starts per overflowing block */
+	uint64_t *dir;     /* nblocks * 8 words, 64-byte aligned */
+	size_t nblocks;
+	uint32_t *ov;      /* (G + 1) starts per overflowing block; NULL if none */
 	size_t ov_blocks;
 	size_t longest;    /* longest run (shape statistics) */
 };
@@ -329,19 +334,14 @@ size_t rix_idset_memory(const rix_idset *s)
 {
 	if (s == NULL)
 		return 0;
-	size_t dir = s->nblocks ? s->nblocks * 64 + 63 : 0;
-	return sizeof(*s) + dir + s->tails_size + s->mid_size +
-	       s->ov_blocks * (((size_t)1 << s->gshift) + 1) * sizeof(uint32_t);
+	return sizeof(*s) + s->tails_size;
 }
 
 void rix_idset_free(rix_idset *s)
 {
 	if (s == NULL)
 		return;
-	rix_free(s->dir_raw);
 	rix_free(s->tails);
-	rix_free(s->mid);
-	rix_free(s->ov);
 	rix_free(s);
 }
 
@@ -495,7 +495,8 @@ static void choose_shape(size_t n, unsigned *k_out, unsigned *gshift_out)
 	double best = -1;
 	*k_out = k0;
 	*gshift_out = 0;
-	for (unsigned k = k0 ? k0 - 1 : 0; k <= k0 + 1 && k <= 32; k++) {
+	/* k >= 1, so that kb >= 1 and a tail is at most 31 bytes (the build relies on it). */
+	for (unsigned k = k0 > 2 ? k0 - 1 : 1; k <= k0 + 1 && k <= 32; k++) {
 		unsigned kb = (k + 7) / 8, w = 8 * kb - k;
 		double lambda = (double)n / (double)((uint64_t)1 << k);
 		for (unsigned gs = 0; gs <= MAX_GSHIFT && gs <= k; gs++) {
@@ -571,6 +572,18 @@ static inline bool is_new(const rix_id *ids, size_t i)
 	return i == 0 || memcmp(ids[i - 1].b, ids[i].b, RIX_ID_SIZE) != 0;
 }
 
+static inline size_t align_up(size_t x, size_t a)
+{
+	return (x + a - 1) & ~(a - 1);
+}
+
+/* Offset of the directory in a block at base whose mid array ends at offset mid_end: the
+ * first offset from mid_end that is 64-byte aligned in memory. */
+static inline size_t dir_offset(const uint8_t *base, size_t mid_end)
+{
+	return (size_t)(align_up((uintptr_t)base + mid_end, 64) - (uintptr_t)base);
+}
+
 int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags)
 {
 	*out = NULL;
@@ -637,59 +650,101 @@ int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags
 	}
 	s->ov_blocks += g + blk_total > CODE_BITS;
 
-	/* Everything the set needs besides the array, before the array is touched. */
-	s->dir_raw = rix_malloc(s->nblocks * 64 + 63);
-	if (s->w) {
-		s->mid_size = (nd * s->w + 7) / 8 + 8;
-		s->mid = rix_calloc(1, s->mid_size);
+	/*
+	 * The whole set lives in the array's own block. Phase A packs each distinct ID's bytes
+	 * 1..31 into records of 31 bytes ([0, rec)), keeping counts of byte 0; the directory,
+	 * mid and ov arrays then fit in the room that frees at the end (~1 byte an ID; grown
+	 * first, before anything is overwritten, when they don't: small sets). Phase B writes
+	 * the tails at the front and the rest into that room; the rest then moves down behind
+	 * the tails and the block is shrunk. Nothing can fail once phase A has begun.
+	 */
+	size_t rec = nd * (RIX_ID_SIZE - 1);
+	size_t tails = nd * s->tail;
+	size_t mid = s->w ? (nd * s->w + 7) / 8 + 8 : 0;
+	size_t dir = s->nblocks * 64;
+	size_t ov = s->ov_blocks * (g + 1) * sizeof(uint32_t);
+	size_t need = align_up(rec, 8) + mid + 63 + dir + ov;
+	size_t have = n * sizeof(rix_id);
+	if (have < need) {
+		rix_id *grown = rix_realloc(ids, need);
+		if (grown == NULL) {
+			rix_free(s);
+			return rix_error_set(RIX_ENOMEM, "id set: out of memory for %zu IDs", nd);
+		}
+		ids = grown;
+		have = need;
 	}
-	if (s->ov_blocks)
-		s->ov = rix_malloc(s->ov_blocks * (g + 1) * sizeof(uint32_t));
-	if (s->dir_raw == NULL || (s->w && s->mid == NULL) || (s->ov_blocks && s->ov == NULL)) {
-		rix_idset_free(s);
-		return rix_error_set(RIX_ENOMEM, "id set: out of memory for the directory of %zu IDs", nd);
-	}
-	s->dir = (uint64_t *)(((uintptr_t)s->dir_raw + 63) & ~(uintptr_t)63);
-	memset(s->dir, 0, s->nblocks * 64);
-	rix__advise_huge(s->dir, s->nblocks * 64);
+	uint8_t *base = (uint8_t *)ids;
 
-	/* Pass 3: the tails into the array itself, the mid bits, the directory. */
-	struct builder build, *bd = &build;
-	memset(bd, 0, sizeof(*bd));
-	bd->s = s;
-	uint8_t *tails = (uint8_t *)ids;
+	/* Phase A: records of bytes 1..31 (record j at 31 j <= 32 i: never past ID i). */
+	size_t cnt0[256];
+	memset(cnt0, 0, sizeof(cnt0));
+	rix_id id;
 	size_t j = 0;
-	rix_id id; /* ID i, copied out before its tail (written at j * tail <= i * 32) and the
-		    * tails before it overwrite the array's ID i - 1 and ID i */
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0 && memcmp(id.b, ids[i].b, RIX_ID_SIZE) == 0)
 			continue;
 		id = ids[i];
-		uint64_t b = bucket_of(id.b, s->k);
-		while ((b >> s->gshift) != bd->blkno)
-			finish_block(bd);
-		bd->cnt[b & (g - 1)]++;
-		bd->total++;
-		if (s->w) {
-			size_t bit = j * s->w;
-			uint8_t *p = s->mid + (bit >> 3);
-			store64_le(p, load64_le(p) | ((uint64_t)mid_key(s, id.b) << (bit & 7)));
-		}
-		memmove(tails + j * s->tail, id.b + s->kb, s->tail);
+		cnt0[id.b[0]]++;
+		memmove(base + j * (RIX_ID_SIZE - 1), id.b + 1, RIX_ID_SIZE - 1);
 		j++;
+	}
+	size_t mid_at = align_up(rec, 8);
+	size_t dir_at = dir_offset(base, mid_at + mid);
+	size_t ov_at = dir_at + dir;
+	memset(base + mid_at, 0, ov_at - mid_at);
+	s->tails = base;
+	s->mid = s->w ? base + mid_at : NULL;
+	s->dir = (uint64_t *)(void *)(base + dir_at);
+	s->ov = s->ov_blocks ? (uint32_t *)(void *)(base + ov_at) : NULL;
+
+	/* Phase B: tails (tail j at j * tail <= 31 j: never past record j), mid bits, directory. */
+	struct builder build, *bd = &build;
+	memset(bd, 0, sizeof(*bd));
+	bd->s = s;
+	j = 0;
+	for (unsigned c = 0; c < 256; c++) {
+		for (size_t e = 0; e < cnt0[c]; e++, j++) {
+			id.b[0] = (uint8_t)c;
+			memcpy(id.b + 1, base + j * (RIX_ID_SIZE - 1), RIX_ID_SIZE - 1);
+			uint64_t b = bucket_of(id.b, s->k);
+			while ((b >> s->gshift) != bd->blkno)
+				finish_block(bd);
+			bd->cnt[b & (g - 1)]++;
+			bd->total++;
+			if (s->w) {
+				size_t bit = j * s->w;
+				uint8_t *p = s->mid + (bit >> 3);
+				store64_le(p, load64_le(p) | ((uint64_t)mid_key(s, id.b) << (bit & 7)));
+			}
+			memmove(base + j * s->tail, id.b + s->kb, s->tail);
+		}
 	}
 	while (bd->blkno < s->nblocks)
 		finish_block(bd);
 
-	/* The array was n * 32 bytes; the tails need nd * tail. A failed shrink keeps it whole. */
-	s->tails = tails;
-	s->tails_size = n * sizeof(rix_id);
-	uint8_t *shrunk = rix_realloc(ids, nd * s->tail);
+	/* Down behind the tails: mid, then directory and ov (each to a lower offset). */
+	size_t mid_to = align_up(tails, 8);
+	if (mid)
+		memmove(base + mid_to, base + mid_at, mid);
+	size_t dir_to = dir_offset(base, mid_to + mid);
+	memmove(base + dir_to, base + dir_at, dir + ov);
+	size_t final = mid_to + mid + 63 + dir + ov; /* room to realign if the block moves */
+	uint8_t *shrunk = final < have ? rix_realloc(base, final) : NULL;
 	if (shrunk != NULL) {
-		s->tails = shrunk;
-		s->tails_size = nd * s->tail;
+		size_t again = dir_offset(shrunk, mid_to + mid);
+		if (again != dir_to)
+			memmove(shrunk + again, shrunk + dir_to, dir + ov);
+		base = shrunk;
+		dir_to = again;
+		have = final;
 	}
-	rix__advise_huge(s->tails, s->tails_size);
+	s->tails = base;
+	s->tails_size = have;
+	s->mid = mid ? base + mid_to : NULL;
+	s->dir = (uint64_t *)(void *)(base + dir_to);
+	s->ov = s->ov_blocks ? (uint32_t *)(void *)(base + dir_to + dir) : NULL;
+	rix__advise_huge(base, have);
 	*out = s;
 	return 0;
 }

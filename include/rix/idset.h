@@ -10,8 +10,8 @@
  * (O(log n)), never a linear scan.
  *
  * The set is built once from an array of IDs and never changes. Building sorts the array in
- * place and compacts it in place into the set, so a build needs hardly more memory than the
- * array it starts from (32 bytes an ID), and the finished set less.
+ * place and turns it, in place, into the set, so a build needs no more memory than the array
+ * it starts from (32 bytes an ID), and the finished set less.
  *
  * Thread-safety: a built set is immutable; any number of threads may look it up at once.
  *
@@ -46,9 +46,10 @@ enum {
 /*
  * Builds a set of the n IDs of ids, taking the array over: ids must have been allocated with
  * rix_malloc/rix_realloc (rix/alloc.h) and hold n IDs. Duplicates are stored once. Unless
- * flags has RIX_IDSET_SORTED, the array is sorted in place first. The set is then written into
- * the array itself (and the array shrunk), with a directory of about 0.3 bytes an ID allocated
- * beside it, so the build's peak memory is the array's plus that.
+ * flags has RIX_IDSET_SORTED, the array is sorted in place first. The set is then built
+ * inside the array's own allocation, which is shrunk to the set's size: the build never holds
+ * more than the array (32 bytes an ID, for sets of about 1M IDs and more; a small set may
+ * first grow it by up to a few KiB).
  * On success *out belongs to the caller (freed with rix_idset_free) and owns the array: the
  * caller must not use or free ids any more. On failure *out is NULL and ids is still the
  * caller's, holding the same IDs (perhaps reordered; sorted unless the failure was
