@@ -84,6 +84,12 @@
 #define SORT_SMALL 48u       /* ranges below this are insertion-sorted */
 #define BATCH 16u            /* keys in flight in rix_idset_has_many */
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define IDSET_HW 1
+#else
+#define IDSET_HW 0
+#endif
+
 struct rix_idset {
 	size_t n;          /* distinct IDs */
 	unsigned k;        /* bucket bits (0 .. 32) */
@@ -101,6 +107,7 @@ struct rix_idset {
 	uint32_t *ov;      /* (G + 1) starts per overflowing block; NULL if none */
 	size_t ov_blocks;
 	size_t longest;    /* longest run (shape statistics) */
+	bool hw;           /* the processor has POPCNT and BMI2: the _hw lookups */
 };
 
 /* ---- Bits ----------------------------------------------------------------------------------- */
@@ -188,44 +195,29 @@ static inline const uint64_t *block_of(const struct rix_idset *s, uint64_t b)
 	return s->dir + (size_t)(b >> s->gshift) * BLOCK_WORDS;
 }
 
-/* The run of IDs of bucket b: [*lo, *hi). */
-static inline void bucket_range(const struct rix_idset *s, uint64_t b, size_t *lo, size_t *hi)
+static inline uint64_t load64_be(const uint8_t *p)
 {
-	const uint64_t *blk = block_of(s, b);
-	unsigned j = (unsigned)(b & ((1u << s->gshift) - 1));
-	uint64_t w0 = blk[0];
-	size_t base = (size_t)(w0 & BASE_MASK);
-	if (__builtin_expect((w0 & OV_FLAG) != 0, 0)) {
-		const uint32_t *o = s->ov + blk[1] + j;
-		*lo = o[0];
-		*hi = o[1];
-		return;
+	uint64_t x;
+	memcpy(&x, p, 8);
+#if __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	return x;
+}
+
+/* memcmp of len >= 8 bytes as big-endian words (the last one overlapping), inline. */
+static inline int tail_cmp(const uint8_t *a, const uint8_t *b, unsigned len)
+{
+	uint64_t x, y;
+	for (unsigned o = 0; o + 8 < len; o += 8) {
+		x = load64_be(a + o);
+		y = load64_be(b + o);
+		if (x != y)
+			return x < y ? -1 : 1;
 	}
-	/* z: the code's zeros as ones, word by word (word 0 without the header). */
-	uint64_t z = ~(w0 | 0xFFFFFFFFull);
-	unsigned i = 0, r = j;
-	for (;;) {
-		unsigned c = popcount64(z);
-		if (r < c)
-			break;
-		r -= c;
-		z = ~blk[++i];
-	}
-	unsigned pos = select64(z, r);
-	unsigned zj = i * 64 + pos; /* the j-th zero, as a bit of the block */
-	unsigned zp = CODE_START - 1;  /* the (j-1)-th zero; "bit 31" for j = 0 */
-	if (j > 0) {
-		uint64_t m = pos ? z & ((1ull << pos) - 1) : 0;
-		while (m == 0) {
-			i--;
-			m = i == 0 ? ~(blk[0] | 0xFFFFFFFFull) : ~blk[i];
-		}
-		zp = i * 64 + 63 - (unsigned)__builtin_clzll(m);
-	}
-	size_t count = zj - zp - 1;
-	size_t ones_before = zj - CODE_START - j;
-	*lo = base + ones_before - count;
-	*hi = base + ones_before;
+	x = load64_be(a + len - 8);
+	y = load64_be(b + len - 8);
+	return x == y ? 0 : x < y ? -1 : 1;
 }
 
 /* Compares entry i with the key (mid bits km, tail bytes key): <0, 0, >0 as entry - key. */
@@ -234,7 +226,7 @@ static inline int entry_cmp(const struct rix_idset *s, size_t i, unsigned km, co
 	unsigned m = mid_get(s, i);
 	if (m != km)
 		return m < km ? -1 : 1;
-	return memcmp(tail_at(s, i), key, s->tail);
+	return tail_cmp(tail_at(s, i), key, s->tail);
 }
 
 /* Whether the run [lo, hi) holds id; *steps (if not NULL) counts the entries compared. */
@@ -267,9 +259,44 @@ static inline bool run_find(const struct rix_idset *s, const uint8_t *id, size_t
 	return false;
 }
 
-static bool run_has(const struct rix_idset *s, const uint8_t *id, size_t lo, size_t hi)
+/* The portable instance, and on x86-64 the one with POPCNT and BMI2 (PDEP for select). */
+#define IDSET_FN(name) name##_portable
+#define IDSET_ATTR
+#define IDSET_POPCOUNT(x) popcount64(x)
+#define IDSET_SELECT(x, r) select64((x), (r))
+#include "idset_lookup.h"
+#undef IDSET_FN
+#undef IDSET_ATTR
+#undef IDSET_POPCOUNT
+#undef IDSET_SELECT
+
+#if IDSET_HW
+#define IDSET_FN(name) name##_hw
+#define IDSET_ATTR __attribute__((target("popcnt,bmi,bmi2")))
+#define IDSET_POPCOUNT(x) __builtin_popcountll(x)
+#define IDSET_SELECT(x, r) __builtin_ctzll(__builtin_ia32_pdep_di(1ull << (r), (x)))
+#include "idset_lookup.h"
+#undef IDSET_FN
+#undef IDSET_ATTR
+#undef IDSET_POPCOUNT
+#undef IDSET_SELECT
+#endif
+
+/* Whether this processor has what the _hw instance uses. */
+static bool cpu_has_hw(void)
 {
-	return run_find(s, id, lo, hi, NULL);
+#if IDSET_HW
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi2");
+#else
+	return false;
+#endif
+}
+
+void rix_idset_use_portable(rix_idset *s, bool on)
+{
+	if (s != NULL)
+		s->hw = !on && cpu_has_hw();
 }
 
 size_t rix_idset_lookup_cost(const rix_idset *s, const rix_id *id)
@@ -277,7 +304,7 @@ size_t rix_idset_lookup_cost(const rix_idset *s, const rix_id *id)
 	if (s == NULL || s->n == 0)
 		return 0;
 	size_t lo, hi, steps = 0;
-	bucket_range(s, bucket_of(id->b, s->k), &lo, &hi);
+	bucket_range_portable(s, bucket_of(id->b, s->k), &lo, &hi);
 	(void)run_find(s, id->b, lo, hi, &steps);
 	return steps;
 }
@@ -286,9 +313,11 @@ bool rix_idset_has(const rix_idset *s, const rix_id *id)
 {
 	if (s == NULL || s->n == 0)
 		return false;
-	size_t lo, hi;
-	bucket_range(s, bucket_of(id->b, s->k), &lo, &hi);
-	return lo < hi && run_has(s, id->b, lo, hi);
+#if IDSET_HW
+	if (s->hw)
+		return has_hw(s, id->b);
+#endif
+	return has_portable(s, id->b);
 }
 
 size_t rix_idset_has_many(bool *found, const rix_idset *s, const rix_id *ids, size_t n)
@@ -298,31 +327,11 @@ size_t rix_idset_has_many(bool *found, const rix_idset *s, const rix_id *ids, si
 			memset(found, 0, n * sizeof(*found));
 		return 0;
 	}
-	size_t hits = 0;
-	for (size_t g = 0; g < n; g += BATCH) {
-		size_t m = n - g < BATCH ? n - g : BATCH;
-		const rix_id *key = ids + g;
-		uint64_t b[BATCH];
-		size_t lo[BATCH], hi[BATCH];
-		for (size_t i = 0; i < m; i++) {
-			b[i] = bucket_of(key[i].b, s->k);
-			RIX_PREFETCH(block_of(s, b[i]));
-		}
-		for (size_t i = 0; i < m; i++) {
-			bucket_range(s, b[i], &lo[i], &hi[i]);
-			if (lo[i] < hi[i]) {
-				RIX_PREFETCH(tail_at(s, lo[i]));
-				if (s->w)
-					RIX_PREFETCH(s->mid + ((lo[i] * s->w) >> 3));
-			}
-		}
-		for (size_t i = 0; i < m; i++) {
-			bool f = lo[i] < hi[i] && run_has(s, key[i].b, lo[i], hi[i]);
-			found[g + i] = f;
-			hits += f;
-		}
-	}
-	return hits;
+#if IDSET_HW
+	if (s->hw)
+		return has_many_hw(found, s, ids, n);
+#endif
+	return has_many_portable(found, s, ids, n);
 }
 
 size_t rix_idset_count(const rix_idset *s)
@@ -626,6 +635,7 @@ int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags
 	s->tail = RIX_ID_SIZE - s->kb;
 	s->w = 8 * s->kb - s->k;
 	s->nblocks = (size_t)1 << (s->k - s->gshift);
+	s->hw = cpu_has_hw();
 	size_t g = (size_t)1 << s->gshift;
 
 	/* Pass 2: the blocks that overflow, the longest run. */

@@ -109,6 +109,9 @@ RIX_EXPORT void rix_idset_get_shape(rix_idset_shape *shape, const rix_idset *s);
 /* How many stored IDs a lookup of id compares with it (0 for an empty bucket or set): at most
  * 8 for a run of up to 8 IDs, else at most floor(log2(run)) + 1 (binary search). */
 RIX_EXPORT size_t rix_idset_lookup_cost(const rix_idset *s, const rix_id *id);
+/* Test hook: on, the lookups of s use the portable bit primitives even on a processor with
+ * POPCNT and BMI2 (whose instructions they use otherwise), so that tests cover both. */
+RIX_EXPORT void rix_idset_use_portable(rix_idset *s, bool on);
 #endif /* RIX_ADVANCED */
 
 #ifdef __cplusplus
