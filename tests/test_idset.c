@@ -5,9 +5,11 @@
  * array, in the tail bytes, in the last byte); iteration gives exactly the sorted distinct IDs;
  * the empty set, one ID, duplicates; sizes across powers of two; crafted IDs sharing their top
  * 32 bits (correct, and a lookup compares O(log n) IDs); the sorted-input path and its check;
- * allocation failure N; memory at most 30 bytes an ID at n = 1M. Both instances of the lookups
+ * allocation failure N; lookups from several threads at once; memory at most 30 bytes an ID
+ * at n = 1M. Both instances of the lookups
  * (portable, and POPCNT/BMI2 where the processor has them) are checked.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -507,6 +509,53 @@ static void test_memory_per_id_1m(void **state)
 	free(a);
 }
 
+struct reader {
+	const rix_idset *s;
+	const rix_id *known, *unknown;
+	size_t n;
+	size_t found_known, found_unknown;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	bool f[64];
+	for (size_t i = 0; i < r->n; i++) {
+		r->found_known += rix_idset_has(r->s, &r->known[i]);
+		r->found_unknown += rix_idset_has(r->s, &r->unknown[i]);
+	}
+	for (size_t i = 0; i + 64 <= r->n; i += 64) {
+		r->found_known += rix_idset_has_many(f, r->s, &r->known[i], 64);
+		r->found_unknown += rix_idset_has_many(f, r->s, &r->unknown[i], 64);
+	}
+	return NULL;
+}
+
+/* A built set is immutable: threads look it up at once (TSan checks the claim). */
+static void test_concurrent_lookups(void **state)
+{
+	(void)state;
+	uint64_t st = 41;
+	size_t n = 64 * 313; /* whole batches of 64 */
+	rix_id *a = random_ids(n, 0, &st);
+	rix_id *u = random_ids(n, 0, &st);
+	rix_idset *s = must_build(a, n);
+	pthread_t th[4];
+	struct reader r[4];
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct reader){ s, a, u, n, 0, 0 };
+		assert_int_equal(pthread_create(&th[i], NULL, reader_main, &r[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(r[i].found_known, 2 * n);
+		assert_int_equal(r[i].found_unknown, 0);
+	}
+	rix_idset_free(s);
+	free(u);
+	free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -518,6 +567,7 @@ int main(void)
 		cmocka_unit_test(test_sorted_flag_checked),
 		cmocka_unit_test(test_allocation_failure_n),
 		cmocka_unit_test(test_foreach_stops),
+		cmocka_unit_test(test_concurrent_lookups),
 		cmocka_unit_test(test_memory_per_id_1m),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
