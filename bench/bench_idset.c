@@ -4,7 +4,8 @@
  *
  *   IdSet/Build/N={1M,3M,10M}            one op builds a set from an unsorted array of the N
  *                                        entry IDs taken over (rix_idset_build_owned: sort in
- *                                        place, compact in place); the array's copy is untimed.
+ *                                        place, compact in place); the array (made with
+ *                                        rix_idset_alloc_ids) and its copy are untimed.
  *                                        ns/entry, B/entry (rix_idset_memory / N), heap-B/entry,
  *                                        build-peak-B/entry (the most the build holds at once:
  *                                        the 32-byte array, or the 31-byte records plus the
@@ -49,7 +50,7 @@ void idset_caches_free(void)
 static int make_set(bench_b *b, size_t n, rix_idset **out)
 {
 	const rix_id *ids = gen_entry_ids(n);
-	rix_id *own = rix_malloc(n * sizeof(*own));
+	rix_id *own = rix_idset_alloc_ids(n);
 	if (own == NULL)
 		return bench_fail(b, "out of memory");
 	memcpy(own, ids, n * sizeof(*own));
@@ -107,7 +108,7 @@ static void build_run(bench_b *b)
 	for (uint64_t op = 0; op < b->n; op++) {
 		bench_stop(b);
 		int64_t live0 = bench_live_bytes();
-		rix_id *own = rix_malloc(s->n * sizeof(*own));
+		rix_id *own = rix_idset_alloc_ids(s->n);
 		if (own == NULL) {
 			bench_fail(b, "out of memory");
 			return;

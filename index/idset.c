@@ -67,6 +67,7 @@
  * directory and the rest then move down behind the tails and the block is shrunk. Once phase
  * A begins nothing can fail (a failed shrink keeps the larger block).
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "rix/alloc.h"
@@ -754,9 +755,18 @@ int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags
 	s->mid = mid ? base + mid_to : NULL;
 	s->dir = (uint64_t *)(void *)(base + dir_to);
 	s->ov = s->ov_blocks ? (uint32_t *)(void *)(base + dir_to + dir) : NULL;
-	rix__advise_huge(base, have);
 	*out = s;
 	return 0;
+}
+
+rix_id *rix_idset_alloc_ids(size_t n)
+{
+	if (n == 0 || n > SIZE_MAX / sizeof(rix_id))
+		return NULL;
+	rix_id *a = rix_malloc(n * sizeof(*a));
+	if (a != NULL)
+		rix__advise_huge(a, n * sizeof(*a));
+	return a;
 }
 
 int rix_idset_build(rix_idset **out, const rix_id *ids, size_t n)
@@ -764,7 +774,7 @@ int rix_idset_build(rix_idset **out, const rix_id *ids, size_t n)
 	*out = NULL;
 	rix_id *copy = NULL;
 	if (n > 0) {
-		copy = rix_malloc(n * sizeof(*copy));
+		copy = rix_idset_alloc_ids(n);
 		if (copy == NULL)
 			return rix_error_set(RIX_ENOMEM, "id set: out of memory for a copy of %zu IDs", n);
 		memcpy(copy, ids, n * sizeof(*copy));

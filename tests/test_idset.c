@@ -484,7 +484,9 @@ static void test_memory_per_id_1m(void **state)
 	uint64_t st = 37;
 	size_t n = 1000000;
 	rix_id *a = random_ids(n, 0, &st);
-	rix_id *own = rix_malloc(n * sizeof(*own));
+	assert_null(rix_idset_alloc_ids(0));
+	assert_null(rix_idset_alloc_ids(SIZE_MAX / 16));
+	rix_id *own = rix_idset_alloc_ids(n);
 	assert_non_null(own);
 	memcpy(own, a, n * sizeof(*own));
 	rix_idset *s = NULL;

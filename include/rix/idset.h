@@ -15,8 +15,9 @@
  *
  * Thread-safety: a built set is immutable; any number of threads may look it up at once.
  *
- * API families: build (taking over an array, or from a copy); free; has, has_many (batched,
- * prefetching); count, memory; iteration in ascending ID order.
+ * API families: build (taking over an array, best made with rix_idset_alloc_ids, or from a
+ * copy); free; has, has_many (batched, prefetching); count, memory; iteration in ascending ID
+ * order.
  */
 #ifndef RIX_IDSET_H
 #define RIX_IDSET_H
@@ -59,6 +60,14 @@ enum {
  * (RIX_IDSET_SORTED given but the IDs are not in ascending order, or an unknown flag).
  */
 RIX_EXPORT RIX_NODISCARD int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags);
+
+/*
+ * Room for n IDs to fill and give to rix_idset_build_owned: rix_malloc'd (the caller's until
+ * then; rix_free), with the kernel asked to back it with huge pages before anything touches it
+ * (the set is read at random, and with 4 KiB pages nearly every lookup of a large set would
+ * also miss the TLB; advice only). NULL when out of memory (or n = 0).
+ */
+RIX_EXPORT rix_id *rix_idset_alloc_ids(size_t n);
 
 /*
  * As rix_idset_build_owned on a copy of ids (which stays the caller's, untouched). The copy
