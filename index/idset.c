@@ -432,14 +432,31 @@ void rix_idset_get_shape(rix_idset_shape *shape, const rix_idset *s)
 
 /* ---- Sorting -------------------------------------------------------------------------------- */
 
+/* Compares bytes d..31 of two IDs (memcmp order). */
+static inline int suffix_cmp(const uint8_t *a, const uint8_t *b, unsigned d)
+{
+	if (RIX_ID_SIZE - d >= 8)
+		return tail_cmp(a + d, b + d, RIX_ID_SIZE - d);
+	return memcmp(a + d, b + d, RIX_ID_SIZE - d);
+}
+
+/* Whether two IDs are equal. */
+static inline bool id_eq(const uint8_t *a, const uint8_t *b)
+{
+	uint64_t x[4], y[4];
+	memcpy(x, a, RIX_ID_SIZE);
+	memcpy(y, b, RIX_ID_SIZE);
+	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+}
+
 static void insertion_sort(rix_id *a, size_t n, unsigned d)
 {
 	for (size_t i = 1; i < n; i++) {
-		if (memcmp(a[i - 1].b + d, a[i].b + d, RIX_ID_SIZE - d) <= 0)
+		if (suffix_cmp(a[i - 1].b, a[i].b, d) <= 0)
 			continue;
 		rix_id t = a[i];
 		size_t j = i;
-		while (j > 0 && memcmp(a[j - 1].b + d, t.b + d, RIX_ID_SIZE - d) > 0) {
+		while (j > 0 && suffix_cmp(a[j - 1].b, t.b, d) > 0) {
 			a[j] = a[j - 1];
 			j--;
 		}
@@ -579,7 +596,7 @@ static void finish_block(struct builder *bd)
 /* Whether ID i of a sorted array differs from ID i - 1. */
 static inline bool is_new(const rix_id *ids, size_t i)
 {
-	return i == 0 || memcmp(ids[i - 1].b, ids[i].b, RIX_ID_SIZE) != 0;
+	return i == 0 || !id_eq(ids[i - 1].b, ids[i].b);
 }
 
 static inline size_t align_up(size_t x, size_t a)
@@ -611,7 +628,7 @@ int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags
 	size_t nd = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0) {
-			int c = memcmp(ids[i - 1].b, ids[i].b, RIX_ID_SIZE);
+			int c = tail_cmp(ids[i - 1].b, ids[i].b, RIX_ID_SIZE);
 			if (c > 0) {
 				rix_free(s);
 				return rix_error_set(RIX_EINVAL, "id set: IDs said to be sorted are not (at %zu)", i);
@@ -693,7 +710,7 @@ int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags
 	rix_id id;
 	size_t j = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (i > 0 && memcmp(id.b, ids[i].b, RIX_ID_SIZE) == 0)
+		if (i > 0 && id_eq(id.b, ids[i].b))
 			continue;
 		id = ids[i];
 		cnt0[id.b[0]]++;
