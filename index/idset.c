@@ -54,7 +54,8 @@
  * crafted IDs. A lookup never becomes linear in n, and the answer stays exact whatever the IDs.
  *
  * Building (rix_idset_build_owned): sort the caller's array in place (MSD radix sort on the
- * bytes, insertion sort below 48 IDs); pass 1 counts the distinct IDs (and checks the order);
+ * bytes, insertion sort below 48 IDs; from 64Ki IDs, the 256 sub-sorts after the first level
+ * run on one worker per CPU); pass 1 counts the distinct IDs (and checks the order);
  * the shape is chosen; pass 2 counts the blocks that will overflow and the longest run. Up to
  * here nothing is written but the sort, so a failure leaves the caller its IDs. Then the set
  * is built inside the array's own allocation, so that the build never holds more than the
@@ -67,6 +68,7 @@
  * directory and the rest then move down behind the tails and the block is shrunk. Once phase
  * A begins nothing can fail (a failed shrink keeps the larger block).
  */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -74,6 +76,7 @@
 #include "rix/error.h"
 #include "rix/idset.h"
 #include "hash.h"
+#include "../common/pool.h"
 
 #define BLOCK_WORDS 8u
 #define CODE_BITS 480u       /* unary code bits of a block: bits 32 .. 511 */
@@ -83,6 +86,7 @@
 #define MAX_GSHIFT 8u        /* G <= 256 */
 #define LINEAR_MAX 8u        /* runs up to this long are scanned, longer ones binary-searched */
 #define SORT_SMALL 48u       /* ranges below this are insertion-sorted */
+#define SORT_PARALLEL 65536u /* arrays from this size have their sub-sorts spread over CPUs */
 #define BATCH 16u            /* keys in flight in rix_idset_has_many */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -513,6 +517,64 @@ static void radix_sort(rix_id *a, size_t n, unsigned d)
 		insertion_sort(a, n, d);
 }
 
+/* The sub-sorts of the top level, shared by the workers: bucket c is a[start[c], start[c + 1]). */
+struct sort_job {
+	rix_id *a;
+	unsigned d; /* the byte the top level sorted on */
+	size_t start[257];
+	atomic_uint next; /* the next bucket to take */
+};
+
+static void *sort_worker(void *arg)
+{
+	struct sort_job *j = arg;
+	for (;;) {
+		unsigned c = atomic_fetch_add(&j->next, 1);
+		if (c >= 256)
+			return NULL;
+		size_t m = j->start[c + 1] - j->start[c];
+		if (m > 1)
+			radix_sort(j->a + j->start[c], m, j->d + 1);
+	}
+}
+
+/*
+ * radix_sort of the whole array, its 256 sub-sorts (after the first byte that differs) spread
+ * over one worker per CPU when the array is large. The workers write disjoint ranges.
+ */
+static void sort_ids(rix_id *a, size_t n)
+{
+	if (n < SORT_PARALLEL) {
+		radix_sort(a, n, 0);
+		return;
+	}
+	struct sort_job *j = rix_malloc(sizeof(*j));
+	if (j == NULL) { /* sorting needs no memory: do it on this thread */
+		radix_sort(a, n, 0);
+		return;
+	}
+	size_t cnt[256];
+	unsigned d = 0;
+	for (; d < RIX_ID_SIZE; d++) {
+		memset(cnt, 0, sizeof(cnt));
+		for (size_t i = 0; i < n; i++)
+			cnt[a[i].b[d]]++;
+		if (cnt[a[0].b[d]] != n)
+			break;
+	}
+	if (d < RIX_ID_SIZE) {
+		flag_permute(a, cnt, d);
+		j->a = a;
+		j->d = d;
+		j->start[0] = 0;
+		for (unsigned c = 0; c < 256; c++)
+			j->start[c + 1] = j->start[c] + cnt[c];
+		atomic_init(&j->next, 0);
+		rix__pool_run(rix__pool_size(0, 64), sort_worker, j);
+	}
+	rix_free(j);
+}
+
 /* ---- Building ------------------------------------------------------------------------------- */
 
 /* Picks k and G (see the top comment): the least bytes, with blocks that rarely overflow. */
@@ -622,7 +684,7 @@ int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags
 	if (s == NULL)
 		return rix_error_set(RIX_ENOMEM, "id set: out of memory");
 	if (!(flags & RIX_IDSET_SORTED))
-		radix_sort(ids, n, 0);
+		sort_ids(ids, n);
 
 	/* Pass 1: distinct IDs; the order. */
 	size_t nd = 0;
