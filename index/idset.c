@@ -21,16 +21,19 @@
  *
  * Bucket j of a block holds the IDs base + (ones before the j-th 0) ... up to the j-th 0, so
  * one 64-byte line gives a bucket's whole range: select the j-th and (j-1)-th zero of the code
- * (popcounts over at most 8 words of one cache line). A block whose G zeros and its IDs' ones
- * do not fit in 480 bits (chance well below 1e-4 per block for uniform IDs, by the choice of
- * G below; certain for crafted ones) sets the ov flag and keeps, in its second word, an offset
- * into `ov`, an array holding the G + 1 bucket starts of that block as plain u32.
+ * (the popcounts of the line's 8 words, summed without branches, give the word; a select in
+ * the word, the bit). A block whose G zeros and its IDs' ones do not fit in 480 bits (rare for
+ * uniform IDs: the choice of G below leaves 4 standard deviations of room; certain for crafted
+ * ones) sets the ov flag and keeps, in its second word, an offset into `ov`, an array holding
+ * the G + 1 bucket starts of that block as plain u32.
  *
  * A lookup: the bucket from the ID's top bits; its block's line (1 cache line; the directory
  * is ~0.3 bytes an ID, so it tends to stay in the last-level cache); then the run's mid bits
  * (the mid array is w/8 bytes an ID, also cache-friendly) filter the run, and the tail bytes
  * of the candidates are compared (1 line, 2 when a 29-byte tail straddles a line). A run is
- * sorted (the IDs are), so a run longer than LINEAR_MAX is binary-searched.
+ * sorted (the IDs are), so a run longer than LINEAR_MAX is binary-searched. The lookups are
+ * compiled twice (idset_lookup.h): with portable bit tricks, and on x86-64 with POPCNT and
+ * BMI2's PDEP, used when the processor has them (decided when the set is built).
  *
  * Bytes per ID. With n IDs, k bits of bucket and G buckets a block (lambda = n / 2^k IDs per
  * bucket) an ID costs 8 (32 - kb) + w = 256 - k bits of its own plus 512 / (G lambda) bits of
@@ -97,7 +100,7 @@
 
 struct rix_idset {
 	size_t n;          /* distinct IDs */
-	unsigned k;        /* bucket bits (0 .. 32) */
+	unsigned k;        /* bucket bits (1 .. 32) */
 	unsigned gshift;   /* G = 1 << gshift buckets a block */
 	unsigned kb;       /* ceil(k / 8): bytes 0 .. kb-1 hold bucket and mid bits */
 	unsigned tail;     /* 32 - kb: bytes of each ID in tails */
