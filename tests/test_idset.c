@@ -374,6 +374,43 @@ static void test_crafted_shared_prefix(void **state)
 	free(a);
 }
 
+/* Runs of every length around the scan/binary-search boundary (LINEAR_MAX = 8) and blocks
+ * that overflow at various fills, among random IDs. */
+static void test_clustered_runs(void **state)
+{
+	(void)state;
+	uint64_t st = 43;
+	size_t n = 0, cap = 30000;
+	rix_id *a = malloc(cap * sizeof(*a));
+	for (unsigned len = 1; len <= 40; len++) {
+		rix_id base;
+		rix_test_random_id(&base, &st);
+		rix_id *c = crafted_ids(len, 40, &base, &st); /* one bucket: a run of len */
+		memcpy(a + n, c, len * sizeof(*a));
+		n += len;
+		free(c);
+	}
+	for (unsigned shared = 8; shared <= 24; shared += 4) { /* dense stretches of buckets */
+		rix_id base;
+		rix_test_random_id(&base, &st);
+		rix_id *c = crafted_ids(1500, shared, &base, &st);
+		memcpy(a + n, c, 1500 * sizeof(*a));
+		n += 1500;
+		free(c);
+	}
+	rix_id *r = random_ids(cap - n, 0, &st);
+	memcpy(a + n, r, (cap - n) * sizeof(*a));
+	free(r);
+	build_and_check(a, cap, &st);
+	rix_idset *s = must_build(a, cap);
+	rix_idset_shape sh;
+	rix_idset_get_shape(&sh, s);
+	assert_true(sh.longest_bucket >= 40);
+	assert_true(sh.overflow_blocks >= 1);
+	rix_idset_free(s);
+	free(a);
+}
+
 static void test_sorted_flag_checked(void **state)
 {
 	(void)state;
@@ -566,6 +603,7 @@ int main(void)
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_sizes_across_powers_of_two),
 		cmocka_unit_test(test_crafted_shared_prefix),
+		cmocka_unit_test(test_clustered_runs),
 		cmocka_unit_test(test_sorted_flag_checked),
 		cmocka_unit_test(test_allocation_failure_n),
 		cmocka_unit_test(test_foreach_stops),
