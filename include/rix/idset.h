@@ -47,7 +47,8 @@ enum {
 /*
  * Builds a set of the n IDs of ids, taking the array over: ids must have been allocated with
  * rix_malloc/rix_realloc (rix/alloc.h) and hold n IDs. Duplicates are stored once. Unless
- * flags has RIX_IDSET_SORTED, the array is sorted in place first. The set is then built
+ * flags has RIX_IDSET_SORTED, the array is sorted in place first (from 64Ki IDs, partly on one
+ * thread per CPU, which the call starts and joins). The set is then built
  * inside the array's own allocation, which is shrunk to the set's size: the build never holds
  * more than the array (32 bytes an ID, for sets of about 1M IDs and more; a small set may
  * first grow it by up to a few KiB).
