@@ -9,12 +9,19 @@
  * permutation: no second copy of the entries), else merges them with the existing table.
  * Peak memory for N entries loaded: 48 N + 2 N (bucket words) + 4 N / FROZEN_LOAD (cursors),
  * plus the batches in flight; the per-file indexes of rix_master_index_add cost 52 N more.
+ *
+ * Dedup-only (rix_master_index_set_dedup_only, captured by a batch when it is made): a batch
+ * keeps only the ID of a data blob (32 bytes, no location), appended to bulk.dids on commit;
+ * bulk_finish turns that array into the state's rix_idset in place (the set is built inside the
+ * array's own allocation), so the peak for D data blobs is 32 D, never 48 D first. Trees stay
+ * entries. A second bulk load on top of a set rebuilds it from its IDs and the new ones.
  */
 #include <pthread.h>
 #include <string.h>
 
 #include "rix/alloc.h"
 #include "rix/error.h"
+#include "rix/idset.h"
 #include "master_index_internal.h"
 
 struct rix_master_batch {
@@ -24,6 +31,9 @@ struct rix_master_batch {
 	size_t npacks, packs_cap;
 	struct fentry *e[RIX_BLOB_TYPES];
 	size_t n[RIX_BLOB_TYPES], cap[RIX_BLOB_TYPES];
+	bool dedup_only; /* data blobs: IDs only, into d */
+	rix_id *d;
+	size_t nd, dcap;
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -55,6 +65,12 @@ static int batch_pack(void *arg, const rix_id *pack_id, uint32_t *num)
 static int batch_blob(void *arg, rix_blob_type t, const rix_id *id, const rix_loc *loc)
 {
 	rix_master_batch *b = arg;
+	if (t == RIX_BLOB_DATA && b->dedup_only) {
+		int rc = grow((void **)&b->d, &b->dcap, b->nd + 1, sizeof(rix_id));
+		if (rc == 0)
+			b->d[b->nd++] = *id;
+		return rc;
+	}
 	int rc = grow((void **)&b->e[t], &b->cap[t], b->n[t] + 1, sizeof(struct fentry));
 	if (rc != 0)
 		return rc;
@@ -69,6 +85,7 @@ int rix_master_index_batch_new(rix_master_batch **out, rix_master_index *mi)
 	if (*out == NULL)
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
 	(*out)->mi = mi;
+	(*out)->dedup_only = mi->dedup_only;
 	(*out)->sink = (rix_index_sink){ batch_pack, batch_blob, NULL, *out };
 	return 0;
 }
@@ -81,6 +98,7 @@ const rix_index_sink *rix_master_batch_sink(rix_master_batch *b)
 void rix_master_batch_discard(rix_master_batch *b)
 {
 	b->npacks = 0;
+	b->nd = 0;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
 		b->n[t] = 0;
 }
@@ -90,6 +108,7 @@ void rix_master_batch_free(rix_master_batch *b)
 	if (b == NULL)
 		return;
 	rix_free(b->packs);
+	rix_free(b->d);
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
 		rix_free(b->e[t]);
 	rix_free(b);
@@ -102,6 +121,8 @@ int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id)
 	int rc = grow((void **)&k->packs, &k->packs_cap, k->npacks + b->npacks, sizeof(rix_id));
 	for (int t = 0; rc == 0 && t < RIX_BLOB_TYPES; t++)
 		rc = grow((void **)&k->e[t], &k->cap[t], k->n[t] + b->n[t], sizeof(struct fentry));
+	if (rc == 0)
+		rc = grow((void **)&k->dids, &k->dids_cap, k->ndids + b->nd, sizeof(rix_id));
 	if (rc == 0 && index_id != NULL)
 		rc = grow((void **)&k->ids, &k->ids_cap, k->nids + 1, sizeof(rix_id));
 	if (rc == 0 && k->npacks + b->npacks > 0xFFFFFFFEu)
@@ -119,6 +140,9 @@ int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id)
 			}
 			k->n[t] += b->n[t];
 		}
+		if (b->nd)
+			memcpy(k->dids + k->ndids, b->d, b->nd * sizeof(rix_id));
+		k->ndids += b->nd;
 		if (index_id != NULL)
 			k->ids[k->nids++] = *index_id;
 	}
@@ -136,9 +160,49 @@ void rix__bulk_clear(struct bulk *k)
 	}
 	rix_free(k->packs);
 	rix_free(k->ids);
+	rix_free(k->dids);
 	k->packs = NULL;
 	k->ids = NULL;
-	k->npacks = k->packs_cap = k->nids = k->ids_cap = 0;
+	k->dids = NULL;
+	k->npacks = k->packs_cap = k->nids = k->ids_cap = k->ndids = k->dids_cap = 0;
+}
+
+static int dset_collect(void *arg, const rix_id *id)
+{
+	rix_id **at = arg;
+	*(*at)++ = *id;
+	return 0;
+}
+
+/*
+ * next->dset: cur's carried over when no data blob IDs were committed; else built in place from
+ * k->dids (then owned by the set), with cur's IDs added when cur has a set.
+ */
+static int build_dset(struct mstate *next, const struct mstate *cur, struct bulk *k)
+{
+	if (k->ndids == 0) {
+		next->dset = cur->dset;
+		return 0;
+	}
+	size_t old = rix_idset_count(cur->dset);
+	if (old > 0) { /* a load on top of a set: the old IDs and the new in one array */
+		rix_id *all = rix_realloc(k->dids, (old + k->ndids) * sizeof(rix_id));
+		if (all == NULL)
+			return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu data blob IDs",
+					     old + k->ndids);
+		k->dids = all;
+		k->dids_cap = old + k->ndids;
+		rix_id *at = all + k->ndids;
+		(void)rix_idset_foreach(cur->dset, dset_collect, &at);
+		k->ndids += old;
+	}
+	rix__advise_huge(k->dids, k->ndids * sizeof(rix_id)); /* the set is read at random */
+	int rc = rix_idset_build_owned(&next->dset, k->dids, k->ndids, 0);
+	if (rc == 0) { /* the set owns the array now */
+		k->dids = NULL;
+		k->ndids = k->dids_cap = 0;
+	}
+	return rc;
 }
 
 int rix_master_index_bulk_finish(rix_master_index *mi)
@@ -150,7 +214,7 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 	struct mstate *next = NULL;
 	rix_id *nids = NULL;
 	int rc = 0;
-	if (k->npacks == 0 && k->nids == 0 && k->n[0] == 0 && k->n[1] == 0)
+	if (k->npacks == 0 && k->nids == 0 && k->n[0] == 0 && k->n[1] == 0 && k->ndids == 0)
 		goto done;
 	uint64_t packs_total = (uint64_t)cur->npacks + k->npacks;
 	if (packs_total > 0xFFFFFFFEu || k->n[0] > 0xFFFFFFFEu || k->n[1] > 0xFFFFFFFEu) {
@@ -197,6 +261,9 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 		if (rc != 0)
 			goto done;
 	}
+	rc = build_dset(next, cur, k);
+	if (rc != 0)
+		goto done;
 	/* A pack named by two index files (an interrupted prune's or repair's state): its entries
 	 * are there twice; one of each is dropped, as restic's merge does. */
 	if (k->npacks > 0) {

@@ -7,6 +7,9 @@
  * State
  * -----
  *   frozen[type]   one read-only chaining table per blob type holding every merged entry
+ *   dset           dedup-only (set before a bulk load): the bulk-loaded data blobs as a rix_idset,
+ *                  IDs only; a data blob found there is known, its location is not (see
+ *                  no_location). Shared by states like a frozen table, carried over by merges
  *   packs[]        global pack table; frozen entries' rix_loc.pack numbers point here
  *   separate[]     indexes added and not merged: unfinished ones, and final ones added since the
  *                  last merge; each keeps its own pack table (a repository loads its index in
@@ -48,6 +51,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +69,7 @@ void rix__mstate_free(struct mstate *st)
 		return;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
 		rix__frozen_free(st->frozen[t]);
+	rix_idset_free(st->dset);
 	rix_free(st->packs);
 	rix_free(st);
 }
@@ -109,6 +114,19 @@ int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed)
 void rix_master_index_set_workers(rix_master_index *mi, unsigned workers)
 {
 	mi->workers = workers;
+}
+
+void rix_master_index_set_dedup_only(rix_master_index *mi, bool on)
+{
+	mi->dedup_only = on;
+}
+
+bool rix_master_index_dedup_only(rix_master_index *mi)
+{
+	pthread_rwlock_rdlock(&mi->lock);
+	bool held = atomic_load(&mi->state)->dset != NULL;
+	pthread_rwlock_unlock(&mi->lock);
+	return held;
 }
 
 int rix_master_index_new(rix_master_index **out)
@@ -214,6 +232,8 @@ void rix__mstate_forget_shared(struct mstate *from, const struct mstate *keep)
 	for (int t = 0; from != NULL && keep != NULL && t < RIX_BLOB_TYPES; t++)
 		if (from->frozen[t] == keep->frozen[t])
 			from->frozen[t] = NULL;
+	if (from != NULL && keep != NULL && from->dset == keep->dset)
+		from->dset = NULL;
 }
 
 void rix__master_index_publish(rix_master_index *mi, struct mstate *cur, struct mstate *next, rix_id *nids,
@@ -279,6 +299,7 @@ int rix_master_index_merge(rix_master_index *mi)
 		goto done;
 	}
 	next->npacks = (uint32_t)packs_total;
+	next->dset = cur->dset; /* carried over: merged indexes' data blobs go to the frozen table */
 	if (cur->npacks)
 		memcpy(next->packs, cur->packs, (size_t)cur->npacks * sizeof(rix_id));
 	if (mi->nindex_ids)
@@ -373,6 +394,31 @@ static void fill_from_frozen(const struct mstate *st, rix_blob_type t, const str
 	out->uncompressed_length = e->loc.uncompressed_length;
 }
 
+/* Whether (t, id) is in st's dedup-only set of data blobs. */
+static inline bool dset_has(const struct mstate *st, rix_blob_type t, const rix_id *id)
+{
+	return t == RIX_BLOB_DATA && st->dset != NULL && rix_idset_has(st->dset, id);
+}
+
+/*
+ * A data blob known from the dedup-only set, whose location was asked: *out (may be NULL) gets
+ * the blob's ID and type and no location (pack ID zero, offset and lengths 0: a stored blob is
+ * never 0 bytes long); the error says why. @return RIX_EINVAL.
+ */
+static int no_location(rix_packed_blob *out, const rix_id *id)
+{
+	if (out != NULL) {
+		memset(out, 0, sizeof(*out));
+		out->id = *id;
+		out->type = RIX_BLOB_DATA;
+	}
+	char hex[17];
+	for (int i = 0; i < 8; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id->b[i]);
+	return rix_error_set(RIX_EINVAL, "master index: data blob %s is known, but a dedup-only index holds "
+				     "no data blob locations (load the full index)", hex);
+}
+
 /*
  * The slow half of a lookup: under the read lock, the frozen tables (again, only if a merge
  * published new ones since `seen`) and then the separate indexes, newest first.
@@ -389,10 +435,13 @@ static int lookup_locked(rix_master_index *mi, const struct mstate *seen, rix_bl
 			return 0;
 		}
 	}
+	bool in_set = st != seen && dset_has(st, t, id);
+	if (in_set && out == NULL)
+		return 0;
 	for (size_t i = mi->nseparate; i-- > 0;)
 		if (rix_index_lookup(out, mi->separate[i], t, id) == 0)
 			return 0;
-	return RIX_ENOTFOUND;
+	return in_set ? no_location(out, id) : RIX_ENOTFOUND;
 }
 
 int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob_type t,
@@ -411,16 +460,23 @@ int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob
 		rix__rcu_read_unlock();
 		return 0;
 	}
-	int recent = rix__recent_find(mi->recent, t, id, out);
+	/* The set before the recent table when only "is it there?" is asked (the common case of a
+	 * backup), after it when a location is: the recent table may hold one. */
+	bool in_set = dset_has(st, t, id);
+	int recent = !(in_set && out == NULL) && rix__recent_find(mi->recent, t, id, out);
 	rix__rcu_read_unlock();
-	if (recent)
+	if (recent || (in_set && out == NULL))
 		return 0;
+	if (in_set && nsep == 0)
+		return no_location(out, id);
 	if (nsep == 0)
 		return RIX_ENOTFOUND;
 	pthread_rwlock_rdlock(&mi->lock);
 	/* st is only compared, never dereferenced, once outside the read section. */
 	int rc = lookup_locked(mi, st, t, id, out);
 	pthread_rwlock_unlock(&mi->lock);
+	if (rc == RIX_ENOTFOUND && in_set)
+		rc = no_location(out, id);
 	return rc;
 }
 
@@ -438,13 +494,10 @@ int rix_master_index_size(uint32_t *size, rix_master_index *mi, rix_blob_type t,
 	return rc;
 }
 
-/* Every entry of id in the frozen table of type t: up to max into out (may be NULL); the count. */
-static size_t frozen_find_all(const struct mstate *st, rix_blob_type t, uint64_t seed, const rix_id *id,
-			      rix_packed_blob *out, size_t max)
+/* Every entry of id in frozen table f of type t: up to max into out (may be NULL); the count. */
+static size_t frozen_find_all_in(const struct mstate *st, const struct frozen *f, rix_blob_type t, uint64_t seed,
+				 const rix_id *id, rix_packed_blob *out, size_t max)
 {
-	const struct frozen *f = st->frozen[t];
-	if (f == NULL)
-		return 0;
 	uint64_t h = rix__hash_id(id, seed);
 	uint32_t b = rix__hash_bucket(h, f->nb);
 	uint32_t end = (uint32_t)f->buckets[b + 1];
@@ -456,6 +509,24 @@ static size_t frozen_find_all(const struct mstate *st, rix_blob_type t, uint64_t
 			fill_from_frozen(st, t, &f->entries[i], &out[n]);
 		n++;
 	}
+	return n;
+}
+
+/*
+ * Every entry of id in st (the dedup-only set counts as one, given as no_location gives it, its
+ * error set), then the frozen table's: up to max into out (may be NULL); the count.
+ */
+static size_t frozen_find_all(const struct mstate *st, rix_blob_type t, uint64_t seed, const rix_id *id,
+			      rix_packed_blob *out, size_t max)
+{
+	const struct frozen *f = st->frozen[t];
+	size_t n = 0;
+	if (dset_has(st, t, id)) {
+		(void)no_location(out != NULL && max > 0 ? out : NULL, id);
+		n = 1;
+	}
+	if (f != NULL)
+		n += frozen_find_all_in(st, f, t, seed, id, out != NULL && max > n ? out + n : NULL, max > n ? max - n : 0);
 	return n;
 }
 
@@ -513,11 +584,13 @@ size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_maste
 	size_t nsep = atomic_load(&mi->nsep);
 	const struct mstate *st = state_of(mi);
 	const struct frozen *f = st->frozen[t];
+	const rix_idset *set = t == RIX_BLOB_DATA ? st->dset : NULL;
 	for (size_t base = 0; base < n; base += GROUP) {
 		size_t g = n - base < GROUP ? n - base : GROUP;
 		uint64_t h[GROUP];
 		uint32_t b[GROUP], start[GROUP], end[GROUP];
 		const struct fentry *hit[GROUP];
+		bool in_set[GROUP];
 		if (f != NULL) {
 			for (size_t i = 0; i < g; i++) {
 				h[i] = rix__hash_id(&ids[base + i], mi->seed);
@@ -545,12 +618,23 @@ size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_maste
 						break;
 					}
 		}
+		if (set != NULL && f == NULL) /* the dedup-only case: the set alone, batched */
+			(void)rix_idset_has_many(in_set, set, ids + base, g);
+		else
+			for (size_t i = 0; i < g; i++)
+				in_set[i] = set != NULL && hit[i] == NULL && rix_idset_has(set, &ids[base + i]);
 		for (size_t i = 0; i < g; i++) {
 			int ok = hit[i] != NULL;
 			if (ok && out != NULL)
 				fill_from_frozen(st, t, hit[i], &out[base + i]);
+			if (!ok && in_set[i] && out == NULL)
+				ok = 1;
 			if (!ok)
 				ok = rix__recent_find(mi->recent, t, &ids[base + i], out ? &out[base + i] : NULL);
+			if (!ok && in_set[i]) { /* known, at no location held: see no_location */
+				(void)no_location(&out[base + i], &ids[base + i]);
+				ok = 1;
+			}
 			if (!ok && nsep > 0) {
 				/* Read lock inside the read section is safe: writers never hold
 				 * the write lock while they wait for RCU readers. */
@@ -588,6 +672,8 @@ size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t)
 	pthread_rwlock_rdlock(&mi->lock);
 	const struct mstate *st = state_of(mi);
 	size_t n = (st->frozen[t] ? st->frozen[t]->count : 0) + rix__recent_count(mi->recent, t);
+	if (t == RIX_BLOB_DATA)
+		n += rix_idset_count(st->dset);
 	for (size_t i = 0; i < mi->nseparate; i++)
 		n += rix_index_count(mi->separate[i], t);
 	pthread_rwlock_unlock(&mi->lock);
@@ -599,6 +685,11 @@ int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *a
 	int rc = 0;
 	pthread_rwlock_rdlock(&mi->lock);
 	const struct mstate *st = state_of(mi);
+	if (rix_idset_count(st->dset) > 0) {
+		pthread_rwlock_unlock(&mi->lock);
+		return rix_error_set(RIX_EINVAL, "master index: a dedup-only index holds no data blob locations "
+						 "to list (load the full index)");
+	}
 	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++) {
 		const struct frozen *f = st->frozen[t];
 		for (uint32_t i = 0; f != NULL && i < f->count && rc == 0; i++) {
@@ -704,6 +795,7 @@ size_t rix_master_index_memory(rix_master_index *mi)
 		   mi->separate_cap * sizeof(rix_index *) + mi->nindex_ids * sizeof(rix_id);
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
 		m += rix__frozen_memory(st->frozen[t]);
+	m += rix_idset_memory(st->dset);
 	for (size_t i = 0; i < mi->nseparate; i++)
 		m += rix_index_memory(mi->separate[i]);
 	pthread_rwlock_unlock(&mi->lock);
@@ -725,7 +817,8 @@ int rix_master_index_add_pending(rix_master_index *mi, rix_blob_type t, const ri
 	size_t nsep = atomic_load(&mi->nsep);
 	const struct mstate *st = state_of(mi);
 	const struct frozen *f = st->frozen[t];
-	int known = (f != NULL && frozen_find(f, id, mi->seed) != NULL) || rix__recent_find(mi->recent, t, id, NULL);
+	int known = (f != NULL && frozen_find(f, id, mi->seed) != NULL) || dset_has(st, t, id) ||
+		    rix__recent_find(mi->recent, t, id, NULL);
 	rix__rcu_read_unlock();
 	if (known)
 		return 0;

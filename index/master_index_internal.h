@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rix/idset.h"
 #include "rix/indexmap.h"
 #include "rix/master_index.h"
 #include "hash.h"
@@ -40,6 +41,7 @@ struct frozen {
 /* What a merge publishes: immutable until freed after an RCU grace period. */
 struct mstate {
 	struct frozen *frozen[RIX_BLOB_TYPES]; /* NULL: nothing merged of that type yet */
+	rix_idset *dset; /* dedup-only: the data blobs bulk-loaded, IDs only (NULL: none) */
 	rix_id *packs;                          /* global pack table */
 	uint32_t npacks;
 };
@@ -49,6 +51,7 @@ struct rix_master_index {
 	pthread_mutex_t wmu;
 	uint64_t seed;
 	unsigned workers; /* threads for the in-place build (0: one per CPU) */
+	bool dedup_only;  /* bulk loading keeps data blobs' IDs only (state->dset) */
 	_Atomic(struct mstate *) state; /* never NULL */
 	atomic_size_t nsep;             /* = nseparate, for lock-free readers */
 	rix_index **separate;
@@ -64,6 +67,8 @@ struct rix_master_index {
 		size_t npacks, packs_cap;
 		rix_id *ids;
 		size_t nids, ids_cap;
+		rix_id *dids; /* dedup-only: data blob IDs, for state->dset */
+		size_t ndids, dids_cap;
 	} bulk;
 };
 

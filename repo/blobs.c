@@ -313,6 +313,8 @@ static void give_scratch(rix_repo *r, uint8_t *p, size_t cap)
 static int locate(rix_packed_blob *pb, size_t *plain, rix_repo *r, rix_blob_type t, const rix_id *id)
 {
 	int rc = rix_master_index_lookup(pb, r->mi, t, id);
+	if (rc == RIX_EINVAL) /* known, but a dedup-only index has no location: its message says so */
+		return rc;
 	if (rc != 0) {
 		char hex[65];
 		rix_id_to_hex(hex, id);

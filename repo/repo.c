@@ -128,6 +128,11 @@ void rix__repo_warn(rix_repo *r, const char *fmt, ...)
 	pthread_mutex_unlock(&mu);
 }
 
+void rix_repo_set_dedup_only(rix_repo *r, bool on)
+{
+	rix_master_index_set_dedup_only(r->mi, on);
+}
+
 unsigned rix_repo_workers(const rix_repo *r)
 {
 	return r->opt.workers;

@@ -11,6 +11,15 @@
  * two threads saving the same blob store it once: rix_master_index_add_pending returns 1 to
  * exactly one caller), then stored with their location, until an index file names their pack.
  *
+ * Dedup-only (rix_master_index_set_dedup_only, before a bulk load): what backup needs. Bulk
+ * loading then keeps each data blob's ID only, in a rix_idset (rix/idset.h: exact, ~29.5 bytes a
+ * data blob instead of 48-54; the 48-byte entries are never built), and tree blobs in full.
+ * Everything that asks "is it there?" answers exactly as the full index would: has, add_pending,
+ * lookup and lookup_many with out NULL. What asks where a data blob of the set is (lookup and size
+ * with out, lookup_many and lookup_all with out, foreach) is refused, never answered wrongly: see
+ * each function. Data blobs stored or merged later (the blobs a backup saves, indexes added with
+ * rix_master_index_add) are held with their locations as ever.
+ *
  * Thread-safety: every function may be called from many threads at once. lookup, has, size,
  * lookup_many, lookup_all and add_pending take no lock (RCU read sections over the frozen
  * tables and the table of saved blobs) while no separate index exists, which is the case in a
@@ -88,34 +97,45 @@ RIX_EXPORT RIX_NODISCARD int rix_master_index_mark_indexed(rix_master_index *mi,
 							  const rix_id *index_id);
 #endif /* RIX_ADVANCED */
 
-/* One location of a blob. out may be NULL. @return 0, RIX_ENOTFOUND. */
+/*
+ * One location of a blob. out may be NULL. @return 0, RIX_ENOTFOUND; RIX_EINVAL (with a message)
+ * when out is not NULL and the blob is a data blob known only from a dedup-only set: *out then
+ * has the blob's ID and type, pack ID zero and length 0 (no stored blob is 0 bytes long).
+ */
 RIX_EXPORT RIX_NODISCARD int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob_type t,
 			    const rix_id *id);
 
 /* Whether the blob is in any index. */
 RIX_EXPORT bool rix_master_index_has(rix_master_index *mi, rix_blob_type t, const rix_id *id);
 
-/* Plaintext size (see rix_blob_plain_size). @return 0, RIX_ENOTFOUND. */
+/* Plaintext size (see rix_blob_plain_size). @return 0, RIX_ENOTFOUND, RIX_EINVAL (as lookup). */
 RIX_EXPORT RIX_NODISCARD int rix_master_index_size(uint32_t *size, rix_master_index *mi, rix_blob_type t, const rix_id *id);
 
-/* Up to max locations; returns the total number, which may exceed max. */
+/*
+ * Up to max locations; returns the total number, which may exceed max. A data blob known from a
+ * dedup-only set counts as one location, given (first) as lookup gives it: length 0, pack ID
+ * zero, the error message set. Check the length when the index may be dedup-only.
+ */
 RIX_EXPORT size_t rix_master_index_lookup_all(rix_packed_blob *out, size_t max, rix_master_index *mi,
 				   rix_blob_type t, const rix_id *id);
 
 /*
  * Batched lookup of n IDs of one type: found[i] = 1 and out[i] filled when ids[i] is known,
  * else found[i] = 0. out may be NULL (membership only). Overlaps the memory misses of many
- * keys. Returns the number found.
+ * keys. Returns the number found. A data blob known only from a dedup-only set is found, with
+ * out[i] as lookup gives it (length 0, pack ID zero) and the error message set.
  */
 RIX_EXPORT size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_master_index *mi,
 				    rix_blob_type t, const rix_id *ids, size_t n);
 
-/* Number of blob entries of type t over all indexes (duplicates counted). */
+/* Number of blob entries of type t over all indexes (duplicates counted, except among the data
+ * blobs of a dedup-only set, which holds each ID once). */
 RIX_EXPORT size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t);
 
 /*
  * Calls fn for every blob entry (frozen tables, the blobs stored since opening, then separate
- * indexes); pb is borrowed for the call. @return 0, or fn's nonzero value (it stops there).
+ * indexes); pb is borrowed for the call. @return 0, or fn's nonzero value (it stops there);
+ * RIX_EINVAL (fn not called) when a dedup-only set holds data blobs, whose locations it lacks.
  */
 RIX_EXPORT int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *payload);
 
@@ -169,7 +189,18 @@ RIX_EXPORT void rix_master_batch_free(rix_master_batch *b);
 RIX_EXPORT RIX_NODISCARD int rix_master_index_bulk_finish(rix_master_index *mi);
 /* Threads bulk_finish's in-place build may use (0, the default: one per CPU, at most 16). */
 RIX_EXPORT void rix_master_index_set_workers(rix_master_index *mi, unsigned workers);
+/*
+ * Dedup-only bulk loading (see the top of this file): batches made after this call keep data
+ * blobs' IDs only, and bulk_finish builds them into a rix_idset (in place: 32 bytes a data blob
+ * at the peak, ~29.5 after). Call it before loading; not while batches are being filled. Off
+ * (the default): full entries. Turning it off later does not bring back locations already
+ * dropped.
+ */
+RIX_EXPORT void rix_master_index_set_dedup_only(rix_master_index *mi, bool on);
 #endif /* RIX_ADVANCED */
+
+/* Whether the index holds data blobs it knows by ID only (a dedup-only bulk load put some in). */
+RIX_EXPORT bool rix_master_index_dedup_only(rix_master_index *mi);
 
 /*
  * Pack table entries of all indexes: the number of packs, counting a pack once per time an index
