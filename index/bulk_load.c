@@ -14,7 +14,8 @@
  * keeps only the ID of a data blob (32 bytes, no location), appended to bulk.dids on commit;
  * bulk_finish turns that array into the state's rix_idset in place (the set is built inside the
  * array's own allocation), so the peak for D data blobs is 32 D, never 48 D first. Trees stay
- * entries. A second bulk load on top of a set rebuilds it from its IDs and the new ones.
+ * entries, and a pack gets a number (32 bytes in the pack table) only when a tree blob names it.
+ * A second bulk load on top of a set rebuilds it from its IDs and the new ones.
  */
 #include <pthread.h>
 #include <string.h>
@@ -34,6 +35,12 @@ struct rix_master_batch {
 	bool dedup_only; /* data blobs: IDs only, into d */
 	rix_id *d;
 	size_t nd, dcap;
+	/* Dedup-only: the file's packs as named (sp), each given a number in packs only when a
+	 * tree blob is met in it (spnum; UINT32_MAX until then): packs of data blobs alone are
+	 * not kept (32 bytes a pack, 2 a data blob in packs of 16). */
+	rix_id *sp;
+	uint32_t *spnum;
+	size_t nsp, spcap, spnumcap;
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -51,15 +58,34 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static int batch_pack(void *arg, const rix_id *pack_id, uint32_t *num)
+/* Appends a pack to the batch's table: its number there in *num. */
+static int add_pack(rix_master_batch *b, const rix_id *pack_id, uint32_t *num)
 {
-	rix_master_batch *b = arg;
 	int rc = grow((void **)&b->packs, &b->packs_cap, b->npacks + 1, sizeof(rix_id));
 	if (rc != 0)
 		return rc;
 	b->packs[b->npacks] = *pack_id;
 	*num = (uint32_t)b->npacks++;
 	return 0;
+}
+
+static int batch_pack(void *arg, const rix_id *pack_id, uint32_t *num)
+{
+	rix_master_batch *b = arg;
+	if (b->dedup_only) {
+		int rc = grow((void **)&b->sp, &b->spcap, b->nsp + 1, sizeof(rix_id));
+		if (rc == 0)
+			rc = grow((void **)&b->spnum, &b->spnumcap, b->nsp + 1, sizeof(uint32_t));
+		if (rc == 0 && b->nsp >= 0xFFFFFFFEu)
+			rc = rix_error_set(RIX_ELIMIT, "master index: too many packs in one index file");
+		if (rc != 0)
+			return rc;
+		b->sp[b->nsp] = *pack_id;
+		b->spnum[b->nsp] = UINT32_MAX;
+		*num = (uint32_t)b->nsp++;
+		return 0;
+	}
+	return add_pack(b, pack_id, num);
 }
 
 static int batch_blob(void *arg, rix_blob_type t, const rix_id *id, const rix_loc *loc)
@@ -71,11 +97,24 @@ static int batch_blob(void *arg, rix_blob_type t, const rix_id *id, const rix_lo
 			b->d[b->nd++] = *id;
 		return rc;
 	}
+	rix_loc l = *loc;
+	if (b->dedup_only) { /* a tree: its pack gets a number now, if it has none yet */
+		if (l.pack >= b->nsp)
+			return rix_error_set(RIX_ECORRUPT, "master index: blob of pack %u, not named", l.pack);
+		if (b->spnum[l.pack] == UINT32_MAX) {
+			uint32_t num;
+			int rc = add_pack(b, &b->sp[l.pack], &num);
+			if (rc != 0)
+				return rc;
+			b->spnum[l.pack] = num;
+		}
+		l.pack = b->spnum[l.pack];
+	}
 	int rc = grow((void **)&b->e[t], &b->cap[t], b->n[t] + 1, sizeof(struct fentry));
 	if (rc != 0)
 		return rc;
 	b->e[t][b->n[t]].id = *id;
-	b->e[t][b->n[t]++].loc = *loc;
+	b->e[t][b->n[t]++].loc = l;
 	return 0;
 }
 
@@ -99,6 +138,7 @@ void rix_master_batch_discard(rix_master_batch *b)
 {
 	b->npacks = 0;
 	b->nd = 0;
+	b->nsp = 0;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
 		b->n[t] = 0;
 }
@@ -109,6 +149,8 @@ void rix_master_batch_free(rix_master_batch *b)
 		return;
 	rix_free(b->packs);
 	rix_free(b->d);
+	rix_free(b->sp);
+	rix_free(b->spnum);
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
 		rix_free(b->e[t]);
 	rix_free(b);

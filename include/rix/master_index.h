@@ -17,7 +17,8 @@
  * Everything that asks "is it there?" answers exactly as the full index would: has, add_pending,
  * lookup and lookup_many with out NULL. What asks where a data blob of the set is (lookup and size
  * with out, lookup_many and lookup_all with out, foreach) is refused, never answered wrongly: see
- * each function. Data blobs stored or merged later (the blobs a backup saves, indexes added with
+ * each function. The pack table keeps only the packs holding tree blobs (pack_count and packs
+ * list those): packs of data blobs alone are not kept. Data blobs stored or merged later (the blobs a backup saves, indexes added with
  * rix_master_index_add) are held with their locations as ever.
  *
  * Thread-safety: every function may be called from many threads at once. lookup, has, size,
