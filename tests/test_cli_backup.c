@@ -15,6 +15,10 @@
  *   test_snapshot_excludes   the snapshot's "excludes": the --exclude flags, as restic's
  *   test_flag_forms          --flag=VALUE as --flag VALUE, restic's -H, -e, -f; a bad
  *                            --read-concurrency refused
+ *   test_dedup_index         backup loads the dedup-only index (data blobs as IDs): a second
+ *                            backup with a parent stores only the new blob (a copied file and
+ *                            unchanged ones deduplicated), check --read-data passes, restore of
+ *                            either snapshot equals its source
  *
  * The repositories are made through the library (repo_fixture: a cheap scrypt, password PW).
  */
@@ -441,6 +445,42 @@ static void test_compression(void **state)
 	assert_true(du(data) >= n);
 }
 
+/*
+ * Backup loads the index dedup-only (rix_repo_set_dedup_only): what it stores, skips and carries
+ * forward from the parent is what the full index gives, and the snapshots read back whole.
+ */
+static void test_dedup_index(void **state)
+{
+	(void)state;
+	char repo[300], src[300], out1[400], out2[400];
+	new_repo(repo, sizeof(repo), "dd", 2);
+	make_src(src, sizeof(src), "dd-src", 0);
+	char *o;
+	assert_int_equal(rix_at(src, &o, "-r '%s' backup . 2>&1", repo), 0);
+	free(o);
+	snprintf(out1, sizeof(out1), "%s/dd-out1", work);
+	assert_int_equal(rix(&o, "-r '%s' restore latest --target '%s' 2>&1", repo, out1), 0);
+	free(o);
+	/* a copy of a (its one blob is known), b changed (one new blob), the rest unchanged. */
+	assert_int_equal(rix_test_run(NULL, NULL, "cp '%s/a' '%s/a-copy' && printf more >> '%s/b'", src, src, src), 0);
+	assert_int_equal(rix_at(src, &o, "-r '%s' backup --json . 2>/dev/null", repo), 0);
+	assert_non_null(strstr(o, "\"files_unmodified\":3,"));
+	assert_non_null(strstr(o, "\"data_blobs\":1,"));
+	free(o);
+	assert_int_equal(rix(&o, "-r '%s' check --read-data 2>&1", repo), 0);
+	free(o);
+	snprintf(out2, sizeof(out2), "%s/dd-out2", work);
+	assert_int_equal(rix(&o, "-r '%s' restore latest --target '%s' 2>&1", repo, out2), 0);
+	free(o);
+	assert_int_equal(rix_test_compare_trees(src, out2, 0), 0);
+	/* The first snapshot is still the first source: the copy and the change are not in it. */
+	char p[500];
+	snprintf(p, sizeof(p), "%s/a-copy", out1);
+	assert_int_not_equal(access(p, F_OK), 0);
+	snprintf(p, sizeof(p), "%s/a-copy", out2);
+	assert_int_equal(access(p, F_OK), 0);
+}
+
 /* A config naming another chunker (rustic's fixed-size one): backup refuses, saying why, and
  * writes nothing; check passes. */
 static void test_other_chunker(void **state)
@@ -596,6 +636,7 @@ int main(void)
 		cmocka_unit_test(test_other_chunker),
 		cmocka_unit_test(test_flag_forms),
 		cmocka_unit_test(test_snapshot_excludes),
+		cmocka_unit_test(test_dedup_index),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
