@@ -3,7 +3,8 @@
  * rix_repo_set_dedup_only): the same index files bulk-loaded in full and dedup-only answer every
  * "is it there?" alike (known blobs, random and near-miss IDs, add_pending), tree lookups alike,
  * data blob locations refused (never answered wrongly); a load on top, a merge and the blobs
- * saved since keep it so; the bytes per data blob at 1M; a repository opened both ways, and the
+ * saved since keep it so; the bytes per data blob at 1M; every allocation of a load failed in
+ * turn; a repository opened both ways, and the
  * save path of a dedup-only one (a known blob deduplicated, a new one stored and readable).
  */
 #include <setjmp.h>
@@ -333,6 +334,94 @@ static void test_dedup_memory(void **state)
 	rix_master_index_free(dd);
 }
 
+/* ---- Allocation failure ------------------------------------------------------------------------ */
+
+struct oom_arg {
+	struct idxdata *d;
+	int on_top; /* d[0] loaded before (the set rebuilt), else the first set built */
+	rix_master_index *mi;
+};
+
+static void oom_setup(void *arg)
+{
+	struct oom_arg *a = arg;
+	assert_int_equal(rix_master_index_new(&a->mi), 0);
+	rix_master_index_set_dedup_only(a->mi, true);
+	if (a->on_top)
+		bulk_load(a->mi, a->d, 0, 1);
+}
+
+/* d[1] and d[2] through a batch, then the bulk finish. */
+static int oom_run(void *arg)
+{
+	struct oom_arg *a = arg;
+	rix_master_batch *b;
+	int rc = rix_master_index_batch_new(&b, a->mi);
+	for (int i = 1; rc == 0 && i < 3; i++) {
+		const rix_index_sink *sk = rix_master_batch_sink(b);
+		for (int p = 0; rc == 0 && p < PACKS; p++) {
+			uint32_t num = 0;
+			rc = sk->pack(sk->payload, &a->d[i].packs[p], &num);
+			for (int k = 0; rc == 0 && k < PER_PACK; k++) {
+				const rix_blob *bl = &a->d[i].blobs[p][k];
+				rix_loc loc = { num, bl->offset, bl->length, bl->uncompressed_length };
+				rc = sk->blob(sk->payload, bl->type, &bl->id, &loc);
+			}
+		}
+		if (rc == 0)
+			rc = rix_master_batch_commit(b, &a->d[i].id);
+		else
+			rix_master_batch_discard(b);
+	}
+	rix_master_batch_free(b);
+	if (rc == 0)
+		rc = rix_master_index_bulk_finish(a->mi);
+	return rc;
+}
+
+/* What was known before still is; after a success d[1] and d[2] too; else not; nothing else. */
+static void oom_check(void *arg, const rix_test_oom_round *round)
+{
+	struct oom_arg *a = arg;
+	for (int i = a->on_top ? 0 : 1; i < 3; i++)
+		for (int p = 0; p < PACKS; p++)
+			for (int k = 0; k < PER_PACK; k++) {
+				const rix_blob *bl = &a->d[i].blobs[p][k];
+				bool want = i == 0 || round->rc == 0;
+				assert_int_equal(rix_master_index_has(a->mi, bl->type, &bl->id), want);
+				if (want && bl->type == RIX_BLOB_TREE) {
+					rix_packed_blob pb;
+					assert_int_equal(rix_master_index_lookup(&pb, a->mi, bl->type, &bl->id), 0);
+					assert_memory_equal(pb.pack_id.b, a->d[i].packs[p].b, 32);
+					assert_int_equal(pb.offset, bl->offset);
+				}
+			}
+	uint64_t st = 5;
+	for (int i = 0; i < 100; i++) {
+		rix_id id;
+		rix_test_random_id(&id, &st);
+		assert_false(rix_master_index_has(a->mi, RIX_BLOB_DATA, &id));
+	}
+	rix_master_index_free(a->mi);
+	a->mi = NULL;
+}
+
+/* Every allocation of a dedup-only bulk load failed in turn: the first set, and one on top. */
+static void test_dedup_allocation_failure(void **state)
+{
+	(void)state;
+	uint64_t st = 606;
+	static struct idxdata d[3];
+	for (int i = 0; i < 3; i++)
+		make_idxdata(&d[i], &st, NULL);
+	for (int on_top = 0; on_top < 2; on_top++) {
+		struct oom_arg a = { d, on_top, NULL };
+		rix_test_oom o = { .what = "dedup-only bulk load", .run = oom_run, .arg = &a, .max = 500,
+				   .setup = oom_setup, .check = oom_check, .live = RIX_TEST_OOM_LIVE_UNCHECKED };
+		assert_true(rix_test_oom_run(&o) > 1);
+	}
+}
+
 /* ---- A repository, opened in full and dedup-only ---------------------------------------------- */
 
 static void test_repo_dedup(void **state)
@@ -422,6 +511,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dedup_vs_full),
 		cmocka_unit_test(test_dedup_memory),
+		cmocka_unit_test(test_dedup_allocation_failure),
 		cmocka_unit_test(test_repo_dedup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
