@@ -4,10 +4,13 @@
  * "is it there?" alike (known blobs, random and near-miss IDs, add_pending), tree lookups alike,
  * data blob locations refused (never answered wrongly); a load on top, a merge and the blobs
  * saved since keep it so; the bytes per data blob at 1M; every allocation of a load failed in
- * turn; a repository opened both ways, and the
+ * turn; readers while loads and merges publish; a repository opened both ways, and the
  * save path of a dedup-only one (a known blob deduplicated, a new one stored and readable).
  */
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -334,6 +337,102 @@ static void test_dedup_memory(void **state)
 	rix_master_index_free(dd);
 }
 
+/* ---- Readers during merges and loads ----------------------------------------------------------- */
+
+struct reader_arg {
+	rix_master_index *mi;
+	const struct idxdata *d; /* loaded first: known throughout */
+	atomic_int *stop;
+	atomic_long lookups;
+	const char *bad; /* NULL, or what went wrong */
+};
+
+static void *reader(void *p)
+{
+	struct reader_arg *a = p;
+	uint64_t st = 31;
+	while (!atomic_load(a->stop)) {
+		const rix_blob *bl = &a->d->blobs[rix_test_next(&st) % PACKS][rix_test_next(&st) % PER_PACK];
+		if (!rix_master_index_has(a->mi, bl->type, &bl->id))
+			a->bad = "a known blob missed";
+		bool f[PER_PACK];
+		rix_id ids[PER_PACK];
+		for (int k = 0; k < PER_PACK; k++)
+			ids[k] = a->d->blobs[0][k].id;
+		if (rix_master_index_lookup_many(NULL, f, a->mi, RIX_BLOB_DATA, ids, PER_PACK) != PER_PACK - 1)
+			a->bad = "a batch of known data blobs missed";
+		rix_id r;
+		rix_test_random_id(&r, &st);
+		if (rix_master_index_has(a->mi, RIX_BLOB_DATA, &r))
+			a->bad = "a random ID found";
+		atomic_fetch_add(&a->lookups, 1);
+	}
+	return NULL;
+}
+
+/*
+ * Two threads ask while the index changes under them: loads on top (the set rebuilt, the old one
+ * freed after a grace period) and merges of separate indexes (the set carried over, shared by
+ * two states). A reclamation bug shows as a wrong answer or under ASan/TSan.
+ */
+static void test_dedup_readers(void **state)
+{
+	(void)state;
+	enum { N = 10 };
+	static struct idxdata d[N];
+	uint64_t st = 919;
+	for (int i = 0; i < N; i++)
+		make_idxdata(&d[i], &st, NULL);
+	rix_master_index *mi;
+	assert_int_equal(rix_master_index_new(&mi), 0);
+	rix_master_index_set_dedup_only(mi, true);
+	bulk_load(mi, d, 0, 1);
+	atomic_int stop = 0;
+	struct reader_arg args[2] = { { .mi = mi, .d = &d[0], .stop = &stop }, { .mi = mi, .d = &d[0], .stop = &stop } };
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, reader, &args[i]), 0);
+	for (int i = 1; i < N; i++) {
+		if (i % 2) {
+			bulk_load(mi, d, i, i + 1);
+		} else {
+			rix_index *idx;
+			assert_int_equal(rix_index_new(&idx), 0);
+			for (int p = 0; p < PACKS; p++)
+				assert_int_equal(rix_index_store_pack(idx, &d[i].packs[p], d[i].blobs[p], PER_PACK), 0);
+			rix_index_finalize(idx);
+			assert_int_equal(rix_master_index_add(mi, idx), 0);
+			assert_int_equal(rix_master_index_merge(mi), 0);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		long seen = atomic_load(&args[i].lookups);
+		while (atomic_load(&args[i].lookups) < seen + 50)
+			sched_yield();
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		if (args[i].bad != NULL)
+			fail_msg("reader %d: %s", i, args[i].bad);
+	}
+	for (int i = 0; i < N; i++)
+		for (int p = 0; p < PACKS; p++)
+			for (int k = 0; k < PER_PACK; k++) {
+				const rix_blob *bl = &d[i].blobs[p][k];
+				assert_true(rix_master_index_has(mi, bl->type, &bl->id));
+				rix_packed_blob pb; /* loaded files' data blobs: no location; merged ones': theirs */
+				int rc = rix_master_index_lookup(&pb, mi, bl->type, &bl->id);
+				if (bl->type == RIX_BLOB_DATA && i % 2 == 0 && i > 0) {
+					assert_int_equal(rc, 0);
+					assert_memory_equal(pb.pack_id.b, d[i].packs[p].b, 32);
+				} else {
+					assert_int_equal(rc, bl->type == RIX_BLOB_DATA ? RIX_EINVAL : 0);
+				}
+			}
+	rix_master_index_free(mi);
+}
+
 /* ---- Allocation failure ------------------------------------------------------------------------ */
 
 struct oom_arg {
@@ -512,6 +611,7 @@ int main(void)
 		cmocka_unit_test(test_dedup_vs_full),
 		cmocka_unit_test(test_dedup_memory),
 		cmocka_unit_test(test_dedup_allocation_failure),
+		cmocka_unit_test(test_dedup_readers),
 		cmocka_unit_test(test_repo_dedup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
