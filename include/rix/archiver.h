@@ -167,7 +167,9 @@ typedef struct rix_backup_summary {
 } rix_backup_summary;
 
 /*
- * Backs up paths[0..n) (borrowed) into r, which must have its index loaded and should be held
+ * Backs up paths[0..n) (borrowed) into r, which must have its index loaded (the dedup-only
+ * index suffices and is the smaller: rix_repo_set_dedup_only before rix_repo_load_index; backup
+ * asks of data blobs only whether they are there) and should be held
  * under a shared lock (rix_lock_acquire). *snapshot_id gets the new snapshot's ID (all zero
  * with opt->dry_run); summary (may be NULL) the counts, also when it fails. opt may be NULL
  * (the defaults). With opt->dry_run nothing is written to the repository (no pack, index or
