@@ -1,7 +1,8 @@
 /*
  * index/master_index_internal.h — private to the files of the master index: master_index.c (the
  * index itself: create, add, merge, lookups), frozen.c (the frozen table and its builders),
- * recent.c (the blobs stored since opening, behind recent.h) and bulk_load.c (bulk loading). Holds the structs they share
+ * recent.c (the blobs stored since opening, behind recent.h), bulk_load.c (bulk loading) and
+ * master_image.c (the merged state exported and installed whole). Holds the structs they share
  * and the functions one file lends another.
  */
 #ifndef RIX_MASTER_INDEX_INTERNAL_H
@@ -56,6 +57,11 @@ struct rix_master_index {
 	struct rix__recent *recent; /* blobs pending and stored since the index was made (recent.c) */
 	rix_id *index_ids; /* IDs of the index files merged so far */
 	size_t nindex_ids;
+	/* A state an exported image (master_image.c) reads from another thread: publish waits
+	 * until it is released before freeing it. NULL: none. Guarded by pin_mu. */
+	const struct mstate *pinned;
+	pthread_mutex_t pin_mu;
+	pthread_cond_t pin_cv;
 	struct bulk {                   /* committed batches, waiting for bulk_finish (bmu) */
 		pthread_mutex_t bmu;
 		struct fentry *e[RIX_BLOB_TYPES];
