@@ -8,6 +8,7 @@
  * is started after it, since each would wait out the same retries and fail the same way.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,12 +141,18 @@ static int cmp_id(const void *a, const void *b)
 	return memcmp(a, b, RIX_ID_SIZE);
 }
 
-int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg)
+int rix__repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg,
+			 bool read_cache)
 {
 	struct loader l = { .r = r, .on_error = on_error, .arg = arg };
 	int rc = rix__list_names(r->b, RIX_FILE_INDEX, &l.names);
 	if (rc != 0)
 		return rc;
+	/* The cache (index_cache.c), into an empty master index: what it holds is not read again. */
+	size_t cached_files = 0, cached_blobs = 0;
+	if (read_cache && l.names.n > 0 && rix_master_index_pack_count(r->mi) == 0 &&
+	    rix_master_index_count(r->mi, RIX_BLOB_DATA) == 0 && rix_master_index_count(r->mi, RIX_BLOB_TREE) == 0)
+		(void)rix__index_cache_load(r, &l.names, &cached_files, &cached_blobs);
 	/* Index files loaded before (a second call, or check after a load) are not merged again. */
 	rix_id *have;
 	size_t nhave;
@@ -186,6 +193,9 @@ int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_
 	rc = rix_master_index_bulk_finish(r->mi);
 	l.stats.blobs = rix_master_index_count(r->mi, RIX_BLOB_DATA) + rix_master_index_count(r->mi, RIX_BLOB_TREE) -
 			before;
+	size_t read_now = l.stats.loaded;
+	l.stats.loaded += cached_files;
+	l.stats.blobs += cached_blobs;
 	if (stats != NULL)
 		*stats = l.stats;
 	if (rc != 0)
@@ -196,6 +206,14 @@ int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_
 		return rix_error_set(l.stop, "%s", l.stop_msg);
 	if (l.first_error != 0 && r->opt.strict)
 		return l.first_error;
+	/* A new cache when index files were read now (a cache that held them all stays as it is). */
+	if (read_now > 0)
+		rix__index_cache_save(r);
 	return 0;
+}
+
+int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg)
+{
+	return rix__repo_load_index(stats, r, on_error, arg, true);
 }
 

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,7 +65,32 @@ struct rix_repo {
 	size_t nretry;
 	int retry_err; /* why the packs in retry were refused */
 	_Atomic(struct rix_lock *) held_lock; /* rix__repo_held_lock: read by workers, set by whoever frees */
+	char *cache_path;          /* <cache_dir>/<repository ID>: the index cache's folder; NULL: no cache */
+	pthread_t cache_writer;    /* writes the index cache (index_cache.c) while cache_writing */
+	bool cache_writing;
+	struct cache_job *cache_job;
 };
+
+/* ---- the index cache (index_cache.c) ---- */
+/* Makes the cache's folders (and CACHEDIR.TAG) when opt.cache_dir is set; on failure warns and
+ * leaves the cache off. Called once the config is read. */
+void rix__index_cache_open(struct rix_repo *r);
+/*
+ * Installs the cache into r's empty master index when it is whole, authentic, of this
+ * repository and made of index files all in names (sorted); *files and *blobs get what it held.
+ * @return 1 installed; 0 not (no cache, or any check failed: load the files); RIX_ENOMEM never
+ * escapes (a cache that cannot be read is no cache).
+ */
+int rix__index_cache_load(struct rix_repo *r, const struct rix__names *names, size_t *files, size_t *blobs);
+/* Exports r's merged state and writes it as the new cache file on a thread of its own (waits for
+ * a writer still running first). Failures are warnings. */
+void rix__index_cache_save(struct rix_repo *r);
+/* Waits for the cache writer, if one runs. */
+void rix__index_cache_join(struct rix_repo *r);
+/* rix_repo_load_index; read_cache false: every index file is read whatever the cache holds
+ * (check), though a new cache is still written. */
+int rix__repo_load_index(rix_repo_load_stats *stats, struct rix_repo *r, rix_repo_index_error_fn on_error, void *arg,
+			 bool read_cache);
 
 /* A repository over b with opt (NULL: defaults), with no key or config yet. @return 0, RIX_ENOMEM. */
 int rix__repo_new(struct rix_repo **out, rix_backend *b, const rix_repo_options *opt);
