@@ -500,6 +500,72 @@ static void test_image_api(void **state)
 }
 
 
+/* A load while the writer of the previous one runs: the bulk load publishes once the exported
+ * state is written (it is pinned), lookups meanwhile; then the newer cache is a hit. */
+static void test_load_while_writing(void **state)
+{
+	struct fixture *f = *state;
+	rix_repo_options o = with_cache(f);
+	rix_repo_load_stats s;
+	rix_repo *r = load(f->dir, &o, &s); /* a full load: the writer starts */
+	assert_true(s.bytes > 0);
+	(void)write_index(f, r, 10, 30, 1);
+	assert_int_equal(rix_repo_load_index(&s, r, NULL, NULL), 0);
+	assert_int_equal(s.loaded, 1);
+	rix_repo *rn = load(f->dir, &fast, NULL);
+	compare(rn, r, f);
+	rix_repo_free(r);
+	rix_repo_free(rn);
+	s = check_same(f);
+	assert_int_equal(s.bytes, 0);
+	assert_int_equal(s.loaded, NFILES + 1);
+}
+
+/* Every allocation failed in turn, through the cache (a hit, then with no cache file): each load
+ * succeeds or says RIX_ENOMEM, leaks nothing, and a success answers as the files do. */
+struct oom {
+	struct fixture *f;
+	size_t blobs;
+	int remove_cache;
+};
+
+static int oom_load(void *arg)
+{
+	struct oom *o = arg;
+	if (o->remove_cache)
+		(void)unlink(o->f->file);
+	rix_repo_options opt = with_cache(o->f);
+	rix_backend *b;
+	rix_repo *r;
+	int rc = rix_backend_local_open(&b, o->f->dir, false);
+	if (rc != 0)
+		return rc;
+	if ((rc = rix_repo_open(&r, b, PW, strlen(PW), &opt)) != 0) {
+		rix_backend_free(b);
+		return rc;
+	}
+	rc = rix_repo_load_index(NULL, r, NULL, NULL);
+	if (rc == 0) {
+		rix_master_index *mi = rix_repo_master_index(r);
+		size_t n = rix_master_index_count(mi, RIX_BLOB_DATA) + rix_master_index_count(mi, RIX_BLOB_TREE);
+		assert_int_equal(n, o->blobs);
+	}
+	rix_repo_free(r);
+	return rc;
+}
+
+static void test_out_of_memory(void **state)
+{
+	struct fixture *f = *state;
+	rix_repo_load_stats s = check_same(f);
+	struct oom o = { f, s.blobs, 0 };
+	rix_test_oom_loop("load through the cache", oom_load, &o, 20000);
+	o.remove_cache = 1;
+	rix_test_oom_loop("load, then the cache written", oom_load, &o, 20000);
+	s = check_same(f);
+	assert_int_equal(s.bytes, 0);
+}
+
 /* ---- the rix command ---------------------------------------------------------------------- */
 
 #define RIX "env -u RIX_CACHE_DIR -u RESTIC_CACHE_DIR RIX_PASSWORD='" PW "' RESTIC_PASSWORD= '" RIX_CLI_PATH "'"
@@ -592,6 +658,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_cache_writes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_reads_every_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_image_api, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load_while_writing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_out_of_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cli, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
