@@ -67,6 +67,7 @@ struct rix_master_image {
 	rix_image_section sec[MAX_SECTIONS];
 	size_t nsec;
 	bool allocated; /* import: the section arrays are this image's (until installed) */
+	bool checked;   /* import: rix_master_image_check passed */
 };
 
 static void put32(uint8_t *p, uint32_t v)
@@ -284,61 +285,150 @@ static int check_table(const struct frozen *f, uint32_t npacks, uint64_t seed)
 	return 0;
 }
 
-int rix_master_index_install(rix_master_index *mi, rix_master_image *im)
+int rix_master_image_check(rix_master_image *im)
 {
 	if (im->mi != NULL || !im->allocated)
 		return rix_error_set(RIX_EINVAL, "master image: not an import with its sections read");
-	struct mstate *next = rix_calloc(1, sizeof(*next));
-	rix_id *nids = rix_malloc((im->nids ? im->nids : 1) * sizeof(rix_id));
-	struct frozen *tab[RIX_BLOB_TYPES] = { 0 };
-	int rc = next == NULL || nids == NULL ? rix_error_set(RIX_ENOMEM, "master index: out of memory") : 0;
-	for (int t = 0; rc == 0 && t < RIX_BLOB_TYPES; t++)
-		if (im->count[t] > 0 && (tab[t] = rix_calloc(1, sizeof(*tab[t]))) == NULL)
-			rc = rix_error_set(RIX_ENOMEM, "master index: out of memory");
-	if (rc == 0) {
-		size_t k = 1;
-		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-			if (tab[t] == NULL)
-				continue;
-			tab[t]->buckets = im->sec[k++].p;
-			tab[t]->entries = im->sec[k++].p;
-			tab[t]->nb = im->nb[t];
-			tab[t]->count = im->count[t];
-			if (check_table(tab[t], im->npacks, im->seed) != 0)
-				rc = rix_error_set(RIX_ECORRUPT, "master image: a %s table is not well formed",
-						   t == RIX_BLOB_DATA ? "data" : "tree");
+	if (im->checked)
+		return 0;
+	size_t k = 1;
+	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		if (im->count[t] == 0)
+			continue;
+		struct frozen f = { .buckets = im->sec[k].p, .entries = im->sec[k + 1].p, .nb = im->nb[t],
+				    .count = im->count[t] };
+		k += 2;
+		if (check_table(&f, im->npacks, im->seed) != 0)
+			return rix_error_set(RIX_ECORRUPT, "master image: a %s table is not well formed",
+					     t == RIX_BLOB_DATA ? "data" : "tree");
+	}
+	im->checked = true;
+	return 0;
+}
+
+/*
+ * The image's tables, with the entries of the batches committed meanwhile (the index files
+ * listed since the image was made) merged into them where they lie: no reader sees the image's
+ * arrays yet, so a few entries are inserted in place (rix__frozen_insert: one pass of moves, no
+ * rehash, no second table); many are merged by a rebuild. Caller holds wmu and bmu; on failure
+ * the arrays taken so far are next's (freed with it), the rest the image's.
+ */
+static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k, uint64_t seed, unsigned workers)
+{
+	uint64_t packs_total = (uint64_t)im->npacks + k->npacks;
+	if (packs_total > 0xFFFFFFFEu || k->n[0] > 0xFFFFFFFEu || k->n[1] > 0xFFFFFFFEu)
+		return rix_error_set(RIX_ELIMIT, "master index: over the limit of entries or packs");
+	if (k->npacks > 0) {
+		rix_id *p = rix_realloc(im->sec[0].p, (size_t)packs_total * sizeof(rix_id));
+		if (p == NULL)
+			return rix_error_set(RIX_ENOMEM, "master index: out of memory for the pack table");
+		im->sec[0].p = p;
+		memcpy(p + im->npacks, k->packs, k->npacks * sizeof(rix_id));
+	}
+	next->packs = im->sec[0].p;
+	next->npacks = (uint32_t)packs_total;
+	im->sec[0].p = NULL;
+	size_t sec = 1;
+	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		struct frozen *tab = NULL;
+		if (im->count[t] > 0) {
+			if ((tab = rix_calloc(1, sizeof(*tab))) == NULL)
+				return rix_error_set(RIX_ENOMEM, "master index: out of memory");
+			*tab = (struct frozen){ .buckets = im->sec[sec].p, .entries = im->sec[sec + 1].p, .nb = im->nb[t],
+						.count = im->count[t] };
+			im->sec[sec].p = im->sec[sec + 1].p = NULL; /* tab's (next's) from here */
+			sec += 2;
+			next->frozen[t] = tab;
 		}
+		if (k->n[t] == 0)
+			continue;
+		for (size_t i = 0; i < k->n[t]; i++)
+			k->e[t][i].loc.pack += im->npacks;
+		int rc;
+		if (tab == NULL) {
+			rc = rix__frozen_in_place(&next->frozen[t], k->e[t], (uint32_t)k->n[t], seed, workers);
+			if (rc == 0) {
+				k->e[t] = NULL; /* the table's now */
+				k->n[t] = k->cap[t] = 0;
+			}
+		} else if (rix__frozen_insert_fits(tab, k->n[t])) {
+			struct frozen *same;
+			rc = rix__frozen_insert(&same, tab, k->e[t], (uint32_t)k->n[t], seed, true);
+		} else {
+			struct frozen flat = { .entries = k->e[t], .count = (uint32_t)k->n[t] };
+			struct merge_src src[2] = { { tab, NULL, 0 }, { &flat, NULL, 0 } };
+			struct frozen *built;
+			rc = rix__frozen_build(&built, src, 2, seed);
+			if (rc == 0) {
+				rix__frozen_free(tab);
+				next->frozen[t] = built;
+			}
+		}
+		if (rc != 0)
+			return rc;
 	}
+	/* A pack named by the image's files and a new one (an interrupted prune's state). */
+	if (k->npacks > 0) {
+		int rep = rix__packs_repeat(next->packs, next->npacks);
+		if (rep < 0)
+			return rix_error_set(RIX_ENOMEM, "master index: out of memory");
+		for (int t = 0; t < RIX_BLOB_TYPES && rep > 0; t++)
+			(void)rix__frozen_drop_same(next->frozen[t], next->packs);
+	}
+	return 0;
+}
+
+int rix_master_index_install(rix_master_index *mi, rix_master_image *im)
+{
+	int rc = rix_master_image_check(im);
+	if (rc != 0)
+		return rc;
 	pthread_mutex_lock(&mi->wmu);
+	struct bulk *k = &mi->bulk;
+	pthread_mutex_lock(&k->bmu);
 	struct mstate *cur = atomic_load(&mi->state);
-	bool empty = cur->npacks == 0 && mi->nindex_ids == 0 && mi->nseparate == 0 && mi->bulk.npacks == 0 &&
-		     mi->bulk.nids == 0;
+	bool empty = cur->npacks == 0 && mi->nindex_ids == 0 && mi->nseparate == 0;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
-		empty = empty && cur->frozen[t] == NULL && mi->bulk.n[t] == 0;
-	if (rc == 0 && !empty)
+		empty = empty && cur->frozen[t] == NULL;
+	struct mstate *next = NULL;
+	rix_id *nids = NULL;
+	if (!empty) {
 		rc = rix_error_set(RIX_EINVAL, "master index: an image installs only into an empty master index");
-	if (rc == 0) {
-		for (int t = 0; t < RIX_BLOB_TYPES; t++)
-			next->frozen[t] = tab[t];
-		next->packs = im->sec[0].p;
-		next->npacks = im->npacks;
-		if (im->nids)
-			memcpy(nids, im->ids, (size_t)im->nids * sizeof(rix_id));
-		/* No table uses the seed yet (the index is empty; the recent table has its own): the
-		 * image's tables were built with theirs. Readers see it through the state's publication. */
-		mi->seed = im->seed;
-		rix__master_index_publish(mi, cur, next, nids, im->nids, false);
-		im->allocated = false; /* the state owns the arrays now */
-		for (size_t k = 0; k < im->nsec; k++)
-			im->sec[k].p = NULL;
+		goto done;
 	}
+	next = rix_calloc(1, sizeof(*next));
+	nids = rix_malloc(((size_t)im->nids + k->nids + 1) * sizeof(rix_id));
+	if (next == NULL || nids == NULL) {
+		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory");
+		goto done;
+	}
+	if (im->nids)
+		memcpy(nids, im->ids, (size_t)im->nids * sizeof(rix_id));
+	if (k->nids)
+		memcpy(nids + im->nids, k->ids, k->nids * sizeof(rix_id));
+	/* From here the image's arrays move to next, whatever happens: the image is spent. */
+	im->allocated = false;
+	rc = build_state(next, im, k, im->seed, mi->workers);
+	if (rc != 0)
+		goto done;
+	/* No table uses the seed yet (the index is empty; the recent table has its own): the
+	 * image's tables were built with theirs. Readers see it through the state's publication. */
+	mi->seed = im->seed;
+	rix__master_index_publish(mi, cur, next, nids, (size_t)im->nids + k->nids, false);
+	next = NULL;
+	nids = NULL;
+	rix__bulk_clear(k);
+done:
+	if (rc != 0 && !im->allocated) /* a failure after the image was taken apart: as bulk_finish's */
+		rix__bulk_clear(k);
+	for (size_t j = 0; !im->allocated && j < im->nsec; j++) { /* what build_state did not take */
+		rix_free(im->sec[j].p);
+		im->sec[j].p = NULL;
+	}
+	rix__mstate_free(next);
+	rix_free(nids);
+	pthread_mutex_unlock(&k->bmu);
 	pthread_mutex_unlock(&mi->wmu);
-	if (rc != 0) {
-		for (int t = 0; t < RIX_BLOB_TYPES; t++)
-			rix_free(tab[t]); /* the arrays stay the image's */
-		rix_free(next);
-		rix_free(nids);
-	}
 	return rc;
 }
 

@@ -114,6 +114,20 @@ int rix__packs_repeat(const rix_id *packs, uint32_t n);
 int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed,
 			 unsigned workers);
 
+/*
+ * f with add[0..k) inserted (loc.pack already global), the bucket count kept: in place (f's
+ * entries array grown, f itself the result: only for a table no reader sees) or into new arrays
+ * (f unchanged). A sequential pass over the entries instead of a rebuild's hashing of every one;
+ * for a few entries against many (while the table stays within 2 x FROZEN_LOAD a bucket: see
+ * rix__frozen_insert_fits). @return 0, RIX_ENOMEM (f unchanged, whole), RIX_ELIMIT.
+ */
+int rix__frozen_insert(struct frozen **out, struct frozen *f, const struct fentry *add, uint32_t k, uint64_t seed,
+		       bool in_place);
+static inline bool rix__frozen_insert_fits(const struct frozen *f, size_t k)
+{
+	return k <= f->count / 2 + 1024 && (uint64_t)f->count + k <= (uint64_t)f->nb * FROZEN_LOAD * 2;
+}
+
 /* ---- The master index's state (master_index.c) -------------------------------------------- */
 
 /* Frees st and its frozen tables (NULL is fine); forget shared tables first. */

@@ -231,20 +231,20 @@ static int cmp_name(const void *key, const void *elem)
 	return strcmp(key, ((const struct rix__name *)elem)->s);
 }
 
-/* The body of rix__index_cache_load on an open file: 1 installed, 0 not. */
-static int load_file(rix_repo *r, int fd, const struct rix__names *names, size_t *files, size_t *blobs)
+/* The body of rix__index_cache_read on an open file: the image, read and checked, or NULL. */
+static rix_master_image *read_file(rix_repo *r, int fd, const struct rix__names *names)
 {
 	struct stat st;
 	uint8_t pre[PREFIX];
 	if (fstat(fd, &st) != 0 || st.st_size < (off_t)PREFIX || read_full(fd, pre, PREFIX, 0) != 0)
-		return 0;
+		return NULL;
 	uint64_t size = (uint64_t)st.st_size, hlen = get32(pre + 12);
 	if (memcmp(pre, CACHE_MAGIC, 8) != 0 || get32(pre + 8) != CACHE_VERSION || hlen > HEADER_MAX ||
 	    hlen < HEADER_FIXED + RIX_CRYPTO_OVERHEAD || PREFIX + hlen > size)
-		return 0;
+		return NULL;
 	uint8_t *sealed = rix_malloc((size_t)hlen);
 	if (sealed == NULL)
-		return 0;
+		return NULL;
 	int ok = 0;
 	rix_master_image *im = NULL;
 	struct chunk *c = NULL;
@@ -288,31 +288,29 @@ static int load_file(rix_repo *r, int fd, const struct rix__names *names, size_t
 	atomic_init(&job.next, 0);
 	atomic_init(&job.failed, 0);
 	rix__pool_run(rix__pool_size(r->opt.workers, 16), read_chunks, &job);
-	if (atomic_load(&job.failed) || rix_master_index_install(r->mi, im) != 0)
-		goto out;
-	*files = nids;
-	*blobs = rix_master_image_blobs(im);
-	ok = 1;
+	ok = !atomic_load(&job.failed) && rix_master_image_check(im) == 0;
 out:
 	rix_free(c);
-	rix_master_image_free(im);
 	rix_free(sealed);
+	if (!ok) {
+		rix_master_image_free(im);
+		im = NULL;
+	}
 	rix_error_clear(); /* a cache that does not load is no error */
-	return ok;
+	return im;
 }
 
-int rix__index_cache_load(rix_repo *r, const struct rix__names *names, size_t *files, size_t *blobs)
+rix_master_image *rix__index_cache_read(rix_repo *r, const struct rix__names *names)
 {
-	*files = *blobs = 0;
 	char path[4096];
 	if (r->cache_path == NULL || file_path(path, sizeof(path), r, FILE_NAME) != 0)
-		return 0;
+		return NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
-	int ok = load_file(r, fd, names, files, blobs);
+		return NULL;
+	rix_master_image *im = read_file(r, fd, names);
 	close(fd);
-	return ok;
+	return im;
 }
 
 /* ---- writing -------------------------------------------------------------------------------- */

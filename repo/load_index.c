@@ -148,15 +148,35 @@ int rix__repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index
 	int rc = rix__list_names(r->b, RIX_FILE_INDEX, &l.names);
 	if (rc != 0)
 		return rc;
-	/* The cache (index_cache.c), into an empty master index: what it holds is not read again. */
+	/*
+	 * The cache (index_cache.c), for an empty master index: the files it was made of are not
+	 * read; those listed since are loaded into batches, which its install merges into its
+	 * tables where they lie.
+	 */
+	rix_master_image *im = NULL;
 	size_t cached_files = 0, cached_blobs = 0;
 	if (read_cache && l.names.n > 0 && rix_master_index_pack_count(r->mi) == 0 &&
 	    rix_master_index_count(r->mi, RIX_BLOB_DATA) == 0 && rix_master_index_count(r->mi, RIX_BLOB_TREE) == 0)
-		(void)rix__index_cache_load(r, &l.names, &cached_files, &cached_blobs);
+		im = rix__index_cache_read(r, &l.names);
 	/* Index files loaded before (a second call, or check after a load) are not merged again. */
-	rix_id *have;
-	size_t nhave;
-	if ((rc = rix_master_index_index_ids(&have, &nhave, r->mi)) != 0) {
+	rix_id *have = NULL;
+	size_t nhave = 0;
+	if (im != NULL) {
+		const rix_id *ids = rix_master_image_index_ids(&cached_files, im);
+		cached_blobs = rix_master_image_blobs(im);
+		have = cached_files ? rix_malloc(cached_files * sizeof(rix_id)) : NULL;
+		if (cached_files && have == NULL)
+			rc = rix_error_set(RIX_ENOMEM, "repo: out of memory");
+		else if (cached_files)
+			memcpy(have, ids, cached_files * sizeof(rix_id));
+		nhave = rc == 0 ? cached_files : 0;
+		if (nhave > 1)
+			qsort(have, nhave, sizeof(*have), cmp_id);
+	} else {
+		rc = rix_master_index_index_ids(&have, &nhave, r->mi);
+	}
+	if (rc != 0) {
+		rix_master_image_free(im);
 		rix_free(l.names.v);
 		return rc;
 	}
@@ -190,7 +210,13 @@ int rix__repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index
 	pthread_mutex_destroy(&l.mu);
 	rix_free(l.names.v);
 	size_t before = rix_master_index_count(r->mi, RIX_BLOB_DATA) + rix_master_index_count(r->mi, RIX_BLOB_TREE);
-	rc = rix_master_index_bulk_finish(r->mi);
+	if (im != NULL) {
+		rc = rix_master_index_install(r->mi, im); /* with the batches committed: the files added */
+		before += cached_blobs;
+		rix_master_image_free(im);
+	} else {
+		rc = rix_master_index_bulk_finish(r->mi);
+	}
 	l.stats.blobs = rix_master_index_count(r->mi, RIX_BLOB_DATA) + rix_master_index_count(r->mi, RIX_BLOB_TREE) -
 			before;
 	size_t read_now = l.stats.loaded;

@@ -76,12 +76,12 @@ struct rix_repo {
  * leaves the cache off. Called once the config is read. */
 void rix__index_cache_open(struct rix_repo *r);
 /*
- * Installs the cache into r's empty master index when it is whole, authentic, of this
- * repository and made of index files all in names (sorted); *files and *blobs get what it held.
- * @return 1 installed; 0 not (no cache, or any check failed: load the files); RIX_ENOMEM never
- * escapes (a cache that cannot be read is no cache).
+ * The cache, read and checked, when it is whole, authentic, of this repository and this build,
+ * and made of index files all in names (sorted): an image for rix_master_index_install (the
+ * caller's, rix_master_image_free). NULL when there is none, or any check failed (then load the
+ * files; no error is left set).
  */
-int rix__index_cache_load(struct rix_repo *r, const struct rix__names *names, size_t *files, size_t *blobs);
+rix_master_image *rix__index_cache_read(struct rix_repo *r, const struct rix__names *names);
 /* Exports r's merged state and writes it as the new cache file on a thread of its own (waits for
  * a writer still running first). Failures are warnings. */
 void rix__index_cache_save(struct rix_repo *r);

@@ -475,17 +475,18 @@ static void test_image_api(void **state)
 	rix_image_section *dst = rix_master_image_sections(&nsec2, im);
 	for (size_t k = 0; k < nsec; k++)
 		memcpy(dst[k].p, sec[k].p, sec[k].n);
-	assert_int_equal(rix_master_index_install(rix_repo_master_index(r), im), RIX_EINVAL); /* not empty */
-	rix_master_index *mi;
-	assert_int_equal(rix_master_index_new(&mi), 0);
 	/* A pack number out of range is refused before anything is installed. */
 	uint32_t *pack0 = &((uint32_t *)dst[2].p)[8];
 	uint32_t keep = *pack0;
 	*pack0 = 0xFFFFFFF0u;
-	assert_int_equal(rix_master_index_install(mi, im), RIX_ECORRUPT);
-	assert_int_equal(rix_master_index_count(mi, RIX_BLOB_DATA), 0);
+	assert_int_equal(rix_master_index_install(rix_repo_master_index(r), im), RIX_ECORRUPT);
 	*pack0 = keep;
+	assert_int_equal(rix_master_image_check(im), 0);
+	assert_int_equal(rix_master_index_install(rix_repo_master_index(r), im), RIX_EINVAL); /* not empty */
+	rix_master_index *mi;
+	assert_int_equal(rix_master_index_new(&mi), 0);
 	assert_int_equal(rix_master_index_install(mi, im), 0);
+	assert_int_equal(rix_master_index_install(mi, im), RIX_EINVAL); /* spent */
 	rix_master_image_free(im);
 	rix_master_image_free(ex);
 	assert_int_equal(rix_master_index_count(mi, RIX_BLOB_DATA), rix_master_index_count(rix_repo_master_index(r), RIX_BLOB_DATA));

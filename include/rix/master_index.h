@@ -181,7 +181,8 @@ RIX_EXPORT void rix_master_index_set_workers(rix_master_index *mi, unsigned work
  * a descriptor of another is refused.
  *
  *   write:  export ─> desc, sections (read-only) ─> write them ─> free
- *   read:   parse(desc) ─> index_ids (compare) ─> alloc ─> sections: fill each p[0..n) ─> install
+ *   read:   parse(desc) ─> index_ids (compare) ─> alloc ─> sections: fill each p[0..n) ─> check
+ *           ─> [batches of the files added since, committed] ─> install
  *
  * rix_master_index_export: an image of the published state; the state stays alive (a merge or
  * bulk load publishing meanwhile waits, before freeing it, for rix_master_image_free), so
@@ -204,12 +205,21 @@ RIX_EXPORT RIX_NODISCARD int rix_master_image_parse(rix_master_image **out, cons
 /* Allocates the sections of a parsed image. @return 0; RIX_EINVAL (an export, or twice); RIX_ENOMEM. */
 RIX_EXPORT RIX_NODISCARD int rix_master_image_alloc(rix_master_image *im);
 /*
- * Installs a parsed image whose sections were filled into mi, which must be empty (nothing
- * loaded, merged or added): its tables take the filled arrays (no copy) and the image's hash
- * seed. The sections are checked first (chains in order, pack numbers inside the pack table,
- * a sample of entries where their IDs hash). The image is still freed by the caller.
- * @return 0; RIX_EINVAL (mi not empty, or the image not an import allocated); RIX_ECORRUPT (the
- * sections are not well formed: nothing changed); RIX_ENOMEM.
+ * Checks the filled sections of a parsed image before they are trusted with lookups: chains in
+ * order and inside the table, every pack number inside the pack table, a sample of entries in the
+ * bucket their IDs hash to. (install checks too, unless this passed.)
+ * @return 0; RIX_ECORRUPT (not well formed); RIX_EINVAL (an export, or not allocated).
+ */
+RIX_EXPORT RIX_NODISCARD int rix_master_image_check(rix_master_image *im);
+/*
+ * Installs a parsed image whose sections were filled into mi, which must have nothing merged or
+ * added: its tables take the filled arrays (no copy) and the image's hash seed; batches committed
+ * before (rix_master_batch_commit: index files listed since the image was made) are merged into
+ * them as part of the install (a few entries inserted where the arrays lie, many by a rebuild), as
+ * bulk_finish would. The image is spent once install started using it: free it after, either way.
+ * @return 0; RIX_EINVAL (mi not empty, or the image not an import allocated: nothing changed);
+ * RIX_ECORRUPT (the sections are not well formed: nothing changed); RIX_ENOMEM, RIX_ELIMIT (mi
+ * stays empty and the committed batches are dropped, as after a failed bulk_finish).
  */
 RIX_EXPORT RIX_NODISCARD int rix_master_index_install(rix_master_index *mi, rix_master_image *im);
 /* The descriptor (borrowed, valid while im is). */
