@@ -141,8 +141,9 @@ static int cmp_id(const void *a, const void *b)
 	return memcmp(a, b, RIX_ID_SIZE);
 }
 
-int rix__repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg,
-			 bool read_cache)
+/* rix_repo_load_index (read_cache) or rix_repo_load_index_files. */
+static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg,
+		      bool read_cache)
 {
 	struct loader l = { .r = r, .on_error = on_error, .arg = arg };
 	int rc = rix__list_names(r->b, RIX_FILE_INDEX, &l.names);
@@ -240,6 +241,11 @@ int rix__repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index
 
 int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg)
 {
-	return rix__repo_load_index(stats, r, on_error, arg, true);
+	return load_index(stats, r, on_error, arg, true);
+}
+
+int rix_repo_load_index_files(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg)
+{
+	return load_index(stats, r, on_error, arg, false);
 }
 

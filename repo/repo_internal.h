@@ -87,10 +87,6 @@ rix_master_image *rix__index_cache_read(struct rix_repo *r, const struct rix__na
 void rix__index_cache_save(struct rix_repo *r);
 /* Waits for the cache writer, if one runs. */
 void rix__index_cache_join(struct rix_repo *r);
-/* rix_repo_load_index; read_cache false: every index file is read whatever the cache holds
- * (check), though a new cache is still written. */
-int rix__repo_load_index(rix_repo_load_stats *stats, struct rix_repo *r, rix_repo_index_error_fn on_error, void *arg,
-			 bool read_cache);
 
 /* A repository over b with opt (NULL: defaults), with no key or config yet. @return 0, RIX_ENOMEM. */
 int rix__repo_new(struct rix_repo **out, rix_backend *b, const rix_repo_options *opt);

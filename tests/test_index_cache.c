@@ -427,6 +427,14 @@ static void test_no_cache_writes_nothing(void **state)
 	assert_int_not_equal(access(f->file, F_OK), 0);
 }
 
+static void count_damaged(void *arg, const char *name, int code, const char *msg)
+{
+	(void)name;
+	(void)msg;
+	assert_true(code == RIX_ECORRUPT || code == RIX_EAUTH);
+	++*(int *)arg;
+}
+
 static void test_check_reads_every_file(void **state)
 {
 	struct fixture *f = *state;
@@ -443,7 +451,13 @@ static void test_check_reads_every_file(void **state)
 	assert_int_equal(rix_repo_load_index(&s, r, NULL, NULL), 0);
 	assert_int_equal(s.bytes, 0);
 	rix_repo_free(r);
-	/* ...but check reads every file. */
+	/* ...but rix_repo_load_index_files and check read every file. */
+	int damaged = 0;
+	r = open_repo(f->dir, &o);
+	assert_int_equal(rix_repo_load_index_files(&s, r, count_damaged, &damaged), 0);
+	assert_int_equal(damaged, 1);
+	assert_int_equal(s.loaded, NFILES - 1);
+	rix_repo_free(r);
 	r = open_repo(f->dir, &o);
 	rix_check_report rep;
 	assert_int_equal(rix_repo_check(&rep, r, NULL), RIX_ECORRUPT);

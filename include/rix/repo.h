@@ -154,6 +154,13 @@ typedef struct rix_repo_load_stats {
  * the message names the file); backend errors from listing; RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *payload);
+/*
+ * As rix_repo_load_index, but every index file is read and checked whatever the cache holds
+ * (what a repair or a check needs: a file damaged since the cache was made is seen); a new cache
+ * is still written after. @return as rix_repo_load_index.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_repo_load_index_files(rix_repo_load_stats *stats, rix_repo *r,
+						       rix_repo_index_error_fn on_error, void *payload);
 
 /*
  * Saves blob data[0..n) of type t: its ID (SHA-256) into *id, and *stored = 1 if it was
