@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Index loading, rix against restic, on index-only repositories of N blobs (bench/mkrepo.c):
-#   rix --no-cache stats                        (loads every index file into the master index)
-#   rix stats, warm                             (its index cache made by a run before: no file read)
+#   rix stats                                   (loads every index file into the master index)
 #   restic --no-cache stats --mode raw-data     (loads every index file; no snapshots to walk)
-# Runs are interleaved (rix, rix warm, restic, rix, ...), RUNS each; medians of wall time, CPU time
+# Runs are interleaved (rix, restic, rix, ...), RUNS each; medians of wall time, CPU time
 # (user + sys) and peak RSS, from /usr/bin/time. Blob counts are checked once per N with
 # `rix list blobs` and `restic list blobs`.
 #
@@ -27,27 +26,22 @@ for n in "${sizes[@]}"; do
 		"$BUILD/bench/rix-mkrepo" "$repo" "$n" >&2
 	fi
 	imib=$(du -sm "$repo/index" | cut -f1)
-	rix_count=$("$BUILD/rix" --no-cache -r "$repo" -q list blobs | wc -l)
+	rix_count=$("$BUILD/rix" -r "$repo" -q list blobs | wc -l)
 	restic_count=$(restic --no-cache -q -r "$repo" list blobs | wc -l)
-	: >/tmp/vs_rix.$$ ; : >/tmp/vs_rix-warm.$$ ; : >/tmp/vs_restic.$$
-	cache=$(mktemp -d)
-	"$BUILD/rix" --cache-dir "$cache" -r "$repo" -q stats >/dev/null # writes the cache
+	: >/tmp/vs_rix.$$ ; : >/tmp/vs_restic.$$
 	for ((i = 0; i < RUNS; i++)); do
-		/usr/bin/time -f '%e %U %S %M' -o /tmp/vs_t.$$ "$BUILD/rix" --no-cache -r "$repo" -q stats >/dev/null
+		/usr/bin/time -f '%e %U %S %M' -o /tmp/vs_t.$$ "$BUILD/rix" -r "$repo" -q stats >/dev/null
 		cat /tmp/vs_t.$$ >>/tmp/vs_rix.$$
-		/usr/bin/time -f '%e %U %S %M' -o /tmp/vs_t.$$ "$BUILD/rix" --cache-dir "$cache" -r "$repo" -q stats >/dev/null
-		cat /tmp/vs_t.$$ >>/tmp/vs_rix-warm.$$
 		/usr/bin/time -f '%e %U %S %M' -o /tmp/vs_t.$$ restic --no-cache -q -r "$repo" stats --mode raw-data >/dev/null
 		cat /tmp/vs_t.$$ >>/tmp/vs_restic.$$
 	done
-	rm -rf "$cache"
-	for tool in rix rix-warm restic; do
+	for tool in rix restic; do
 		f=/tmp/vs_$tool.$$
 		wall=$(awk '{print $1}' "$f" | median)
 		cpu=$(awk '{print $2 + $3}' "$f" | median)
 		rss=$(awk '{print $4 / 1024}' "$f" | median)
-		count=$([ $tool = restic ] && echo "$restic_count" || echo "$rix_count")
+		count=$([ $tool = rix ] && echo "$rix_count" || echo "$restic_count")
 		printf '| %s | %s | %s | %.2f | %.2f | %.0f | %s |\n' "$n" "$imib" "$tool" "$wall" "$cpu" "$rss" "$count"
 	done
-	rm -f /tmp/vs_rix.$$ /tmp/vs_rix-warm.$$ /tmp/vs_restic.$$ /tmp/vs_t.$$
+	rm -f /tmp/vs_rix.$$ /tmp/vs_restic.$$ /tmp/vs_t.$$
 done
