@@ -129,9 +129,15 @@ struct pinfo {
 struct dup {
 	rix_id id;
 	uint8_t type, count, used; /* used: the slot is taken */
+	uint8_t undone;            /* its first copy's count as used taken back (undo_first) */
 };
 
-/* A set of data blob IDs as keyed 64-bit fingerprints: open addressing, 0 is an empty slot. */
+/*
+ * A set of data blob IDs as keyed 63-bit fingerprints: open addressing, 0 is an empty slot. The
+ * top bit of a slot marks a fingerprint met by the first pass (fp_meet): a used blob met again
+ * is a copy.
+ */
+#define FP_MET ((uint64_t)1 << 63)
 struct fpset {
 	uint64_t *slot;
 	size_t cap, n; /* cap: a power of two, or 0 */
@@ -140,7 +146,7 @@ struct fpset {
 
 static uint64_t fp_of(const struct fpset *s, const rix_id *id)
 {
-	uint64_t h = XXH3_64bits_withSeed(id->b, sizeof(id->b), s->seed);
+	uint64_t h = XXH3_64bits_withSeed(id->b, sizeof(id->b), s->seed) & ~FP_MET;
 	return h != 0 ? h : 1;
 }
 
@@ -150,17 +156,35 @@ static bool fp_has(const struct fpset *s, const rix_id *id)
 		return false;
 	uint64_t h = fp_of(s, id);
 	for (size_t i = (size_t)(h >> 20) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-		if (s->slot[i] == h)
+		if ((s->slot[i] & ~FP_MET) == h)
 			return true;
 		if (s->slot[i] == 0)
 			return false;
 	}
 }
 
+/* -1: id is not in the set; 0: it is, met now for the first time (marked); 1: met before. */
+static int fp_meet(struct fpset *s, const rix_id *id)
+{
+	if (s->cap == 0)
+		return -1;
+	uint64_t h = fp_of(s, id);
+	for (size_t i = (size_t)(h >> 20) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if ((s->slot[i] & ~FP_MET) == h) {
+			if (s->slot[i] & FP_MET)
+				return 1;
+			s->slot[i] |= FP_MET;
+			return 0;
+		}
+		if (s->slot[i] == 0)
+			return -1;
+	}
+}
+
 static void fp_put(struct fpset *s, uint64_t h)
 {
-	size_t i = (size_t)(h >> 20) & (s->cap - 1);
-	while (s->slot[i] != 0 && s->slot[i] != h)
+	size_t i = (size_t)((h & ~FP_MET) >> 20) & (s->cap - 1);
+	while (s->slot[i] != 0 && (s->slot[i] & ~FP_MET) != (h & ~FP_MET))
 		i = (i + 1) & (s->cap - 1);
 	s->n += s->slot[i] == 0;
 	s->slot[i] = h;
@@ -194,6 +218,7 @@ struct rix_prune_plan {
 	rix_prune_stats st;
 	struct fpset data;                  /* the used data blobs */
 	rix_indexmap *trees;                /* the used trees (locations unused) */
+	rix_indexmap *met_trees;            /* the used trees the first pass met */
 	rix_indexmap *packmap;              /* pack ID -> loc.pack = its number in packs */
 	struct pinfo *packs;
 	size_t npacks, packs_cap;
@@ -253,6 +278,7 @@ void rix_prune_plan_free(rix_prune_plan *p)
 		return;
 	rix_free(p->data.slot);
 	rix_indexmap_free(p->trees);
+	rix_indexmap_free(p->met_trees);
 	rix_indexmap_free(p->packmap);
 	rix_free(p->packs);
 	rix_free(p->dups);
@@ -486,7 +512,7 @@ static struct dup *dup_find(rix_prune_plan *p, rix_blob_type t, const rix_id *id
 	}
 }
 
-static int dup_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t count)
+static int dup_add_undone(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t count, uint8_t undone)
 {
 	if ((p->ndups + 1) * 2 > p->dups_cap) {
 		size_t cap = p->dups_cap ? 2 * p->dups_cap : 64;
@@ -499,7 +525,7 @@ static int dup_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t
 		p->ndups = 0;
 		for (size_t i = 0; i < oldcap; i++)
 			if (old[i].used)
-				(void)dup_add(p, old[i].type, &old[i].id, old[i].count);
+				(void)dup_add_undone(p, old[i].type, &old[i].id, old[i].count, old[i].undone);
 		rix_free(old);
 	}
 	uint64_t h;
@@ -507,9 +533,14 @@ static int dup_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t
 	size_t i = (size_t)h & (p->dups_cap - 1);
 	while (p->dups[i].used)
 		i = (i + 1) & (p->dups_cap - 1);
-	p->dups[i] = (struct dup){ .id = *id, .type = (uint8_t)t, .count = count, .used = 1 };
+	p->dups[i] = (struct dup){ .id = *id, .type = (uint8_t)t, .count = count, .used = 1, .undone = undone };
 	p->ndups++;
 	return 0;
+}
+
+static int dup_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t count)
+{
+	return dup_add_undone(p, t, id, count, 0);
 }
 
 static void pack_blob(struct pinfo *ip, const rix_packed_blob *pb)
@@ -523,7 +554,26 @@ static void pack_blob(struct pinfo *ip, const rix_packed_blob *pb)
 		ip->uncompressed = true;
 }
 
-/* First pass: each entry is used (the first copy met), duplicate or unused. */
+/* Whether a used blob was met by the first pass: -1 not used, 0 used and met now for the first
+ * time, 1 used and met before (a copy); RIX_ENOMEM. */
+static int used_meet(rix_prune_plan *p, rix_blob_type t, const rix_id *id)
+{
+	if (t == RIX_BLOB_DATA)
+		return fp_meet(&p->data, id);
+	if (rix_indexmap_lookup(NULL, p->trees, id) != 0)
+		return -1;
+	if (rix_indexmap_lookup(NULL, p->met_trees, id) == 0)
+		return 1;
+	static const rix_loc none = { 0 };
+	return rix_indexmap_add(p->met_trees, id, &none) == 0 ? 0 : oom();
+}
+
+/*
+ * First pass (restic's first and second loops in one): the first copy of a used blob met is
+ * used, in its pack too; a later copy makes it a duplicate (counted, restic's duplicateBlobs),
+ * whose copies undo_first and second_pass settle; the rest is unused. No lookup but the used
+ * sets': which copy is the first is what the walk meets first, and restic's order is the same.
+ */
 static int first_pass(void *arg, const rix_packed_blob *pb)
 {
 	rix_prune_plan *p = arg;
@@ -532,29 +582,48 @@ static int first_pass(void *arg, const rix_packed_blob *pb)
 		return oom();
 	struct pinfo *ip = &p->packs[s];
 	pack_blob(ip, pb);
-	if (!used_has(p, pb->type, &pb->id)) {
+	int met = used_meet(p, pb->type, &pb->id);
+	if (met < -1)
+		return met;
+	if (met < 0) {
 		p->st.size.unused += pb->length;
 		p->st.blobs.unused++;
 		ip->unused_size += pb->length;
 		ip->unused_blobs++;
 		return 0;
 	}
-	size_t copies = rix_master_index_lookup_all(NULL, 0, p->mi, pb->type, &pb->id);
-	if (copies <= 1) {
+	if (met == 0) {
 		p->st.size.used += pb->length;
 		p->st.blobs.used++;
 		ip->used_size += pb->length;
 		ip->used_blobs++;
 		return 0;
 	}
-	/* Copies are settled in the second pass; here only counted. */
-	if (dup_find(p, pb->type, &pb->id) == NULL) {
-		p->st.size.used += pb->length;
-		p->st.blobs.used++;
-		return dup_add(p, pb->type, &pb->id, copies > 255 ? 255 : (uint8_t)copies);
-	}
 	p->st.size.duplicate += pb->length;
 	p->st.blobs.duplicate++;
+	struct dup *d = dup_find(p, pb->type, &pb->id);
+	if (d == NULL)
+		return dup_add(p, pb->type, &pb->id, 2); /* this one is the second copy */
+	if (d->count < 255)
+		d->count++;
+	return 0;
+}
+
+/* Between the passes: the first copy of each duplicate (the first met again, in the same order)
+ * no longer counts as used in its pack; second_pass decides which copy does, as restic. */
+static int undo_first(void *arg, const rix_packed_blob *pb)
+{
+	rix_prune_plan *p = arg;
+	struct dup *d = dup_find(p, pb->type, &pb->id);
+	if (d == NULL || d->undone)
+		return 0;
+	rix_loc loc;
+	if (rix_indexmap_lookup(&loc, p->packmap, &pb->pack_id) != 0)
+		return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune read it");
+	struct pinfo *ip = &p->packs[loc.pack];
+	ip->used_size -= pb->length;
+	ip->used_blobs--;
+	d->undone = 1;
 	return 0;
 }
 
@@ -589,10 +658,13 @@ static int pack_info(rix_prune_plan *p)
 {
 	say(p, 1, "searching used packs...");
 	int rc = rix_master_index_foreach(p->mi, first_pass, p);
-	if (rc != 0)
-		return rc;
-	if (p->ndups > 0)
+	if (rc == 0 && p->ndups > 0)
+		rc = rix_master_index_foreach(p->mi, undo_first, p);
+	if (rc == 0 && p->ndups > 0)
 		rc = rix_master_index_foreach(p->mi, second_pass, p);
+	/* The marks are done with. */
+	rix_indexmap_free(p->met_trees);
+	p->met_trees = NULL;
 	return rc;
 }
 
@@ -801,6 +873,8 @@ int rix_prune_plan_new(rix_prune_plan **out, rix_repo *r, const rix_prune_option
 	if (getrandom(&p->data.seed, sizeof(p->data.seed), GRND_NONBLOCK) != (ssize_t)sizeof(p->data.seed))
 		p->data.seed = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)p;
 	int rc = rix_indexmap_new(&p->trees);
+	if (rc == 0)
+		rc = rix_indexmap_new(&p->met_trees);
 	if (rc == 0)
 		rc = rix_indexmap_new(&p->packmap);
 	if (rc == 0)
@@ -1032,64 +1106,87 @@ static int run_repack(rix_prune_plan *p)
 /* ---- the new index ------------------------------------------------------------------------------ */
 
 /* Packs of the index as it is now (the repack's new ones too), for the rewrite. */
-struct ipack {
-	rix_id id;
-	uint64_t n;    /* its blobs */
-	uint64_t fill; /* filled in this batch */
+/* A pack in the rewrite, by its number in p->packs (the plan's, with the repack's new packs). */
+struct rpack {
+	uint32_t n;    /* its blobs */
+	uint32_t fill; /* filled in this batch */
 	size_t off;    /* its first blob in the batch */
-	bool skip;     /* goes: not in the new index */
 };
 
+/*
+ * The first pass over the master index finds each entry's pack in the plan's pack table (adding
+ * the repack's new packs to it) and records its number (order[i] for the i-th entry of the
+ * walk), so that the passes that fill the batches look nothing up: they read the next number,
+ * and check that the entry's pack ID is that pack's (the walk's order holds while the index does
+ * not change).
+ */
 struct rewrite {
 	rix_prune_plan *p;
-	rix_indexmap *map; /* pack ID -> loc.pack: number in packs */
-	struct ipack *packs;
-	size_t npacks, cap;
+	struct rpack *packs; /* [p->npacks] */
+	size_t cap;
+	uint32_t *order; /* each entry's pack number, in the walk's order */
+	size_t nentries, order_cap;
+	size_t next;        /* the entry the fill pass is at */
 	size_t first, last; /* the batch: packs [first, last) */
 	rix_blob *blobs;
 };
 
+/* Whether pack s leaves the index: repacked, removed, or missing and not needed. */
+static bool pack_goes(const rix_prune_plan *p, uint32_t s)
+{
+	uint8_t a = p->packs[s].action;
+	return a == A_REPACK || a == A_REMOVE || a == A_IGNORE;
+}
+
 static int count_pack(void *arg, const rix_packed_blob *pb)
 {
 	struct rewrite *w = arg;
-	rix_loc l;
-	if (rix_indexmap_lookup(&l, w->map, &pb->pack_id) == 0) {
-		w->packs[l.pack].n++;
-		return 0;
-	}
-	if (w->npacks == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 256;
-		struct ipack *v = rix_realloc(w->packs, cap * sizeof(*v));
+	rix_prune_plan *p = w->p;
+	size_t before = p->npacks;
+	uint32_t s = pack_slot(p, &pb->pack_id);
+	if (s == UINT32_MAX)
+		return oom();
+	if (p->npacks > before)
+		p->st.packs_written++; /* a pack of the repack */
+	if (p->npacks > w->cap) {
+		size_t cap = p->packs_cap;
+		struct rpack *v = rix_realloc(w->packs, cap * sizeof(*v));
 		if (v == NULL)
 			return oom();
+		memset(v + w->cap, 0, (cap - w->cap) * sizeof(*v));
 		w->packs = v;
 		w->cap = cap;
 	}
-	l = (rix_loc){ .pack = (uint32_t)w->npacks };
-	if (rix_indexmap_add(w->map, &pb->pack_id, &l) != 0)
-		return oom();
-	rix_loc pl;
-	bool known = rix_indexmap_lookup(&pl, w->p->packmap, &pb->pack_id) == 0;
-	bool skip = known && (w->p->packs[pl.pack].action == A_REPACK || w->p->packs[pl.pack].action == A_REMOVE ||
-			      w->p->packs[pl.pack].action == A_IGNORE);
-	if (!known)
-		w->p->st.packs_written++; /* a pack of the repack */
-	w->packs[w->npacks++] = (struct ipack){ .id = pb->pack_id, .n = 1, .skip = skip };
+	if (w->nentries == w->order_cap) {
+		size_t cap = w->order_cap ? 2 * w->order_cap : 4096;
+		uint32_t *v = rix_realloc(w->order, cap * sizeof(*v));
+		if (v == NULL)
+			return oom();
+		w->order = v;
+		w->order_cap = cap;
+	}
+	w->order[w->nentries++] = s;
+	w->packs[s].n++;
 	return 0;
+}
+
+static int changed(void)
+{
+	return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune rewrote it");
 }
 
 static int fill_batch(void *arg, const rix_packed_blob *pb)
 {
 	struct rewrite *w = arg;
-	rix_loc l;
-	if (rix_indexmap_lookup(&l, w->map, &pb->pack_id) != 0)
-		return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune rewrote it");
-	if (l.pack < w->first || l.pack >= w->last || w->packs[l.pack].skip)
+	if (w->next >= w->nentries)
+		return changed();
+	uint32_t s = w->order[w->next++];
+	if (s < w->first || s >= w->last || pack_goes(w->p, s))
 		return 0;
-	struct ipack *ip = &w->packs[l.pack];
-	if (ip->fill >= ip->n)
-		return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune rewrote it");
-	w->blobs[ip->off + ip->fill++] = rix_blob_in_pack(pb);
+	struct rpack *rp = &w->packs[s];
+	if (rp->fill >= rp->n || memcmp(&w->p->packs[s].id, &pb->pack_id, sizeof(rix_id)) != 0)
+		return changed();
+	w->blobs[rp->off + rp->fill++] = rix_blob_in_pack(pb);
 	return 0;
 }
 
@@ -1099,9 +1196,10 @@ static int cmp_blob_offset(const void *a, const void *b)
 	return (x->offset > y->offset) - (x->offset < y->offset);
 }
 
-/* Blobs held at once while rewriting: batches of packs of about an eighth of the blobs kept (so
- * at most about eight passes over the master index, one a batch), at least 256 Ki blobs. */
-#define REWRITE_PASSES 8
+/* Blobs held at once while rewriting: batches of packs of about a quarter of the blobs kept (so
+ * at most about four passes over the master index, one a batch; 12 MiB of rix_blob a million
+ * blobs kept), at least 256 Ki blobs. One buffer serves every batch. */
+#define REWRITE_PASSES 4
 #define REWRITE_BATCH_MIN ((uint64_t)1 << 18)
 
 static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
@@ -1111,24 +1209,23 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 	rix_index_writer *iw = NULL;
 	int rc = rix_master_index_index_ids(old, nold, p->mi);
 	if (rc == 0)
-		rc = rix_indexmap_new(&w.map);
-	if (rc == 0)
 		rc = rix_master_index_foreach(p->mi, count_pack, &w);
 	if (rc == 0)
 		rc = rix_index_writer_new(&iw, p->r, *old, *nold);
+	size_t npacks = rc == 0 ? p->npacks : 0;
 	uint64_t total = 0;
-	for (size_t i = 0; i < w.npacks; i++)
-		total += w.packs[i].skip ? 0 : w.packs[i].n;
-	uint64_t done = 0, batch = total / REWRITE_PASSES + 1;
+	for (size_t i = 0; i < npacks; i++)
+		total += pack_goes(p, (uint32_t)i) ? 0 : w.packs[i].n;
+	uint64_t done = 0, batch = total / REWRITE_PASSES + 1, blobs_cap = 0;
 	if (batch < REWRITE_BATCH_MIN)
 		batch = REWRITE_BATCH_MIN;
 	if (p->o.rewrite_batch != 0)
 		batch = p->o.rewrite_batch;
-	for (size_t first = 0; rc == 0 && first < w.npacks;) {
+	for (size_t first = 0; rc == 0 && first < npacks;) {
 		size_t last = first;
 		uint64_t sum = 0;
-		while (last < w.npacks && (last == first || sum + w.packs[last].n <= batch)) {
-			if (!w.packs[last].skip) {
+		while (last < npacks && (last == first || sum + w.packs[last].n <= batch)) {
+			if (!pack_goes(p, (uint32_t)last)) {
 				w.packs[last].off = (size_t)sum;
 				w.packs[last].fill = 0;
 				sum += w.packs[last].n;
@@ -1137,23 +1234,27 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 		}
 		w.first = first;
 		w.last = last;
-		if (sum > 0) {
+		if (sum > blobs_cap) {
+			rix_free(w.blobs);
 			w.blobs = rix_malloc((size_t)sum * sizeof(*w.blobs));
+			blobs_cap = w.blobs != NULL ? sum : 0;
 			if (w.blobs == NULL)
 				rc = oom();
-			if (rc == 0)
-				rc = rix_master_index_foreach(p->mi, fill_batch, &w);
+		}
+		if (rc == 0 && sum > 0) {
+			w.next = 0;
+			rc = rix_master_index_foreach(p->mi, fill_batch, &w);
+			if (rc == 0 && w.next != w.nentries)
+				rc = changed();
 			for (size_t i = first; rc == 0 && i < last; i++) {
-				struct ipack *ip = &w.packs[i];
-				if (ip->skip)
+				struct rpack *rp = &w.packs[i];
+				if (pack_goes(p, (uint32_t)i) || rp->n == 0)
 					continue;
-				if (ip->fill > 1)
-					qsort(w.blobs + ip->off, ip->fill, sizeof(rix_blob), cmp_blob_offset);
-				rc = rix_index_writer_add(iw, &ip->id, w.blobs + ip->off, ip->fill);
-				done += ip->fill;
+				if (rp->fill > 1)
+					qsort(w.blobs + rp->off, rp->fill, sizeof(rix_blob), cmp_blob_offset);
+				rc = rix_index_writer_add(iw, &p->packs[i].id, w.blobs + rp->off, rp->fill);
+				done += rp->fill;
 			}
-			rix_free(w.blobs);
-			w.blobs = NULL;
 			progress(p, "blobs indexed", done, total);
 		}
 		first = last;
@@ -1166,8 +1267,9 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 		p->st.index_written = n;
 	}
 	rix_index_writer_free(iw);
-	rix_indexmap_free(w.map);
 	rix_free(w.packs);
+	rix_free(w.order);
+	rix_free(w.blobs);
 	return rc;
 }
 

@@ -162,6 +162,7 @@ int rgen_index_build(const rgen_index *g, uint32_t batch, rix_index **out);
 
 void register_workload_benchmarks(void);
 void register_limit_benchmarks(void);
+void register_idset_benchmarks(void);
 void register_restic_benchmarks(void);
 void register_crypto_benchmarks(void);
 void register_pack_benchmarks(void);
@@ -174,6 +175,7 @@ void register_stage_benchmarks(void);
 void workload_caches_free(void);
 /* The limit probes' array and hashes (bench_limit.c), freed with the workload family's caches. */
 void limit_caches_free(void);
+void idset_caches_free(void);
 void restic_caches_free(void);
 
 /* A sink the compiler cannot see through, so lookup results are never dropped. */

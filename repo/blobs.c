@@ -392,6 +392,20 @@ int rix_repo_load_blob_into(size_t *n, rix_repo *r, rix_blob_type t, const rix_i
 
 /* ---- a pack's blobs in few reads (restore) -------------------------------------------------- */
 
+/* The end of the read that starts at blobs[i]: the blobs less than RIX_REPO_PACK_READ_GAP apart,
+ * as long as the read stays within RIX_REPO_PACK_READ_MAX (one blob at least). */
+static size_t read_group(const rix_blob *blobs, size_t n, size_t i)
+{
+	uint64_t start = blobs[i].offset, end = start + blobs[i].length;
+	size_t j = i + 1;
+	while (j < n && blobs[j].offset - end <= RIX_REPO_PACK_READ_GAP &&
+	       (uint64_t)blobs[j].offset + blobs[j].length - start <= RIX_REPO_PACK_READ_MAX) {
+		end = (uint64_t)blobs[j].offset + blobs[j].length;
+		j++;
+	}
+	return j;
+}
+
 int rix_repo_load_pack_blobs(rix_repo *r, const rix_id *pack_id, const rix_blob *blobs, size_t n, rix_repo_blob_fn fn,
 			     void *payload)
 {
@@ -403,29 +417,33 @@ int rix_repo_load_pack_blobs(rix_repo *r, const rix_id *pack_id, const rix_blob 
 	}
 	char pack[65];
 	rix_id_to_hex(pack, pack_id);
-	uint8_t *stored = NULL, *plain = NULL;
+	/* The reads' sizes and the largest blob first, so that two buffers of the repository's pool
+	 * serve every read (no allocation, and no fresh pages to fault in, pack after pack). */
+	uint64_t max_read = 0, max_plain = 0;
+	for (size_t i = 0; i < n;) {
+		uint64_t start = blobs[i].offset;
+		size_t j = read_group(blobs, n, i);
+		uint64_t len = (uint64_t)blobs[j - 1].offset + blobs[j - 1].length - start;
+		max_read = len > max_read ? len : max_read;
+		for (; i < j; i++) {
+			uint64_t p = rix_blob_plain_size(blobs[i].length, blobs[i].uncompressed_length);
+			max_plain = p > max_plain ? p : max_plain;
+		}
+	}
 	size_t scap = 0, pcap = 0;
+	uint8_t *stored = n > 0 ? take_scratch(r, (size_t)max_read, &scap) : NULL;
+	uint8_t *plain = n > 0 && stored != NULL ? take_scratch(r, (size_t)max_plain, &pcap) : NULL;
 	rix_blob_codec *c = NULL;
-	int rc = take_codec(r, &c);
+	int rc = 0;
+	if (n > 0 && (stored == NULL || plain == NULL))
+		rc = rix_error_set(RIX_ENOMEM, "repo: out of memory for reads of pack %s", pack);
+	if (rc == 0 && n > 0)
+		rc = take_codec(r, &c);
 	for (size_t i = 0; rc == 0 && i < n;) {
 		/* blobs[i..j) in one read: close together, and not too much at once */
-		uint64_t start = blobs[i].offset, end = start + blobs[i].length;
-		size_t j = i + 1;
-		while (j < n && blobs[j].offset - end <= RIX_REPO_PACK_READ_GAP &&
-		       (uint64_t)blobs[j].offset + blobs[j].length - start <= RIX_REPO_PACK_READ_MAX) {
-			end = (uint64_t)blobs[j].offset + blobs[j].length;
-			j++;
-		}
-		size_t len = (size_t)(end - start);
-		if (scap < len) {
-			rix_free(stored);
-			scap = len > 4096 ? len : 4096;
-			if ((stored = rix_malloc(scap)) == NULL) {
-				scap = 0;
-				rc = rix_error_set(RIX_ENOMEM, "repo: out of memory for %zu bytes of pack %s", len, pack);
-				break;
-			}
-		}
+		uint64_t start = blobs[i].offset;
+		size_t j = read_group(blobs, n, i);
+		size_t len = (size_t)((uint64_t)blobs[j - 1].offset + blobs[j - 1].length - start);
 		int rrc = rix_backend_read(r->b, RIX_FILE_PACK, pack, start, stored, len);
 		char readmsg[400] = "";
 		if (rrc == RIX_ENOTFOUND)
@@ -438,16 +456,6 @@ int rix_repo_load_pack_blobs(rix_repo *r, const rix_id *pack_id, const rix_blob 
 				rix_error_set(rrc, "%s", readmsg);
 				rc = fn(payload, i, rrc, NULL, 0);
 				continue;
-			}
-			size_t need = rix_blob_plain_size(b->length, b->uncompressed_length);
-			if (pcap < need || plain == NULL) {
-				rix_free(plain);
-				pcap = need > 4096 ? need : 4096;
-				if ((plain = rix_malloc(pcap)) == NULL) {
-					pcap = 0;
-					rc = rix_error_set(RIX_ENOMEM, "repo: out of memory for a %zu-byte blob", need);
-					break;
-				}
 			}
 			size_t got = 0;
 			int brc = rix_blob_codec_decode(&got, c, stored + (b->offset - start), b->length, b, plain, pcap);
@@ -463,7 +471,7 @@ int rix_repo_load_pack_blobs(rix_repo *r, const rix_id *pack_id, const rix_blob 
 	}
 	if (c != NULL)
 		give_codec(r, c);
-	rix_free(stored);
-	rix_free(plain);
+	give_scratch(r, stored, scap);
+	give_scratch(r, plain, pcap);
 	return rc;
 }

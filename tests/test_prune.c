@@ -655,6 +655,99 @@ static void test_index_twice(void **state)
 	rix_test_rmtree(repo);
 }
 
+/*
+ * The lines of a prune -v --dry-run report both tools print alike: the figures ("used:",
+ * "duplicates:", ..., "to delete:"), the pack counts and the pack lists (restic's "Would have ..."
+ * headings and the {...} sets after them); progress and "loading" lines are left out. Malloc'd.
+ */
+static char *report_lines(const char *out)
+{
+	static const char *const keep[] = { "used:", "duplicates:", "unused:", "total:", "unused size:", "to repack:",
+					     "this removes:", "to delete:", "total prune:", "remaining:",
+					     "unused size after prune:", "totally used packs:", "partly used packs:",
+					     "unused packs:", "to keep:", "Would have", "{" };
+	size_t cap = strlen(out) + 1, n = 0;
+	char *r = malloc(cap);
+	assert_non_null(r);
+	for (const char *l = out; *l != '\0';) {
+		const char *e = strchr(l, '\n');
+		size_t len = e != NULL ? (size_t)(e - l) : strlen(l);
+		for (size_t k = 0; k < sizeof(keep) / sizeof(keep[0]); k++)
+			if (len >= strlen(keep[k]) && strncmp(l, keep[k], strlen(keep[k])) == 0) {
+				memcpy(r + n, l, len);
+				n += len;
+				r[n++] = '\n';
+				break;
+			}
+		l += len + (e != NULL);
+	}
+	r[n] = '\0';
+	return r;
+}
+
+/*
+ * Duplicates in other packs (the note and a tree of each kept snapshot stored again, twice, in
+ * new packs) beside unused and partly used packs: restic's prune -v --dry-run and rix's report the
+ * same figures and the same pack lists (which copy counts as used decides which packs are
+ * repacked); then rix prunes and both check.
+ */
+static void test_duplicates_vs_restic(void **state)
+{
+	(void)state;
+	char repo[4300];
+	copy_base(repo, sizeof(repo), "dups");
+	sh(RIX " -r '%s' forget %s >/dev/null", repo, v[1].snap);
+	rix_repo *r = open_repo(repo, NULL);
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	for (size_t i = 0; i < nv; i++) {
+		if (!v[i].kept || i == 1)
+			continue;
+		rix_id tree, note;
+		rix_repo_free(r);
+		snapshot_blobs(&tree, &note, repo, v[i].snap);
+		r = open_repo(repo, NULL);
+		MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+		for (int copy = 0; copy < 2; copy++) {
+			const rix_id *ids[2] = { &tree, &note };
+			const rix_blob_type types[2] = { RIX_BLOB_TREE, RIX_BLOB_DATA };
+			for (int k = 0; k < 2; k++) {
+				uint8_t *data;
+				size_t n;
+				MUST(rix_repo_load_blob(&data, &n, r, types[k], ids[k]));
+				MUST(rix_repo_save_blob_copy(NULL, NULL, r, types[k], data, n));
+				rix_free(data);
+			}
+			MUST(rix_repo_flush(r)); /* each copy in packs of its own */
+		}
+	}
+	rix_repo_free(r);
+	const char *const flags[] = { "--max-unused 0", "", "--max-unused 50% --repack-small" };
+	for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+		char *a, *b;
+		if (run_out(&a, "restic --no-cache -r '%s' prune -v --dry-run %s", repo, flags[f]) != 0)
+			fail_free(a, NULL, "restic prune -v --dry-run %s:\n%s", flags[f], a);
+		if (run_out(&b, "'" RIX_CLI_PATH "' -r '%s' prune -v --dry-run %s", repo, flags[f]) != 0)
+			fail_free(a, b, "rix prune -v --dry-run %s:\n%s", flags[f], b);
+		char *ra = report_lines(a), *rb = report_lines(b);
+		free(a);
+		free(b);
+		if (strstr(ra, "duplicates:") == NULL || count_after(ra, "duplicates:") <= 0)
+			fail_free(ra, rb, "the repository has no duplicates for restic:\n%s", ra);
+		if (strcmp(ra, rb) != 0)
+			fail_free(ra, rb, "prune -v --dry-run %s: restic and rix report differently\nrestic:\n%s\nrix:\n%s", flags[f], ra, rb);
+		free(ra);
+		free(rb);
+	}
+	char *out;
+	if (run_out(&out, RIX " -r '%s' prune --max-unused 0", repo) != 0)
+		fail_free(out, NULL, "rix prune --max-unused 0 with duplicates:\n%s", out);
+	free(out);
+	v[1].kept = false; /* forgotten in this copy only */
+	verify(repo, true, false);
+	v[1].kept = true;
+	rix_test_rmtree(repo);
+}
+
 /* rix prune --max-unused 0 on repo with RIX_DEBUG_KILL_AFTER=n: true if it was killed. */
 static bool prune_killed_at(const char *repo, int n)
 {
@@ -733,6 +826,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_dry_run),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_index_twice),
+		cmocka_unit_test(test_duplicates_vs_restic),
 		cmocka_unit_test(test_interop), /* last: it changes the versions' snapshots */
 	};
 	const struct CMUnitTest crash[] = {

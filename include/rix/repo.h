@@ -234,10 +234,12 @@ typedef int (*rix_repo_blob_fn)(void *payload, size_t i, int code, const uint8_t
 
 /*
  * Largest gap between two wanted blobs of a pack that rix_repo_load_pack_blobs reads through
- * rather than starting another read, and the most one read takes.
+ * rather than starting another read, and the most one read takes (unless a single blob is
+ * larger): a reader holds that and one blob's plaintext (RIX_BLOB_MAX at most), in buffers
+ * of the repository's pool, kept from one pack to the next.
  */
 #define RIX_REPO_PACK_READ_GAP ((uint64_t)1 << 20)
-#define RIX_REPO_PACK_READ_MAX ((uint64_t)64 << 20)
+#define RIX_REPO_PACK_READ_MAX ((uint64_t)8 << 20)
 
 /*
  * Reads blobs[0..n) of pack pack_id (offsets, lengths, types, IDs and uncompressed lengths as
@@ -336,20 +338,24 @@ typedef struct rix_index_writer rix_index_writer;
 RIX_EXPORT RIX_NODISCARD int rix_index_writer_new(rix_index_writer **out, rix_repo *r, const rix_id *supersedes, size_t n);
 /*
  * Adds pack pack_id holding blobs[0..n) (pack-relative offsets, as in the pack's header); a full
- * file is written. After an error the writer only fails (files written before stay: they name
- * packs that exist, so they are harmless).
+ * file is written by a thread of the writer's (one file in flight per CPU, at most 4) while the
+ * caller goes on, and a write's error is returned by the add or finish that waits for it (which
+ * waits for every file in flight: after an error nothing is being written). After an error the
+ * writer only fails (files written before stay: they name packs that exist, so they
+ * are harmless).
  * @return 0; RIX_EINVAL (after finish or an error); rix_index_store_pack's and
  * rix_repo_write_file's errors.
  */
 RIX_EXPORT RIX_NODISCARD int rix_index_writer_add(rix_index_writer *w, const rix_id *pack_id, const rix_blob *blobs, size_t n);
 /*
  * Writes the last file: the packs not yet written and the supersedes list (an empty index when
- * no pack was added, so that the superseded files are named). @return as rix_index_writer_add.
+ * no pack was added, so that the superseded files are named), and waits for every file in
+ * flight: when it returns 0, every file is written. @return as rix_index_writer_add.
  */
 RIX_EXPORT RIX_NODISCARD int rix_index_writer_finish(rix_index_writer *w);
 /* The IDs of the files written so far (borrowed, valid until the next call). */
 RIX_EXPORT const rix_id *rix_index_writer_files(size_t *n, const rix_index_writer *w);
-/* Frees w (the files written stay). NULL-safe. */
+/* Frees w after waiting for the files in flight (the files written stay). NULL-safe. */
 RIX_EXPORT void rix_index_writer_free(rix_index_writer *w);
 
 /* ---- usage -------------------------------------------------------------------------------------- */

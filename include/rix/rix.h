@@ -2,8 +2,8 @@
  * rix/rix.h — everything public.
  *
  * Families: error.h (codes, last message), alloc.h (allocator hook), types.h (IDs, blob
- * locations), indexmap.h (the hash table), index.h (one index file, JSON codec),
- * master_index.h (all indexes, merged), crypto.h (keys, seal/open, SHA-256), pack.h (pack
+ * locations), indexmap.h (the hash table), idset.h (a compact exact set of IDs), index.h (one
+ * index file, JSON codec), master_index.h (all indexes, merged), crypto.h (keys, seal/open, SHA-256), pack.h (pack
  * headers and blobs, unpacked files), config.h (the repository config file, chunker polynomial),
  * chunker.h (restic's content-defined chunker), tree.h (tree blobs in restic's bytes),
  * archiver.h (backup), snapshot.h (snapshots: codec, list, filters, find, rewrite),
@@ -18,6 +18,7 @@
 #include "rix/alloc.h"
 #include "rix/types.h"
 #include "rix/indexmap.h"
+#include "rix/idset.h"
 #include "rix/index.h"
 #include "rix/master_index.h"
 #include "rix/backend.h"

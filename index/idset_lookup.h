@@ -1,0 +1,98 @@
+/*
+ * index/idset_lookup.h — the lookups of index/idset.c, written once and compiled twice: with
+ * the portable bit primitives, and (x86-64) with POPCNT and BMI2 for the processors that have
+ * them, chosen per set when it is built. Private to idset.c, which defines before including:
+ *   IDSET_FN(name)       the name of this instance's version of name
+ *   IDSET_ATTR           its function attributes (a target, or nothing)
+ *   IDSET_POPCOUNT(x)    set bits of a u64
+ *   IDSET_SELECT(x, r)   position of the r-th set bit of x (r from 0, r < popcount(x))
+ */
+
+/*
+ * The run of IDs of bucket b: [*lo, *hi). Branch-free up to the select: the popcounts of the
+ * block's 8 words of zeros are summed, and the word of the bucket's 0 is the number of prefix
+ * sums at most j (no loop whose length depends on the data, so nothing to mispredict).
+ */
+static IDSET_ATTR inline void IDSET_FN(bucket_range)(const struct rix_idset *s, uint64_t b, size_t *lo, size_t *hi)
+{
+	const uint64_t *blk = block_of(s, b);
+	unsigned j = (unsigned)(b & ((1u << s->gshift) - 1));
+	uint64_t w0 = blk[0];
+	size_t base = (size_t)(w0 & BASE_MASK);
+	if (__builtin_expect((w0 & OV_FLAG) != 0, 0)) {
+		const uint32_t *o = s->ov + blk[1] + j;
+		*lo = o[0];
+		*hi = o[1];
+		return;
+	}
+	/* z[i]: the code's zeros as ones (word 0 without the header); sum[i]: zeros in words
+	 * 0..i-1. */
+	uint64_t z[BLOCK_WORDS];
+	unsigned sum[BLOCK_WORDS + 1];
+	z[0] = ~(w0 | 0xFFFFFFFFull);
+	for (unsigned i = 1; i < BLOCK_WORDS; i++)
+		z[i] = ~blk[i];
+	sum[0] = 0;
+	unsigned wi = 0;
+	for (unsigned i = 0; i < BLOCK_WORDS; i++) {
+		sum[i + 1] = sum[i] + (unsigned)IDSET_POPCOUNT(z[i]);
+		wi += sum[i + 1] <= j;
+	}
+	/* wi < 8: the block holds G > j zeros. */
+	unsigned r = j - sum[wi];
+	uint64_t zw = z[wi];
+	unsigned pos = (unsigned)IDSET_SELECT(zw, r);
+	unsigned zj = wi * 64 + pos;  /* the j-th zero, as a bit of the block */
+	unsigned zp = CODE_START - 1; /* the (j-1)-th zero; "bit 31" for j = 0 */
+	if (j > 0) {
+		if (r > 0) {
+			zp = wi * 64 + (unsigned)IDSET_SELECT(zw, r - 1);
+		} else {
+			unsigned i = wi;
+			do
+				i--;
+			while (z[i] == 0);
+			zp = i * 64 + 63 - (unsigned)__builtin_clzll(z[i]);
+		}
+	}
+	size_t count = zj - zp - 1;
+	size_t ones_before = zj - CODE_START - j;
+	*lo = base + ones_before - count;
+	*hi = base + ones_before;
+}
+
+static IDSET_ATTR bool IDSET_FN(has)(const struct rix_idset *s, const uint8_t *id)
+{
+	size_t lo, hi;
+	IDSET_FN(bucket_range)(s, bucket_of(id, s->k), &lo, &hi);
+	return lo < hi && run_find(s, id, lo, hi, NULL);
+}
+
+static IDSET_ATTR size_t IDSET_FN(has_many)(bool *found, const struct rix_idset *s, const rix_id *ids, size_t n)
+{
+	size_t hits = 0;
+	for (size_t g = 0; g < n; g += BATCH) {
+		size_t m = n - g < BATCH ? n - g : BATCH;
+		const rix_id *key = ids + g;
+		uint64_t b[BATCH];
+		size_t lo[BATCH], hi[BATCH];
+		for (size_t i = 0; i < m; i++) {
+			b[i] = bucket_of(key[i].b, s->k);
+			RIX_PREFETCH(block_of(s, b[i]));
+		}
+		for (size_t i = 0; i < m; i++) {
+			IDSET_FN(bucket_range)(s, b[i], &lo[i], &hi[i]);
+			if (lo[i] < hi[i]) {
+				RIX_PREFETCH(tail_at(s, lo[i]));
+				if (s->w)
+					RIX_PREFETCH(s->mid + ((lo[i] * s->w) >> 3));
+			}
+		}
+		for (size_t i = 0; i < m; i++) {
+			bool f = lo[i] < hi[i] && run_find(s, key[i].b, lo[i], hi[i], NULL);
+			found[g + i] = f;
+			hits += f;
+		}
+	}
+	return hits;
+}
