@@ -341,7 +341,7 @@ static int repair(struct repair *c)
 	rep->index_files = nold;
 	if (!o->read_all_packs) {
 		say(c, RIX_REPAIR_STEP, "loading indexes...");
-		rc = rix_repo_load_index(NULL, c->r, index_error, c);
+		rc = rix_repo_load_index_files(NULL, c->r, index_error, c); /* every file: not the cache */
 	}
 	if (rc == 0) {
 		say(c, RIX_REPAIR_STEP, "getting pack files to read...");

@@ -8,6 +8,8 @@
 #   median                 the median of the numbers on stdin, one a line
 #   bench_machine          one line on the machine: CPU model, CPUs, L2 and L3 (lscpu), memory,
 #                          kernel, the load average before the run
+# The scripts run rix with --no-cache, as restic: like for like (the index cache's own figures
+# are vs_restic.sh's).
 RUNS=${RUNS:-3}
 BUILD=${BUILD:-build-rel}
 WORK=${WORK:-/var/tmp/rix-bench-backup}

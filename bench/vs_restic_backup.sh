@@ -38,10 +38,10 @@ for ((i = 1; i <= RUNS; i++)); do
 			measure third-restic restic --no-cache -q -r "$repo" backup "$SRC"
 		else
 			"$rix" -q -r "$repo" init
-			measure first-rix "$rix" -q -r "$repo" backup "$SRC"
-			measure second-rix "$rix" -q -r "$repo" backup "$SRC"
+			measure first-rix "$rix" --no-cache -q -r "$repo" backup "$SRC"
+			measure second-rix "$rix" --no-cache -q -r "$repo" backup "$SRC"
 			xargs -d '\n' touch <"$WORK/touch.list"
-			measure third-rix "$rix" -q -r "$repo" backup "$SRC"
+			measure third-rix "$rix" --no-cache -q -r "$repo" backup "$SRC"
 		fi
 		du -sm "$repo" | cut -f1 >>"$WORK/size-$tool"
 	done

@@ -5,7 +5,7 @@
 # packs whole (the rest unreferenced, so that nothing data must be repacked; the last snapshot
 # references every used blob). Each repository is made once per N (kept under $WORK).
 # Each run, interleaved (restic, rix), on fresh copies of the repository ($COPY, `sync` after):
-#   prune                         restic --no-cache prune         rix prune
+#   prune                         restic --no-cache prune         rix --no-cache prune
 #   forget --keep-last 1 --prune  (the older snapshots' trees: real tree packs repacked)
 # Wall time, CPU time (user + sys) and peak RSS from /usr/bin/time; the bytes freed (the sum of
 # the copy's file sizes before and after), which must agree within 1% between the tools (the
@@ -135,10 +135,10 @@ for n in "${sizes[@]}"; do
 			$COPY "$repo" "$WORK/copy-rix"
 			if [ $op = prune ]; then
 				measure prune-restic "$WORK/copy-restic" restic --no-cache -r "$WORK/copy-restic" prune
-				measure prune-rix "$WORK/copy-rix" "$rix" -r "$WORK/copy-rix" prune
+				measure prune-rix "$WORK/copy-rix" "$rix" --no-cache -r "$WORK/copy-rix" prune
 			else
 				measure forget-restic "$WORK/copy-restic" restic --no-cache -r "$WORK/copy-restic" forget --keep-last 1 --prune
-				measure forget-rix "$WORK/copy-rix" "$rix" -r "$WORK/copy-rix" forget --keep-last 1 --prune
+				measure forget-rix "$WORK/copy-rix" "$rix" --no-cache -r "$WORK/copy-rix" forget --keep-last 1 --prune
 			fi
 			agree $op
 		done

@@ -36,7 +36,7 @@ measure() { # label, target, command...: appends "wall cpu rss_kib rchar" to $WO
 rm -f "$WORK"/restore-restic "$WORK"/restore-rix
 for ((i = 1; i <= RUNS; i++)); do
 	measure restic "$WORK/target-restic" restic --no-cache -q -r "$REPO" restore latest --target "$WORK/target-restic"
-	measure rix "$WORK/target-rix" "$rix" -q -r "$REPO" restore latest --target "$WORK/target-rix"
+	measure rix "$WORK/target-rix" "$rix" --no-cache -q -r "$REPO" restore latest --target "$WORK/target-rix"
 done
 # Both restored the same tree as the source (restic and rix lay a snapshot of /a/b out as a/b).
 for tool in restic rix; do

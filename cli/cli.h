@@ -50,6 +50,8 @@ struct cli_globals {
 	int no_lock;
 	int verbose;
 	const char *compression; /* --compression (else RIX_/RESTIC_COMPRESSION): auto, off, max */
+	const char *cache_dir;   /* --cache-dir (else RIX_/RESTIC_CACHE_DIR, else the XDG cache folder) */
+	int no_cache;            /* --no-cache */
 };
 extern struct cli_globals g;
 

@@ -541,6 +541,33 @@ static void repo_warn(void *arg, const char *msg)
 	fprintf(stderr, "rix: warning: %s\n", msg);
 }
 
+/*
+ * The local cache's root, as restic finds its own: --cache-dir, else $RIX_CACHE_DIR or
+ * $RESTIC_CACHE_DIR, else $XDG_CACHE_HOME/rix, else $HOME/.cache/rix; NULL with --no-cache or
+ * when there is no home to put it in.
+ */
+static const char *cache_root(char *buf, size_t cap)
+{
+	if (g.no_cache)
+		return NULL;
+	const char *d = g.cache_dir;
+	if (d == NULL || *d == '\0')
+		d = getenv("RIX_CACHE_DIR");
+	if (d == NULL || *d == '\0')
+		d = getenv("RESTIC_CACHE_DIR");
+	if (d != NULL && *d != '\0')
+		return d;
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int n;
+	if (xdg != NULL && xdg[0] == '/')
+		n = snprintf(buf, cap, "%s/rix", xdg);
+	else if (home != NULL && *home != '\0')
+		n = snprintf(buf, cap, "%s/.cache/rix", home);
+	else
+		return NULL;
+	return n > 0 && (size_t)n < cap ? buf : NULL;
+}
+
 int open_repo(rix_repo **r)
 {
 	const char *path = repo_location();
@@ -561,6 +588,8 @@ int open_repo(rix_repo **r)
 		return 1;
 	}
 	rix_repo_options o = RIX_REPO_OPTIONS_INIT;
+	char cache[4096];
+	o.cache_dir = cache_root(cache, sizeof(cache));
 	o.compression = compression;
 	o.key_hint = g.key_hint != NULL ? g.key_hint : getenv("RIX_KEY_HINT");
 	if (!g.quiet && isatty(2))

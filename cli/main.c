@@ -215,12 +215,14 @@ static const char global_help[] =
 	"                              --json per-item messages); --verbose=N sets the level\n"
 	"      --compression MODE      auto, off or max: how this run compresses data (repository version 2;\n"
 	"                              else $RIX_/$RESTIC_COMPRESSION, else auto)\n"
-	"      --no-cache, --cleanup-cache  accepted: rix keeps no local cache\n"
+	"      --cache-dir DIR         the local cache's folder (else $RIX_/$RESTIC_CACHE_DIR, else\n"
+	"                              $XDG_CACHE_HOME/rix or ~/.cache/rix): the merged index, sealed\n"
+	"      --no-cache              use no local cache (--cleanup-cache is accepted)\n"
 	"      --cacert FILE           CA certificates for a https REST server, PEM (else $RIX_/$RESTIC_CACERT)\n"
 	"      --insecure-tls          do not verify the REST server's certificate\n"
 	"      --limit-upload KiB/s    limit the uploads (all of them together, any repository)\n"
 	"      --limit-download KiB/s  limit the downloads (all of them together, any repository)\n"
-	"      --cache-dir, -o, --option  refused: rix has no cache and no backend options\n"
+	"  -o, --option                refused: rix has no backend options\n"
 	"  -h, --help                  help (also `rix help COMMAND`, `rix COMMAND --help`)\n"
 	"      --version               the version\n";
 
@@ -323,7 +325,7 @@ static int global_option(int argc, char **argv, int *i)
 			   { "--compression", &g.compression },
 			   { "--limit-upload", &limit_up_s },
 			   { "--limit-download", &limit_down_s },
-			   { "--cache-dir", &refused },
+			   { "--cache-dir", &g.cache_dir },
 			   { "-o", &refused },
 			   { "--option", &refused } };
 	for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++) {
@@ -340,10 +342,7 @@ static int global_option(int argc, char **argv, int *i)
 		}
 		*with_value[k].dst = v;
 		if (with_value[k].dst == &refused)
-			return die("%s: rix %s", name,
-				   strcmp(name, "--cache-dir") == 0 ? "keeps no local cache (--no-cache is accepted)"
-								   : "has no backend options (-o)"),
-			       -1;
+			return die("%s: rix has no backend options (-o)", name), -1;
 		if (with_value[k].dst == &limit_up_s)
 			return parse_limit(name, v, &limit_up) ? -1 : 1;
 		if (with_value[k].dst == &limit_down_s)
@@ -364,8 +363,10 @@ static int global_option(int argc, char **argv, int *i)
 		g.verbose += 3;
 	else if (strncmp(a, "--verbose=", 10) == 0)
 		g.verbose = atoi(a + 10);
-	else if (strcmp(a, "--no-cache") == 0 || strcmp(a, "--cleanup-cache") == 0)
-		; /* rix keeps no cache */
+	else if (strcmp(a, "--no-cache") == 0)
+		g.no_cache = 1;
+	else if (strcmp(a, "--cleanup-cache") == 0)
+		; /* accepted: rix keeps one file per repository, replaced in place */
 	else if (strcmp(a, "--insecure-tls") == 0)
 		insecure_tls = 1;
 	else if (strcmp(a, "--version") == 0) {

@@ -170,19 +170,39 @@ static int mac(const rix_key *key, const uint8_t iv[16], const uint8_t *ct, size
 	return ok ? 0 : rix_error_set(RIX_EIO, "crypto: Poly1305 failed");
 }
 
-int rix_crypto_seal(const rix_key *key, const void *plain, size_t n, uint8_t *out)
+int rix_crypto_seal_detached(const rix_key *key, uint8_t iv[RIX_CRYPTO_IV_SIZE], const void *plain, size_t n,
+			     uint8_t *ct, uint8_t tag[RIX_CRYPTO_MAC_SIZE])
 {
-	if (n > SIZE_MAX - RIX_CRYPTO_OVERHEAD)
-		return rix_error_set(RIX_EINVAL, "crypto: object of %zu bytes is too large", n);
-	uint8_t *iv = out, *ct = out + RIX_CRYPTO_IV_SIZE;
 	static const uint8_t zero[16];
 	do
 		randombytes_buf(iv, RIX_CRYPTO_IV_SIZE);
 	while (memcmp(iv, zero, 16) == 0);
 	int rc = aes_ctr(key, iv, plain, n, ct);
 	if (rc == 0)
-		rc = mac(key, iv, ct, n, ct + n);
+		rc = mac(key, iv, ct, n, tag);
 	return rc;
+}
+
+int rix_crypto_open_detached(const rix_key *key, const uint8_t iv[RIX_CRYPTO_IV_SIZE], const uint8_t *ct, size_t n,
+			     const uint8_t tag[RIX_CRYPTO_MAC_SIZE], uint8_t *out)
+{
+	static const uint8_t zero[16];
+	if (sodium_memcmp(iv, zero, 16) == 0)
+		return rix_error_set(RIX_ECORRUPT, "crypto: all-zero IV");
+	uint8_t want[16];
+	int rc = mac(key, iv, ct, n, want);
+	if (rc != 0)
+		return rc;
+	if (crypto_verify_16(want, tag) != 0)
+		return rix_error_set(RIX_EAUTH, "crypto: MAC mismatch (wrong key or damaged data)");
+	return aes_ctr(key, iv, ct, n, out);
+}
+
+int rix_crypto_seal(const rix_key *key, const void *plain, size_t n, uint8_t *out)
+{
+	if (n > SIZE_MAX - RIX_CRYPTO_OVERHEAD)
+		return rix_error_set(RIX_EINVAL, "crypto: object of %zu bytes is too large", n);
+	return rix_crypto_seal_detached(key, out, plain, n, out + RIX_CRYPTO_IV_SIZE, out + RIX_CRYPTO_IV_SIZE + n);
 }
 
 int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *out)
@@ -190,18 +210,8 @@ int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *ou
 	if (n < RIX_CRYPTO_OVERHEAD)
 		return rix_error_set(RIX_ECORRUPT, "crypto: sealed object of %zu bytes is shorter than its %d-byte overhead",
 				     n, RIX_CRYPTO_OVERHEAD);
-	const uint8_t *iv = in, *ct = in + RIX_CRYPTO_IV_SIZE;
 	size_t clen = n - RIX_CRYPTO_OVERHEAD;
-	static const uint8_t zero[16];
-	if (sodium_memcmp(iv, zero, 16) == 0)
-		return rix_error_set(RIX_ECORRUPT, "crypto: all-zero IV");
-	uint8_t tag[16];
-	int rc = mac(key, iv, ct, clen, tag);
-	if (rc != 0)
-		return rc;
-	if (crypto_verify_16(tag, ct + clen) != 0)
-		return rix_error_set(RIX_EAUTH, "crypto: MAC mismatch (wrong key or damaged data)");
-	return aes_ctr(key, iv, ct, clen, out);
+	return rix_crypto_open_detached(key, in, in + RIX_CRYPTO_IV_SIZE, clen, in + RIX_CRYPTO_IV_SIZE + clen, out);
 }
 
 void rix_sha256(rix_id *out, const void *data, size_t n)

@@ -295,6 +295,8 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 				k->e[t] = NULL;
 				k->n[t] = k->cap[t] = 0;
 			}
+		} else if (rix__frozen_insert_fits(cur->frozen[t], k->n[t])) { /* a few into many: copied around them */
+			rc = rix__frozen_insert(&next->frozen[t], cur->frozen[t], k->e[t], (uint32_t)k->n[t], mi->seed, false);
 		} else {
 			struct frozen flat = { .entries = k->e[t], .count = (uint32_t)k->n[t] };
 			struct merge_src src[2] = { { cur->frozen[t], NULL, 0 }, { &flat, NULL, 0 } };

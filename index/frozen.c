@@ -27,6 +27,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -318,4 +319,98 @@ int rix__packs_repeat(const rix_id *packs, uint32_t n)
 	}
 	rix_free(slot);
 	return repeat;
+}
+
+/* ---- Insertion of a few entries (rix__frozen_insert) -------------------------------------- */
+
+struct ins {
+	uint64_t h;
+	uint32_t b, i;
+};
+
+static int cmp_ins(const void *a, const void *b)
+{
+	const struct ins *x = a, *y = b;
+	if (x->b != y->b)
+		return x->b < y->b ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * How it works: with the new entries sorted by bucket (B_0 <= B_1 <= ... <= B_k-1), the old
+ * entries between the chains of B_i and B_i+1 all move by i + 1, and new entry i lands at
+ * start(B_i) + i, first in its chain (the newest first, as a merge places them). So the table is
+ * k + 1 runs moved (from the last, in place: memmove) or copied (into new arrays), then one
+ * pass over the bucket words: start(b) += the new entries of buckets before b, filter bits ORed
+ * in. No old entry is hashed again. Example, k = 2 into buckets 1 and 3 of a 5-entry table
+ * [a0 | b1 b1 | c2 | d3 | e4] (letter: entry, digit: bucket): d3 e4 move by 2, b1 b1 c2 by 1,
+ * giving [a0 | N1 b1 b1 | c2 | N3 d3 | e4], starts 0 1 4 5 7, sentinel 8.
+ */
+int rix__frozen_insert(struct frozen **out, struct frozen *f, const struct fentry *add, uint32_t k, uint64_t seed,
+		       bool in_place)
+{
+	*out = NULL;
+	uint64_t total = (uint64_t)f->count + k;
+	if (total > 0xFFFFFFFEu)
+		return rix_error_set(RIX_ELIMIT, "master index: %llu entries of one type is over the limit",
+				     (unsigned long long)total);
+	struct ins *v = rix_malloc((k ? k : 1) * sizeof(*v));
+	struct frozen *d = in_place ? f : rix_calloc(1, sizeof(*d));
+	if (v == NULL || d == NULL)
+		goto nomem;
+	for (uint32_t i = 0; i < k; i++) {
+		v[i].h = rix__hash_id(&add[i].id, seed);
+		v[i].b = rix__hash_bucket(v[i].h, f->nb);
+		v[i].i = i;
+	}
+	qsort(v, k, sizeof(*v), cmp_ins);
+	const uint64_t *ow = f->buckets;
+#define OLD_START(b) ((uint32_t)ow[(b)])
+	if (in_place) {
+		struct fentry *e = rix_realloc(f->entries, (size_t)total * sizeof(*e));
+		if (e == NULL)
+			goto nomem;
+		f->entries = e;
+		for (uint32_t i = k; i-- > 0;) {
+			uint32_t lo = OLD_START(v[i].b), hi = i + 1 < k ? OLD_START(v[i + 1].b) : f->count;
+			if (hi > lo)
+				memmove(e + lo + i + 1, e + lo, (size_t)(hi - lo) * sizeof(*e));
+			e[lo + i] = add[v[i].i];
+		}
+	} else {
+		d->buckets = rix_malloc(((size_t)f->nb + 1) * sizeof(uint64_t));
+		d->entries = rix_malloc((size_t)total * sizeof(struct fentry));
+		if (d->buckets == NULL || d->entries == NULL)
+			goto nomem;
+		rix__advise_huge(d->buckets, ((size_t)f->nb + 1) * sizeof(uint64_t));
+		rix__advise_huge(d->entries, (size_t)total * sizeof(struct fentry));
+		d->nb = f->nb;
+		uint32_t first = k ? OLD_START(v[0].b) : f->count;
+		memcpy(d->entries, f->entries, (size_t)first * sizeof(struct fentry));
+		for (uint32_t i = 0; i < k; i++) {
+			uint32_t lo = OLD_START(v[i].b), hi = i + 1 < k ? OLD_START(v[i + 1].b) : f->count;
+			d->entries[lo + i] = add[v[i].i];
+			memcpy(d->entries + lo + i + 1, f->entries + lo, (size_t)(hi - lo) * sizeof(struct fentry));
+		}
+	}
+	/* Bucket words: starts shifted by the new entries of the buckets before, filters ORed in. */
+	uint64_t *dw = d->buckets;
+	for (uint32_t b = 0, j = 0; b < f->nb; b++) {
+		while (j < k && v[j].b < b)
+			j++;
+		dw[b] = (ow[b] & 0xFFFFFFFF00000000ull) | (uint32_t)(OLD_START(b) + j);
+	}
+#undef OLD_START
+	for (uint32_t i = 0; i < k; i++)
+		dw[v[i].b] |= rix__hash_filter(v[i].h);
+	dw[f->nb] = total;
+	d->count = (uint32_t)total;
+	rix_free(v);
+	*out = d;
+	return 0;
+nomem:
+	rix_free(v);
+	if (!in_place)
+		rix__frozen_free(d);
+	return rix_error_set(RIX_ENOMEM, "master index: out of memory inserting %u entries", k);
 }

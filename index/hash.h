@@ -27,6 +27,8 @@ static inline uint64_t rix__hash_id(const rix_id *id, uint64_t seed)
 	return XXH3_64bits_withSeed(id->b, RIX_ID_SIZE, seed);
 }
 
+/* Changing rix__hash_bucket or rix__hash_filter changes the frozen tables' layout: bump
+ * IMAGE_VERSION in master_image.c, so that index caches made before are refused. */
 static inline uint32_t rix__hash_bucket(uint64_t h, uint32_t nbuckets)
 {
 	return (uint32_t)(((uint64_t)(uint32_t)h * nbuckets) >> 32);

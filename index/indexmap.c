@@ -93,13 +93,19 @@ uint64_t rix__random_seed(void)
 void rix__advise_huge(void *p, size_t n)
 {
 #ifdef MADV_HUGEPAGE
-	const uintptr_t huge = (uintptr_t)2 << 20;
+	/*
+	 * The whole of the pages the array touches, not only its 2 MiB-aligned middle: advising part
+	 * of a mapping splits it in three, and realloc's mremap of a large block then fails on the
+	 * split mapping (EFAULT), so that glibc copies the block instead of moving it (a frozen
+	 * table grown in place, frozen.c, would briefly take twice its memory). Only whole 2 MiB
+	 * pages inside become huge, as before; the flag on the rest is a hint with no effect.
+	 */
+	const uintptr_t huge = (uintptr_t)2 << 20, page = 4096;
 	if (p == NULL || n < huge)
 		return;
-	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
-	uintptr_t e = ((uintptr_t)p + n) & ~(huge - 1);
-	if (e > a)
-		(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+	uintptr_t a = (uintptr_t)p & ~(page - 1);
+	uintptr_t e = ((uintptr_t)p + n + page - 1) & ~(page - 1);
+	(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
 #else
 	(void)p;
 	(void)n;

@@ -103,6 +103,8 @@ int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed)
 	}
 	pthread_mutex_init(&mi->wmu, NULL);
 	pthread_mutex_init(&mi->bulk.bmu, NULL);
+	pthread_mutex_init(&mi->pin_mu, NULL);
+	pthread_cond_init(&mi->pin_cv, NULL);
 	mi->seed = seed;
 	atomic_init(&mi->state, st);
 	atomic_init(&mi->nsep, 0);
@@ -147,6 +149,8 @@ void rix_master_index_free(rix_master_index *mi)
 	pthread_rwlock_destroy(&mi->lock);
 	pthread_mutex_destroy(&mi->wmu);
 	pthread_mutex_destroy(&mi->bulk.bmu);
+	pthread_mutex_destroy(&mi->pin_mu);
+	pthread_cond_destroy(&mi->pin_cv);
 	rix__bulk_clear(&mi->bulk);
 	rix_free(mi);
 }
@@ -256,6 +260,10 @@ void rix__master_index_publish(rix_master_index *mi, struct mstate *cur, struct 
 	}
 	pthread_rwlock_unlock(&mi->lock);
 	rix__rcu_synchronize(); /* no reader still holds `cur` */
+	pthread_mutex_lock(&mi->pin_mu); /* nor an exported image (master_image.c) */
+	while (mi->pinned == cur)
+		pthread_cond_wait(&mi->pin_cv, &mi->pin_mu);
+	pthread_mutex_unlock(&mi->pin_mu);
 	rix__mstate_forget_shared(cur, next);
 	rix__mstate_free(cur);
 	rix_free(old_ids);

@@ -1,7 +1,8 @@
 /*
  * index/master_index_internal.h — private to the files of the master index: master_index.c (the
  * index itself: create, add, merge, lookups), frozen.c (the frozen table and its builders),
- * recent.c (the blobs stored since opening, behind recent.h) and bulk_load.c (bulk loading). Holds the structs they share
+ * recent.c (the blobs stored since opening, behind recent.h), bulk_load.c (bulk loading) and
+ * master_image.c (the merged state exported and installed whole). Holds the structs they share
  * and the functions one file lends another.
  */
 #ifndef RIX_MASTER_INDEX_INTERNAL_H
@@ -59,6 +60,11 @@ struct rix_master_index {
 	struct rix__recent *recent; /* blobs pending and stored since the index was made (recent.c) */
 	rix_id *index_ids; /* IDs of the index files merged so far */
 	size_t nindex_ids;
+	/* A state an exported image (master_image.c) reads from another thread: publish waits
+	 * until it is released before freeing it. NULL: none. Guarded by pin_mu. */
+	const struct mstate *pinned;
+	pthread_mutex_t pin_mu;
+	pthread_cond_t pin_cv;
 	struct bulk {                   /* committed batches, waiting for bulk_finish (bmu) */
 		pthread_mutex_t bmu;
 		struct fentry *e[RIX_BLOB_TYPES];
@@ -112,6 +118,20 @@ int rix__packs_repeat(const rix_id *packs, uint32_t n);
 
 int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed,
 			 unsigned workers);
+
+/*
+ * f with add[0..k) inserted (loc.pack already global), the bucket count kept: in place (f's
+ * entries array grown, f itself the result: only for a table no reader sees) or into new arrays
+ * (f unchanged). A sequential pass over the entries instead of a rebuild's hashing of every one;
+ * for a few entries against many (while the table stays within 2 x FROZEN_LOAD a bucket: see
+ * rix__frozen_insert_fits). @return 0, RIX_ENOMEM (f unchanged, whole), RIX_ELIMIT.
+ */
+int rix__frozen_insert(struct frozen **out, struct frozen *f, const struct fentry *add, uint32_t k, uint64_t seed,
+		       bool in_place);
+static inline bool rix__frozen_insert_fits(const struct frozen *f, size_t k)
+{
+	return k <= f->count / 2 + 1024 && (uint64_t)f->count + k <= (uint64_t)f->nb * FROZEN_LOAD * 2;
+}
 
 /* ---- The master index's state (master_index.c) -------------------------------------------- */
 

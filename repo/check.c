@@ -478,7 +478,7 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 	rix_repo_load_stats ls = { 0 };
 	uint8_t *read = NULL;
 	size_t *order = NULL;
-	int rc = rix_repo_load_index(&ls, r, index_error, &c);
+	int rc = rix_repo_load_index_files(&ls, r, index_error, &c); /* every file read: not the cache */
 	rep.index_files = ls.files;
 	rix_master_index *mi = rix_repo_master_index(r);
 	if (rc == 0)

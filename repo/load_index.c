@@ -8,6 +8,7 @@
  * is started after it, since each would wait out the same retries and fail the same way.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,16 +141,43 @@ static int cmp_id(const void *a, const void *b)
 	return memcmp(a, b, RIX_ID_SIZE);
 }
 
-int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg)
+/* rix_repo_load_index (read_cache) or rix_repo_load_index_files. */
+static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg,
+		      bool read_cache)
 {
 	struct loader l = { .r = r, .on_error = on_error, .arg = arg };
 	int rc = rix__list_names(r->b, RIX_FILE_INDEX, &l.names);
 	if (rc != 0)
 		return rc;
+	/*
+	 * The cache (index_cache.c), for an empty master index: the files it was made of are not
+	 * read; those listed since are loaded into batches, which its install merges into its
+	 * tables where they lie.
+	 */
+	rix_master_image *im = NULL;
+	size_t cached_files = 0, cached_blobs = 0;
+	if (read_cache && l.names.n > 0 && rix_master_index_pack_count(r->mi) == 0 &&
+	    rix_master_index_count(r->mi, RIX_BLOB_DATA) == 0 && rix_master_index_count(r->mi, RIX_BLOB_TREE) == 0)
+		im = rix__index_cache_read(r, &l.names);
 	/* Index files loaded before (a second call, or check after a load) are not merged again. */
-	rix_id *have;
-	size_t nhave;
-	if ((rc = rix_master_index_index_ids(&have, &nhave, r->mi)) != 0) {
+	rix_id *have = NULL;
+	size_t nhave = 0;
+	if (im != NULL) {
+		const rix_id *ids = rix_master_image_index_ids(&cached_files, im);
+		cached_blobs = rix_master_image_blobs(im);
+		have = cached_files ? rix_malloc(cached_files * sizeof(rix_id)) : NULL;
+		if (cached_files && have == NULL)
+			rc = rix_error_set(RIX_ENOMEM, "repo: out of memory");
+		else if (cached_files)
+			memcpy(have, ids, cached_files * sizeof(rix_id));
+		nhave = rc == 0 ? cached_files : 0;
+		if (nhave > 1)
+			qsort(have, nhave, sizeof(*have), cmp_id);
+	} else {
+		rc = rix_master_index_index_ids(&have, &nhave, r->mi);
+	}
+	if (rc != 0) {
+		rix_master_image_free(im);
 		rix_free(l.names.v);
 		return rc;
 	}
@@ -183,9 +211,18 @@ int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_
 	pthread_mutex_destroy(&l.mu);
 	rix_free(l.names.v);
 	size_t before = rix_master_index_count(r->mi, RIX_BLOB_DATA) + rix_master_index_count(r->mi, RIX_BLOB_TREE);
-	rc = rix_master_index_bulk_finish(r->mi);
+	if (im != NULL) {
+		rc = rix_master_index_install(r->mi, im); /* with the batches committed: the files added */
+		before += cached_blobs;
+		rix_master_image_free(im);
+	} else {
+		rc = rix_master_index_bulk_finish(r->mi);
+	}
 	l.stats.blobs = rix_master_index_count(r->mi, RIX_BLOB_DATA) + rix_master_index_count(r->mi, RIX_BLOB_TREE) -
 			before;
+	size_t read_now = l.stats.loaded;
+	l.stats.loaded += cached_files;
+	l.stats.blobs += cached_blobs;
 	if (stats != NULL)
 		*stats = l.stats;
 	if (rc != 0)
@@ -196,6 +233,19 @@ int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_
 		return rix_error_set(l.stop, "%s", l.stop_msg);
 	if (l.first_error != 0 && r->opt.strict)
 		return l.first_error;
+	/* A new cache when index files were read now (a cache that held them all stays as it is). */
+	if (read_now > 0)
+		rix__index_cache_save(r);
 	return 0;
+}
+
+int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg)
+{
+	return load_index(stats, r, on_error, arg, true);
+}
+
+int rix_repo_load_index_files(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *arg)
+{
+	return load_index(stats, r, on_error, arg, false);
 }
 

@@ -143,6 +143,7 @@ int rix_repo_open(rix_repo **out, rix_backend *b, const char *password, size_t p
 		rix__repo_free(r);
 		return rc;
 	}
+	rix__index_cache_open(r); /* its folder is named by the config's ID */
 	*out = r;
 	return 0;
 }

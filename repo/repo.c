@@ -52,8 +52,10 @@ int rix__repo_new(rix_repo **out, rix_backend *b, const rix_repo_options *opt)
 	if (r == NULL)
 		return rix_error_set(RIX_ENOMEM, "repo: out of memory");
 	rix_repo_options_init(&r->opt);
-	if (opt != NULL) /* a version 1 caller's struct ends before warn */
-		memcpy(&r->opt, opt, opt->version == 1 ? offsetof(rix_repo_options, warn) : sizeof(*opt));
+	if (opt != NULL) /* a version 1 caller's struct ends before warn, a version 2 one's before cache_dir */
+		memcpy(&r->opt, opt, opt->version == 1   ? offsetof(rix_repo_options, warn)
+				     : opt->version == 2 ? offsetof(rix_repo_options, cache_dir)
+							 : sizeof(*opt));
 	r->opt.version = RIX_REPO_OPTIONS_VERSION;
 	r->b = b;
 	r->compression = r->opt.compression;
@@ -75,6 +77,9 @@ int rix__repo_new(rix_repo **out, rix_backend *b, const rix_repo_options *opt)
 
 void rix__repo_free(rix_repo *r)
 {
+	rix__index_cache_join(r); /* its writer reads the master index */
+	rix_free(r->cache_path);
+	r->opt.cache_dir = NULL;
 	rix_packer_free(r->packer);
 	for (size_t i = 0; i < r->npool; i++)
 		rix_blob_codec_free(r->pool[i]);

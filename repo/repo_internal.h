@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,7 +65,28 @@ struct rix_repo {
 	size_t nretry;
 	int retry_err; /* why the packs in retry were refused */
 	_Atomic(struct rix_lock *) held_lock; /* rix__repo_held_lock: read by workers, set by whoever frees */
+	char *cache_path;          /* <cache_dir>/<repository ID>: the index cache's folder; NULL: no cache */
+	pthread_t cache_writer;    /* writes the index cache (index_cache.c) while cache_writing */
+	bool cache_writing;
+	struct cache_job *cache_job;
 };
+
+/* ---- the index cache (index_cache.c) ---- */
+/* Makes the cache's folders (and CACHEDIR.TAG) when opt.cache_dir is set; on failure warns and
+ * leaves the cache off. Called once the config is read. */
+void rix__index_cache_open(struct rix_repo *r);
+/*
+ * The cache, read and checked, when it is whole, authentic, of this repository and this build,
+ * and made of index files all in names (sorted): an image for rix_master_index_install (the
+ * caller's, rix_master_image_free). NULL when there is none, or any check failed (then load the
+ * files; no error is left set).
+ */
+rix_master_image *rix__index_cache_read(struct rix_repo *r, const struct rix__names *names);
+/* Exports r's merged state and writes it as the new cache file on a thread of its own (waits for
+ * a writer still running first). Failures are warnings. */
+void rix__index_cache_save(struct rix_repo *r);
+/* Waits for the cache writer, if one runs. */
+void rix__index_cache_join(struct rix_repo *r);
 
 /* A repository over b with opt (NULL: defaults), with no key or config yet. @return 0, RIX_ENOMEM. */
 int rix__repo_new(struct rix_repo **out, rix_backend *b, const rix_repo_options *opt);

@@ -19,6 +19,7 @@
 #include "rix/master_index.h"
 #include "testutil.h"
 #include "index/rcu.h"
+#include "index/master_index_internal.h"
 
 #define PER_PACK 8
 #define PACKS_PER_INDEX 50
@@ -701,10 +702,95 @@ static void test_bulk_small_and_carried_over(void **state)
 	}
 }
 
+
+/* ---- rix__frozen_insert: a few entries into a frozen table, in place and into a copy ---- */
+
+static int cmp_fentry(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct fentry));
+}
+
+/* f is well formed, holds exactly want[0..n) (as a multiset), each in its bucket, filter set. */
+static void check_frozen(const struct frozen *f, const struct fentry *want, uint32_t n, uint64_t seed)
+{
+	assert_int_equal(f->count, n);
+	assert_int_equal((uint32_t)f->buckets[0], 0);
+	assert_int_equal(f->buckets[f->nb], n);
+	for (uint32_t b = 0; b < f->nb; b++) {
+		uint32_t s0 = (uint32_t)f->buckets[b], s1 = (uint32_t)f->buckets[b + 1];
+		assert_true(s0 <= s1);
+		for (uint32_t i = s0; i < s1; i++) {
+			uint64_t h = rix__hash_id(&f->entries[i].id, seed);
+			assert_int_equal(rix__hash_bucket(h, f->nb), b);
+			assert_true((f->buckets[b] & rix__hash_filter(h)) == rix__hash_filter(h));
+		}
+	}
+	struct fentry *a = malloc((size_t)n * sizeof(*a) + 1), *c = malloc((size_t)n * sizeof(*c) + 1);
+	assert_true(a != NULL && c != NULL);
+	memcpy(a, f->entries, (size_t)n * sizeof(*a));
+	memcpy(c, want, (size_t)n * sizeof(*c));
+	qsort(a, n, sizeof(*a), cmp_fentry);
+	qsort(c, n, sizeof(*c), cmp_fentry);
+	assert_memory_equal(a, c, (size_t)n * sizeof(*a));
+	free(a);
+	free(c);
+}
+
+static void test_frozen_insert(void **state)
+{
+	(void)state;
+	uint64_t st = 4242, seed = 0x5eed;
+	const uint32_t sizes[] = { 1, 7, 1000, 20000 }, adds[] = { 0, 1, 3, 500, 9000 };
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
+		for (size_t ai = 0; ai < sizeof(adds) / sizeof(adds[0]); ai++)
+			for (int in_place = 0; in_place < 2; in_place++) {
+				uint32_t n = sizes[si], k = adds[ai];
+				struct fentry *e = rix_malloc((size_t)n * sizeof(*e)), *all = malloc((size_t)(n + k) * sizeof(*all));
+				struct fentry *add = malloc((size_t)k * sizeof(*add) + 1);
+				assert_true(e != NULL && all != NULL && add != NULL);
+				for (uint32_t i = 0; i < n; i++) {
+					rix_test_random_id(&e[i].id, &st);
+					e[i].loc = (rix_loc){ i % 7, i, i + 1, 0 };
+				}
+				for (uint32_t i = 0; i < k; i++) { /* every third a copy of an old ID */
+					if (i % 3 == 0)
+						add[i].id = e[rix_test_next(&st) % n].id;
+					else
+						rix_test_random_id(&add[i].id, &st);
+					add[i].loc = (rix_loc){ 7 + i % 3, i, 5, 9 };
+				}
+				memcpy(all, e, (size_t)n * sizeof(*e));
+				memcpy(all + n, add, (size_t)k * sizeof(*add));
+				struct frozen *f, *g;
+				assert_int_equal(rix__frozen_in_place(&f, e, n, seed, 1), 0);
+				struct fentry *before = malloc((size_t)n * sizeof(*before));
+				uint64_t *wbefore = malloc(((size_t)f->nb + 1) * sizeof(*wbefore));
+				assert_true(before != NULL && wbefore != NULL);
+				memcpy(before, f->entries, (size_t)n * sizeof(*before));
+				memcpy(wbefore, f->buckets, ((size_t)f->nb + 1) * sizeof(*wbefore));
+				assert_int_equal(rix__frozen_insert(&g, f, add, k, seed, in_place), 0);
+				check_frozen(g, all, n + k, seed);
+				if (in_place) {
+					assert_ptr_equal(g, f);
+				} else { /* the source is untouched */
+					assert_ptr_not_equal(g, f);
+					assert_memory_equal(f->entries, before, (size_t)n * sizeof(*before));
+					assert_memory_equal(f->buckets, wbefore, ((size_t)f->nb + 1) * sizeof(*wbefore));
+					rix__frozen_free(g);
+				}
+				rix__frozen_free(f);
+				free(before);
+				free(wbefore);
+				free(all);
+				free(add);
+			}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bulk_load),
+		cmocka_unit_test(test_frozen_insert),
 		cmocka_unit_test(test_bulk_same_pack_twice),
 		cmocka_unit_test(test_bulk_allocation_failure),
 		cmocka_unit_test(test_bulk_small_and_carried_over),

@@ -87,6 +87,23 @@ RIX_EXPORT RIX_NODISCARD int rix_crypto_seal(const rix_key *key, const void *pla
  */
 RIX_EXPORT RIX_NODISCARD int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *out);
 
+#ifdef RIX_ADVANCED /* sealing with the IV and MAC kept apart (rix/common.h) */
+/*
+ * The same sealing with the IV and MAC apart from the ciphertext, for a file whose ciphertext
+ * is read straight into the array its plaintext is used in (the index cache, repo/index_cache.c).
+ * seal: a random IV into iv, the ciphertext of plain[0..n) into ct[0..n) (ct may be plain: in
+ * place), its MAC into tag. open: verifies tag over ct[0..n) with iv, in constant time, and only
+ * then decrypts into out[0..n) (out == ct: in place, or disjoint).
+ * @return seal: 0, RIX_EIO, RIX_ENOMEM; open: 0, RIX_ECORRUPT (all-zero IV), RIX_EAUTH (MAC
+ * mismatch: nothing written), RIX_EIO, RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_crypto_seal_detached(const rix_key *key, uint8_t iv[RIX_CRYPTO_IV_SIZE], const void *plain,
+						      size_t n, uint8_t *ct, uint8_t tag[RIX_CRYPTO_MAC_SIZE]);
+RIX_EXPORT RIX_NODISCARD int rix_crypto_open_detached(const rix_key *key, const uint8_t iv[RIX_CRYPTO_IV_SIZE],
+						      const uint8_t *ct, size_t n, const uint8_t tag[RIX_CRYPTO_MAC_SIZE],
+						      uint8_t *out);
+#endif /* RIX_ADVANCED */
+
 /* SHA-256 of data[0..n): the ID of a blob (plaintext) or of a stored file (its bytes). Aborts
  * if OpenSSL cannot allocate its digest context (an unset ID must never name anything). */
 RIX_EXPORT void rix_sha256(rix_id *out, const void *data, size_t n);

@@ -203,6 +203,69 @@ RIX_EXPORT void rix_master_index_set_dedup_only(rix_master_index *mi, bool on);
 /* Whether the index holds data blobs it knows by ID only (a dedup-only bulk load put some in). */
 RIX_EXPORT bool rix_master_index_dedup_only(rix_master_index *mi);
 
+#ifdef RIX_ADVANCED /* the merged state as an image, for a binary cache (rix/common.h) */
+/*
+ * The merged state (frozen tables, pack table, index file IDs) exported or installed whole, so
+ * that a cache can store it and a later open install it without decoding index files (the
+ * repository's index cache, repo/index_cache.c, stores and seals images). An image is a small
+ * descriptor (layout, hash seed, counts, the index file IDs) and sections: arrays written and
+ * read exactly as they lie in memory. An image is tied to the build's layout and hash function;
+ * a descriptor of another is refused.
+ *
+ *   write:  export ─> desc, sections (read-only) ─> write them ─> free
+ *   read:   parse(desc) ─> index_ids (compare) ─> alloc ─> sections: fill each p[0..n) ─> check
+ *           ─> [batches of the files added since, committed] ─> install
+ *
+ * rix_master_index_export: an image of the published state; the state stays alive (a merge or
+ * bulk load publishing meanwhile waits, before freeing it, for rix_master_image_free), so
+ * another thread may write it while lookups go on. Free it before the master index. One at a
+ * time. @return 0; RIX_EINVAL (separate indexes, or blobs stored since the index was made: not
+ * a state of merged index files only; or an image not freed yet); RIX_ELIMIT; RIX_ENOMEM.
+ */
+typedef struct rix_master_image rix_master_image;
+typedef struct rix_image_section {
+	void *p;  /* the array (an export's: read-only; an import's after alloc: to be filled) */
+	size_t n; /* its bytes */
+} rix_image_section;
+RIX_EXPORT RIX_NODISCARD int rix_master_index_export(rix_master_image **out, rix_master_index *mi);
+/*
+ * An image to fill from a descriptor desc[0..n) (copied), checked against this build: nothing is
+ * allocated for the sections yet. @return 0; RIX_ECORRUPT (not a descriptor, another layout or
+ * hash function, counts that disagree); RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_master_image_parse(rix_master_image **out, const void *desc, size_t n);
+/* Allocates the sections of a parsed image. @return 0; RIX_EINVAL (an export, or twice); RIX_ENOMEM. */
+RIX_EXPORT RIX_NODISCARD int rix_master_image_alloc(rix_master_image *im);
+/*
+ * Checks the filled sections of a parsed image before they are trusted with lookups: chains in
+ * order and inside the table, every pack number inside the pack table, a sample of entries in the
+ * bucket their IDs hash to. (install checks too, unless this passed.)
+ * @return 0; RIX_ECORRUPT (not well formed); RIX_EINVAL (an export, or not allocated).
+ */
+RIX_EXPORT RIX_NODISCARD int rix_master_image_check(rix_master_image *im);
+/*
+ * Installs a parsed image whose sections were filled into mi, which must have nothing merged or
+ * added: its tables take the filled arrays (no copy) and the image's hash seed; batches committed
+ * before (rix_master_batch_commit: index files listed since the image was made) are merged into
+ * them as part of the install (a few entries inserted where the arrays lie, many by a rebuild), as
+ * bulk_finish would. The image is spent once install started using it: free it after, either way.
+ * @return 0; RIX_EINVAL (mi not empty, or the image not an import allocated: nothing changed);
+ * RIX_ECORRUPT (the sections are not well formed: nothing changed); RIX_ENOMEM, RIX_ELIMIT (mi
+ * stays empty and the committed batches are dropped, as after a failed bulk_finish).
+ */
+RIX_EXPORT RIX_NODISCARD int rix_master_index_install(rix_master_index *mi, rix_master_image *im);
+/* The descriptor (borrowed, valid while im is). */
+RIX_EXPORT const void *rix_master_image_desc(size_t *n, const rix_master_image *im);
+/* The sections, in order (borrowed, valid while im is). */
+RIX_EXPORT rix_image_section *rix_master_image_sections(size_t *n, rix_master_image *im);
+/* The index file IDs the state was made of (borrowed; in the order merged, not sorted). */
+RIX_EXPORT const rix_id *rix_master_image_index_ids(size_t *n, const rix_master_image *im);
+/* Blob entries the image holds (both types). */
+RIX_EXPORT size_t rix_master_image_blobs(const rix_master_image *im);
+/* Frees the image (an export's pin is released; an import's arrays, unless installed). NULL-safe. */
+RIX_EXPORT void rix_master_image_free(rix_master_image *im);
+#endif /* RIX_ADVANCED */
+
 /*
  * Pack table entries of all indexes: the number of packs, counting a pack once per time an index
  * file names it (restic names each pack once, in one index file; rix_master_index_packs gives

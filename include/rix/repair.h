@@ -2,7 +2,7 @@
  * rix/repair.h — repairing a repository: a new index built from the packs (restic 0.14's
  * `rebuild-index`, 0.16's `repair index`).
  *
- *   list index files (all superseded) ─> load them (unless read_all_packs) ─> list packs + sizes
+ *   list index files (all superseded) ─> load them, every file read, not the index cache (unless read_all_packs) ─> list packs + sizes
  *     ─> a pack the old index names with the size its entries imply: its entries kept
  *     ─> every other pack (new, another size, or all with read_all_packs): its header read,
  *        by several threads; one that cannot be read is reported and left out

@@ -39,7 +39,7 @@ extern "C" {
  * struct the caller was built with, so fields can be added without breaking callers built
  * before; a struct without it is refused (RIX_EINVAL).
  */
-#define RIX_REPO_OPTIONS_VERSION 2u /* 1: without warn (still accepted) */
+#define RIX_REPO_OPTIONS_VERSION 3u /* 1: without warn, 2: without cache_dir (both still accepted) */
 typedef struct rix_repo_options {
 	unsigned version;            /* RIX_REPO_OPTIONS_VERSION */
 	int repo_version;            /* init: the repository format, 1 or 2 (0: 2) */
@@ -63,6 +63,13 @@ typedef struct rix_repo_options {
 	 * be read, and is ignored as restic 0.14 ignores it): one line, no newline. May be called
 	 * from any thread, one call at a time. May be NULL. */
 	void (*warn)(void *payload, const char *msg);
+	/* Version 3. The local cache's root folder (restic's --cache-dir: the CLI gives
+	 * $XDG_CACHE_HOME/rix or ~/.cache/rix unless --no-cache), or NULL (the default): no cache.
+	 * With one, open makes <cache_dir>/<repository ID>/ (and a CACHEDIR.TAG in cache_dir), and
+	 * rix_repo_load_index keeps there a sealed binary copy of the merged index, which later
+	 * loads install instead of decoding the index files (see rix_repo_load_index). A cache that
+	 * cannot be made or written is said through warn and fails nothing. Borrowed (copied). */
+	const char *cache_dir;
 } rix_repo_options;
 #define RIX_REPO_OPTIONS_INIT { .version = RIX_REPO_OPTIONS_VERSION, .compression = RIX_COMPRESSION_AUTO }
 /* Sets *opt to RIX_REPO_OPTIONS_INIT (for options that are not initialized where declared). */
@@ -119,9 +126,9 @@ typedef void (*rix_repo_index_error_fn)(void *payload, const char *name, int cod
 
 typedef struct rix_repo_load_stats {
 	size_t files;      /* index files listed */
-	size_t loaded;     /* and loaded by this call */
-	uint64_t bytes;    /* bytes of index files read */
-	size_t blobs;      /* blob entries loaded */
+	size_t loaded;     /* and loaded by this call (from the files or the cache) */
+	uint64_t bytes;    /* bytes of index files read (not of the cache) */
+	size_t blobs;      /* blob entries loaded (from the files or the cache) */
 } rix_repo_load_stats;
 
 /*
@@ -132,10 +139,28 @@ typedef struct rix_repo_load_stats {
  * goes to on_error too and ends the load, strict or not: no file is started after it. Index
  * files loaded by an earlier call are skipped, so calling it again (or rix_repo_check after it)
  * loads only what was added meanwhile. stats may be NULL.
+ *
+ * With a cache (rix_repo_options.cache_dir), a first load reads the cache file: when it is
+ * whole, authenticates with the repository's key, is of this repository and this build's
+ * layout, and was made of index files that are all still listed, its merged state is installed
+ * as it lies (large reads, decrypted in place: no JSON), and only the index files listed since
+ * are loaded on top. A cache that names a file no longer listed, or fails any check, is ignored
+ * (the index files are loaded, as without a cache): a cache never changes an answer. After a
+ * load that read any index file, a new cache file is written (sealed, to a temporary file
+ * renamed over the old one) by a thread of its own; rix_repo_free (or the next load) waits for
+ * it. Failing to write it is a warning (rix_repo_options.warn), never an error. rix_repo_check
+ * reads every index file whatever the cache holds.
  * @return 0; the first error when strict; RIX_EIO (the backend failed: the index is partial;
  * the message names the file); backend errors from listing; RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_error_fn on_error, void *payload);
+/*
+ * As rix_repo_load_index, but every index file is read and checked whatever the cache holds
+ * (what a repair or a check needs: a file damaged since the cache was made is seen); a new cache
+ * is still written after. @return as rix_repo_load_index.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_repo_load_index_files(rix_repo_load_stats *stats, rix_repo *r,
+						       rix_repo_index_error_fn on_error, void *payload);
 
 /*
  * Dedup-only index loading, for a backup (call before rix_repo_load_index): data blobs are loaded
