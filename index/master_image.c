@@ -130,6 +130,9 @@ int rix_master_index_export(rix_master_image **out, rix_master_index *mi)
 	    rix__recent_count(mi->recent, RIX_BLOB_TREE) > 0 || rix__recent_pack_count(mi->recent) > 0)
 		rc = rix_error_set(RIX_EINVAL, "master index: only a state made of merged index files exports "
 					       "(it holds separate indexes or blobs stored since it was made)");
+	else if (st->dset != NULL)
+		rc = rix_error_set(RIX_EINVAL, "master index: a dedup-only state does not export (its data "
+					       "blobs have no locations; an image must answer as the full index)");
 	pthread_mutex_lock(&mi->pin_mu);
 	if (rc == 0 && mi->pinned != NULL)
 		rc = rix_error_set(RIX_EINVAL, "master index: an exported image is not freed yet");
@@ -394,6 +397,11 @@ int rix_master_index_install(rix_master_index *mi, rix_master_image *im)
 	rix_id *nids = NULL;
 	if (!empty) {
 		rc = rix_error_set(RIX_EINVAL, "master index: an image installs only into an empty master index");
+		goto done;
+	}
+	if (mi->dedup_only || k->ndids > 0) { /* the batches' data blob IDs would have no place */
+		rc = rix_error_set(RIX_EINVAL, "master index: an image does not install into a dedup-only "
+					       "master index (load its index files instead)");
 		goto done;
 	}
 	next = rix_calloc(1, sizeof(*next));

@@ -156,7 +156,9 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 	 */
 	rix_master_image *im = NULL;
 	size_t cached_files = 0, cached_blobs = 0;
-	if (read_cache && l.names.n > 0 && rix_master_index_pack_count(r->mi) == 0 &&
+	/* Not for a dedup-only load: the cache holds every data blob's location, which that index
+	 * is made not to hold (rix_repo_set_dedup_only). */
+	if (read_cache && !r->dedup_only && l.names.n > 0 && rix_master_index_pack_count(r->mi) == 0 &&
 	    rix_master_index_count(r->mi, RIX_BLOB_DATA) == 0 && rix_master_index_count(r->mi, RIX_BLOB_TREE) == 0)
 		im = rix__index_cache_read(r, &l.names);
 	/* Index files loaded before (a second call, or check after a load) are not merged again. */
@@ -233,8 +235,9 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 		return rix_error_set(l.stop, "%s", l.stop_msg);
 	if (l.first_error != 0 && r->opt.strict)
 		return l.first_error;
-	/* A new cache when index files were read now (a cache that held them all stays as it is). */
-	if (read_now > 0)
+	/* A new cache when index files were read now (a cache that held them all stays as it is);
+	 * never from a dedup-only index, which lacks data blobs' locations. */
+	if (read_now > 0 && !r->dedup_only)
 		rix__index_cache_save(r);
 	return 0;
 }

@@ -136,6 +136,7 @@ void rix__repo_warn(rix_repo *r, const char *fmt, ...)
 void rix_repo_set_dedup_only(rix_repo *r, bool on)
 {
 	rix_master_index_set_dedup_only(r->mi, on);
+	r->dedup_only = on;
 }
 
 unsigned rix_repo_workers(const rix_repo *r)

@@ -48,6 +48,7 @@ struct rix_repo {
 	rix_repo_options opt;
 	char username[256], hostname[256];
 	rix_master_index *mi;
+	bool dedup_only; /* rix_repo_set_dedup_only: loads skip the index cache */
 	rix_compression compression;
 
 	pthread_mutex_t mu;

@@ -7,7 +7,7 @@
  * a hit reads no index file and rewrites nothing; files added are read alone, on top; a file
  * removed, a flipped byte anywhere, a truncated file, another repository's cache file, all mean
  * a full load with the same answers and a new cache; no cache_dir writes nothing; check reads
- * every file whatever the cache holds. The rix command: --cache-dir, the XDG folder, ~/.cache,
+ * every file whatever the cache holds; a dedup-only load neither reads nor writes it. The rix command: --cache-dir, the XDG folder, ~/.cache,
  * RIX_/RESTIC_CACHE_DIR, --no-cache, a folder that cannot be made (a warning).
  */
 #include <setjmp.h>
@@ -515,6 +515,65 @@ static void test_image_api(void **state)
 }
 
 
+/*
+ * A dedup-only load (rix_repo_set_dedup_only) neither writes the cache nor reads it: the cache
+ * holds data blobs' locations, which that index is made not to hold. Its answers to "is it
+ * there?" are the full load's. A dedup-only state does not export, nor an image install into a
+ * dedup-only index.
+ */
+static void test_dedup_only(void **state)
+{
+	struct fixture *f = *state;
+	rix_repo_options o = with_cache(f);
+	rix_repo *r = open_repo(f->dir, &o);
+	rix_repo_set_dedup_only(r, true);
+	rix_repo_load_stats s;
+	assert_int_equal(rix_repo_load_index(&s, r, NULL, NULL), 0);
+	assert_int_equal(s.bytes, index_bytes(f->dir));
+	rix_repo_free(r); /* would join a cache writer, if one had been started */
+	assert_int_not_equal(access(f->file, F_OK), 0);
+	(void)check_same(f); /* a full load writes it */
+	struct stat st, st2;
+	stat_cache(f, &st);
+	r = open_repo(f->dir, &o);
+	rix_repo_set_dedup_only(r, true);
+	assert_int_equal(rix_repo_load_index(&s, r, NULL, NULL), 0);
+	assert_int_equal(s.bytes, index_bytes(f->dir)); /* every file read, the cache not */
+	rix_repo *full = load(f->dir, &o, NULL);        /* from the cache */
+	rix_master_index *md = rix_repo_master_index(r), *mf = rix_repo_master_index(full);
+	assert_true(rix_master_index_dedup_only(md));
+	for (size_t i = 0; i < f->nknown; i++)
+		for (int t = 0; t < RIX_BLOB_TYPES; t++)
+			assert_int_equal(rix_master_index_has(md, (rix_blob_type)t, &f->known[i]),
+					 rix_master_index_has(mf, (rix_blob_type)t, &f->known[i]));
+	rix_master_image *ex;
+	assert_int_equal(rix_master_index_export(&ex, md), RIX_EINVAL);
+	assert_non_null(strstr(rix_error_last(), "dedup-only"));
+	assert_int_equal(rix_master_index_export(&ex, mf), 0);
+	size_t nd, nsec;
+	const void *desc = rix_master_image_desc(&nd, ex);
+	rix_image_section *sec = rix_master_image_sections(&nsec, ex);
+	rix_master_image *im;
+	assert_int_equal(rix_master_image_parse(&im, desc, nd), 0);
+	assert_int_equal(rix_master_image_alloc(im), 0);
+	rix_image_section *dst = rix_master_image_sections(&nsec, im);
+	for (size_t k = 0; k < nsec; k++)
+		memcpy(dst[k].p, sec[k].p, sec[k].n);
+	rix_master_index *mi;
+	assert_int_equal(rix_master_index_new(&mi), 0);
+	rix_master_index_set_dedup_only(mi, true);
+	assert_int_equal(rix_master_index_install(mi, im), RIX_EINVAL);
+	assert_non_null(strstr(rix_error_last(), "dedup-only"));
+	rix_master_index_free(mi);
+	rix_master_image_free(im);
+	rix_master_image_free(ex);
+	rix_repo_free(full);
+	rix_repo_free(r);
+	stat_cache(f, &st2);
+	assert_int_equal(st.st_ino, st2.st_ino);
+	assert_int_equal(st.st_mtime, st2.st_mtime);
+}
+
 /* A load while the writer of the previous one runs: the bulk load publishes once the exported
  * state is written (it is pinned), lookups meanwhile; then the newer cache is a hit. */
 static void test_load_while_writing(void **state)
@@ -665,6 +724,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_hit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dedup_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_added_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vanished_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tampered, setup, teardown),

@@ -220,7 +220,8 @@ RIX_EXPORT bool rix_master_index_dedup_only(rix_master_index *mi);
  * bulk load publishing meanwhile waits, before freeing it, for rix_master_image_free), so
  * another thread may write it while lookups go on. Free it before the master index. One at a
  * time. @return 0; RIX_EINVAL (separate indexes, or blobs stored since the index was made: not
- * a state of merged index files only; or an image not freed yet); RIX_ELIMIT; RIX_ENOMEM.
+ * a state of merged index files only; data blobs held by a dedup-only set, without locations;
+ * or an image not freed yet); RIX_ELIMIT; RIX_ENOMEM.
  */
 typedef struct rix_master_image rix_master_image;
 typedef struct rix_image_section {
@@ -249,7 +250,8 @@ RIX_EXPORT RIX_NODISCARD int rix_master_image_check(rix_master_image *im);
  * before (rix_master_batch_commit: index files listed since the image was made) are merged into
  * them as part of the install (a few entries inserted where the arrays lie, many by a rebuild), as
  * bulk_finish would. The image is spent once install started using it: free it after, either way.
- * @return 0; RIX_EINVAL (mi not empty, or the image not an import allocated: nothing changed);
+ * @return 0; RIX_EINVAL (mi not empty, or dedup-only (rix_master_index_set_dedup_only), or the
+ * image not an import allocated: nothing changed);
  * RIX_ECORRUPT (the sections are not well formed: nothing changed); RIX_ENOMEM, RIX_ELIMIT (mi
  * stays empty and the committed batches are dropped, as after a failed bulk_finish).
  */

@@ -169,7 +169,9 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_load_index_files(rix_repo_load_stats *stat
  * (rix_repo_save_blob: a known one is deduplicated), reading trees and asking whether a data
  * blob is there work as with the full index; what needs a data blob's location (reading it,
  * its size, check, prune, restore, stats) is refused with RIX_EINVAL for the data blobs loaded
- * so. Off by default.
+ * so. A dedup-only load neither reads nor writes the index cache (rix_repo_options.cache_dir):
+ * the cache holds the full merged state (data blobs' locations: ~48 bytes each), which the
+ * dedup-only index exists not to hold; the index files are read. Off by default.
  */
 RIX_EXPORT void rix_repo_set_dedup_only(rix_repo *r, bool on);
 
