@@ -512,7 +512,19 @@ static struct dup *dup_find(rix_prune_plan *p, rix_blob_type t, const rix_id *id
 	}
 }
 
-static int dup_add_undone(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t count, uint8_t undone)
+/* Puts d into a free slot (the table has room). */
+static void dup_put(rix_prune_plan *p, const struct dup *d)
+{
+	uint64_t h;
+	memcpy(&h, d->id.b, sizeof(h));
+	size_t i = (size_t)h & (p->dups_cap - 1);
+	while (p->dups[i].used)
+		i = (i + 1) & (p->dups_cap - 1);
+	p->dups[i] = *d;
+	p->ndups++;
+}
+
+static int dup_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t count)
 {
 	if ((p->ndups + 1) * 2 > p->dups_cap) {
 		size_t cap = p->dups_cap ? 2 * p->dups_cap : 64;
@@ -525,22 +537,11 @@ static int dup_add_undone(rix_prune_plan *p, rix_blob_type t, const rix_id *id, 
 		p->ndups = 0;
 		for (size_t i = 0; i < oldcap; i++)
 			if (old[i].used)
-				(void)dup_add_undone(p, old[i].type, &old[i].id, old[i].count, old[i].undone);
+				dup_put(p, &old[i]);
 		rix_free(old);
 	}
-	uint64_t h;
-	memcpy(&h, id->b, sizeof(h));
-	size_t i = (size_t)h & (p->dups_cap - 1);
-	while (p->dups[i].used)
-		i = (i + 1) & (p->dups_cap - 1);
-	p->dups[i] = (struct dup){ .id = *id, .type = (uint8_t)t, .count = count, .used = 1, .undone = undone };
-	p->ndups++;
+	dup_put(p, &(struct dup){ .id = *id, .type = (uint8_t)t, .count = count, .used = 1 });
 	return 0;
-}
-
-static int dup_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t count)
-{
-	return dup_add_undone(p, t, id, count, 0);
 }
 
 static void pack_blob(struct pinfo *ip, const rix_packed_blob *pb)
@@ -1208,6 +1209,14 @@ static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
 	struct rewrite w = { .p = p };
 	rix_index_writer *iw = NULL;
 	int rc = rix_master_index_index_ids(old, nold, p->mi);
+	/* One slot a pack of the plan at least: count_pack grows it as the repack's packs come. */
+	w.cap = p->packs_cap > 0 ? p->packs_cap : 1;
+	if (rc == 0 && (w.packs = rix_calloc(w.cap, sizeof(*w.packs))) == NULL)
+		rc = oom();
+	/* And one number an entry (grown by count_pack should the index hold more by then). */
+	w.order_cap = rix_master_index_count(p->mi, RIX_BLOB_DATA) + rix_master_index_count(p->mi, RIX_BLOB_TREE);
+	if (rc == 0 && w.order_cap > 0 && (w.order = rix_malloc(w.order_cap * sizeof(*w.order))) == NULL)
+		rc = oom();
 	if (rc == 0)
 		rc = rix_master_index_foreach(p->mi, count_pack, &w);
 	if (rc == 0)
