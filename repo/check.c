@@ -326,8 +326,7 @@ static int on_data_blob(void *payload, const rix_id *tree, const char *path, con
 		if (rc != 0)
 			return rc;
 	}
-	rix_packed_blob pb;
-	if (rix_master_index_lookup(&pb, rix_repo_master_index(c->r), RIX_BLOB_DATA, blob) == 0)
+	if (rix_master_index_has(rix_repo_master_index(c->r), RIX_BLOB_DATA, blob))
 		return 0;
 	char th[65], bh[65];
 	rix_id_to_hex(th, tree);
@@ -469,6 +468,9 @@ int rix_repo_check(rix_check_report *rep_out, rix_repo *r, const rix_check_optio
 		o = *opt;
 	if (subset_valid(&o) != 0)
 		return RIX_EINVAL;
+	if (rix__repo_dedup_only(r))
+		return rix_error_set(RIX_EINVAL, "check: needs the full index, and this repository's is dedup-only "
+				     "(rix_repo_set_dedup_only)");
 	rix_check_report rep = { 0 };
 	struct checker c = { .r = r, .msg = o.msg, .progress = o.progress, .arg = o.payload,
 			     .rep = &rep };

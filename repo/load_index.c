@@ -155,18 +155,21 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 	 * tables where they lie.
 	 */
 	rix_master_image *im = NULL;
-	size_t cached_files = 0, cached_blobs = 0;
-	/* Not for a dedup-only load: the cache holds every data blob's location, which that index
-	 * is made not to hold (rix_repo_set_dedup_only). */
-	if (read_cache && !r->dedup_only && l.names.n > 0 && rix_master_index_pack_count(r->mi) == 0 &&
-	    rix_master_index_count(r->mi, RIX_BLOB_DATA) == 0 && rix_master_index_count(r->mi, RIX_BLOB_TREE) == 0)
-		im = rix__index_cache_read(r, &l.names);
+	size_t cached_files = 0;
 	/* Index files loaded before (a second call, or check after a load) are not merged again. */
 	rix_id *have = NULL;
 	size_t nhave = 0;
+	rc = rix_master_index_index_ids(&have, &nhave, r->mi);
+	/* Only into an index that holds nothing yet (what install accepts), and not for a dedup-only
+	 * load: the cache holds every data blob's location, which that index is made not to hold
+	 * (rix_repo_set_dedup_only). */
+	if (rc == 0 && read_cache && !r->dedup_only && l.names.n > 0 && nhave == 0 &&
+	    rix_master_index_pack_count(r->mi) == 0 && rix_master_index_count(r->mi, RIX_BLOB_DATA) == 0 &&
+	    rix_master_index_count(r->mi, RIX_BLOB_TREE) == 0)
+		im = rix__index_cache_read(r, &l.names);
 	if (im != NULL) {
 		const rix_id *ids = rix_master_image_index_ids(&cached_files, im);
-		cached_blobs = rix_master_image_blobs(im);
+		rix_free(have);
 		have = cached_files ? rix_malloc(cached_files * sizeof(rix_id)) : NULL;
 		if (cached_files && have == NULL)
 			rc = rix_error_set(RIX_ENOMEM, "repo: out of memory");
@@ -175,8 +178,6 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 		nhave = rc == 0 ? cached_files : 0;
 		if (nhave > 1)
 			qsort(have, nhave, sizeof(*have), cmp_id);
-	} else {
-		rc = rix_master_index_index_ids(&have, &nhave, r->mi);
 	}
 	if (rc != 0) {
 		rix_master_image_free(im);
@@ -215,7 +216,6 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 	size_t before = rix_master_index_count(r->mi, RIX_BLOB_DATA) + rix_master_index_count(r->mi, RIX_BLOB_TREE);
 	if (im != NULL) {
 		rc = rix_master_index_install(r->mi, im); /* with the batches committed: the files added */
-		before += cached_blobs;
 		rix_master_image_free(im);
 	} else {
 		rc = rix_master_index_bulk_finish(r->mi);
@@ -224,7 +224,6 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 			before;
 	size_t read_now = l.stats.loaded;
 	l.stats.loaded += cached_files;
-	l.stats.blobs += cached_blobs;
 	if (stats != NULL)
 		*stats = l.stats;
 	if (rc != 0)
@@ -237,7 +236,7 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 		return l.first_error;
 	/* A new cache when index files were read now (a cache that held them all stays as it is);
 	 * never from a dedup-only index, which lacks data blobs' locations. */
-	if (read_now > 0 && !r->dedup_only)
+	if (read_now > 0 && !rix_master_index_dedup_only(r->mi))
 		rix__index_cache_save(r);
 	return 0;
 }

@@ -139,6 +139,11 @@ void rix_repo_set_dedup_only(rix_repo *r, bool on)
 	r->dedup_only = on;
 }
 
+bool rix__repo_dedup_only(rix_repo *r)
+{
+	return r->dedup_only || rix_master_index_dedup_only(r->mi);
+}
+
 unsigned rix_repo_workers(const rix_repo *r)
 {
 	return r->opt.workers;

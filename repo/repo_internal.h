@@ -121,6 +121,9 @@ struct rix_lock *rix__repo_held_lock(const struct rix_repo *r);
 void rix__repo_set_held_lock(struct rix_repo *r, struct rix_lock *l);
 /* 0, or RIX_ELOCKED with the message set once that lock is lost (rix_lock_check). */
 int rix__repo_lock_ok(struct rix_repo *r);
+/* Whether loads are dedup-only (rix_repo_set_dedup_only) or the index holds data blobs without
+ * their locations: what needs locations (check, usage) refuses then. */
+bool rix__repo_dedup_only(struct rix_repo *r);
 
 /* The user name the repository writes into key files and locks (options, else the account). */
 const char *rix__repo_username(const struct rix_repo *r);

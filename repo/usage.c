@@ -63,6 +63,9 @@ static int on_bad_tree(void *payload, const rix_id *tree, const char *path, int 
 int rix_repo_usage_compute(rix_repo_usage *u, rix_repo *r)
 {
 	memset(u, 0, sizeof(*u));
+	if (rix__repo_dedup_only(r)) /* the sizes are the locations' */
+		return rix_error_set(RIX_EINVAL, "usage: needs the full index, and this repository's is dedup-only "
+				     "(rix_repo_set_dedup_only)");
 	struct usage w = { .r = r, .u = u };
 	rix__walk_ops ops = { .data_blob = on_blob, .bad_tree = on_bad_tree, .payload = &w };
 	rix__walker *walker = NULL;

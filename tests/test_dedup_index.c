@@ -543,6 +543,13 @@ static void test_repo_dedup(void **state)
 	assert_int_equal(ls.loaded, count_files(dd, RIX_FILE_INDEX));
 	rix_master_index *mf = rix_repo_master_index(full), *md = rix_repo_master_index(dd);
 	assert_true(rix_master_index_dedup_only(md));
+	/* What needs data blobs' locations refuses, rather than reporting every one missing. */
+	rix_check_report refused;
+	assert_int_equal(rix_repo_check(&refused, dd, NULL), RIX_EINVAL);
+	assert_non_null(strstr(rix_error_last(), "dedup-only"));
+	rix_repo_usage u;
+	assert_int_equal(rix_repo_usage_compute(&u, dd), RIX_EINVAL);
+	assert_non_null(strstr(rix_error_last(), "dedup-only"));
 	for (size_t i = 0; i < s.n; i++) {
 		assert_true(rix_master_index_has(mf, s.type[i], &s.id[i]));
 		assert_true(rix_master_index_has(md, s.type[i], &s.id[i]));

@@ -300,6 +300,34 @@ static void test_hit(void **state)
 	rix_repo_free(r);
 }
 
+/*
+ * A repository whose only index file names nothing (what a prune that removed everything
+ * leaves): its cache is a hit that leaves the master index with no blob and no pack, and a second
+ * load on that repository must still know the file is loaded (it once tried to install the
+ * cache again, and failed).
+ */
+static void test_empty_index_twice(void **state)
+{
+	struct fixture *f = *state;
+	char dir[512];
+	rix_test_mkdtemp(dir, sizeof(dir), "rix-icache-empty");
+	rix_repo *r = init_repo(dir, 2);
+	static const char empty[] = "{\"packs\":[]}";
+	MUST(rix_repo_write_file(NULL, r, RIX_FILE_INDEX, empty, sizeof(empty) - 1));
+	rix_repo_free(r);
+	rix_repo_options o = with_cache(f);
+	rix_repo_load_stats s;
+	rix_repo_free(load(dir, &o, &s)); /* reads the file, writes the cache */
+	assert_int_equal(s.loaded, 1);
+	r = load(dir, &o, &s); /* a hit */
+	assert_int_equal(s.bytes, 0);
+	assert_int_equal(rix_repo_load_index(&s, r, NULL, NULL), 0);
+	assert_int_equal(s.loaded, 0);
+	assert_int_equal(rix_master_index_count(rix_repo_master_index(r), RIX_BLOB_DATA), 0);
+	rix_repo_free(r);
+	rix_test_rmtree(dir);
+}
+
 static void test_added_files(void **state)
 {
 	struct fixture *f = *state;
@@ -724,6 +752,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_hit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_index_twice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dedup_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_added_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vanished_file, setup, teardown),
