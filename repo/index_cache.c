@@ -180,20 +180,29 @@ static int file_path(char *buf, size_t cap, const rix_repo *r, const char *name)
 
 /* ---- reading -------------------------------------------------------------------------------- */
 
-static int read_full(int fd, void *buf, size_t n, uint64_t off)
+/* n bytes at off, read (wr false) or written, whole; -1 with errno (a short end: EIO, ENOSPC). */
+static int pio_full(int fd, void *buf, size_t n, uint64_t off, bool wr)
 {
 	uint8_t *p = buf;
 	while (n > 0) {
-		ssize_t k = pread(fd, p, n > ((size_t)1 << 30) ? (size_t)1 << 30 : n, (off_t)off);
+		ssize_t k = wr ? pwrite(fd, p, n, (off_t)off) : pread(fd, p, n, (off_t)off);
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k <= 0)
+		if (k <= 0) {
+			if (k == 0)
+				errno = wr ? ENOSPC : EIO;
 			return -1;
+		}
 		p += k;
 		n -= (size_t)k;
 		off += (uint64_t)k;
 	}
 	return 0;
+}
+
+static int read_full(int fd, void *buf, size_t n, uint64_t off)
+{
+	return pio_full(fd, buf, n, off, false);
 }
 
 struct chunk {
@@ -287,7 +296,10 @@ static rix_master_image *read_file(rix_repo *r, int fd, const struct rix__names 
 	struct read_job job = { .key = r->key, .fd = fd, .c = c, .n = nchunks };
 	atomic_init(&job.next, 0);
 	atomic_init(&job.failed, 0);
-	rix__pool_run(rix__pool_size(r->opt.workers, 16), read_chunks, &job);
+	unsigned workers = rix__pool_size(r->opt.workers, 16); /* no more than there are chunks */
+	if (workers > nchunks)
+		workers = nchunks > 0 ? (unsigned)nchunks : 1;
+	rix__pool_run(workers, read_chunks, &job);
 	ok = !atomic_load(&job.failed) && rix_master_image_check(im) == 0;
 out:
 	rix_free(c);
@@ -341,18 +353,7 @@ static void sweep_tmp(const char *dir)
 
 static int write_full(int fd, const void *buf, size_t n, uint64_t off)
 {
-	const uint8_t *p = buf;
-	while (n > 0) {
-		ssize_t k = pwrite(fd, p, n > ((size_t)1 << 30) ? (size_t)1 << 30 : n, (off_t)off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-		off += (uint64_t)k;
-	}
-	return 0;
+	return pio_full(fd, (void *)(uintptr_t)buf, n, off, true);
 }
 
 /* Writes the image to fd: the chunks, then the prefix and the sealed header. 0, or a message. */
@@ -417,7 +418,7 @@ static void *write_cache(void *arg)
 		goto out;
 	}
 	sweep_tmp(r->cache_path);
-	int fd = mkstemp(tmp);
+	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		rix__repo_warn(r, "index cache: cannot make a file in %s: %s", r->cache_path, strerror(errno));
 		goto out;

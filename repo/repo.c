@@ -79,7 +79,6 @@ void rix__repo_free(rix_repo *r)
 {
 	rix__index_cache_join(r); /* its writer reads the master index */
 	rix_free(r->cache_path);
-	r->opt.cache_dir = NULL;
 	rix_packer_free(r->packer);
 	for (size_t i = 0; i < r->npool; i++)
 		rix_blob_codec_free(r->pool[i]);
