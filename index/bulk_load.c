@@ -23,6 +23,7 @@
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "rix/idset.h"
+#include "index_internal.h"
 #include "master_index_internal.h"
 
 struct rix_master_batch {
@@ -163,8 +164,14 @@ int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id)
 	int rc = grow((void **)&k->packs, &k->packs_cap, k->npacks + b->npacks, sizeof(rix_id));
 	for (int t = 0; rc == 0 && t < RIX_BLOB_TYPES; t++)
 		rc = grow((void **)&k->e[t], &k->cap[t], k->n[t] + b->n[t], sizeof(struct fentry));
-	if (rc == 0)
+	if (rc == 0) {
+		size_t was = k->dids_cap;
 		rc = grow((void **)&k->dids, &k->dids_cap, k->ndids + b->nd, sizeof(rix_id));
+		/* The set is built in this array and read at random: huge pages asked for before the
+		 * IDs are copied in (the whole block, so that a later growth moves it whole). */
+		if (rc == 0 && k->dids_cap != was)
+			rix__advise_huge(k->dids, k->dids_cap * sizeof(rix_id));
+	}
 	if (rc == 0 && index_id != NULL)
 		rc = grow((void **)&k->ids, &k->ids_cap, k->nids + 1, sizeof(rix_id));
 	if (rc == 0 && k->npacks + b->npacks > 0xFFFFFFFEu)
@@ -220,7 +227,7 @@ static int dset_collect(void *arg, const rix_id *id)
  * next->dset: cur's carried over when no data blob IDs were committed; else built in place from
  * k->dids (then owned by the set), with cur's IDs added when cur has a set.
  */
-static int build_dset(struct mstate *next, const struct mstate *cur, struct bulk *k)
+static int build_dset(struct mstate *next, const struct mstate *cur, struct bulk *k, unsigned workers)
 {
 	if (k->ndids == 0) {
 		next->dset = cur->dset;
@@ -234,12 +241,12 @@ static int build_dset(struct mstate *next, const struct mstate *cur, struct bulk
 					     old + k->ndids);
 		k->dids = all;
 		k->dids_cap = old + k->ndids;
+		rix__advise_huge(k->dids, k->dids_cap * sizeof(rix_id)); /* before the old IDs land */
 		rix_id *at = all + k->ndids;
 		(void)rix_idset_foreach(cur->dset, dset_collect, &at);
 		k->ndids += old;
 	}
-	rix__advise_huge(k->dids, k->ndids * sizeof(rix_id)); /* the set is read at random */
-	int rc = rix_idset_build_owned(&next->dset, k->dids, k->ndids, 0);
+	int rc = rix__idset_build_owned(&next->dset, k->dids, k->ndids, 0, workers);
 	if (rc == 0) { /* the set owns the array now */
 		k->dids = NULL;
 		k->ndids = k->dids_cap = 0;
@@ -305,7 +312,7 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 		if (rc != 0)
 			goto done;
 	}
-	rc = build_dset(next, cur, k);
+	rc = build_dset(next, cur, k, mi->workers);
 	if (rc != 0)
 		goto done;
 	/* A pack named by two index files (an interrupted prune's or repair's state): its entries

@@ -79,6 +79,7 @@
 #include "rix/error.h"
 #include "rix/idset.h"
 #include "hash.h"
+#include "index_internal.h"
 #include "../common/pool.h"
 
 #define BLOCK_WORDS 8u
@@ -447,15 +448,6 @@ static inline int suffix_cmp(const uint8_t *a, const uint8_t *b, unsigned d)
 	return memcmp(a + d, b + d, RIX_ID_SIZE - d);
 }
 
-/* Whether two IDs are equal. */
-static inline bool id_eq(const uint8_t *a, const uint8_t *b)
-{
-	uint64_t x[4], y[4];
-	memcpy(x, a, RIX_ID_SIZE);
-	memcpy(y, b, RIX_ID_SIZE);
-	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
-}
-
 static void insertion_sort(rix_id *a, size_t n, unsigned d)
 {
 	for (size_t i = 1; i < n; i++) {
@@ -543,9 +535,10 @@ static void *sort_worker(void *arg)
 
 /*
  * radix_sort of the whole array, its 256 sub-sorts (after the first byte that differs) spread
- * over one worker per CPU when the array is large. The workers write disjoint ranges.
+ * over `workers` threads (0: one per CPU, at most 64) when the array is large. The workers
+ * write disjoint ranges.
  */
-static void sort_ids(rix_id *a, size_t n)
+static void sort_ids(rix_id *a, size_t n, unsigned workers)
 {
 	if (n < SORT_PARALLEL) {
 		radix_sort(a, n, 0);
@@ -573,7 +566,7 @@ static void sort_ids(rix_id *a, size_t n)
 		for (unsigned c = 0; c < 256; c++)
 			j->start[c + 1] = j->start[c] + cnt[c];
 		atomic_init(&j->next, 0);
-		rix__pool_run(rix__pool_size(0, 64), sort_worker, j);
+		rix__pool_run(rix__pool_size(workers, 64), sort_worker, j);
 	}
 	rix_free(j);
 }
@@ -661,7 +654,7 @@ static void finish_block(struct builder *bd)
 /* Whether ID i of a sorted array differs from ID i - 1. */
 static inline bool is_new(const rix_id *ids, size_t i)
 {
-	return i == 0 || !id_eq(ids[i - 1].b, ids[i].b);
+	return i == 0 || !rix__id_eq(&ids[i - 1], &ids[i]);
 }
 
 static inline size_t align_up(size_t x, size_t a)
@@ -678,6 +671,11 @@ static inline size_t dir_offset(const uint8_t *base, size_t mid_end)
 
 int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags)
 {
+	return rix__idset_build_owned(out, ids, n, flags, 0);
+}
+
+int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags, unsigned workers)
+{
 	*out = NULL;
 	if ((flags & ~(unsigned)RIX_IDSET_SORTED) != 0)
 		return rix_error_set(RIX_EINVAL, "id set: unknown flags 0x%x", flags);
@@ -687,7 +685,7 @@ int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags
 	if (s == NULL)
 		return rix_error_set(RIX_ENOMEM, "id set: out of memory");
 	if (!(flags & RIX_IDSET_SORTED))
-		sort_ids(ids, n);
+		sort_ids(ids, n, workers);
 
 	/* Pass 1: distinct IDs; the order. */
 	size_t nd = 0;
@@ -775,7 +773,7 @@ int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags
 	rix_id id;
 	size_t j = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (i > 0 && id_eq(id.b, ids[i].b))
+		if (i > 0 && rix__id_eq(&id, &ids[i]))
 			continue;
 		id = ids[i];
 		cnt0[id.b[0]]++;

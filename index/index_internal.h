@@ -47,4 +47,9 @@ int rix__index_add_blob(rix_index *idx, rix_blob_type t, const rix_id *id, const
 /* Hint: about n more blobs of type t will be added. @return 0, RIX_ENOMEM. */
 int rix__index_reserve(rix_index *idx, rix_blob_type t, size_t n);
 
+/* rix_idset_build_owned with its sort on at most `workers` threads (0: one per CPU): the master
+ * index's bulk_finish passes its own limit (rix_master_index_set_workers). idset.c. */
+struct rix_idset;
+int rix__idset_build_owned(struct rix_idset **out, rix_id *ids, size_t n, unsigned flags, unsigned workers);
+
 #endif

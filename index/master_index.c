@@ -420,10 +420,9 @@ static int no_location(rix_packed_blob *out, const rix_id *id)
 		out->id = *id;
 		out->type = RIX_BLOB_DATA;
 	}
-	char hex[17];
-	for (int i = 0; i < 8; i++)
-		snprintf(hex + 2 * i, 3, "%02x", id->b[i]);
-	return rix_error_set(RIX_EINVAL, "master index: data blob %s is known, but a dedup-only index holds "
+	char hex[65];
+	rix_id_to_hex(hex, id);
+	return rix_error_set(RIX_EINVAL, "master index: data blob %.16s is known, but a dedup-only index holds "
 				     "no data blob locations (load the full index)", hex);
 }
 

@@ -463,9 +463,21 @@ static void test_dedup_index(void **state)
 	free(o);
 	/* a copy of a (its one blob is known), b changed (one new blob), the rest unchanged. */
 	assert_int_equal(rix_test_run(NULL, NULL, "cp '%s/a' '%s/a-copy' && printf more >> '%s/b'", src, src, src), 0);
-	assert_int_equal(rix_at(src, &o, "-r '%s' backup --json . 2>/dev/null", repo), 0);
+	char cache[400];
+	snprintf(cache, sizeof(cache), "%s/dd-cache", work);
+	assert_int_equal(rix_at(src, &o, "-r '%s' --cache-dir '%s' backup --json . 2>/dev/null", repo, cache), 0);
 	assert_non_null(strstr(o, "\"files_unmodified\":3,"));
 	assert_non_null(strstr(o, "\"data_blobs\":1,"));
+	free(o);
+	/* It was dedup-only: a full load of the index files would have written the cache (as ls does
+	 * next), a dedup-only one neither reads nor writes it. */
+	assert_int_equal(rix_test_run(&o, NULL, "find '%s' -name rix-index 2>/dev/null", cache), 0);
+	assert_string_equal(o, "");
+	free(o);
+	assert_int_equal(rix(&o, "-r '%s' --cache-dir '%s' ls latest 2>&1", repo, cache), 0);
+	free(o);
+	assert_int_equal(rix_test_run(&o, NULL, "find '%s' -name rix-index", cache), 0);
+	assert_non_null(strstr(o, "rix-index"));
 	free(o);
 	assert_int_equal(rix(&o, "-r '%s' check --read-data 2>&1", repo), 0);
 	free(o);
