@@ -214,12 +214,12 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_save_blob_copy(rix_id *id, uint32_t *store
  * key over the plaintext, or over its zstd frame when b->uncompressed_length != 0 (b: type, ID,
  * length, uncompressed length; b->offset is ignored). The bytes go into the pack as they are,
  * neither compressed nor encrypted again, and the pack's header records b's length and
- * uncompressed length: prune's repack of a blob whose form may stay, which spares decoding's
- * counterpart (zstd, sealing) and keeps the blob's size. Reusing the ciphertext (key and IV) is
- * sound: the plaintext is the same, and the pack it came from is to be deleted.
+ * uncompressed length (prune's repack of a blob whose form may stay: no zstd, no sealing, and
+ * the blob keeps its size). Reusing the ciphertext (key and IV) is sound: the plaintext is the
+ * same, and the pack it came from is to be deleted.
  * The bytes are not checked here: they must have verified (MAC, decompression, SHA-256 equal to
  * b->id) as rix_repo_load_pack_blobs_stored verifies what it gives; bytes that did not would be
- * stored as a damaged blob. The caller saves each blob once.
+ * stored as a damaged blob. The caller saves each blob once. Thread-safe, as rix_repo_save_blob.
  * @return 0; RIX_EINVAL (blob type; a length under 32; a plaintext over RIX_BLOB_MAX; a
  * compressed blob in a version 1 repository); RIX_ELOCKED (the repository's lock is lost); the
  * packer's and backend's errors, as rix_repo_save_blob.
