@@ -6,9 +6,12 @@
  *   pack info:    one pass over the master index: used (first copy), duplicate (later copies of
  *                 a used blob, resolved in a second pass, as restic) or unused, summed per pack
  *   decision:     the packs the backend lists, classified and sorted as restic's decidePackAction
- *   run:          unreferenced packs removed; blobs to keep read from the packs to repack and
- *                 saved again (rix_repo_save_blob_copy), flushed; the index rewritten without the
- *                 packs that go (rix_index_writer), old index files removed; packs removed
+ *   run:          unreferenced packs removed; blobs to keep read from the packs to repack
+ *                 (verified: MAC, zstd, SHA-256) and copied into new packs as they are stored
+ *                 (rix_repo_save_blob_stored: compressed ones are not compressed again), or, an
+ *                 uncompressed blob that restic would compress, saved again from the plaintext
+ *                 (rix_repo_save_blob_copy); flushed; the index rewritten without the packs
+ *                 that go (rix_index_writer), old index files removed; packs removed
  *
  * Memory: the used data blobs as 64-bit keyed fingerprints (8 bytes a slot, at most 3/4 full: a
  * fingerprint shared by an unused blob only keeps that blob, never loses one; whether every used
@@ -978,16 +981,40 @@ static void repack_fail(struct repacker *rp, int rc, const char *msg)
 struct repack_job {
 	struct repacker *rp;
 	rix_blob *list;
+	int version;           /* the repository's */
+	rix_compression mode;  /* how it saves data blobs */
 };
 
-/* A blob read from a pack being repacked: saved again, unless saved already. */
-static int repack_blob(void *arg, size_t i, int code, const uint8_t *data, size_t n)
+/*
+ * Whether blob b (n plaintext bytes, verified) goes into its new pack as it is stored, rather than
+ * being saved again from its plaintext. restic 0.14's repack saves every blob through
+ * saveAndEncrypt, which in version 2 compresses tree blobs always and data blobs unless
+ * compression is off, and in version 1 nothing. Copied as stored:
+ *  - a compressed blob: its frame (libzstd's or Go's, as written) holds the plaintext a new frame
+ *    would, and its size stays (restic writes a new frame, of another size; with compression off
+ *    it would store the plaintext, larger);
+ *  - a version 1 blob, an uncompressed data blob where compression is off, an empty blob (the
+ *    codec never compresses one): saved again, each would get the same form.
+ * The rest, uncompressed blobs restic would compress (trees; data blobs where compression is on:
+ * what tree packs and --repack-uncompressed are repacked for), are compressed now.
+ */
+static bool copy_as_stored(const struct repack_job *j, const rix_blob *b, size_t n)
+{
+	if (b->uncompressed_length != 0 || j->version < 2 || n == 0)
+		return true;
+	return b->type == RIX_BLOB_DATA && j->mode == RIX_COMPRESSION_OFF;
+}
+
+/* A blob read from a pack being repacked (verified; stored: its form in the pack): saved again,
+ * unless saved already. */
+static int repack_blob(void *arg, size_t i, int code, const uint8_t *data, size_t n, const uint8_t *stored)
 {
 	struct repack_job *j = arg;
 	struct repacker *rp = j->rp;
 	const rix_blob *b = &j->list[i];
 	uint8_t *other = NULL;
-	if (code != 0) { /* a damaged copy: another one, if the index has one that reads */
+	if (code != 0) { /* a damaged copy: another one, if the index has one that reads (saved from
+			  * its plaintext: rix_repo_load_blob gives no stored form) */
 		char msg[400];
 		snprintf(msg, sizeof(msg), "%s", rix_error_last());
 		size_t on = 0;
@@ -997,6 +1024,7 @@ static int repack_blob(void *arg, size_t i, int code, const uint8_t *data, size_
 		}
 		data = other;
 		n = on;
+		stored = NULL;
 	}
 	pthread_mutex_lock(&rp->mu);
 	static const rix_loc none = { 0 };
@@ -1005,7 +1033,9 @@ static int repack_blob(void *arg, size_t i, int code, const uint8_t *data, size_
 	if (rc == 0 && todo)
 		rp->nsaved++;
 	pthread_mutex_unlock(&rp->mu);
-	if (rc == 0 && todo)
+	if (rc == 0 && todo && stored != NULL && copy_as_stored(j, b, n))
+		rc = rix_repo_save_blob_stored(rp->p->r, b, stored);
+	else if (rc == 0 && todo)
 		rc = rix_repo_save_blob_copy(NULL, NULL, rp->p->r, b->type, data, n);
 	rix_free(other);
 	if (rc != 0)
@@ -1037,9 +1067,9 @@ static void *repack_worker(void *arg)
 		}
 		for (size_t i = a; i < b; i++)
 			list[i - a] = rp->v[i].b;
-		struct repack_job j = { rp, list };
+		struct repack_job j = { rp, list, rix_repo_config(rp->p->r)->version, rix_repo_compression(rp->p->r) };
 		const rix_id *pack = &rp->p->packs[rp->v[a].slot].id;
-		int rc = rix_repo_load_pack_blobs(rp->p->r, pack, list, b - a, repack_blob, &j);
+		int rc = rix_repo_load_pack_blobs_stored(rp->p->r, pack, list, b - a, repack_blob, &j);
 		if (rc != 0)
 			repack_fail(rp, rc, rix_error_last());
 		pthread_mutex_lock(&rp->mu);

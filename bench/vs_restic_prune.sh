@@ -62,9 +62,10 @@ agree() {
 	local op=$1 a b
 	a=$(tail -n1 "$WORK/res-$op-restic")
 	b=$(tail -n1 "$WORK/res-$op-rix")
-	# On the real repository a repack recompresses the blobs it keeps, restic with Go's zstd and
-	# rix with libzstd: their new packs differ in size by a fraction of what was repacked, so
-	# there the difference is noted; the figures both print (compared below) must agree.
+	# On the real repository restic's repack compresses the blobs it keeps again (Go's zstd),
+	# while rix copies compressed blobs as they are stored: where restic's new frames differ in
+	# size from the old ones, their new packs differ by a fraction of what was repacked, so there
+	# the difference is noted; the figures both print (compared below) must agree.
 	if ! awk -v a="$a" -v b="$b" -v op="$op" 'BEGIN {
 		split(a, x, " "); split(b, y, " ")
 		d = x[4] - y[4]; if (d < 0) d = -d
@@ -72,7 +73,7 @@ agree() {
 		if (m > 0 && d > m / 100) { printf "%s: bytes freed differ: restic %s, rix %s\n", op, x[4], y[4]; exit 1 }
 	}'; then
 		[ "$n" = real ] || exit 1
-		notes+="N = real, run $i, $op: bytes freed on disk: restic $(echo "$a" | cut -d' ' -f4), rix $(echo "$b" | cut -d' ' -f4) (recompressed repacks)\n"
+		notes+="N = real, run $i, $op: bytes freed on disk: restic $(echo "$a" | cut -d' ' -f4), rix $(echo "$b" | cut -d' ' -f4) (restic's repack compresses again)\n"
 	fi
 	# A repack may write its kept blobs into a different number of new packs: noted, not fatal.
 	if [ "$(echo "$a" | cut -d' ' -f5)" != "$(echo "$b" | cut -d' ' -f5)" ]; then

@@ -2,7 +2,8 @@
  * pack/packer.c — the packer manager: many blobs, from many threads, into packs of a target size.
  *
  *   idle[DATA]: [w][w]      add(t): pop an idle writer of type t (or make one) under the lock,
- *   idle[TREE]: [w]                 append outside the lock (encode, seal, hash, write),
+ *   idle[TREE]: [w]                 append outside the lock (encode, seal, hash, write; a
+ *                                   stored blob's bytes as they are: hash, write),
  *                                   then push it back, or finish it and hand it to done
  *                                   when it reached the target
  *
@@ -169,22 +170,41 @@ static uint32_t last_length(const rix_pack_writer *w)
 	return rix_pack_writer_blobs(w)[rix_pack_writer_count(w) - 1].length;
 }
 
-int rix_packer_add(uint32_t *stored_len, rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_id *id,
-		   const void *plain, size_t n)
+/* One blob to append: plain[0..n) encoded with c, or (b != NULL) b's stored form as it is. */
+struct item {
+	rix_blob_codec *c;
+	rix_blob_type t;
+	const rix_id *id;
+	const void *plain;
+	size_t n;
+	const rix_blob *b;
+	const uint8_t *stored;
+};
+
+static int append(rix_pack_writer *w, const struct item *it)
+{
+	if (it->b != NULL)
+		return rix_pack_writer_add_stored(w, it->b, it->stored);
+	return rix_pack_writer_add(w, it->c, it->t, it->id, it->plain, it->n);
+}
+
+/* rix_packer_add and _add_stored: size is what decides whether the blob gets a pack of its own. */
+static int add(uint32_t *stored_len, rix_packer *p, const struct item *it, uint64_t size)
 {
 	if (stored_len != NULL)
 		*stored_len = 0;
+	rix_blob_type t = it->t;
 	if ((unsigned)t >= RIX_BLOB_TYPES)
 		return rix_error_set(RIX_EINVAL, "packer: blob type %d", (int)t);
 	rix_pack_writer *w;
-	if (n >= p->target) { /* a pack of its own */
+	if (size >= p->target) { /* a pack of its own */
 		int rc = rix_pack_writer_new(&w, p->key, p->version, p->tmpdir);
 		if (rc != 0)
 			return rc;
 		pthread_mutex_lock(&p->mu);
 		p->open++;
 		pthread_mutex_unlock(&p->mu);
-		rc = rix_pack_writer_add(w, c, t, id, plain, n);
+		rc = append(w, it);
 		if (rc != 0) {
 			discard(p, w); /* empty, or failed */
 			return rc;
@@ -198,7 +218,7 @@ int rix_packer_add(uint32_t *stored_len, rix_packer *p, rix_blob_codec *c, rix_b
 	int rc = take(p, t, &w);
 	if (rc != 0)
 		return rc;
-	rc = rix_pack_writer_add(w, c, t, id, plain, n);
+	rc = append(w, it);
 	if (rc == RIX_ELIMIT) { /* the pack is full by count: finish it, go on in a new one */
 		rc = hand_on(p, w);
 		if (rc != 0)
@@ -206,7 +226,7 @@ int rix_packer_add(uint32_t *stored_len, rix_packer *p, rix_blob_codec *c, rix_b
 		rc = take(p, t, &w);
 		if (rc != 0)
 			return rc;
-		rc = rix_pack_writer_add(w, c, t, id, plain, n);
+		rc = append(w, it);
 	}
 	if (rc != 0) {
 		after_error(p, t, w);
@@ -217,6 +237,19 @@ int rix_packer_add(uint32_t *stored_len, rix_packer *p, rix_blob_codec *c, rix_b
 	if (rc == 0 && stored_len != NULL)
 		*stored_len = len;
 	return rc;
+}
+
+int rix_packer_add(uint32_t *stored_len, rix_packer *p, rix_blob_codec *c, rix_blob_type t, const rix_id *id,
+		   const void *plain, size_t n)
+{
+	struct item it = { .c = c, .t = t, .id = id, .plain = plain, .n = n };
+	return add(stored_len, p, &it, n);
+}
+
+int rix_packer_add_stored(rix_packer *p, const rix_blob *b, const uint8_t *stored)
+{
+	struct item it = { .t = b->type, .id = &b->id, .b = b, .stored = stored };
+	return add(NULL, p, &it, b->length);
 }
 
 int rix_packer_flush(rix_packer *p)

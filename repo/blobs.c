@@ -241,6 +241,24 @@ static int save_blob(rix_id *id_out, uint32_t *stored_len, rix_repo *r, rix_blob
 	return 0;
 }
 
+int rix_repo_save_blob_stored(rix_repo *r, const rix_blob *b, const uint8_t *stored)
+{
+	if ((unsigned)b->type >= RIX_BLOB_TYPES)
+		return rix_error_set(RIX_EINVAL, "repo: blob type %d", (int)b->type);
+	if (b->length < RIX_CRYPTO_OVERHEAD)
+		return rix_error_set(RIX_EINVAL, "repo: a stored blob of %u bytes is under %d", b->length, RIX_CRYPTO_OVERHEAD);
+	if (b->uncompressed_length != 0 && r->cfg.version < 2)
+		return rix_error_set(RIX_EINVAL, "repo: a compressed blob for a version %d repository", r->cfg.version);
+	if (rix_blob_plain_size(b->length, b->uncompressed_length) > RIX_BLOB_MAX)
+		return rix_error_set(RIX_EINVAL, "repo: a blob over the %zu-byte limit", RIX_BLOB_MAX);
+	int rc = rix__repo_lock_ok(r);
+	if (rc != 0)
+		return rc;
+	rix_packer *p;
+	rc = get_packer(r, &p);
+	return rc == 0 ? rix_packer_add_stored(p, b, stored) : rc;
+}
+
 int rix_repo_flush(rix_repo *r)
 {
 	int first = rix__repo_lock_ok(r); /* under a lost lock nothing more is written */
@@ -408,8 +426,9 @@ static size_t read_group(const rix_blob *blobs, size_t n, size_t i)
 	return j;
 }
 
-int rix_repo_load_pack_blobs(rix_repo *r, const rix_id *pack_id, const rix_blob *blobs, size_t n, rix_repo_blob_fn fn,
-			     void *payload)
+/* rix_repo_load_pack_blobs (fn) and _stored (sfn): one of the two is set. */
+static int load_pack(rix_repo *r, const rix_id *pack_id, const rix_blob *blobs, size_t n, rix_repo_blob_fn fn,
+		     rix_repo_stored_blob_fn sfn, void *payload)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0 && (uint64_t)blobs[i].offset < (uint64_t)blobs[i - 1].offset + blobs[i - 1].length)
@@ -456,18 +475,20 @@ int rix_repo_load_pack_blobs(rix_repo *r, const rix_id *pack_id, const rix_blob 
 			const rix_blob *b = &blobs[i];
 			if (rrc != 0) {
 				rix_error_set(rrc, "%s", readmsg);
-				rc = fn(payload, i, rrc, NULL, 0);
+				rc = fn != NULL ? fn(payload, i, rrc, NULL, 0) : sfn(payload, i, rrc, NULL, 0, NULL);
 				continue;
 			}
+			/* decoding leaves the stored bytes as they were read: what verified is what sfn gets */
+			const uint8_t *form = stored + (b->offset - start);
 			size_t got = 0;
-			int brc = rix_blob_codec_decode(&got, c, stored + (b->offset - start), b->length, b, plain, pcap);
+			int brc = rix_blob_codec_decode(&got, c, form, b->length, b, plain, pcap);
 			if (brc != 0) {
 				char msg[300];
 				snprintf(msg, sizeof(msg), "%s", rix_error_last());
 				brc = rix_error_set(brc, "repo: pack %s, blob at %u: %s", pack, b->offset, msg);
-				rc = fn(payload, i, brc, NULL, 0);
+				rc = fn != NULL ? fn(payload, i, brc, NULL, 0) : sfn(payload, i, brc, NULL, 0, NULL);
 			} else {
-				rc = fn(payload, i, 0, plain, got);
+				rc = fn != NULL ? fn(payload, i, 0, plain, got) : sfn(payload, i, 0, plain, got, form);
 			}
 		}
 	}
@@ -476,4 +497,16 @@ int rix_repo_load_pack_blobs(rix_repo *r, const rix_id *pack_id, const rix_blob 
 	give_scratch(r, stored, scap);
 	give_scratch(r, plain, pcap);
 	return rc;
+}
+
+int rix_repo_load_pack_blobs(rix_repo *r, const rix_id *pack_id, const rix_blob *blobs, size_t n, rix_repo_blob_fn fn,
+			     void *payload)
+{
+	return load_pack(r, pack_id, blobs, n, fn, NULL, payload);
+}
+
+int rix_repo_load_pack_blobs_stored(rix_repo *r, const rix_id *pack_id, const rix_blob *blobs, size_t n,
+				    rix_repo_stored_blob_fn fn, void *payload)
+{
+	return load_pack(r, pack_id, blobs, n, NULL, fn, payload);
 }

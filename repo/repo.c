@@ -148,6 +148,11 @@ unsigned rix_repo_workers(const rix_repo *r)
 	return r->opt.workers;
 }
 
+rix_compression rix_repo_compression(const rix_repo *r)
+{
+	return r->compression;
+}
+
 uint64_t rix_repo_pack_size(const rix_repo *r)
 {
 	return r->opt.pack_size != 0 ? r->opt.pack_size : RIX_REPO_PACK_SIZE_DEFAULT;

@@ -3,6 +3,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -293,3 +294,75 @@ struct entries load_entries(const char *dir)
 	return e;
 }
 
+
+struct forms load_forms(const char *dir)
+{
+	struct forms f = { .e = load_entries(dir) };
+	f.hash = calloc(f.e.n + 1, sizeof(*f.hash));
+	assert_non_null(f.hash);
+	for (size_t i = 0; i < f.e.n; i++) {
+		const rix_packed_blob *pb = &f.e.v[i];
+		char hex[65], path[4400];
+		rix_id_to_hex(hex, &pb->pack_id);
+		snprintf(path, sizeof(path), "%s/data/%.2s/%s", dir, hex, hex);
+		FILE *fp = fopen(path, "rb");
+		if (fp == NULL)
+			fail_msg("pack %s, which the index names, cannot be opened", path);
+		uint8_t *buf = malloc(pb->length);
+		assert_non_null(buf);
+		assert_int_equal(fseek(fp, (long)pb->offset, SEEK_SET), 0);
+		assert_int_equal(fread(buf, 1, pb->length, fp), pb->length);
+		fclose(fp);
+		rix_sha256(&f.hash[i], buf, pb->length);
+		free(buf);
+	}
+	return f;
+}
+
+void free_forms(struct forms *f)
+{
+	free(f->e.v);
+	free(f->hash);
+	memset(f, 0, sizeof(*f));
+}
+
+static bool pack_in(const struct forms *f, const rix_id *pack)
+{
+	for (size_t i = 0; i < f->e.n; i++)
+		if (memcmp(&f->e.v[i].pack_id, pack, sizeof(*pack)) == 0)
+			return true;
+	return false;
+}
+
+struct form_diff compare_forms(const struct forms *before, const struct forms *after)
+{
+	struct form_diff d = { 0 };
+	for (size_t i = 0; i < after->e.n; i++) {
+		const rix_packed_blob *a = &after->e.v[i];
+		if (pack_in(before, &a->pack_id))
+			continue; /* a pack that was there before */
+		const rix_packed_blob *old = NULL;
+		bool same = false;
+		for (size_t k = 0; k < before->e.n && !same; k++) {
+			const rix_packed_blob *b = &before->e.v[k];
+			if (b->type != a->type || memcmp(&b->id, &a->id, sizeof(a->id)) != 0)
+				continue;
+			same = b->length == a->length && b->uncompressed_length == a->uncompressed_length &&
+			       memcmp(&before->hash[k], &after->hash[i], sizeof(rix_id)) == 0;
+			if (old == NULL || same)
+				old = b;
+		}
+		if (old == NULL) {
+			char hex[65];
+			rix_id_to_hex(hex, &a->id);
+			fail_msg("blob %s of a new pack was in no pack before", hex);
+		}
+		if (same)
+			old->uncompressed_length != 0 ? d.copied_z++ : d.copied_u++;
+		else if (old->uncompressed_length != 0)
+			d.recoded_z++;
+		else
+			a->uncompressed_length != 0 ? d.compressed_now++ : d.recoded_u++;
+	}
+	return d;
+}

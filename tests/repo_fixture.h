@@ -89,4 +89,27 @@ int cmp_pb(const void *a, const void *b);
 /* Every (pack, blob) entry of the index of the repository in dir (loaded strictly), sorted. */
 struct entries load_entries(const char *dir);
 
+
+/*
+ * Every index entry of the repository in dir (load_entries) with the SHA-256 of its stored bytes
+ * as its pack holds them (IV, ciphertext, MAC): what a copy "as stored" keeps.
+ */
+struct forms {
+	struct entries e;
+	rix_id *hash; /* [e.n] */
+};
+struct forms load_forms(const char *dir);
+void free_forms(struct forms *f);
+/*
+ * The blobs of the packs that are in after and not in before (a prune's new packs), each
+ * compared with its copies in before: copied as stored (the same length, uncompressed length and
+ * bytes as a copy before: compressed, or not), or not (compressed before; uncompressed before and
+ * uncompressed still, or compressed now). Fails the test on a blob that was in no pack before.
+ */
+struct form_diff {
+	size_t copied_z, copied_u;
+	size_t recoded_z, recoded_u, compressed_now;
+};
+struct form_diff compare_forms(const struct forms *before, const struct forms *after);
+
 #endif

@@ -7,7 +7,8 @@
  * random); which blobs are compressed; buffers too small; no allocation per blob once warm;
  * pack files read back (header == what the writer recorded, ID == SHA-256 of the file, every
  * blob decodes); repacking stored blobs; the blob-count limit; a full disk (RLIMIT_FSIZE) with
- * the temporary file removed; rename; the packer manager alone and from four threads; and
+ * the temporary file removed; rename; the packer manager alone, with stored blobs (their entries
+ * kept, a big one in a pack of its own) and from four threads; and
  * allocation failure at every allocation of each, without leaks.
  */
 #include <dirent.h>
@@ -671,6 +672,87 @@ static void test_packer_single(void **state)
 	rix_key_free(key);
 }
 
+/*
+ * rix_packer_add_stored: blobs copied from a pack (compressed ones, uncompressed ones, an empty
+ * one, and one over the target, which gets a pack of its own) land in packs that read back, each
+ * entry with the length and uncompressed length it had; what it refuses.
+ */
+static void test_packer_add_stored(void **state)
+{
+	(void)state;
+	rix_key *key;
+	MUST(rix_key_random(&key));
+	char *dir = rix_test_new_dir("rix-packw");
+	uint64_t st = 77;
+	rix_blob_codec *c;
+	MUST(rix_blob_codec_new(&c, key, 2, RIX_COMPRESSION_MAX));
+	rix_pack_writer *w;
+	MUST(rix_pack_writer_new(&w, key, 2, dir));
+	for (int k = 0; k <= NCONTENT; k++) {
+		size_t n;
+		uint8_t *plain;
+		if (k < NCONTENT) {
+			plain = make_content((enum content)k, &n, &st);
+		} else { /* over the packer's target */
+			n = (size_t)5 << 20;
+			plain = malloc(n);
+			rix_test_fill_random(plain, n, &st);
+		}
+		rix_id id;
+		rix_sha256(&id, plain, n);
+		MUST(rix_pack_writer_add(w, c, k == ZEROS ? RIX_BLOB_TREE : RIX_BLOB_DATA, &id, plain, n));
+		free(plain);
+	}
+	rix_id pid;
+	MUST(rix_pack_writer_finish(&pid, w));
+	size_t n;
+	uint8_t *pack = rix_test_must_read(rix_pack_writer_path(w), &n);
+	const rix_blob *src = rix_pack_writer_blobs(w);
+	size_t nsrc = rix_pack_writer_count(w), compressed = 0;
+
+	struct sink s = { .mu = PTHREAD_MUTEX_INITIALIZER, .key = key, .version = 2 };
+	rix_packer *p;
+	MUST(rix_packer_new(&p, key, 2, dir, 4 << 20, sink_done, &s));
+	for (size_t i = 0; i < nsrc; i++) {
+		MUST(rix_packer_add_stored(p, &src[i], pack + src[i].offset));
+		compressed += src[i].uncompressed_length != 0;
+	}
+	assert_true(compressed >= 2);
+	assert_int_equal(rix_packer_packs_done(p), 1); /* the big blob's own pack, at once */
+	MUST(rix_packer_flush(p));
+	assert_int_equal(s.nblobs, nsrc); /* each read back (sink_done decodes every blob) */
+	for (size_t i = 0; i < nsrc; i++) {
+		size_t k = 0;
+		while (k < s.nblobs && memcmp(&s.blobs[k].id, &src[i].id, sizeof(rix_id)) != 0)
+			k++;
+		assert_true(k < s.nblobs);
+		assert_int_equal(s.blobs[k].type, src[i].type);
+		assert_int_equal(s.blobs[k].length, src[i].length);
+		assert_int_equal(s.blobs[k].uncompressed_length, src[i].uncompressed_length);
+	}
+	/* Refused: an unknown type, a length under 32; a compressed blob in version 1. */
+	rix_blob b = src[0];
+	b.type = (rix_blob_type)5;
+	assert_int_equal(rix_packer_add_stored(p, &b, pack + src[0].offset), RIX_EINVAL);
+	b = src[0];
+	b.length = 31;
+	assert_int_equal(rix_packer_add_stored(p, &b, pack), RIX_EINVAL);
+	rix_packer_free(p);
+	s.version = 1;
+	MUST(rix_packer_new(&p, key, 1, dir, 4 << 20, sink_done, &s));
+	for (size_t i = 0; i < nsrc; i++)
+		if (src[i].uncompressed_length != 0)
+			assert_int_equal(rix_packer_add_stored(p, &src[i], pack + src[i].offset), RIX_EINVAL);
+	assert_int_equal(rix_packer_open_count(p), 0); /* the refused blobs' packs are gone */
+	rix_packer_free(p);
+	free(pack);
+	rix_pack_writer_free(w);
+	assert_int_equal(count_files(dir), 0);
+	rix_blob_codec_free(c);
+	rix_test_free_dir(dir);
+	rix_key_free(key);
+}
+
 struct worker {
 	rix_packer *p;
 	const rix_key *key;
@@ -912,6 +994,7 @@ int main(void)
 		cmocka_unit_test(test_writer_blob_limit),
 		cmocka_unit_test(test_writer_disk_full),
 		cmocka_unit_test(test_packer_single),
+		cmocka_unit_test(test_packer_add_stored),
 		cmocka_unit_test(test_packer_threads),
 		cmocka_unit_test(test_packer_keeps_pack_after_enomem),
 		cmocka_unit_test(test_allocation_failure),

@@ -4,7 +4,9 @@
  * restic and rix in turn, a pack no index names (a rix backup killed after writing it), and two
  * of the snapshots forgotten, so that prune has every kind of work to do.
  *   test_interop      rix prune, then rix forget --prune --max-unused 0 (packs repacked:
- *                     the repository smaller, packs gone, new ones made): each time restic and
+ *                     the repository smaller, packs gone, new ones made; the compressed blobs
+ *                     repacked, restic's among them, copied as stored: the same lengths,
+ *                     uncompressed lengths and bytes): each time restic and
  *                     rix check --read-data, and every kept snapshot restored by both equals its
  *                     source (diff -r); a second prune has nothing to do (no file added or
  *                     removed, and restic's dry run agrees); then the other way: more backups,
@@ -365,9 +367,16 @@ static void test_interop(void **state)
 
 	/* The defaults: the unreferenced pack goes, the rest stays whole. */
 	char *out;
+	struct forms f0 = load_forms(repo);
 	if (run_out(&out, RIX " -r '%s' prune", repo) != 0)
 		fail_free(out, NULL, "rix prune:\n%s", out);
 	free(out);
+	struct forms f1 = load_forms(repo);
+	struct form_diff d = compare_forms(&f0, &f1);
+	if (d.recoded_z != 0)
+		fail_msg("rix prune compressed %zu compressed blobs again (%zu copied as stored)", d.recoded_z, d.copied_z);
+	free_forms(&f0);
+	free_forms(&f1);
 	char ids[256][65];
 	size_t n = list_packs(repo, ids, 256);
 	assert_false(has_id(ids, n, lost_pack));
@@ -377,10 +386,23 @@ static void test_interop(void **state)
 	uint64_t bytes = repo_bytes(repo);
 	char before[256][65], after[256][65];
 	size_t nbefore = list_packs(repo, before, 256);
+	f0 = load_forms(repo);
 	if (run_out(&out, RIX " -r '%s' forget %s --prune --max-unused 0", repo, v[1].snap) != 0)
 		fail_free(out, NULL, "rix forget --prune --max-unused 0:\n%s", out);
 	free(out);
 	v[1].kept = false;
+	/* The compressed blobs repacked (restic's: Go's zstd frames) are copied as they were stored:
+	 * the same lengths, uncompressed lengths and bytes in the new packs. */
+	f1 = load_forms(repo);
+	d = compare_forms(&f0, &f1);
+	print_message("repacked: %zu compressed blobs copied as stored, %zu uncompressed ones; %zu uncompressed saved "
+		      "again, %zu of them compressed now\n", d.copied_z, d.copied_u, d.recoded_u + d.compressed_now,
+		      d.compressed_now);
+	if (d.copied_z == 0 || d.recoded_z != 0)
+		fail_msg("rix prune --max-unused 0 copied %zu compressed blobs as stored and compressed %zu again", d.copied_z,
+			 d.recoded_z);
+	free_forms(&f0);
+	free_forms(&f1);
 	size_t nafter = list_packs(repo, after, 256);
 	size_t gone = 0, made = 0;
 	for (size_t i = 0; i < nbefore; i++)

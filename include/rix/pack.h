@@ -314,6 +314,16 @@ RIX_EXPORT void rix_packer_free(rix_packer *p);
 RIX_EXPORT RIX_NODISCARD int rix_packer_add(uint32_t *stored_len, rix_packer *p, rix_blob_codec *c, rix_blob_type t,
 		   const rix_id *id, const void *plain, size_t n);
 /*
+ * Appends blob b already in stored form, stored[0..b->length) (from another pack of the same key,
+ * when repacking), as it is: neither compressed nor sealed again, and its header entry records
+ * b's length and uncompressed length (b->offset is ignored). Packs, target size, errors and the
+ * discard callback as rix_packer_add (a blob of target size or more stored gets a pack of its
+ * own). The bytes are not checked here.
+ * @return 0; RIX_EINVAL (blob type; a length under 32; a compressed blob in version 1); the
+ * writer's errors; done's.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_packer_add_stored(rix_packer *p, const rix_blob *b, const uint8_t *stored);
+/*
  * Finishes every open pack that holds a blob and hands it to done. Call it when no add is in
  * progress (at the end of a backup, before the index is written). @return 0 or the first error;
  * the other packs are still finished and handed on.

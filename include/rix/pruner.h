@@ -18,8 +18,12 @@
  * Running it, in the order that survives a crash at any point (each step leaves a repository that
  * checks clean, and running prune again finishes the job):
  *   1. unreferenced packs removed (no index names them);
- *   2. the used blobs of the packs to repack are read (verified), saved again into new packs,
- *      which are flushed with index files of their own;
+ *   2. the used blobs of the packs to repack are read (verified: MAC, decompression, SHA-256)
+ *      and copied into new packs as they are stored (rix_repo_save_blob_stored: compressed blobs
+ *      keep their frame, nothing is compressed or encrypted again), except uncompressed blobs
+ *      that restic 0.14's repack would compress (version 2: trees, and data blobs unless
+ *      compression is off), which are saved again from their plaintext, compressed; the new
+ *      packs are flushed with index files of their own;
  *   3. new index files for every pack that stays (rix_index_writer), superseding every index
  *      file there was;
  *   4. the old index files removed;

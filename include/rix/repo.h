@@ -114,6 +114,9 @@ RIX_EXPORT rix_master_index *rix_repo_master_index(rix_repo *r);
 RIX_EXPORT const char *rix_repo_key_name(const rix_repo *r);
 /* rix_repo_options.workers as the repository was opened or made with (0: the default). */
 RIX_EXPORT unsigned rix_repo_workers(const rix_repo *r);
+/* How the repository compresses the data blobs it saves (rix_repo_options.compression as it was
+ * opened or made with; version 1 compresses nothing whatever it says). */
+RIX_EXPORT rix_compression rix_repo_compression(const rix_repo *r);
 /* The target size of its packs (rix_repo_options.pack_size, else RIX_REPO_PACK_SIZE_DEFAULT). */
 #define RIX_REPO_PACK_SIZE_DEFAULT ((uint64_t)16 << 20)
 RIX_EXPORT uint64_t rix_repo_pack_size(const rix_repo *r);
@@ -206,6 +209,24 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_save_blob_copy(rix_id *id, uint32_t *store
 						     const void *data, size_t n);
 
 /*
+ * As rix_repo_save_blob_copy (a new copy in a new pack, whether the repository has the blob or
+ * not), for a blob given in its stored form: stored[0..b->length), sealed with this repository's
+ * key over the plaintext, or over its zstd frame when b->uncompressed_length != 0 (b: type, ID,
+ * length, uncompressed length; b->offset is ignored). The bytes go into the pack as they are,
+ * neither compressed nor encrypted again, and the pack's header records b's length and
+ * uncompressed length (prune's repack of a blob whose form may stay: no zstd, no sealing, and
+ * the blob keeps its size). Reusing the ciphertext (key and IV) is sound: the plaintext is the
+ * same, and the pack it came from is to be deleted.
+ * The bytes are not checked here: they must have verified (MAC, decompression, SHA-256 equal to
+ * b->id) as rix_repo_load_pack_blobs_stored verifies what it gives; bytes that did not would be
+ * stored as a damaged blob. The caller saves each blob once. Thread-safe, as rix_repo_save_blob.
+ * @return 0; RIX_EINVAL (blob type; a length under 32; a plaintext over RIX_BLOB_MAX; a
+ * compressed blob in a version 1 repository); RIX_ELOCKED (the repository's lock is lost); the
+ * packer's and backend's errors, as rix_repo_save_blob.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_repo_save_blob_stored(rix_repo *r, const rix_blob *b, const uint8_t *stored);
+
+/*
  * Finishes open packs, stores them, and writes index files for every pack stored since the
  * last flush (a new index file every RIX_REPO_INDEX_BLOBS_V2 / _V1 blobs, as restic 0.14).
  * After it returns 0 every blob saved before is durable. Packs the backend refused are retried
@@ -267,6 +288,22 @@ typedef int (*rix_repo_blob_fn)(void *payload, size_t i, int code, const uint8_t
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_load_pack_blobs(rix_repo *r, const rix_id *pack_id, const rix_blob *blobs,
 						      size_t n, rix_repo_blob_fn fn, void *payload);
+
+/*
+ * As rix_repo_blob_fn, and with code 0 also the blob's stored form: stored[0..blobs[i].length)
+ * (borrowed for the call), the bytes of the pack that verified into data (IV, ciphertext, MAC;
+ * over a zstd frame when blobs[i].uncompressed_length != 0): what rix_repo_save_blob_stored
+ * takes. NULL with an error code.
+ */
+typedef int (*rix_repo_stored_blob_fn)(void *payload, size_t i, int code, const uint8_t *data, size_t n,
+				       const uint8_t *stored);
+/*
+ * As rix_repo_load_pack_blobs (the same reads, the same checks, each blob verified before fn
+ * hears of it), fn also receiving each blob's stored form (prune's repack, which may copy it as
+ * it is). @return as rix_repo_load_pack_blobs.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_repo_load_pack_blobs_stored(rix_repo *r, const rix_id *pack_id, const rix_blob *blobs,
+							     size_t n, rix_repo_stored_blob_fn fn, void *payload);
 
 /* ---- files ------------------------------------------------------------------------------------ */
 
