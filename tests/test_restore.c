@@ -4,13 +4,16 @@
  *                          rix_pattern_match_checked: a failed allocation is RIX_ENOMEM, and
  *                          none is made for a path under 4096 bytes
  *   test_patterns_compiled rix_patterns: what each of its patterns says, or'ed; out of memory
- *   test_pack_blobs        rix_repo_load_pack_blobs: every other blob of a pack, in one read,
- *                          equal to rix_repo_load_blob's; a missing pack: each blob told so
+ *   test_pack_blobs        rix_repo_load_pack_blobs on a pack over RIX_REPO_PACK_READ_MAX: every
+ *                          blob, every other one, the first and last, equal to rix_repo_load_blob's,
+ *                          each pack byte read at most once (the bytes read are the blobs' and the
+ *                          gaps merged, no range twice), no read over the maximum; a missing pack:
+ *                          each blob told so
  *   test_roundtrip         a tree with every kind of entry (multi-blob, repeated and shared
  *                          blobs, empty, symlinks, hard links, a FIFO, modes with setuid, old
  *                          mtimes, xattrs) backed up by rix_backup and restored: equal (content,
- *                          mode, owner, mtime, links, xattrs); each data pack read once (the
- *                          backend's reads = packs + trees)
+ *                          mode, owner, mtime, links, xattrs); each pack byte read once (the
+ *                          bytes read = the repository's blobs, no range twice)
  *   test_find_dir          rix_tree_find_dir: found (odd spellings, the root), not found, not a
  *                          directory (RIX_ENOTFOUND naming the path)
  *   test_batches           a plan budget of 1 byte: a batch per file, the same result; an inode's
@@ -305,10 +308,23 @@ static void test_patterns_compiled(void **state)
 /* ---- rix_repo_load_pack_blobs ------------------------------------------------------------- */
 
 struct got {
-	rix_repo *r;
 	const rix_blob *want;
+	uint8_t **ref; /* want[i]'s plaintext, loaded before (so that the reads counted are the call's) */
+	size_t *refn;
 	int calls, errors;
 };
+
+/* Counts the calls and errors only. */
+static int count_only(void *payload, size_t i, int code, const uint8_t *data, size_t n)
+{
+	(void)i;
+	(void)data;
+	(void)n;
+	struct got *g = payload;
+	g->calls++;
+	g->errors += code != 0;
+	return 0;
+}
 
 static int check_blob(void *payload, size_t i, int code, const uint8_t *data, size_t n)
 {
@@ -318,13 +334,60 @@ static int check_blob(void *payload, size_t i, int code, const uint8_t *data, si
 		g->errors++;
 		return 0;
 	}
-	uint8_t *ref;
-	size_t rn;
-	MUST(rix_repo_load_blob(&ref, &rn, g->r, g->want[i].type, &g->want[i].id));
-	assert_int_equal(rn, n);
-	assert_memory_equal(ref, data, n);
-	rix_free(ref);
+	assert_int_equal(g->refn[i], n);
+	assert_memory_equal(g->ref[i], data, n);
 	return 0;
+}
+
+/*
+ * What "each pack byte range read once" allows for the reads of one call of
+ * rix_repo_load_pack_blobs on blobs want[0..n) (increasing offsets), checked on the fault
+ * backend's log: no pack byte read twice; the bytes read at least the blobs' and at most those
+ * and the gaps under RIX_REPO_PACK_READ_GAP between them (the gaps a read merges); each read at
+ * most RIX_REPO_PACK_READ_MAX unless it is one blob; one read when the whole span fits in one.
+ */
+static void check_pack_reads(rix_test_fault *f, const rix_blob *want, size_t n)
+{
+	uint64_t lo = 0, gaps = 0;
+	for (size_t i = 0; i < n; i++) {
+		lo += want[i].length;
+		uint64_t gap = i > 0 ? want[i].offset - ((uint64_t)want[i - 1].offset + want[i - 1].length) : 0;
+		gaps += gap <= RIX_REPO_PACK_READ_GAP ? gap : 0;
+	}
+	uint64_t bytes = rix_test_fault_read_bytes(f, RIX_FILE_PACK);
+	assert_true(bytes >= lo);
+	assert_true(bytes <= lo + gaps);
+	assert_int_equal(rix_test_fault_pack_overlaps(f), 0);
+	long reads = rix_test_fault_count(f, RIX_TEST_FAULT_READ);
+	assert_int_equal((long)f->nranges, reads);
+	for (size_t k = 0; k < f->nranges; k++) {
+		bool one_blob = false;
+		for (size_t i = 0; i < n; i++)
+			one_blob |= f->ranges[k].off == want[i].offset && f->ranges[k].len == want[i].length;
+		assert_true(f->ranges[k].len <= RIX_REPO_PACK_READ_MAX || one_blob);
+	}
+	uint64_t span = n > 0 ? (uint64_t)want[n - 1].offset + want[n - 1].length - want[0].offset : 0;
+	if (n > 0 && span == lo + gaps && span <= RIX_REPO_PACK_READ_MAX)
+		assert_int_equal(reads, 1);
+	if (span > RIX_REPO_PACK_READ_MAX)
+		assert_true(reads >= 2);
+}
+
+/* Every blob of want[0..n) of pack, checked against rix_repo_load_blob's, reads counted. */
+static void load_and_check(rix_repo *r, rix_test_fault *f, const rix_id *pack, const rix_blob *want, size_t n)
+{
+	struct got g = { .want = want, .ref = calloc(n + 1, sizeof(uint8_t *)), .refn = calloc(n + 1, sizeof(size_t)) };
+	for (size_t i = 0; i < n; i++)
+		MUST(rix_repo_load_blob(&g.ref[i], &g.refn[i], r, want[i].type, &want[i].id));
+	rix_test_fault_arm(f, NULL);
+	MUST(rix_repo_load_pack_blobs(r, pack, want, n, check_blob, &g));
+	assert_int_equal(g.calls, (int)n);
+	assert_int_equal(g.errors, 0);
+	check_pack_reads(f, want, n);
+	for (size_t i = 0; i < n; i++)
+		rix_free(g.ref[i]);
+	free(g.ref);
+	free(g.refn);
 }
 
 static void test_pack_blobs(void **state)
@@ -336,7 +399,7 @@ static void test_pack_blobs(void **state)
 	rix_test_fault_init(&f);
 	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
 	struct blobs bl;
-	make_blobs(&bl, 60, 7);
+	make_blobs(&bl, 200, 7); /* about 10 MB: packs of 4 MiB and more (the fixture's pack size) */
 	save_all(r, &bl);
 	MUST(rix_repo_flush(r));
 	rix_repo_free(r);
@@ -349,37 +412,59 @@ static void test_pack_blobs(void **state)
 	rix_id *packs;
 	size_t np;
 	MUST(rix_repo_list_ids(&packs, &np, r, RIX_FILE_PACK));
-	assert_true(np >= 1);
-	rix_blob *hdr;
-	size_t cnt;
-	MUST(rix_repo_read_pack_header(&hdr, &cnt, r, &packs[0]));
-	/* every other blob */
+	assert_true(np >= 2);
+	/* the largest pack: over RIX_REPO_PACK_READ_MAX, so its blobs take several reads */
+	rix_blob *hdr = NULL;
+	size_t cnt = 0, at = 0;
+	uint64_t largest = 0;
+	for (size_t p = 0; p < np; p++) {
+		rix_blob *h;
+		size_t c;
+		MUST(rix_repo_read_pack_header(&h, &c, r, &packs[p]));
+		uint64_t end = c > 0 ? (uint64_t)h[c - 1].offset + h[c - 1].length : 0;
+		if (end > largest) {
+			rix_free(hdr);
+			hdr = h;
+			cnt = c;
+			at = p;
+			largest = end;
+		} else {
+			rix_free(h);
+		}
+	}
+	assert_true(largest > RIX_REPO_PACK_READ_MAX);
+	/* every blob, every other blob, the first and the last */
 	rix_blob want[400];
+	load_and_check(r, &f, &packs[at], hdr, cnt);
 	size_t nw = 0;
 	for (size_t i = 0; i < cnt; i += 2)
 		want[nw++] = hdr[i];
+	load_and_check(r, &f, &packs[at], want, nw);
+	want[0] = hdr[0];
+	want[1] = hdr[cnt - 1];
+	load_and_check(r, &f, &packs[at], want, 2);
+	/* check_pack_reads can fail: a read of the same blobs twice reads their bytes twice */
 	rix_test_fault_arm(&f, NULL);
-	struct got g = { .r = r, .want = want };
-	MUST(rix_repo_load_pack_blobs(r, &packs[0], want, nw, check_blob, &g));
-	assert_int_equal(g.calls, (int)nw);
-	assert_int_equal(g.errors, 0);
-	/* the pack is under 4 MiB + a blob: its blobs in one read (the checks' own loads aside) */
-	long reads = rix_test_fault_count(&f, RIX_TEST_FAULT_READ);
-	assert_int_equal(reads, 1 + (long)nw);
+	struct got g = { .want = want, .ref = NULL, .refn = NULL };
+	for (int k = 0; k < 2; k++)
+		MUST(rix_repo_load_pack_blobs(r, &packs[at], want, 1, count_only, &g));
+	assert_int_equal(rix_test_fault_pack_overlaps(&f), (long long)want[0].length);
+	assert_int_equal(rix_test_fault_read_bytes(&f, RIX_FILE_PACK), 2 * (uint64_t)want[0].length);
 	/* offsets not increasing: refused */
-	if (nw >= 2) {
-		rix_blob swapped[2] = { want[1], want[0] };
-		assert_int_equal(rix_repo_load_pack_blobs(r, &packs[0], swapped, 2, check_blob, &g), RIX_EINVAL);
-	}
+	rix_blob swapped[2] = { want[1], want[0] };
+	assert_int_equal(rix_repo_load_pack_blobs(r, &packs[at], swapped, 2, count_only, &g), RIX_EINVAL);
 	/* the pack gone: each blob gets the error, none data */
+	nw = 0;
+	for (size_t i = 0; i < cnt; i += 2)
+		want[nw++] = hdr[i];
 	char path[4400], hex[65];
-	rix_id_to_hex(hex, &packs[0]);
+	rix_id_to_hex(hex, &packs[at]);
 	snprintf(path, sizeof(path), "%s/data/%.2s/%s", repo, hex, hex);
 	assert_int_equal(unlink(path), 0);
 	memset(&g, 0, sizeof(g));
-	g.r = r;
 	g.want = want;
-	MUST(rix_repo_load_pack_blobs(r, &packs[0], want, nw, check_blob, &g));
+	MUST(rix_repo_load_pack_blobs(r, &packs[at], want, nw, count_only, &g));
+	assert_int_equal(g.calls, (int)nw);
 	assert_int_equal(g.errors, (int)nw);
 	assert_non_null(strstr(rix_error_last(), hex));
 	rix_free(hdr);
@@ -412,6 +497,21 @@ static void test_roundtrip(void **state)
 	MUST(rix_test_fault_backend(&b, inner, &f));
 	MUST(rix_repo_open(&r, b, PW, strlen(PW), &fast));
 	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	/* every blob of the repository is needed once (the trees' and the files'), and the packs
+	 * hold nothing else: what each pack byte read once makes the reads add up to */
+	rix_id *packs;
+	size_t np;
+	uint64_t blob_bytes = 0;
+	MUST(rix_repo_list_ids(&packs, &np, r, RIX_FILE_PACK));
+	for (size_t p = 0; p < np; p++) {
+		rix_blob *h;
+		size_t c;
+		MUST(rix_repo_read_pack_header(&h, &c, r, &packs[p]));
+		for (size_t i = 0; i < c; i++)
+			blob_bytes += h[i].length;
+		rix_free(h);
+	}
+	rix_free(packs);
 	rix_test_fault_arm(&f, NULL);
 	rix_restore_summary sum;
 	struct errs e;
@@ -419,10 +519,13 @@ static void test_roundtrip(void **state)
 	assert_int_equal(e.n, 0);
 	MUST(rc);
 	assert_int_equal(rix_test_compare_trees(src, tgt, 0), 0);
-	/* each data pack read once: the backend's reads are those packs and one per tree */
+	/* each pack byte read once: the bytes read are the blobs', no range twice; a read per tree
+	 * and at least one per data pack (a pack over RIX_REPO_PACK_READ_MAX takes more) */
 	size_t trees = 6; /* the root, a, a/b, a/b/c, e, ro */
 	assert_true(sum.packs >= 2);
-	assert_int_equal(rix_test_fault_count(&f, RIX_TEST_FAULT_READ), (long)(sum.packs + trees));
+	assert_int_equal(rix_test_fault_read_bytes(&f, RIX_FILE_PACK), blob_bytes);
+	assert_int_equal(rix_test_fault_pack_overlaps(&f), 0);
+	assert_true(rix_test_fault_count(&f, RIX_TEST_FAULT_READ) >= (long)(sum.packs + trees));
 	/* 5 directories (not the root), 9 files (2 of them hard links), 2 symlinks, a FIFO */
 	assert_int_equal(sum.files_total, 5 + 9 + 2 + 1);
 	assert_int_equal(sum.files_restored, sum.files_total);
