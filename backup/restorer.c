@@ -6,14 +6,21 @@
  *   1. The walk (the calling thread): trees depth first with an explicit stack of frames (a
  *      decoded tree, the next node, the directory's path relative to the target, an open fd for
  *      the first FD_DEPTH levels). Directories are made as they are entered (mode 0700 until the
- *      end), symlinks, FIFOs, devices and hard links at once, each regular file empty at its size
- *      (O_CREAT | O_EXCL | O_NOFOLLOW after unlinking what was there). Every (file, offset, blob)
- *      goes into the plan with the blob's place from the master index.
+ *      end), symlinks, FIFOs, devices and hard links at once; what is in the way of a regular
+ *      file is unlinked (or the file kept, by opt.overwrite). A regular file with no content, or
+ *      with hard links (which the walk links to it as it meets them), is made here, empty at its
+ *      size (O_CREAT | O_EXCL | O_NOFOLLOW); one with content is left to the batch. Every (file,
+ *      offset, blob) goes into the plan with the blob's place from the master index.
  *   2. A batch, when the plan passes opt.memory or the walk ends: the plan is sorted by (pack,
  *      offset); workers take a pack at a time, rix_repo_load_pack_blobs reads it in few ranged
  *      reads and checks each blob once, and every (file, offset) that needs the blob gets it
- *      with pwrite (files opened beneath the target, a few kept open per worker). Then each
- *      file of the batch: verified (opt.verify), its metadata set.
+ *      with pwrite (files opened beneath the target, a few kept open per worker). The first
+ *      worker to write into a file not made yet makes it, empty at its size (make_file: O_CREAT
+ *      | O_EXCL beneath the target, under a lock per file, so once), as restic's first write
+ *      does; a file none of whose content could be read is never made. Each file counts its
+ *      refs not yet written (left): the worker that takes it to 0, every write to the file done,
+ *      verifies it (opt.verify) and sets its metadata. After the workers, the files with no
+ *      content get theirs, and each file of the batch is counted and reported.
  *   3. The end: the directories' metadata, children before parents (the post-order of the walk).
  *
  * Paths: rel is "a/b/c" from the target, loc is "/a/b/c" (what messages and patterns see).
@@ -61,6 +68,8 @@
 #define FD_DEPTH 64
 /* Files each worker keeps open (by file number modulo this). */
 #define FD_CACHE 16
+/* Locks the workers take to make a file (by file number modulo this): one file made once. */
+#define MK_LOCKS 64
 /* The longest path restored, "/" and the NUL included (PATH_MAX, which restic meets first): a
  * deeper or longer one is an error naming it. It bounds the walk's frames (depth <= 2048, each
  * path < 4096 bytes) whatever the trees hold. */
@@ -174,11 +183,18 @@ struct rfile {
 	uint32_t *sizes;
 	size_t ncontent;
 	atomic_int failed;
+	/* Made in the target: by the walk (a file with no content, or hard links, which the walk
+	 * links to it), else by the first worker that writes into it (under the lock mk[file %
+	 * MK_LOCKS]); set once the making was tried, tdev and tino then written (release). */
+	atomic_bool made;
+	size_t nrefs;    /* its refs in the plan (0: no content, or kept) */
+	atomic_size_t left; /* refs not written (or failed) yet: the worker that takes it to 0 sets
+			     * the metadata (after every write to the file is done) */
 	bool keep;       /* if-changed: the file there is kept, its metadata restored */
 	bool linked;     /* links > 1: ino and dev name its entry in the hard link table */
 	uint64_t ino, dev;
 	bool existed;    /* "updated" rather than "restored" */
-	uint64_t tdev, tino; /* the file in the target: the one made (O_EXCL), or the one kept */
+	uint64_t tdev, tino; /* the file in the target: the one made (O_EXCL), or the one kept (made) */
 };
 
 struct ref {
@@ -238,12 +254,13 @@ struct rs {
 	size_t *jobs; /* start of each pack's refs in refs; njobs + 1 entries */
 	size_t njobs;
 	atomic_size_t next_job;
+	pthread_mutex_t mk[MK_LOCKS];
 	/* counts */
 	_Atomic uint64_t files_total, files_restored, files_skipped, files_deleted;
 	_Atomic uint64_t bytes_total, bytes_restored, bytes_skipped, errors, verified, packs;
 	uint64_t batches;
 	atomic_bool nomem; /* an allocation failed somewhere: the restore returns RIX_ENOMEM */
-	bool xattr_warned;
+	atomic_bool xattr_warned;
 	pthread_mutex_t cb; /* one callback at a time */
 	/* progress thread */
 	pthread_t pt;
@@ -341,15 +358,16 @@ static bool valid_name(const char *name, size_t n)
 /* ---- opening beneath the target ------------------------------------------------------------ */
 
 /*
- * rel (relative to the target) opened with flags, never through a symlink: openat2 with
- * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS when the kernel has it, else one component at a time
- * with O_NOFOLLOW. -1 with errno on failure.
+ * rel (relative to the target) opened with flags (and mode, with O_CREAT), never through a
+ * symlink: openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS when the kernel has it, else one
+ * component at a time with O_NOFOLLOW. -1 with errno on failure.
  */
-static int open_beneath(const struct rs *s, const char *rel, int flags)
+static int open_beneath_mode(const struct rs *s, const char *rel, int flags, mode_t mode)
 {
 	flags |= O_NOFOLLOW | O_CLOEXEC;
 #ifdef HAVE_OPENAT2
 	struct open_how how = { .flags = (uint64_t)flags,
+				.mode = (flags & O_CREAT) ? (uint64_t)mode : 0,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
 	long fd = syscall(SYS_openat2, s->tfd, rel, &how, sizeof(how));
 	if (fd >= 0)
@@ -384,7 +402,7 @@ static int open_beneath(const struct rs *s, const char *rel, int flags)
 		dfd = nfd;
 		p = slash + 1;
 	}
-	int fd2 = openat(dfd, p, flags);
+	int fd2 = openat(dfd, p, flags, mode);
 	int e = errno;
 	if (dfd != s->tfd)
 		close(dfd);
@@ -392,12 +410,17 @@ static int open_beneath(const struct rs *s, const char *rel, int flags)
 	return fd2;
 }
 
+static int open_beneath(const struct rs *s, const char *rel, int flags)
+{
+	return open_beneath_mode(s, rel, flags, 0);
+}
+
 /*
- * File f of the plan reopened by name (at batch time, long after it was made): with O_NONBLOCK
- * (a FIFO put there never blocks) and never through a symlink, then it must still be the
- * regular file the walk made or kept, (st_dev, st_ino) as recorded: a device, a FIFO, a hard
- * link to a file elsewhere swapped in since are never written to. -1 with errno on failure,
- * -2 when the name is now something else.
+ * File f of the plan reopened by name (at batch time, after it was made): with O_NONBLOCK (a
+ * FIFO put there never blocks) and never through a symlink, then it must still be the regular
+ * file made (by the walk or a worker) or kept, (st_dev, st_ino) as recorded: a device, a FIFO,
+ * a hard link to a file elsewhere swapped in since are never written to. -1 with errno on
+ * failure, -2 when the name is now something else.
  */
 #define REPLACED (-2)
 static int open_planned(const struct rs *s, const struct rfile *f, int flags)
@@ -441,10 +464,10 @@ static bool owner_of(const struct rs *s, const struct meta *m, uid_t *uid, gid_t
 static void xattr_failed(struct rs *s, const char *rel, const char *name, int e)
 {
 	if (e == ENOTSUP || e == EPERM || e == EACCES) {
-		if (!s->xattr_warned || e != ENOTSUP)
+		if (!atomic_load(&s->xattr_warned) || e != ENOTSUP)
 			warn(s, rel, "extended attribute %s not restored: %s", name, strerror(e));
 		if (e == ENOTSUP)
-			s->xattr_warned = true; /* once: the file system takes none */
+			atomic_store(&s->xattr_warned, true); /* once: the file system takes none */
 		return;
 	}
 	report(s, rel, "extended attribute %s: %s", name, strerror(e));
@@ -679,6 +702,7 @@ struct worker {
 	struct rs *s;
 	size_t job;               /* refs[first..end) of one pack */
 	size_t first, end;
+	size_t handled;           /* refs[first..handled) written or failed (each counted in left) */
 	size_t *uniq;             /* start in refs of each distinct blob of the pack */
 	size_t nuniq, capuniq;
 	rix_blob *blobs;
@@ -702,6 +726,43 @@ static void fail_file(struct rs *s, uint32_t f, const char *fmt, ...)
 	report(s, s->files[f].rel, "%s", msg);
 }
 
+/*
+ * File f made in the target, empty at its size, if no worker made it yet (under its lock, so
+ * once): O_CREAT | O_EXCL beneath the target and never through a symlink, so whatever took the
+ * name since the walk unlinked what was there (a FIFO, a link to a file elsewhere) is an error
+ * naming the file, never written to. Its (st_dev, st_ino) recorded for the reopens. The fd
+ * (write-only), -1 if it could not be made (reported), -2 if another worker made it (or tried).
+ */
+#define MADE_ELSEWHERE (-2)
+static int make_file(struct rs *s, uint32_t fi)
+{
+	struct rfile *f = &s->files[fi];
+	pthread_mutex_t *mu = &s->mk[fi % MK_LOCKS];
+	pthread_mutex_lock(mu);
+	int fd = MADE_ELSEWHERE;
+	if (!atomic_load_explicit(&f->made, memory_order_relaxed)) {
+		fd = open_beneath_mode(s, f->rel, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		int e = errno;
+		struct stat st;
+		if (fd >= 0 && (fstat(fd, &st) != 0 || ftruncate(fd, (off_t)f->size) != 0)) {
+			e = errno;
+			close(fd);
+			fd = -1;
+		}
+		if (fd >= 0) {
+			f->tdev = (uint64_t)st.st_dev;
+			f->tino = (uint64_t)st.st_ino;
+		} else {
+			fail_file(s, fi, "create: %s", strerror(e));
+		}
+		atomic_store_explicit(&f->made, true, memory_order_release);
+	}
+	pthread_mutex_unlock(mu);
+	return fd;
+}
+
+/* An fd (write-only) of file f, from the worker's few open ones, else made or reopened; < 0
+ * when it cannot be (open_error says why; a file that could not be made is reported already). */
 static int worker_fd(struct worker *w, uint32_t f)
 {
 	size_t k = f % FD_CACHE;
@@ -709,10 +770,30 @@ static int worker_fd(struct worker *w, uint32_t f)
 		return w->fd[k];
 	if (w->fd[k] >= 0 && close(w->fd[k]) != 0) /* EIO, EDQUOT: what was written may be lost */
 		fail_file(w->s, w->fdfile[k], "close: %s", strerror(errno));
-	int fd = open_planned(w->s, &w->s->files[f], O_WRONLY);
+	w->fd[k] = -1;
+	struct rfile *rf = &w->s->files[f];
+	int fd = MADE_ELSEWHERE;
+	if (!atomic_load_explicit(&rf->made, memory_order_acquire))
+		fd = make_file(w->s, f);
+	if (fd == MADE_ELSEWHERE) {
+		if (atomic_load(&rf->failed)) {
+			errno = ENOENT;
+			return -1;
+		}
+		fd = open_planned(w->s, rf, O_WRONLY);
+	}
 	w->fd[k] = fd < 0 ? -1 : fd;
 	w->fdfile[k] = f;
 	return fd;
+}
+
+static void finish_file(struct worker *w, uint32_t fi);
+
+/* One ref of file fi written or failed: the last one finishes the file. */
+static void ref_done(struct worker *w, uint32_t fi)
+{
+	if (atomic_fetch_sub_explicit(&w->s->files[fi].left, 1, memory_order_acq_rel) == 1)
+		finish_file(w, fi);
 }
 
 static bool all_zero(const uint8_t *p, size_t n)
@@ -770,20 +851,17 @@ static int on_blob(void *payload, size_t i, int code, const uint8_t *data, size_
 			if (code == RIX_ENOMEM)
 				atomic_store(&s->nomem, true);
 			fail_file(s, rf->file, "%s", rix_error_last());
-			continue;
+		} else if (!atomic_load(&s->files[rf->file].failed)) {
+			int fd = worker_fd(w, rf->file);
+			if (fd < 0)
+				fail_file(s, rf->file, "open: %s", open_error(fd));
+			else if (write_at(fd, data, n, rf->at, s->o.sparse) != 0)
+				fail_file(s, rf->file, "write: %s", strerror(errno));
+			else
+				atomic_fetch_add(&s->bytes_restored, n);
 		}
-		if (atomic_load(&s->files[rf->file].failed))
-			continue;
-		int fd = worker_fd(w, rf->file);
-		if (fd < 0) {
-			fail_file(s, rf->file, "open: %s", open_error(fd));
-			continue;
-		}
-		if (write_at(fd, data, n, rf->at, s->o.sparse) != 0) {
-			fail_file(s, rf->file, "write: %s", strerror(errno));
-			continue;
-		}
-		atomic_fetch_add(&s->bytes_restored, n);
+		w->handled = k + 1;
+		ref_done(w, rf->file);
 	}
 	return 0;
 }
@@ -813,7 +891,7 @@ static void *batch_worker(void *arg)
 		size_t j = atomic_fetch_add(&s->next_job, 1);
 		if (j >= s->njobs)
 			break;
-		w.first = s->jobs[j];
+		w.first = w.handled = s->jobs[j];
 		w.end = s->jobs[j + 1];
 		w.nuniq = 0;
 		bool nomem = false;
@@ -847,9 +925,11 @@ static void *batch_worker(void *arg)
 			rc = rix_repo_load_pack_blobs(s->r, &s->refs[w.first].pack, w.blobs, w.nuniq, on_blob, &w);
 		if (rc == RIX_ENOMEM)
 			atomic_store(&s->nomem, true);
-		if (rc != 0)
-			for (size_t k = w.first; k < w.end; k++)
+		if (rc != 0) /* the refs not handled (all of them: the reads' errors go to on_blob) */
+			for (size_t k = w.handled; k < w.end; k++) {
 				fail_file(s, s->refs[k].file, "%s", rix_error_last());
+				ref_done(&w, s->refs[k].file);
+			}
 		atomic_fetch_add(&s->packs, 1);
 	}
 	for (size_t k = 0; k < FD_CACHE; k++)
@@ -906,6 +986,48 @@ static void verify_file(struct rs *s, struct rfile *f)
 		atomic_fetch_add(&s->verified, 1);
 	rix_free(buf);
 	close(fd);
+}
+
+/*
+ * File f's content is all written (or failed): verified (opt.verify), then its metadata set
+ * through fd (write-only, the caller's to close) or, if fd < 0, a reopen. Called by the worker
+ * that handled its last ref, or by the batch's end for a file with none (empty, kept).
+ */
+static void set_file_meta(struct rs *s, struct rfile *f, int fd)
+{
+	if (atomic_load(&f->failed))
+		return;
+	if (s->o.verify && !f->keep)
+		verify_file(s, f);
+	if (atomic_load(&f->failed))
+		return; /* reported by verify */
+	int own = fd < 0 ? open_planned(s, f, O_RDONLY) : -1;
+	if (fd < 0 && own < 0) {
+		atomic_store(&f->failed, 1);
+		report(s, f->rel, "open: %s", open_error(own));
+		return;
+	}
+	meta_fd(s, fd >= 0 ? fd : own, &f->m, f->rel);
+	if (own >= 0 && close(own) != 0) {
+		atomic_store(&f->failed, 1);
+		report(s, f->rel, "close: %s", strerror(errno));
+	}
+}
+
+/* The last ref of file fi handled by w: its metadata, then the worker's fd of it closed (the
+ * other workers' fds of it, written through before, are closed when they need the slot). */
+static void finish_file(struct worker *w, uint32_t fi)
+{
+	struct rs *s = w->s;
+	size_t k = fi % FD_CACHE;
+	int fd = -1;
+	if (w->fd[k] >= 0 && w->fdfile[k] == fi) {
+		fd = w->fd[k];
+		w->fd[k] = -1;
+	}
+	set_file_meta(s, &s->files[fi], fd);
+	if (fd >= 0 && close(fd) != 0)
+		fail_file(s, fi, "close: %s", strerror(errno));
 }
 
 /* Carries out the plan of the files walked so far, then forgets it. */
@@ -970,23 +1092,11 @@ static int run_batch(struct rs *s)
 	}
 	for (size_t i = 0; i < s->nfiles; i++) {
 		struct rfile *f = &s->files[i];
-		if (!atomic_load(&f->failed)) {
-			if (s->o.verify && !f->keep)
-				verify_file(s, f);
-			int fd = atomic_load(&f->failed) ? -1 : open_planned(s, f, O_RDONLY);
-			if (atomic_load(&f->failed)) {
-				/* reported by verify */
-			} else if (fd < 0) {
-				atomic_store(&f->failed, 1);
-				report(s, f->rel, "open: %s", open_error(fd));
-			} else {
-				meta_fd(s, fd, &f->m, f->rel);
-				if (close(fd) != 0) {
-					atomic_store(&f->failed, 1);
-					report(s, f->rel, "close: %s", strerror(errno));
-				}
-			}
-		}
+		/* a file with content was finished by the worker of its last ref; the others here */
+		if (f->nrefs == 0)
+			set_file_meta(s, f, -1);
+		else if (atomic_load(&f->left) != 0 && atomic_exchange(&f->failed, 1) == 0)
+			report(s, f->rel, "not all of its content was written"); /* (a batch out of memory) */
 		if (!atomic_load(&f->failed)) {
 			if (!f->keep) {
 				atomic_fetch_add(&s->files_restored, 1);
@@ -1192,7 +1302,11 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 	}
 	if (keep)
 		skipped(s, n->size);
-	if (!keep) {
+	/* a file with content and no other link is made by the first worker that writes into it
+	 * (make_file): not here, one at a time; the others here, where the walk's hard links to
+	 * them can be made at once */
+	bool later = !keep && !missing && n->links <= 1 && n->content_len > 0;
+	if (!keep && !later) {
 		int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		int e = errno;
 		if (fd >= 0 && (fstat(fd, &kst) != 0 || ftruncate(fd, (off_t)n->size) != 0)) {
@@ -1225,8 +1339,11 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 	f->ino = n->inode;
 	f->dev = n->device_id;
 	f->existed = existed;
-	f->tdev = (uint64_t)kst.st_dev;
-	f->tino = (uint64_t)kst.st_ino;
+	atomic_init(&f->made, !later);
+	if (!later) {
+		f->tdev = (uint64_t)kst.st_dev;
+		f->tino = (uint64_t)kst.st_ino;
+	}
 	if ((f->rel = dup_n(rel, strlen(rel))) == NULL || meta_copy(&f->m, n) != 0) {
 		rix_free(f->rel);
 		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
@@ -1248,6 +1365,8 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 	s->plan_bytes += sizeof(*f) + strlen(rel) + meta_bytes(&f->m) + n->content_len * (sizeof(struct ref) + 36);
 	if (keep)
 		return 0;
+	f->nrefs = n->content_len;
+	atomic_init(&f->left, n->content_len);
 	if (f->sizes != NULL)
 		for (size_t i = 0; i < n->content_len; i++)
 			f->sizes[i] = rix_blob_plain_size(refs[i].len, refs[i].ulen);
@@ -1728,6 +1847,8 @@ int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const
 	s->root = geteuid() == 0;
 	clock_gettime(CLOCK_MONOTONIC, &s->start);
 	pthread_mutex_init(&s->cb, NULL);
+	for (size_t i = 0; i < MK_LOCKS; i++)
+		pthread_mutex_init(&s->mk[i], NULL);
 	pthread_mutex_init(&s->pmu, NULL);
 	pthread_cond_init(&s->pcv, NULL);
 
@@ -1821,6 +1942,8 @@ int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const
 	if (s->tfd >= 0)
 		close(s->tfd);
 	pthread_mutex_destroy(&s->cb);
+	for (size_t i = 0; i < MK_LOCKS; i++)
+		pthread_mutex_destroy(&s->mk[i]);
 	pthread_mutex_destroy(&s->pmu);
 	pthread_cond_destroy(&s->pcv);
 	rix_free(s);

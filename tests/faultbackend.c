@@ -44,6 +44,8 @@ void rix_test_fault_init(rix_test_fault *f)
 
 void rix_test_fault_destroy(rix_test_fault *f)
 {
+	free(f->ranges);
+	f->ranges = NULL;
 	pthread_mutex_destroy(&f->mu);
 }
 
@@ -55,6 +57,9 @@ void rix_test_fault_arm(rix_test_fault *f, const rix_test_fault_plan *plan)
 	else
 		memset(&f->plan, 0, sizeof(f->plan));
 	memset(f->count, 0, sizeof(f->count));
+	memset(f->read_bytes, 0, sizeof(f->read_bytes));
+	f->nranges = 0;
+	f->ranges_lost = 0;
 	f->injected = 0;
 	pthread_mutex_unlock(&f->mu);
 }
@@ -73,6 +78,71 @@ long rix_test_fault_injected(rix_test_fault *f)
 	long n = f->injected;
 	pthread_mutex_unlock(&f->mu);
 	return n;
+}
+
+uint64_t rix_test_fault_read_bytes(rix_test_fault *f, rix_file_type t)
+{
+	pthread_mutex_lock(&f->mu);
+	uint64_t n = (unsigned)t < RIX_FILE_TYPES ? f->read_bytes[t] : 0;
+	pthread_mutex_unlock(&f->mu);
+	return n;
+}
+
+static int by_name_off(const void *a, const void *b)
+{
+	const struct rix_test_fault_range *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	if (c != 0)
+		return c;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+long long rix_test_fault_pack_overlaps(rix_test_fault *f)
+{
+	pthread_mutex_lock(&f->mu);
+	long long twice = f->ranges_lost ? -1 : 0;
+	if (twice == 0 && f->nranges > 1)
+		qsort(f->ranges, f->nranges, sizeof(f->ranges[0]), by_name_off);
+	/* sorted by (pack, offset): each read against the later reads of its pack that start
+	 * before it ends */
+	for (size_t i = 0; twice >= 0 && i < f->nranges; i++) {
+		const struct rix_test_fault_range *a = &f->ranges[i];
+		for (size_t j = i + 1; j < f->nranges && strcmp(f->ranges[j].name, a->name) == 0 &&
+				       f->ranges[j].off < a->off + a->len; j++) {
+			uint64_t end = f->ranges[j].off + f->ranges[j].len;
+			twice += (long long)((end < a->off + a->len ? end : a->off + a->len) - f->ranges[j].off);
+		}
+	}
+	pthread_mutex_unlock(&f->mu);
+	return twice;
+}
+
+/* A read of len bytes at off of file name, type t: counted in bytes, and logged if a pack. */
+static void log_read(rix_test_fault *f, rix_file_type t, const char *name, uint64_t off, size_t len)
+{
+	pthread_mutex_lock(&f->mu);
+	if ((unsigned)t < RIX_FILE_TYPES)
+		f->read_bytes[t] += len;
+	if (t == RIX_FILE_PACK && !f->ranges_lost) {
+		if (f->nranges == f->cranges) {
+			size_t cap = f->cranges ? 2 * f->cranges : 64;
+			/* libc's realloc, not rix_malloc: the tests' failing allocator must not see it */
+			struct rix_test_fault_range *v = realloc(f->ranges, cap * sizeof(*v));
+			if (v == NULL)
+				f->ranges_lost = 1;
+			else {
+				f->ranges = v;
+				f->cranges = cap;
+			}
+		}
+		if (!f->ranges_lost) {
+			struct rix_test_fault_range *r = &f->ranges[f->nranges++];
+			snprintf(r->name, sizeof(r->name), "%s", name != NULL ? name : "");
+			r->off = off;
+			r->len = len;
+		}
+	}
+	pthread_mutex_unlock(&f->mu);
 }
 
 #define NO_FAULT (-1)
@@ -175,6 +245,7 @@ static int fb_read(void *self, rix_file_type t, const char *name, uint64_t off, 
 {
 	fault_backend *fb = self;
 	rix_test_fault_plan plan;
+	log_read(fb->f, t, name, off, len);
 	if (count_call(fb->f, RIX_TEST_FAULT_READ, t, 0, &plan) == NO_FAULT)
 		return rix_backend_read(fb->inner, t, name, off, buf, len);
 	if (plan.effect != RIX_TEST_FAULT_SHORT)

@@ -31,6 +31,11 @@
  * Copying: with f->copy set, write_file hands the inner backend the descriptor only, never the
  * path, so the file is copied and never taken, as the REST backend does (and no write renames).
  *
+ * Bytes: every read's length is added up by file type (rix_test_fault_read_bytes), and each read
+ * of a pack is logged (its name, offset and length) so that rix_test_fault_pack_overlaps can say
+ * whether some byte of a pack was read twice since the last arm: what "each pack read once"
+ * means once a pack's blobs come in several ranged reads.
+ *
  * Watching: f->on_call (may be NULL) is called once per call, with its kind and file type,
  * after it is counted and before it is done (or fails), outside the mutex and on the calling
  * thread: it may block (to hold threads inside an operation) or record which thread called.
@@ -57,6 +62,12 @@ typedef enum rix_test_fault_op {
 	RIX_TEST_FAULT_REMOVE,
 } rix_test_fault_op;
 #define RIX_TEST_FAULT_OPS 8
+
+/* One logged read of a pack. */
+struct rix_test_fault_range {
+	char name[65];
+	uint64_t off, len;
+};
 
 typedef enum rix_test_fault_mode {
 	RIX_TEST_FAULT_ONCE = 0, /* the n-th operation only */
@@ -85,6 +96,10 @@ typedef struct rix_test_fault {
 	int copy;                        /* write_file: never give the inner backend the path */
 	void (*on_call)(void *payload, rix_test_fault_op op, rix_file_type t); /* may be NULL */
 	void *on_call_payload;
+	uint64_t read_bytes[RIX_FILE_TYPES]; /* bytes asked for by reads since the last arm, by type */
+	struct rix_test_fault_range *ranges; /* the pack reads since the last arm (malloc'ed) */
+	size_t nranges, cranges;
+	int ranges_lost;                     /* the log could not grow: overlaps unknown */
 } rix_test_fault;
 
 /* The wrapper over inner (owned: freed with the wrapper). f stays the caller's. 0 or RIX_ENOMEM
@@ -98,7 +113,12 @@ void rix_test_fault_arm(rix_test_fault *f, const rix_test_fault_plan *plan);
 /* Operations of kind op since the last arm; faults injected since the last arm. */
 long rix_test_fault_count(rix_test_fault *f, rix_test_fault_op op);
 long rix_test_fault_injected(rix_test_fault *f);
-/* Frees the mutex (after the last wrapper over f is freed). */
+/* Bytes that reads of files of type t asked for since the last arm (faulted reads included). */
+uint64_t rix_test_fault_read_bytes(rix_test_fault *f, rix_file_type t);
+/* Bytes of packs read more than once since the last arm: the sum, over every two reads of one
+ * pack, of the bytes both read (0: no pack byte read twice); -1 if the log ran out of memory. */
+long long rix_test_fault_pack_overlaps(rix_test_fault *f);
+/* Frees the mutex and the log (after the last wrapper over f is freed). */
 void rix_test_fault_destroy(rix_test_fault *f);
 
 /* "any", "list", ...; "eio", "enospc", "short"; "once", "from". */

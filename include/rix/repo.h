@@ -273,7 +273,7 @@ typedef int (*rix_repo_blob_fn)(void *payload, size_t i, int code, const uint8_t
  * of the repository's pool, kept from one pack to the next.
  */
 #define RIX_REPO_PACK_READ_GAP ((uint64_t)1 << 20)
-#define RIX_REPO_PACK_READ_MAX ((uint64_t)8 << 20)
+#define RIX_REPO_PACK_READ_MAX ((uint64_t)4 << 20)
 
 /*
  * Reads blobs[0..n) of pack pack_id (offsets, lengths, types, IDs and uncompressed lengths as

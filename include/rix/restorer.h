@@ -5,10 +5,11 @@
  *   rix_tree_find_dir(root, "/home/user")          SNAPSHOT:PATH
  *   rix_restore(tree, target, &opt)
  *     walk the trees (an explicit stack: any depth), make directories, symlinks, FIFOs, devices,
- *     hard links, and each file empty at its size; plan: every (file, offset, blob), grouped by
+ *     hard links, and the files with no content; plan: every (file, offset, blob), grouped by
  *     pack ──> opt.workers threads, a pack each: rix_repo_load_pack_blobs (few ranged reads,
  *     each blob authenticated, decompressed, SHA-256 checked once) ──> pwrite to every file and
- *     offset that needs it ──> each file's metadata ──> the directories' metadata, deepest first
+ *     offset that needs it (the first write makes the file, empty at its size) ──> each file's
+ *     metadata once its last blob is written ──> the directories' metadata, deepest first
  *
  * Memory is bounded by opt.memory: when the plan of the files walked so far (their paths,
  * owners' names, extended attributes and blob references) passes it, they are restored (a batch)
@@ -28,16 +29,21 @@
  * target before or during the restore, is never followed; names that no directory entry can have
  * ("", ".", "..", '/' or NUL in them) are refused by the tree decoder and again here, as an error
  * naming the path; an existing entry is replaced by unlinking it first, never by writing
- * through it (a hard link to a file elsewhere keeps its content). A file reopened by name at
- * batch time (its content, --verify, its metadata) must still be the regular file the walk
- * made (its st_dev and st_ino) or kept (if-changed keeps only a file of one link): a FIFO,
- * device or hard link swapped in meanwhile is an error naming the path, nothing written to it.
+ * through it (a hard link to a file elsewhere keeps its content). A file with content is made
+ * by the batch with O_CREAT | O_EXCL beneath target: whatever took its name since the walk is
+ * an error naming the path. A file reopened by name at batch time (its content, --verify, its
+ * metadata) must still be the regular file made (its st_dev and st_ino) or kept (if-changed
+ * keeps only a file of one link): a FIFO, device or hard link swapped in meanwhile is an error
+ * naming the path, nothing written to it. A file none of whose content could be read is not
+ * made (as restic).
  *
  * What it does not protect against: a local user who can write in target while the restore
  * runs. The walk holds each directory it made open (the first 64 levels) and makes the entries
- * in it through that fd (directories, symlinks, FIFOs, devices, empty files, their ownership
- * and mode): a made directory that such a user renames out of target, to anywhere on the same
- * file system they can write, receives the entries made after the rename where it now is.
+ * in it through that fd (directories, symlinks, FIFOs, devices, files with no content or with
+ * hard links, their ownership and mode): a made directory that such a user renames out of
+ * target, to anywhere on the same file system they can write, receives the entries made after
+ * the rename where it now is (the files with content are made by path beneath target at batch
+ * time, and refused if a symlink is met).
  * Restore into a directory only trusted users can write, as with restic. target itself is
  * opened following symlinks (as restic): a symlink given as target means its destination.
  *
