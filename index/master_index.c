@@ -375,16 +375,6 @@ static inline void prefetch_chain(const struct frozen *f, uint32_t start, uint32
 		RIX_PREFETCH((const void *)line);
 }
 
-static const struct fentry *frozen_scan(const struct frozen *f, const rix_id *id, uint32_t start, uint32_t end)
-{
-	for (uint32_t i = start; i < end; i++)
-		if (rix__id_prefix_eq(&f->entries[i].id, id) && rix__id_eq(&f->entries[i].id, id))
-			return &f->entries[i];
-	return NULL;
-}
-
-#define SCAN_W 8u
-
 static const struct fentry *frozen_find(const struct frozen *f, const rix_id *id, uint64_t seed)
 {
 	uint64_t h = rix__hash_id(id, seed);
@@ -393,26 +383,12 @@ static const struct fentry *frozen_find(const struct frozen *f, const rix_id *id
 	uint64_t fl = rix__hash_filter(h);
 	if ((w & fl) != fl)
 		return NULL;
-	uint32_t start = (uint32_t)w, end = (uint32_t)f->buckets[b + 1];
-	uint32_t len = end - start; /* >= 1: an empty bucket's filter is 0 */
-	if (__builtin_expect(len > SCAN_W, 0)) {
-		prefetch_chain(f, start, end);
-		return frozen_scan(f, id, start, end);
-	}
-	uint64_t key;
-	__builtin_memcpy(&key, id->b, 8);
-	uint32_t hit = UINT32_MAX;
-	for (uint32_t i = SCAN_W; i-- > 0;) { /* downwards: the chain's first match wins, as in the scan */
-		uint32_t j = start + (uint32_t)(i < len) * i + (uint32_t)(i >= len) * (len - 1); /* no branch */
-		uint64_t p;
-		__builtin_memcpy(&p, f->entries[j].id.b, 8);
-		hit = p == key ? j : hit;
-	}
-	if (hit == UINT32_MAX)
-		return NULL;
-	if (rix__id_eq(&f->entries[hit].id, id))
-		return &f->entries[hit];
-	return frozen_scan(f, id, start, end); /* an 8-byte prefix shared: crafted IDs */
+	uint32_t end = (uint32_t)f->buckets[b + 1];
+	prefetch_chain(f, (uint32_t)w, end);
+	for (uint32_t i = (uint32_t)w; i < end; i++)
+		if (rix__id_prefix_eq(&f->entries[i].id, id) && rix__id_eq(&f->entries[i].id, id))
+			return &f->entries[i];
+	return NULL;
 }
 
 static void fill_from_frozen(const struct mstate *st, rix_blob_type t, const struct fentry *e,
