@@ -11,11 +11,13 @@
  * plus the batches in flight; the per-file indexes of rix_master_index_add cost 52 N more.
  *
  * Dedup-only (rix_master_index_set_dedup_only, captured by a batch when it is made): a batch
- * keeps only the ID of a data blob (32 bytes, no location), appended to bulk.dids on commit;
- * bulk_finish turns that array into the state's rix_idset in place (the set is built inside the
- * array's own allocation), so the peak for D data blobs is 32 D, never 48 D first. Trees stay
- * entries, and a pack gets a number (32 bytes in the pack table) only when a tree blob names it.
- * A second bulk load on top of a set rebuilds it from its IDs and the new ones.
+ * keeps only the ID of a data blob (32 bytes, no location); on commit the IDs go to bulk.dids,
+ * which holds them in 31 bytes each (rix__idcollect: 256 parts by the first byte), and
+ * bulk_finish builds the state's rix_idset from them part by part, each part's memory given
+ * back as its IDs land in the set's block: the peak for D data blobs is about 31 D, never
+ * 48 D (entries) or 32 D (an array of IDs) first. Trees stay entries, and a pack gets a number
+ * (32 bytes in the pack table) only when a tree blob names it. A second bulk load on top of a
+ * set collects its IDs again with the new ones and builds a new set.
  */
 #include <pthread.h>
 #include <string.h>
@@ -164,18 +166,14 @@ int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id)
 	int rc = grow((void **)&k->packs, &k->packs_cap, k->npacks + b->npacks, sizeof(rix_id));
 	for (int t = 0; rc == 0 && t < RIX_BLOB_TYPES; t++)
 		rc = grow((void **)&k->e[t], &k->cap[t], k->n[t] + b->n[t], sizeof(struct fentry));
-	if (rc == 0) {
-		size_t was = k->dids_cap;
-		rc = grow((void **)&k->dids, &k->dids_cap, k->ndids + b->nd, sizeof(rix_id));
-		/* The set is built in this array and read at random: huge pages asked for before the
-		 * IDs are copied in (the whole block, so that a later growth moves it whole). */
-		if (rc == 0 && k->dids_cap != was)
-			rix__advise_huge(k->dids, k->dids_cap * sizeof(rix_id));
-	}
 	if (rc == 0 && index_id != NULL)
 		rc = grow((void **)&k->ids, &k->ids_cap, k->nids + 1, sizeof(rix_id));
 	if (rc == 0 && k->npacks + b->npacks > 0xFFFFFFFEu)
 		rc = rix_error_set(RIX_ELIMIT, "master index: too many packs");
+	if (rc == 0 && b->nd > 0 && k->dids == NULL)
+		rc = rix__idcollect_new(&k->dids);
+	if (rc == 0 && b->nd > 0) /* last: nothing fails after it, so a batch goes in whole or not */
+		rc = rix__idcollect_add(k->dids, b->d, b->nd);
 	if (rc == 0) {
 		uint32_t base = (uint32_t)k->npacks;
 		if (b->npacks)
@@ -189,9 +187,6 @@ int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id)
 			}
 			k->n[t] += b->n[t];
 		}
-		if (b->nd)
-			memcpy(k->dids + k->ndids, b->d, b->nd * sizeof(rix_id));
-		k->ndids += b->nd;
 		if (index_id != NULL)
 			k->ids[k->nids++] = *index_id;
 	}
@@ -209,48 +204,34 @@ void rix__bulk_clear(struct bulk *k)
 	}
 	rix_free(k->packs);
 	rix_free(k->ids);
-	rix_free(k->dids);
+	rix__idcollect_free(k->dids);
 	k->packs = NULL;
 	k->ids = NULL;
 	k->dids = NULL;
-	k->npacks = k->packs_cap = k->nids = k->ids_cap = k->ndids = k->dids_cap = 0;
+	k->npacks = k->packs_cap = k->nids = k->ids_cap = 0;
 }
 
 static int dset_collect(void *arg, const rix_id *id)
 {
-	rix_id **at = arg;
-	*(*at)++ = *id;
-	return 0;
+	return rix__idcollect_add(arg, id, 1);
 }
 
 /*
- * next->dset: cur's carried over when no data blob IDs were committed; else built in place from
- * k->dids (then owned by the set), with cur's IDs added when cur has a set.
+ * next->dset: cur's carried over when no data blob IDs were committed; else built from the
+ * collected IDs (k->dids, consumed), with cur's IDs added when cur has a set.
  */
 static int build_dset(struct mstate *next, const struct mstate *cur, struct bulk *k, unsigned workers)
 {
-	if (k->ndids == 0) {
+	if (rix__idcollect_count(k->dids) == 0) {
 		next->dset = cur->dset;
 		return 0;
 	}
-	size_t old = rix_idset_count(cur->dset);
-	if (old > 0) { /* a load on top of a set: the old IDs and the new in one array */
-		rix_id *all = rix_realloc(k->dids, (old + k->ndids) * sizeof(rix_id));
-		if (all == NULL)
-			return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu data blob IDs",
-					     old + k->ndids);
-		k->dids = all;
-		k->dids_cap = old + k->ndids;
-		rix__advise_huge(k->dids, k->dids_cap * sizeof(rix_id)); /* before the old IDs land */
-		rix_id *at = all + k->ndids;
-		(void)rix_idset_foreach(cur->dset, dset_collect, &at);
-		k->ndids += old;
-	}
-	int rc = rix__idset_build_owned(&next->dset, k->dids, k->ndids, 0, workers);
-	if (rc == 0) { /* the set owns the array now */
-		k->dids = NULL;
-		k->ndids = k->dids_cap = 0;
-	}
+	int rc = 0;
+	if (rix_idset_count(cur->dset) > 0) /* a load on top of a set: the old IDs with the new */
+		rc = rix_idset_foreach(cur->dset, dset_collect, k->dids);
+	if (rc == 0)
+		rc = rix__idset_build_collected(&next->dset, k->dids, workers);
+	k->dids = NULL; /* consumed either way */
 	return rc;
 }
 
@@ -263,7 +244,7 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 	struct mstate *next = NULL;
 	rix_id *nids = NULL;
 	int rc = 0;
-	if (k->npacks == 0 && k->nids == 0 && k->n[0] == 0 && k->n[1] == 0 && k->ndids == 0)
+	if (k->npacks == 0 && k->nids == 0 && k->n[0] == 0 && k->n[1] == 0 && rix__idcollect_count(k->dids) == 0)
 		goto done;
 	uint64_t packs_total = (uint64_t)cur->npacks + k->npacks;
 	if (packs_total > 0xFFFFFFFEu || k->n[0] > 0xFFFFFFFEu || k->n[1] > 0xFFFFFFFEu) {

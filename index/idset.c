@@ -74,6 +74,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "rix/alloc.h"
 #include "rix/error.h"
@@ -674,42 +675,40 @@ int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags
 	return rix__idset_build_owned(out, ids, n, flags, 0);
 }
 
-int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags, unsigned workers)
-{
-	*out = NULL;
-	if ((flags & ~(unsigned)RIX_IDSET_SORTED) != 0)
-		return rix_error_set(RIX_EINVAL, "id set: unknown flags 0x%x", flags);
-	if (n > 0 && ids == NULL)
-		return rix_error_set(RIX_EINVAL, "id set: no array for %zu IDs", n);
-	struct rix_idset *s = rix_calloc(1, sizeof(*s));
-	if (s == NULL)
-		return rix_error_set(RIX_ENOMEM, "id set: out of memory");
-	if (!(flags & RIX_IDSET_SORTED))
-		sort_ids(ids, n, workers);
+/* Pass 2 over the distinct IDs' buckets in ascending order: the blocks that will overflow, the
+ * longest run (s->ov_blocks, s->longest). */
+struct shape_scan {
+	struct rix_idset *s;
+	size_t blk_total, run;
+	uint64_t cur_blk, cur_b;
+};
 
-	/* Pass 1: distinct IDs; the order. */
-	size_t nd = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (i > 0) {
-			int c = tail_cmp(ids[i - 1].b, ids[i].b, RIX_ID_SIZE);
-			if (c > 0) {
-				rix_free(s);
-				return rix_error_set(RIX_EINVAL, "id set: IDs said to be sorted are not (at %zu)", i);
-			}
-			if (c == 0)
-				continue;
-		}
-		nd++;
+static inline void scan_add(struct shape_scan *sc, uint64_t b)
+{
+	struct rix_idset *s = sc->s;
+	size_t g = (size_t)1 << s->gshift;
+	if ((b >> s->gshift) != sc->cur_blk) {
+		s->ov_blocks += g + sc->blk_total > CODE_BITS;
+		sc->cur_blk = b >> s->gshift;
+		sc->blk_total = 0;
 	}
-	if (nd > RIX_IDSET_MAX_IDS) {
-		rix_free(s);
-		return rix_error_set(RIX_ELIMIT, "id set: %zu IDs are over the limit of %u", nd, RIX_IDSET_MAX_IDS);
+	sc->blk_total++;
+	if (b != sc->cur_b) {
+		sc->cur_b = b;
+		sc->run = 0;
 	}
-	if (nd == 0) {
-		rix_free(ids);
-		*out = s;
-		return 0;
-	}
+	if (++sc->run > s->longest)
+		s->longest = sc->run;
+}
+
+static inline void scan_end(struct shape_scan *sc)
+{
+	sc->s->ov_blocks += ((size_t)1 << sc->s->gshift) + sc->blk_total > CODE_BITS;
+}
+
+/* The shape of a set of nd distinct IDs (k, G and the fields they fix). */
+static void set_shape(struct rix_idset *s, size_t nd)
+{
 	choose_shape(nd, &s->k, &s->gshift);
 	s->n = nd;
 	s->kb = (s->k + 7) / 8;
@@ -717,69 +716,32 @@ int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flag
 	s->w = 8 * s->kb - s->k;
 	s->nblocks = (size_t)1 << (s->k - s->gshift);
 	s->hw = cpu_has_hw();
+}
+
+/* Bytes the block needs while phase B runs: the 31-byte records, then mid, directory, ov. */
+static size_t build_need(const struct rix_idset *s)
+{
 	size_t g = (size_t)1 << s->gshift;
+	size_t rec = s->n * (RIX_ID_SIZE - 1);
+	size_t mid = s->w ? (s->n * s->w + 7) / 8 + 8 : 0;
+	return align_up(rec, 8) + mid + 63 + s->nblocks * 64 + s->ov_blocks * (g + 1) * sizeof(uint32_t);
+}
 
-	/* Pass 2: the blocks that overflow, the longest run. */
-	size_t blk_total = 0, run = 0;
-	uint64_t cur_blk = 0, cur_b = UINT64_MAX;
-	for (size_t i = 0; i < n; i++) {
-		if (!is_new(ids, i))
-			continue;
-		uint64_t b = bucket_of(ids[i].b, s->k);
-		if ((b >> s->gshift) != cur_blk) {
-			s->ov_blocks += g + blk_total > CODE_BITS;
-			cur_blk = b >> s->gshift;
-			blk_total = 0;
-		}
-		blk_total++;
-		if (b != cur_b) {
-			cur_b = b;
-			run = 0;
-		}
-		if (++run > s->longest)
-			s->longest = run;
-	}
-	s->ov_blocks += g + blk_total > CODE_BITS;
-
-	/*
-	 * The whole set lives in the array's own block. Phase A packs each distinct ID's bytes
-	 * 1..31 into records of 31 bytes ([0, rec)), keeping counts of byte 0; the directory,
-	 * mid and ov arrays then fit in the room that frees at the end (~1 byte an ID; grown
-	 * first, before anything is overwritten, when they don't: small sets). Phase B writes
-	 * the tails at the front and the rest into that room; the rest then moves down behind
-	 * the tails and the block is shrunk. Nothing can fail once phase A has begun.
-	 */
+/*
+ * Phase B and the end of a build: base[0, have) holds s->n distinct IDs in ascending order as
+ * 31-byte records of their bytes 1..31 (record j at 31 j), cnt0[c] of them with byte 0 equal
+ * to c, and have >= build_need(s). Writes the tails at the front and the directory and mid bits
+ * into the room behind the records, moves them down behind the tails and shrinks the block.
+ * Cannot fail (a failed shrink keeps the larger block).
+ */
+static void build_from_records(struct rix_idset *s, uint8_t *base, size_t have, const size_t cnt0[256])
+{
+	size_t nd = s->n, g = (size_t)1 << s->gshift;
 	size_t rec = nd * (RIX_ID_SIZE - 1);
 	size_t tails = nd * s->tail;
 	size_t mid = s->w ? (nd * s->w + 7) / 8 + 8 : 0;
 	size_t dir = s->nblocks * 64;
 	size_t ov = s->ov_blocks * (g + 1) * sizeof(uint32_t);
-	size_t need = align_up(rec, 8) + mid + 63 + dir + ov;
-	size_t have = n * sizeof(rix_id);
-	if (have < need) {
-		rix_id *grown = rix_realloc(ids, need);
-		if (grown == NULL) {
-			rix_free(s);
-			return rix_error_set(RIX_ENOMEM, "id set: out of memory for %zu IDs", nd);
-		}
-		ids = grown;
-		have = need;
-	}
-	uint8_t *base = (uint8_t *)ids;
-
-	/* Phase A: records of bytes 1..31 (record j at 31 j <= 32 i: never past ID i). */
-	size_t cnt0[256];
-	memset(cnt0, 0, sizeof(cnt0));
-	rix_id id;
-	size_t j = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (i > 0 && rix__id_eq(&id, &ids[i]))
-			continue;
-		id = ids[i];
-		cnt0[id.b[0]]++;
-		memmove(base + j * (RIX_ID_SIZE - 1), id.b + 1, RIX_ID_SIZE - 1);
-		j++;
-	}
 	size_t mid_at = align_up(rec, 8);
 	size_t dir_at = dir_offset(base, mid_at + mid);
 	size_t ov_at = dir_at + dir;
@@ -793,7 +755,8 @@ int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flag
 	struct builder build, *bd = &build;
 	memset(bd, 0, sizeof(*bd));
 	bd->s = s;
-	j = 0;
+	rix_id id;
+	size_t j = 0;
 	for (unsigned c = 0; c < 256; c++) {
 		for (size_t e = 0; e < cnt0[c]; e++, j++) {
 			id.b[0] = (uint8_t)c;
@@ -835,6 +798,89 @@ int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flag
 	s->mid = mid ? base + mid_to : NULL;
 	s->dir = (uint64_t *)(void *)(base + dir_to);
 	s->ov = s->ov_blocks ? (uint32_t *)(void *)(base + dir_to + dir) : NULL;
+}
+
+int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags, unsigned workers)
+{
+	*out = NULL;
+	if ((flags & ~(unsigned)RIX_IDSET_SORTED) != 0)
+		return rix_error_set(RIX_EINVAL, "id set: unknown flags 0x%x", flags);
+	if (n > 0 && ids == NULL)
+		return rix_error_set(RIX_EINVAL, "id set: no array for %zu IDs", n);
+	struct rix_idset *s = rix_calloc(1, sizeof(*s));
+	if (s == NULL)
+		return rix_error_set(RIX_ENOMEM, "id set: out of memory");
+	if (!(flags & RIX_IDSET_SORTED))
+		sort_ids(ids, n, workers);
+
+	/* Pass 1: distinct IDs; the order. */
+	size_t nd = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0) {
+			int c = tail_cmp(ids[i - 1].b, ids[i].b, RIX_ID_SIZE);
+			if (c > 0) {
+				rix_free(s);
+				return rix_error_set(RIX_EINVAL, "id set: IDs said to be sorted are not (at %zu)", i);
+			}
+			if (c == 0)
+				continue;
+		}
+		nd++;
+	}
+	if (nd > RIX_IDSET_MAX_IDS) {
+		rix_free(s);
+		return rix_error_set(RIX_ELIMIT, "id set: %zu IDs are over the limit of %u", nd, RIX_IDSET_MAX_IDS);
+	}
+	if (nd == 0) {
+		rix_free(ids);
+		*out = s;
+		return 0;
+	}
+	set_shape(s, nd);
+
+	/* Pass 2: the blocks that overflow, the longest run. */
+	struct shape_scan sc = { .s = s, .cur_b = UINT64_MAX };
+	for (size_t i = 0; i < n; i++)
+		if (is_new(ids, i))
+			scan_add(&sc, bucket_of(ids[i].b, s->k));
+	scan_end(&sc);
+
+	/*
+	 * The whole set lives in the array's own block. Phase A packs each distinct ID's bytes
+	 * 1..31 into records of 31 bytes ([0, rec)), keeping counts of byte 0; the directory,
+	 * mid and ov arrays then fit in the room that frees at the end (~1 byte an ID; grown
+	 * first, before anything is overwritten, when they don't: small sets). Phase B
+	 * (build_from_records) writes the tails at the front and the rest into that room; the rest
+	 * then moves down behind the tails and the block is shrunk. Nothing can fail once phase A
+	 * has begun.
+	 */
+	size_t need = build_need(s);
+	size_t have = n * sizeof(rix_id);
+	if (have < need) {
+		rix_id *grown = rix_realloc(ids, need);
+		if (grown == NULL) {
+			rix_free(s);
+			return rix_error_set(RIX_ENOMEM, "id set: out of memory for %zu IDs", nd);
+		}
+		ids = grown;
+		have = need;
+	}
+	uint8_t *base = (uint8_t *)ids;
+
+	/* Phase A: records of bytes 1..31 (record j at 31 j <= 32 i: never past ID i). */
+	size_t cnt0[256];
+	memset(cnt0, 0, sizeof(cnt0));
+	rix_id id;
+	size_t j = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && rix__id_eq(&id, &ids[i]))
+			continue;
+		id = ids[i];
+		cnt0[id.b[0]]++;
+		memmove(base + j * (RIX_ID_SIZE - 1), id.b + 1, RIX_ID_SIZE - 1);
+		j++;
+	}
+	build_from_records(s, base, have, cnt0);
 	*out = s;
 	return 0;
 }
@@ -862,5 +908,238 @@ int rix_idset_build(rix_idset **out, const rix_id *ids, size_t n)
 	int rc = rix_idset_build_owned(out, copy, n, 0);
 	if (rc != 0)
 		rix_free(copy);
+	return rc;
+}
+
+/* ---- Collecting IDs for a build (rix__idcollect) --------------------------------------------- */
+
+/*
+ * The IDs a bulk load collects, before the set is built: 256 parts by the ID's first byte, each
+ * holding the other 31 bytes of its IDs in arrival order (31 bytes an ID, not the 32 of a plain
+ * array: the first byte is the part's). rix__idset_build_collected sorts one part at a time into
+ * the records of phase A (31 bytes each, in the set's own block) and gives the part's memory
+ * back to the system at once, so that collection and build together never hold much more than
+ * 31 bytes an ID (the block fills as the parts empty).
+ *
+ * The parts are anonymous mappings grown with mremap, not rix_malloc'd blocks: their memory must
+ * return to the system part by part during the build, which free() of a heap block need not do
+ * (and glibc's realloc of a heap block copies it). Only touched pages cost memory, so a part's
+ * unused room costs under a page. They are kept off transparent huge pages, where each part's
+ * last, partly filled page would cost 2 MiB.
+ */
+#define PART_REC (RIX_ID_SIZE - 1)
+#define PART_FIRST ((size_t)64 << 10) /* a part's first mapping, bytes */
+
+struct part {
+	uint8_t *p;
+	size_t n;   /* IDs */
+	size_t cap; /* bytes mapped */
+};
+
+struct rix__idcollect {
+	struct part part[256];
+	size_t n;
+};
+
+int rix__idcollect_new(struct rix__idcollect **out)
+{
+	*out = rix_calloc(1, sizeof(**out));
+	return *out != NULL ? 0 : rix_error_set(RIX_ENOMEM, "id set: out of memory");
+}
+
+static void part_release(struct part *pt)
+{
+	if (pt->p != NULL)
+		munmap(pt->p, pt->cap);
+	pt->p = NULL;
+	pt->cap = 0;
+}
+
+void rix__idcollect_free(struct rix__idcollect *c)
+{
+	if (c == NULL)
+		return;
+	for (unsigned i = 0; i < 256; i++)
+		part_release(&c->part[i]);
+	rix_free(c);
+}
+
+size_t rix__idcollect_count(const struct rix__idcollect *c)
+{
+	return c != NULL ? c->n : 0;
+}
+
+static int part_grow(struct part *pt, size_t need)
+{
+	size_t cap = pt->cap ? pt->cap : PART_FIRST;
+	while (cap < need)
+		cap *= 2;
+	void *q = pt->p == NULL ? mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+				: mremap(pt->p, pt->cap, cap, MREMAP_MAYMOVE);
+	if (q == MAP_FAILED)
+		return rix_error_set(RIX_ENOMEM, "id set: out of memory collecting %zu IDs", need / PART_REC);
+#ifdef MADV_NOHUGEPAGE
+	(void)madvise(q, cap, MADV_NOHUGEPAGE);
+#endif
+	pt->p = q;
+	pt->cap = cap;
+	return 0;
+}
+
+int rix__idcollect_add(struct rix__idcollect *c, const rix_id *ids, size_t n)
+{
+	/* Room first, in every part the IDs go to, so that a failure adds none of them. */
+	size_t cnt[256];
+	memset(cnt, 0, sizeof(cnt));
+	for (size_t i = 0; i < n; i++)
+		cnt[ids[i].b[0]]++;
+	for (unsigned b = 0; b < 256; b++) {
+		struct part *pt = &c->part[b];
+		if (cnt[b] > 0 && (pt->n + cnt[b]) * PART_REC > pt->cap) {
+			int rc = part_grow(pt, (pt->n + cnt[b]) * PART_REC);
+			if (rc != 0)
+				return rc;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct part *pt = &c->part[ids[i].b[0]];
+		memcpy(pt->p + pt->n * PART_REC, ids[i].b + 1, PART_REC);
+		pt->n++;
+	}
+	c->n += n;
+	return 0;
+}
+
+/* The parts' sorts, shared by the workers: part c sorted and written, its duplicates dropped, as
+ * records at base + 31 at[c]; distinct[c] of them. */
+struct collect_job {
+	struct rix__idcollect *c;
+	uint8_t *base;
+	size_t at[256];
+	size_t distinct[256];
+	atomic_uint next;
+	atomic_int err;
+};
+
+static void *collect_worker(void *arg)
+{
+	struct collect_job *j = arg;
+	rix_id *tmp = NULL;
+	size_t tcap = 0;
+	for (;;) {
+		unsigned c = atomic_fetch_add(&j->next, 1);
+		if (c >= 256)
+			break;
+		struct part *pt = &j->c->part[c];
+		size_t m = pt->n;
+		if (m == 0)
+			continue;
+		if (m > tcap) {
+			rix_free(tmp);
+			tcap = m;
+			if ((tmp = rix_malloc(tcap * sizeof(rix_id))) == NULL) {
+				tcap = 0;
+				atomic_store(&j->err, RIX_ENOMEM);
+				continue;
+			}
+		}
+		for (size_t i = 0; i < m; i++) {
+			tmp[i].b[0] = (uint8_t)c;
+			memcpy(tmp[i].b + 1, pt->p + i * PART_REC, PART_REC);
+		}
+		part_release(pt); /* back to the system before its records land in the block */
+		radix_sort(tmp, m, 1);
+		uint8_t *dst = j->base + j->at[c] * PART_REC;
+		size_t k = 0;
+		for (size_t i = 0; i < m; i++)
+			if (is_new(tmp, i))
+				memcpy(dst + k++ * PART_REC, tmp[i].b + 1, PART_REC);
+		j->distinct[c] = k;
+	}
+	rix_free(tmp);
+	return NULL;
+}
+
+int rix__idset_build_collected(rix_idset **out, struct rix__idcollect *c, unsigned workers)
+{
+	*out = NULL;
+	size_t n = c->n;
+	struct rix_idset *s = rix_calloc(1, sizeof(*s));
+	struct collect_job *j = rix_calloc(1, sizeof(*j));
+	/* The block: 32 bytes an ID, as the array a plain build starts from; only what is written
+	 * (31 bytes an ID, then the set's smaller form) costs memory. */
+	uint8_t *base = n > 0 ? rix_malloc(n * sizeof(rix_id)) : NULL;
+	int rc = 0;
+	if (s == NULL || j == NULL || (n > 0 && base == NULL)) {
+		rc = rix_error_set(RIX_ENOMEM, "id set: out of memory for %zu IDs", n);
+		goto fail;
+	}
+	if (n == 0) {
+		rix__idcollect_free(c);
+		rix_free(j);
+		*out = s;
+		return 0;
+	}
+	rix__advise_huge(base, n * sizeof(rix_id));
+	j->c = c;
+	j->base = base;
+	size_t at = 0;
+	for (unsigned i = 0; i < 256; i++) {
+		j->at[i] = at;
+		at += c->part[i].n;
+	}
+	atomic_init(&j->next, 0);
+	atomic_init(&j->err, 0);
+	rix__pool_run(rix__pool_size(workers, 64), collect_worker, j);
+	if (atomic_load(&j->err) != 0) {
+		rc = rix_error_set(RIX_ENOMEM, "id set: out of memory sorting %zu IDs", n);
+		goto fail;
+	}
+	/* The parts' records together (duplicates left gaps), byte 0's counts. */
+	size_t cnt0[256], nd = 0;
+	for (unsigned i = 0; i < 256; i++) {
+		if (j->at[i] != nd && j->distinct[i] > 0)
+			memmove(base + nd * PART_REC, base + j->at[i] * PART_REC, j->distinct[i] * PART_REC);
+		cnt0[i] = j->distinct[i];
+		nd += j->distinct[i];
+	}
+	rix__idcollect_free(c);
+	c = NULL;
+	if (nd > RIX_IDSET_MAX_IDS) {
+		rc = rix_error_set(RIX_ELIMIT, "id set: %zu IDs are over the limit of %u", nd, RIX_IDSET_MAX_IDS);
+		goto fail;
+	}
+	set_shape(s, nd);
+	struct shape_scan sc = { .s = s, .cur_b = UINT64_MAX };
+	uint8_t head[8];
+	size_t r = 0;
+	for (unsigned i = 0; i < 256; i++) {
+		head[0] = (uint8_t)i;
+		for (size_t e = 0; e < cnt0[i]; e++, r++) {
+			memcpy(head + 1, base + r * PART_REC, 7);
+			scan_add(&sc, bucket_of(head, s->k));
+		}
+	}
+	scan_end(&sc);
+	size_t have = n * sizeof(rix_id);
+	size_t need = build_need(s);
+	if (have < need) { /* a small set: its directory needs more room than the IDs leave */
+		uint8_t *grown = rix_realloc(base, need);
+		if (grown == NULL) {
+			rc = rix_error_set(RIX_ENOMEM, "id set: out of memory for %zu IDs", nd);
+			goto fail;
+		}
+		base = grown;
+		have = need;
+	}
+	build_from_records(s, base, have, cnt0);
+	rix_free(j);
+	*out = s;
+	return 0;
+fail:
+	rix__idcollect_free(c);
+	rix_free(base);
+	rix_free(j);
+	rix_free(s);
 	return rc;
 }

@@ -52,4 +52,18 @@ int rix__index_reserve(rix_index *idx, rix_blob_type t, size_t n);
 struct rix_idset;
 int rix__idset_build_owned(struct rix_idset **out, rix_id *ids, size_t n, unsigned flags, unsigned workers);
 
+/*
+ * IDs collected for a set in 31 bytes each (idset.c: 256 parts by the first byte), for a bulk
+ * load that must not hold 32 bytes an ID before the set is built. add copies IDs in (any order,
+ * duplicates allowed); rix__idset_build_collected builds the set from them on up to `workers`
+ * threads, giving each part's memory back as it is used, and consumes c whether it succeeds or
+ * not. @return 0, RIX_ENOMEM (add: c keeps what it had; build: nothing is kept), RIX_ELIMIT.
+ */
+struct rix__idcollect;
+int rix__idcollect_new(struct rix__idcollect **out);
+int rix__idcollect_add(struct rix__idcollect *c, const rix_id *ids, size_t n);
+size_t rix__idcollect_count(const struct rix__idcollect *c);
+void rix__idcollect_free(struct rix__idcollect *c);
+int rix__idset_build_collected(struct rix_idset **out, struct rix__idcollect *c, unsigned workers);
+
 #endif

@@ -43,6 +43,7 @@
 
 #include "rix/alloc.h"
 #include "rix/error.h"
+#include "index_internal.h"
 #include "master_index_internal.h"
 
 #define IMAGE_MAGIC "rixmimg"  /* 8 bytes with its NUL */
@@ -399,7 +400,7 @@ int rix_master_index_install(rix_master_index *mi, rix_master_image *im)
 		rc = rix_error_set(RIX_EINVAL, "master index: an image installs only into an empty master index");
 		goto done;
 	}
-	if (mi->dedup_only || k->ndids > 0) { /* the batches' data blob IDs would have no place */
+	if (mi->dedup_only || rix__idcollect_count(k->dids) > 0) { /* the batches' data blob IDs would have no place */
 		rc = rix_error_set(RIX_EINVAL, "master index: an image does not install into a dedup-only "
 					       "master index (load its index files instead)");
 		goto done;

@@ -73,8 +73,7 @@ struct rix_master_index {
 		size_t npacks, packs_cap;
 		rix_id *ids;
 		size_t nids, ids_cap;
-		rix_id *dids; /* dedup-only: data blob IDs, for state->dset */
-		size_t ndids, dids_cap;
+		struct rix__idcollect *dids; /* dedup-only: data blob IDs, for state->dset (NULL: none yet) */
 	} bulk;
 };
 

@@ -23,6 +23,7 @@
 #include "rix/error.h"
 #include "rix/idset.h"
 #include "testutil.h"
+#include "index/index_internal.h"
 
 static int id_cmp(const void *a, const void *b)
 {
@@ -198,7 +199,21 @@ static void build_and_check(const rix_id *ids, size_t n, uint64_t *st)
 	memcpy(own, ids, n * sizeof(*own));
 	assert_int_equal(rix_idset_build_owned(&s, own, n, 0), 0);
 	check_set(s, ref, d, st);
+
+	/* Collected (31 bytes an ID, in three adds) and built from the parts: the same set, the
+	 * same bytes as the plain build's. */
+	size_t plain_memory = rix_idset_memory(s);
 	rix_idset_free(s);
+	struct rix__idcollect *c = NULL;
+	assert_int_equal(rix__idcollect_new(&c), 0);
+	size_t cut1 = n / 3, cut2 = n - n / 5;
+	assert_int_equal(rix__idcollect_add(c, ids, cut1), 0);
+	assert_int_equal(rix__idcollect_add(c, ids + cut1, cut2 - cut1), 0);
+	assert_int_equal(rix__idcollect_add(c, ids + cut2, n - cut2), 0);
+	assert_int_equal(rix__idcollect_count(c), n);
+	assert_int_equal(rix__idset_build_collected(&s, c, n % 2 ? 1 : 0), 0);
+	check_set(s, ref, d, st);
+	assert_int_equal(rix_idset_memory(s), plain_memory);
 
 	/* Taken over, said to be sorted (with its duplicates). */
 	own = rix_malloc((n ? n : 1) * sizeof(*own));
@@ -466,6 +481,20 @@ static int oom_round(void *p)
 			rix_free(own);
 			return rc;
 		}
+	} else if (a->owned == 2) { /* collected, then built: nothing kept on failure */
+		struct rix__idcollect *c = NULL;
+		rc = rix__idcollect_new(&c);
+		if (rc == 0)
+			rc = rix__idcollect_add(c, a->ids, a->n);
+		if (rc != 0) {
+			rix__idcollect_free(c);
+			return rc;
+		}
+		rc = rix__idset_build_collected(&s, c, 0);
+		if (rc != 0) {
+			assert_null(s);
+			return rc;
+		}
 	} else {
 		rc = rix_idset_build(&s, a->ids, a->n);
 		if (rc != 0) {
@@ -491,6 +520,8 @@ static void test_allocation_failure_n(void **state)
 	assert_true(rix_test_oom_loop("idset build", oom_round, &arg, 100) >= 3);
 	arg.owned = 1;
 	assert_true(rix_test_oom_loop("idset build_owned", oom_round, &arg, 100) >= 3);
+	arg.owned = 2;
+	assert_true(rix_test_oom_loop("idset build_collected", oom_round, &arg, 100) >= 3);
 	free(a);
 }
 

@@ -521,6 +521,88 @@ static void test_bulk_same_pack_twice(void **state)
 }
 
 /*
+ * A frozen chain longer than the lookup's fixed window (8 entries), and IDs that share their
+ * first 8 bytes (the window compares those first) in one chain: IDs chosen by brute force so
+ * that their seeded hash puts them in one bucket. Every present ID found with its own place,
+ * single and batched; absent IDs with a shared prefix not found.
+ */
+static int put_blob(const rix_index_sink *k, uint32_t pack, const rix_id *id, uint32_t off)
+{
+	rix_loc loc = { .pack = pack, .offset = off, .length = 100 + off, .uncompressed_length = 0 };
+	return k->blob(k->payload, RIX_BLOB_DATA, id, &loc);
+}
+
+static void test_frozen_long_chain_and_shared_prefix(void **state)
+{
+	(void)state;
+	enum { TOTAL = 64, CHAIN = 20, SHORT = 5, SHARED = 3 };
+	uint64_t st = 4242, seed = 0x77;
+	uint32_t nb = (TOTAL + FROZEN_LOAD - 1) / FROZEN_LOAD;
+	rix_id ids[TOTAL], absent[8];
+	size_t n = 0;
+	rix_id base;
+	rix_test_random_id(&base, &st);
+	/* CHAIN IDs in bucket 0 (the long chain, scanned), SHORT in bucket 1 (the window), SHARED of
+	 * those with base's first 8 bytes; the rest in other buckets. */
+	while (n < CHAIN + SHORT) {
+		rix_id id;
+		rix_test_random_id(&id, &st);
+		uint32_t want = n < CHAIN ? 0 : 1;
+		if (n >= CHAIN && n < CHAIN + SHARED)
+			memcpy(id.b, base.b, 8);
+		if (rix__hash_bucket(rix__hash_id(&id, seed), nb) == want)
+			ids[n++] = id;
+	}
+	size_t na = 0;
+	while (na < 8) { /* absent: bucket 1, base's first 8 bytes */
+		rix_id id;
+		rix_test_random_id(&id, &st);
+		memcpy(id.b, base.b, 8);
+		if (rix__hash_bucket(rix__hash_id(&id, seed), nb) == 1)
+			absent[na++] = id;
+	}
+	while (n < TOTAL) {
+		rix_id id;
+		rix_test_random_id(&id, &st);
+		if (rix__hash_bucket(rix__hash_id(&id, seed), nb) > 1)
+			ids[n++] = id;
+	}
+	rix_master_index *mi;
+	assert_int_equal(rix_master_index_new_seeded(&mi, seed), 0);
+	rix_master_batch *bt;
+	assert_int_equal(rix_master_index_batch_new(&bt, mi), 0);
+	const rix_index_sink *k = rix_master_batch_sink(bt);
+	rix_id pack;
+	rix_test_random_id(&pack, &st);
+	uint32_t pn;
+	assert_int_equal(k->pack(k->payload, &pack, &pn), 0);
+	for (size_t i = 0; i < TOTAL; i++)
+		assert_int_equal(put_blob(k, pn, &ids[i], (uint32_t)i * 1000), 0);
+	assert_int_equal(rix_master_batch_commit(bt, NULL), 0);
+	assert_int_equal(rix_master_index_bulk_finish(mi), 0);
+	const struct mstate *st0 = atomic_load(&mi->state);
+	assert_int_equal(st0->frozen[RIX_BLOB_DATA]->nb, nb); /* the bucket count the IDs were chosen for */
+	for (size_t i = 0; i < TOTAL; i++) {
+		rix_packed_blob pb;
+		assert_int_equal(rix_master_index_lookup(&pb, mi, RIX_BLOB_DATA, &ids[i]), 0);
+		assert_memory_equal(pb.id.b, ids[i].b, RIX_ID_SIZE);
+		assert_int_equal(pb.offset, (uint32_t)i * 1000);
+	}
+	rix_packed_blob many[TOTAL];
+	bool found[TOTAL];
+	assert_int_equal(rix_master_index_lookup_many(many, found, mi, RIX_BLOB_DATA, ids, TOTAL), TOTAL);
+	for (size_t i = 0; i < TOTAL; i++)
+		assert_int_equal(many[i].offset, (uint32_t)i * 1000);
+	for (size_t i = 0; i < na; i++) {
+		assert_int_equal(rix_master_index_lookup(NULL, mi, RIX_BLOB_DATA, &absent[i]), RIX_ENOTFOUND);
+		assert_false(rix_master_index_has(mi, RIX_BLOB_DATA, &absent[i]));
+	}
+	assert_int_equal(rix_master_index_lookup_many(NULL, found, mi, RIX_BLOB_DATA, absent, na), 0);
+	rix_master_batch_free(bt);
+	rix_master_index_free(mi);
+}
+
+/*
  * Bulk loading: batches committed from several threads' worth of files (one discarded), the
  * frozen table built in place; then a second bulk load on top (the merge path); answers equal
  * those of the per-index path, counts and index IDs add up.
@@ -792,6 +874,7 @@ int main(void)
 		cmocka_unit_test(test_bulk_load),
 		cmocka_unit_test(test_frozen_insert),
 		cmocka_unit_test(test_bulk_same_pack_twice),
+		cmocka_unit_test(test_frozen_long_chain_and_shared_prefix),
 		cmocka_unit_test(test_bulk_allocation_failure),
 		cmocka_unit_test(test_bulk_small_and_carried_over),
 		cmocka_unit_test(test_merge_and_lookup),
