@@ -608,7 +608,7 @@ static int decode_text(struct dec *d, bool *legacy)
 int rix_index_decode(rix_index **out, bool *legacy, const char *json, size_t len)
 {
 	rix_index *idx = NULL;
-	struct dec d = { .j = { json, json + len, "index JSON" } };
+	struct dec d = { .j = { json, json + len, "index JSON", 0 } };
 	bool is_legacy = false;
 
 	*out = NULL;
@@ -632,7 +632,7 @@ int rix_index_decode(rix_index **out, bool *legacy, const char *json, size_t len
 
 int rix_index_decode_to(bool *legacy, const char *json, size_t len, const rix_index_sink *sink)
 {
-	struct dec d = { .j = { json, json + len, "index JSON" }, .sink = sink };
+	struct dec d = { .j = { json, json + len, "index JSON", 0 }, .sink = sink };
 	bool is_legacy = false;
 	int rc = decode_text(&d, &is_legacy);
 	if (legacy != NULL)

@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *why = rix_fuzz_check_decode(data, size);
 	if (why == NULL)
-		why = rix_fuzz_check_stream_max(data, size, 1024);
+		why = rix_fuzz_check_stream_max(data, size, 128);
 	if (why != NULL) {
 		fprintf(stderr, "fuzz_index_decode: %s (%s)\n", why, rix_error_last());
 		abort();
