@@ -393,7 +393,7 @@ int rix_snapshot_decode(rix_snapshot **out, const uint8_t *json, size_t len)
 	rix_snapshot *sn = snapshot_new();
 	if (sn == NULL)
 		return rix_error_set(RIX_ENOMEM, "snapshot: out of memory");
-	const rix__json j = { (const char *)json, (const char *)json + len, "snapshot JSON" };
+	const rix__json j = { (const char *)json, (const char *)json + len, "snapshot JSON", 0 };
 	uint32_t seen = 0, nulls = 0;
 	int rc = decode_members(&j, sn, &seen, &nulls);
 	for (int k = K_TIME; rc == 0 && k <= K_PATHS; k++)

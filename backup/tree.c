@@ -1152,7 +1152,7 @@ static int dec_nodes(struct dec *d, const char **pp)
 int rix_tree_decode(rix_tree **out, const uint8_t *json, size_t len)
 {
 	*out = NULL;
-	struct dec d = { .j = { (const char *)json, (const char *)json + len, "tree" } };
+	struct dec d = { .j = { (const char *)json, (const char *)json + len, "tree", 0 } };
 	if ((d.t = rix_calloc(1, sizeof(*d.t))) == NULL)
 		return dec_nomem();
 	const char *p = rix__json_skip_ws(d.j.base, d.j.end);

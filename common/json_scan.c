@@ -29,7 +29,7 @@ const uint8_t rix__json_hexval[256] = {
 
 int rix__json_corrupt(const rix__json *j, const char *p, const char *what)
 {
-	return rix_error_set(RIX_ECORRUPT, "%s: %s at byte %zu", j->name, what, (size_t)(p - j->base));
+	return rix_error_set(RIX_ECORRUPT, "%s: %s at byte %zu", j->name, what, j->origin + (size_t)(p - j->base));
 }
 
 int rix__json_truncated(const rix__json *j)
@@ -303,7 +303,7 @@ static inline char ascii_lower(char c)
 int rix__json_duplicate(const rix__json *j, const char *p, const char *name)
 {
 	return rix_error_set(RIX_ECORRUPT, "%s: duplicate key \"%s\" at byte %zu", j->name, name,
-			     (size_t)(p - j->base));
+			     j->origin + (size_t)(p - j->base));
 }
 
 int rix__json_member_slow(const rix__json *j, const char **pp, const rix__json_key *keys, unsigned nkeys,
@@ -337,7 +337,7 @@ int rix__json_member_slow(const rix__json *j, const char **pp, const rix__json_k
 				return rix_error_set(RIX_ECORRUPT,
 						     "%s: key at byte %zu reads as \"%s\" to restic (key names ignore "
 						     "case there) but is not spelled so",
-						     j->name, (size_t)(key - j->base), w->name);
+						     j->name, j->origin + (size_t)(key - j->base), w->name);
 		}
 	}
 	if (found >= 0) {

@@ -10,7 +10,10 @@
  *
  * Text: RFC 8259 JSON between j->base and j->end, whitespace = space, tab, CR, LF. The text need
  * not be NUL-terminated; no byte at or past j->end is ever read. Strings may hold any bytes but
- * raw control characters (invalid UTF-8 is accepted, as Go's encoding/json accepts it).
+ * raw control characters (invalid UTF-8 is accepted, as Go's encoding/json accepts it). A
+ * streaming decoder (the index's, index/index_json.c) gives the scanner a window of the text at a
+ * time: j->origin says where the window starts, so that messages still count from the text's
+ * first byte; running into j->end then means only "not in the window yet".
  *
  * Depth: one limit, RIX_JSON_MAX_DEPTH levels of arrays and objects counted from the top value
  * (the top object or array is level 1). Skipping is iterative (a 64-bit stack of "is an
@@ -55,6 +58,8 @@ typedef struct rix__json {
 	const char *base; /* start of the text: offsets in messages count from here */
 	const char *end;  /* one past the last byte */
 	const char *name; /* message prefix, e.g. "index JSON" */
+	size_t origin;    /* offset of base in the whole text (a streaming decoder's window): added to
+			     every offset a message names, so that it counts from the text's start */
 } rix__json;
 
 /* A key an object knows, spelled as restic writes it (ASCII, no '"' or '\\', 1..64 bytes). */
@@ -71,7 +76,7 @@ typedef struct rix__json_key {
 /* Hex digit value, or 0x80 for a byte that is not a hex digit. */
 extern const uint8_t rix__json_hexval[256];
 
-/* RIX_ECORRUPT with "<name>: <what> at byte <p - base>". */
+/* RIX_ECORRUPT with "<name>: <what> at byte <origin + p - base>". */
 int rix__json_corrupt(const rix__json *j, const char *p, const char *what)
 #if defined(__GNUC__)
 	__attribute__((cold))

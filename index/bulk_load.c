@@ -4,7 +4,8 @@
  *
  * Batches: a loader thread decodes one index file into its batch (local pack numbers), then
  * commits it: the batch's packs and entries are appended to mi->bulk under bmu, pack numbers
- * shifted. bulk_finish turns the appended entries into the frozen table *in place* when nothing
+ * shifted. (A streaming decode, rix_index_stream_decode, may take back a pack object it gave the
+ * batch: the batch's mark and rollback keep and restore its counts, before each pack.) bulk_finish turns the appended entries into the frozen table *in place* when nothing
  * of that type was merged before (a counting sort by bucket done as a cycle-following
  * permutation: no second copy of the entries), else merges them with the existing table.
  * Peak memory for N entries loaded: 48 N + 2 N (bucket words) + 4 N / FROZEN_LOAD (cursors),
@@ -30,7 +31,7 @@
 
 struct rix_master_batch {
 	rix_master_index *mi;
-	rix_index_sink sink;
+	rix_index_stream_sink sink; /* sink.sink: what rix_master_batch_sink gives */
 	rix_id *packs;
 	size_t npacks, packs_cap;
 	struct fentry *e[RIX_BLOB_TYPES];
@@ -44,6 +45,8 @@ struct rix_master_batch {
 	rix_id *sp;
 	uint32_t *spnum;
 	size_t nsp, spcap, spnumcap;
+	/* The counts at the stream decoder's last mark (rix_index_stream_sink). */
+	size_t mark_npacks, mark_nd, mark_nsp, mark_n[RIX_BLOB_TYPES];
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -121,6 +124,33 @@ static int batch_blob(void *arg, rix_blob_type t, const rix_id *id, const rix_lo
 	return 0;
 }
 
+/*
+ * The stream decoder's mark and rollback: a rollback drops what came after the mark by its
+ * counts alone. That is all of it: the decoder marks before each pack object, whose blobs name
+ * only that pack, so a dedup-only batch's spnum entries of packs before the mark (a number
+ * given when a tree blob names the pack) are never set after it; those of the dropped packs go
+ * with them (each is set to UINT32_MAX when its pack is added again).
+ */
+static void batch_mark(void *arg)
+{
+	rix_master_batch *b = arg;
+	b->mark_npacks = b->npacks;
+	b->mark_nd = b->nd;
+	b->mark_nsp = b->nsp;
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		b->mark_n[t] = b->n[t];
+}
+
+static void batch_rollback(void *arg)
+{
+	rix_master_batch *b = arg;
+	b->npacks = b->mark_npacks;
+	b->nd = b->mark_nd;
+	b->nsp = b->mark_nsp;
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		b->n[t] = b->mark_n[t];
+}
+
 int rix_master_index_batch_new(rix_master_batch **out, rix_master_index *mi)
 {
 	*out = rix_calloc(1, sizeof(**out));
@@ -128,11 +158,16 @@ int rix_master_index_batch_new(rix_master_batch **out, rix_master_index *mi)
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
 	(*out)->mi = mi;
 	(*out)->dedup_only = mi->dedup_only;
-	(*out)->sink = (rix_index_sink){ batch_pack, batch_blob, NULL, *out };
+	(*out)->sink = (rix_index_stream_sink){ { batch_pack, batch_blob, NULL, *out }, batch_mark, batch_rollback };
 	return 0;
 }
 
 const rix_index_sink *rix_master_batch_sink(rix_master_batch *b)
+{
+	return &b->sink.sink;
+}
+
+const rix_index_stream_sink *rix_master_batch_stream_sink(rix_master_batch *b)
 {
 	return &b->sink;
 }
@@ -144,6 +179,7 @@ void rix_master_batch_discard(rix_master_batch *b)
 	b->nsp = 0;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
 		b->n[t] = 0;
+	batch_mark(b);
 }
 
 void rix_master_batch_free(rix_master_batch *b)

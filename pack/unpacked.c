@@ -18,6 +18,13 @@
  *   reaching cap + 1 is RIX_ECORRUPT. The streaming window is limited to 2^27 bytes (zstd's
  *   own default limit), so no frame header can make the context allocate more.
  * - Plain JSON is returned in the buffer it was decrypted into (no copy).
+ *
+ * Streaming (rix_unpacked_decoder_open, then _read): the same checks up front (MAC, first byte,
+ * one frame, declared size within the cap), then the frame is decompressed into the caller's
+ * buffer a piece at a time (ZSTD_decompressStream), the cap applied as the bytes come. The
+ * context then keeps zstd's own window, min(content size, frame window + 2 blocks): 2.25 MiB
+ * for what rix writes (windowLog 21 at level 3 for big inputs), never over 2^27 + 256 KiB. No
+ * buffer of the whole JSON: the index loader decodes each piece as it comes.
  */
 #include <string.h>
 
@@ -115,8 +122,12 @@ static int stream_frame(ZSTD_DCtx *dctx, const uint8_t *src, size_t sn, size_t c
  * dctx. A frame with a declared size goes into *buf when *cap is enough (else *buf is replaced
  * by a buffer of that size); one without is streamed into a new buffer that replaces *buf.
  */
-static int decompress_into(ZSTD_DCtx **dctxp, const uint8_t *src, size_t sn, uint8_t **buf, size_t *cap_io,
-			   size_t *out_len)
+/*
+ * The checks before a frame src[0..sn) is decompressed (see the top of the file): *cap = the
+ * most it may decompress to, *fcs = its declared content size or ZSTD_CONTENTSIZE_UNKNOWN.
+ * Then the context (made on first use, after the cheap refusals).
+ */
+static int check_frame(ZSTD_DCtx **dctxp, const uint8_t *src, size_t sn, size_t *cap_out, unsigned long long *fcs_out)
 {
 	static const uint8_t magic[4] = { 0x28, 0xB5, 0x2F, 0xFD };
 	if (sn < 4 || memcmp(src, magic, 4) != 0)
@@ -136,11 +147,22 @@ static int decompress_into(ZSTD_DCtx **dctxp, const uint8_t *src, size_t sn, uin
 		return rix_error_set(RIX_ECORRUPT,
 				     "unpacked: zstd frame of %zu bytes declares %llu bytes, over the limit %zu",
 				     sn, fcs, cap);
-	/* Checked: now the context (made on first use, after the cheap refusals). */
 	if (*dctxp == NULL && (*dctxp = rix__zstd_dctx_new()) == NULL)
 		return rix_error_set(RIX_ENOMEM, "unpacked: out of memory for a zstd context");
+	*cap_out = cap;
+	*fcs_out = fcs;
+	return 0;
+}
+
+static int decompress_into(ZSTD_DCtx **dctxp, const uint8_t *src, size_t sn, uint8_t **buf, size_t *cap_io,
+			   size_t *out_len)
+{
+	size_t cap;
+	unsigned long long fcs;
+	int rc = check_frame(dctxp, src, sn, &cap, &fcs);
+	if (rc != 0)
+		return rc;
 	ZSTD_DCtx *dctx = *dctxp;
-	int rc = 0;
 	if (fcs == ZSTD_CONTENTSIZE_UNKNOWN) {
 		uint8_t *nb = NULL;
 		rc = stream_frame(dctx, src, sn, cap, &nb, out_len);
@@ -303,6 +325,11 @@ struct rix_unpacked_decoder {
 	ZSTD_DCtx *dctx;
 	uint8_t *buf;
 	size_t cap;
+	/* Streaming (rix_unpacked_decoder_open/read): the frame, what came out of it so far, and
+	 * the most it may give. */
+	ZSTD_inBuffer in;
+	size_t out, limit;
+	bool streaming, done;
 };
 
 int rix_unpacked_decoder_new(rix_unpacked_decoder **out)
@@ -340,4 +367,82 @@ int rix_unpacked_decoder_decode(const uint8_t **out, size_t *out_len, rix_unpack
 		*out_len = 0;
 	}
 	return rc;
+}
+
+int rix_unpacked_decoder_open(const uint8_t **out, size_t *out_len, rix_unpacked_decoder *d, const rix_key *key,
+			      uint8_t *file, size_t n, int repo_version)
+{
+	*out = NULL;
+	*out_len = 0;
+	d->streaming = false;
+	int rc = check_file(repo_version, n);
+	if (rc != 0)
+		return rc;
+	uint8_t *plain = file + RIX_CRYPTO_IV_SIZE; /* decrypted in place, after the MAC verified */
+	size_t m = n - RIX_CRYPTO_OVERHEAD;
+	rc = rix_crypto_open(key, file, n, plain);
+	if (rc != 0)
+		return rc;
+	if (m == 0)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: empty plaintext");
+	if (plain[0] == '{' || plain[0] == '[') {
+		*out = plain;
+		*out_len = m;
+		return 0;
+	}
+	if (plain[0] != RIX_UNPACKED_ZSTD)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: unknown first plaintext byte 0x%02x", plain[0]);
+	if (repo_version < 2)
+		return rix_error_set(RIX_ECORRUPT, "unpacked: compressed file in a version 1 repository");
+	unsigned long long fcs;
+	rc = check_frame(&d->dctx, plain + 1, m - 1, &d->limit, &fcs);
+	if (rc != 0)
+		return rc;
+	/* A reused context may hold a frame abandoned half-way: start clean. The window limit
+	 * bounds what the frame header can make the context allocate (see the top of the file). */
+	if (ZSTD_isError(ZSTD_DCtx_reset(d->dctx, ZSTD_reset_session_only)) ||
+	    ZSTD_isError(ZSTD_DCtx_setParameter(d->dctx, ZSTD_d_windowLogMax, STREAM_WINDOW_LOG_MAX)))
+		return rix_error_set(RIX_EIO, "unpacked: cannot reset or limit the zstd context");
+	d->in = (ZSTD_inBuffer){ plain + 1, m - 1, 0 };
+	d->out = 0;
+	d->streaming = true;
+	d->done = false;
+	return 0;
+}
+
+int rix_unpacked_decoder_read(rix_unpacked_decoder *d, void *buf, size_t cap, size_t *got)
+{
+	*got = 0;
+	if (!d->streaming || d->done || cap == 0)
+		return 0;
+	ZSTD_outBuffer ob = { buf, cap, 0 };
+	while (ob.pos < ob.size) {
+		size_t r = ZSTD_decompressStream(d->dctx, &ob, &d->in);
+		if (ZSTD_isError(r)) {
+			d->streaming = false;
+			if (ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
+				return rix_error_set(RIX_ENOMEM, "unpacked: out of memory in zstd");
+			return rix_error_set(RIX_ECORRUPT, "unpacked: bad zstd frame: %s", ZSTD_getErrorName(r));
+		}
+		if (r == 0) {
+			d->done = true; /* frame complete (its checksum, if any, verified) */
+			break;
+		}
+		if (ob.pos < ob.size && d->in.pos == d->in.size) {
+			d->streaming = false;
+			return rix_error_set(RIX_ECORRUPT, "unpacked: zstd frame is truncated");
+		}
+	}
+	d->out += ob.pos;
+	if (d->out > d->limit) {
+		d->streaming = false;
+		return rix_error_set(RIX_ECORRUPT, "unpacked: zstd frame of %zu bytes decompresses to more than %zu bytes",
+				     d->in.size, d->limit);
+	}
+	if (d->done && d->out == 0) {
+		d->streaming = false;
+		return rix_error_set(RIX_ECORRUPT, "unpacked: the zstd frame holds nothing");
+	}
+	*got = ob.pos;
+	return 0;
 }

@@ -271,7 +271,7 @@ int rix_config_parse(rix_config *out, const char *json, size_t len)
 {
 	if (len > RIX_CONFIG_MAX_SIZE)
 		return rix_error_set(RIX_ECORRUPT, "config: %zu bytes of JSON, more than %u", len, RIX_CONFIG_MAX_SIZE);
-	const rix__json j = { json, json + len, "config" };
+	const rix__json j = { json, json + len, "config", 0 };
 	const char *p = rix__json_skip_ws(json, j.end);
 	rix_config cfg;
 	memset(&cfg, 0, sizeof(cfg));

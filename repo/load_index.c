@@ -3,6 +3,12 @@
  * by a pool of threads (sized to the machine and the memory budget) straight into batches of
  * the master index, which bulk_finish then turns into its frozen table.
  *
+ * A thread's working memory: the file (read whole: its SHA-256 and its MAC are checked before
+ * any of it is used; decrypted in place), and for a compressed file zstd's window and a JSON
+ * window (rix_index_stream_decode: 1 MiB, more only for a bigger pack object), never the whole
+ * JSON; plain JSON is decoded where it was decrypted. Then the batch, the file's entries until
+ * commit (48 bytes a blob, 32 a data blob when dedup-only): the data being loaded.
+ *
  * A damaged file is skipped (reported, and fatal when strict); RIX_EIO, the backend failing (a
  * REST server gone after its retries, a failing disk), ends the load, strict or not: no file
  * is started after it, since each would wait out the same retries and fail the same way.
@@ -42,8 +48,15 @@ struct load_bufs {
 	uint8_t *file;
 	size_t cap;
 	rix_unpacked_decoder *dec;
+	rix_index_stream *js; /* the JSON window of a compressed file */
 	rix_master_batch *batch;
 };
+
+/* rix_index_read_fn over a compressed file: decompressed into the JSON window as it is decoded. */
+static int read_unpacked(void *arg, void *buf, size_t cap, size_t *got)
+{
+	return rix_unpacked_decoder_read(arg, buf, cap, got);
+}
 
 /* Loads one index file into the batch (committed by the caller). */
 static int load_one(rix_repo *r, const struct rix__name *nm, struct load_bufs *lb, uint64_t *bytes)
@@ -73,11 +86,16 @@ static int load_one(rix_repo *r, const struct rix__name *nm, struct load_bufs *l
 	rix_sha256(&got, lb->file, (size_t)size);
 	if (memcmp(got.b, want.b, RIX_ID_SIZE) != 0)
 		return rix_error_set(RIX_ECORRUPT, "index %.16s: the file's SHA-256 is not its name", name);
+	/* Authenticated and decrypted in place; a compressed file's JSON is then decompressed a
+	 * window at a time as it is decoded, plain JSON (version 1, or a file stored uncompressed)
+	 * decoded where it lies. */
 	const uint8_t *json;
 	size_t jn;
-	rc = rix_unpacked_decoder_decode(&json, &jn, lb->dec, r->key, lb->file, (size_t)size, r->cfg.version);
-	if (rc == 0)
+	rc = rix_unpacked_decoder_open(&json, &jn, lb->dec, r->key, lb->file, (size_t)size, r->cfg.version);
+	if (rc == 0 && json != NULL)
 		rc = rix_index_decode_to(NULL, (const char *)json, jn, rix_master_batch_sink(lb->batch));
+	else if (rc == 0)
+		rc = rix_index_stream_decode(lb->js, NULL, read_unpacked, lb->dec, rix_master_batch_stream_sink(lb->batch));
 	return rc;
 }
 
@@ -88,6 +106,8 @@ static void *load_worker(void *arg)
 	int brc = rix_master_index_batch_new(&lb.batch, l->r->mi);
 	if (brc == 0)
 		brc = rix_unpacked_decoder_new(&lb.dec);
+	if (brc == 0)
+		brc = rix_index_stream_new(&lb.js, 0);
 	rix_master_batch *b = lb.batch;
 	for (;;) {
 		pthread_mutex_lock(&l->mu);
@@ -132,6 +152,7 @@ static void *load_worker(void *arg)
 	}
 	rix_master_batch_free(lb.batch);
 	rix_unpacked_decoder_free(lb.dec);
+	rix_index_stream_free(lb.js);
 	rix_free(lb.file);
 	return NULL;
 }
@@ -199,8 +220,9 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 	unsigned workers = rix__pool_size(r->opt.workers, 256);
 	if (r->opt.workers == 0) {
 		/*
-		 * Each loader holds one file, its JSON (~3x the file) and its batch while it works: as
-		 * many as fit the memory budget, so that a many-core machine does not multiply the peak.
+		 * Each loader holds one file, its batch (about the file's size: ~50 bytes of a
+		 * compressed file a blob) and the windows (see the top): as many as fit the memory
+		 * budget, so that a many-core machine does not multiply the peak.
 		 */
 		uint64_t budget = r->opt.load_memory ? r->opt.load_memory : RIX_REPO_LOAD_MEMORY_DEFAULT;
 		uint64_t per = l.names.max_size * RIX_REPO_LOAD_BYTES_PER_FILE_BYTE;

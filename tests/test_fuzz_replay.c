@@ -71,6 +71,15 @@ static void test_replay_decode(void **state)
 	assert_true(replay("fuzz_index_decode", rix_fuzz_check_roundtrip) > 0);
 }
 
+/* Both index corpora through the streaming decoder, cut every which way, against the whole-text
+ * one (fuzz_checks.h: rix_fuzz_check_stream). */
+static void test_replay_stream(void **state)
+{
+	(void)state;
+	assert_true(replay("fuzz_index_decode", rix_fuzz_check_stream) > 0);
+	assert_true(replay("fuzz_index_roundtrip", rix_fuzz_check_stream) > 0);
+}
+
 static void test_replay_roundtrip(void **state)
 {
 	(void)state;
@@ -114,6 +123,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_replay_decode),
 		cmocka_unit_test(test_replay_roundtrip),
+		cmocka_unit_test(test_replay_stream),
 		cmocka_unit_test(test_replay_pack),
 		cmocka_unit_test(test_replay_config),
 		cmocka_unit_test(test_replay_snapshot),

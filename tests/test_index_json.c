@@ -16,6 +16,7 @@
 
 #include "rix/rix.h"
 #include "testutil.h"
+#include "fuzz/fuzz_checks.h"
 
 #define H1 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define H2 "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
@@ -23,12 +24,20 @@
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-/* Decodes exactly len bytes from a private heap copy, so ASan sees any overread. */
+/*
+ * Decodes exactly len bytes from a private heap copy, so ASan sees any overread. Every text a
+ * test decodes also goes through the streaming decoder, cut in several ways (byte by byte up to
+ * 64 bytes), which must agree with the whole-text decoder (fuzz_checks.h; test_stream_fixtures
+ * cuts the fixtures at every byte).
+ */
 static int decode_exact(const char *text, size_t len, rix_index **out, bool *legacy)
 {
 	char *copy = malloc(len ? len : 1);
 	assert_non_null(copy);
 	memcpy(copy, text, len);
+	const char *why = rix_fuzz_check_stream_max((const uint8_t *)copy, len, 64);
+	if (why != NULL)
+		fail_msg("%s, for: %.*s", why, (int)(len < 300 ? len : 300), text);
 	int rc = rix_index_decode(out, legacy, copy, len);
 	free(copy);
 	return rc;
@@ -842,6 +851,202 @@ static void test_error_offsets(void **state)
 	assert_non_null(strstr(rix_error_last(), "unexpected end of text at byte 10"));
 }
 
+/* ---- the streaming decoder ---------------------------------------------------------------- */
+
+/* The fixtures cut at every byte (and the other ways): the same result as the whole text. */
+static void test_stream_fixtures(void **state)
+{
+	(void)state;
+	static const char *const names[] = { "restic_index_v2_backup.json", "restic_index_v2_supersedes.json",
+					     "restic_index_v1_backup.json", "restic_index_v1_supersedes.json",
+					     "legacy_index.json" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t len;
+		char *text = rix_test_data_file(names[i], &len);
+		const char *why = rix_fuzz_check_stream_max((const uint8_t *)text, len, SIZE_MAX);
+		if (why != NULL)
+			fail_msg("%s: %s", names[i], why);
+		free(text);
+	}
+}
+
+/* Streams text[0..len) with a window of `window` bytes and reads of `chunk`; returns the rc. */
+static int stream_log(const char *text, size_t len, size_t window, size_t chunk, struct rix_fuzz_log *l,
+		      size_t *peak)
+{
+	rix_index_stream *st = NULL;
+	int rc = rix_index_stream_new(&st, window);
+	if (rc != 0)
+		return rc;
+	rix_index_stream_sink ss = { { rix_fuzz_log_pack, rix_fuzz_log_blob, rix_fuzz_log_sup, l }, rix_fuzz_log_mark,
+				     rix_fuzz_log_rollback };
+	struct rix_fuzz_reader rd = { (const uint8_t *)text, len, 0, chunk };
+	rc = rix_index_stream_decode(st, NULL, rix_fuzz_read, &rd, &ss);
+	if (peak != NULL)
+		*peak = rix_index_stream_window_peak(st);
+	rix_index_stream_free(st);
+	return rc;
+}
+
+static size_t count_kind(const struct rix_fuzz_log *l, char kind)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < l->n; i++)
+		n += l->v[i].kind == kind;
+	return n;
+}
+
+/*
+ * The window holds what is not decoded yet: a big index of packs that each fit the window never
+ * makes it grow (pieces cut at its end are decoded again, rolled back first); one pack bigger
+ * than the window does, and the next text starts with the window's first size again.
+ */
+static void test_stream_window(void **state)
+{
+	(void)state;
+	uint64_t st = 21;
+	rix_index *a = random_index(&st, 2000, 3);
+	size_t len;
+	char *text = encode(a, &len);
+	assert_true(len > 1000000); /* many windows */
+	struct rix_fuzz_log l = { 0 };
+	size_t peak = 0;
+	assert_int_equal(stream_log(text, len, 16384, SIZE_MAX, &l, &peak), 0);
+	assert_int_equal(peak, 16384);
+	assert_true(l.rollbacks > len / 16384 / 2); /* most window ends cut a pack */
+	assert_int_equal(count_kind(&l, 'p'), rix_index_pack_count(a));
+	assert_int_equal(count_kind(&l, 'b'), rix_index_count(a, RIX_BLOB_DATA) + rix_index_count(a, RIX_BLOB_TREE));
+	assert_int_equal(count_kind(&l, 's'), 3);
+	free(l.v);
+	rix_free(text);
+	rix_index_free(a);
+
+	/* One pack of 400 blobs (~80 KB of JSON) in a 4 KiB window: it grows to hold it. */
+	rix_index *b = NULL;
+	assert_int_equal(rix_index_new(&b), 0);
+	rix_blob blobs[400];
+	for (size_t i = 0; i < 400; i++) {
+		rix_test_random_id(&blobs[i].id, &st);
+		blobs[i].type = RIX_BLOB_DATA;
+		blobs[i].offset = (uint32_t)i * 1000;
+		blobs[i].length = 1000;
+		blobs[i].uncompressed_length = 0;
+	}
+	rix_id pack;
+	rix_test_random_id(&pack, &st);
+	assert_int_equal(rix_index_store_pack(b, &pack, blobs, 400), 0);
+	char *big = encode(b, &len);
+	rix_index_stream *s = NULL;
+	assert_int_equal(rix_index_stream_new(&s, 4096), 0);
+	struct rix_fuzz_log m = { 0 };
+	rix_index_stream_sink ss = { { rix_fuzz_log_pack, rix_fuzz_log_blob, rix_fuzz_log_sup, &m }, rix_fuzz_log_mark,
+				     rix_fuzz_log_rollback };
+	struct rix_fuzz_reader rd = { (const uint8_t *)big, len, 0, SIZE_MAX };
+	assert_int_equal(rix_index_stream_decode(s, NULL, rix_fuzz_read, &rd, &ss), 0);
+	assert_true(rix_index_stream_window_peak(s) >= len - 20);
+	assert_int_equal(count_kind(&m, 'b'), 400);
+	/* The same stream again on a small text: back to 4 KiB. */
+	const char *small = "{\"packs\":[{\"id\":\"" H1 "\",\"blobs\":[]}]}";
+	m.n = m.npacks = 0;
+	rd = (struct rix_fuzz_reader){ (const uint8_t *)small, strlen(small), 0, SIZE_MAX };
+	assert_int_equal(rix_index_stream_decode(s, NULL, rix_fuzz_read, &rd, &ss), 0);
+	assert_int_equal(rix_index_stream_window_peak(s), 4096);
+	assert_int_equal(m.n, 1);
+	rix_index_stream_free(s);
+	rix_index_stream_free(NULL);
+	free(m.v);
+	rix_free(big);
+	rix_index_free(b);
+}
+
+/* A reader that fails after some bytes. */
+struct failing_reader {
+	struct rix_fuzz_reader r;
+	size_t fail_at;
+};
+
+static int failing_read(void *arg, void *buf, size_t cap, size_t *got)
+{
+	struct failing_reader *f = arg;
+	if (f->r.at >= f->fail_at)
+		return rix_error_set(RIX_EIO, "test: read fails");
+	return rix_fuzz_read(&f->r, buf, cap, got);
+}
+
+static int failing_pack(void *arg, const rix_id *id, uint32_t *num)
+{
+	struct rix_fuzz_log *l = arg;
+	if (l->npacks == 1)
+		return rix_error_set(RIX_ELIMIT, "test: second pack refused");
+	return rix_fuzz_log_pack(arg, id, num);
+}
+
+/* The reader's and the sink's errors end the decode with their code; nothing is retried. */
+static void test_stream_errors(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = rix_test_data_file("restic_index_v2_backup.json", &len);
+	rix_index_stream *s = NULL;
+	assert_int_equal(rix_index_stream_new(&s, 64), 0);
+	struct rix_fuzz_log l = { 0 };
+	rix_index_stream_sink ss = { { rix_fuzz_log_pack, rix_fuzz_log_blob, rix_fuzz_log_sup, &l }, rix_fuzz_log_mark,
+				     rix_fuzz_log_rollback };
+	struct failing_reader f = { { (const uint8_t *)text, len, 0, 100 }, len / 2 };
+	assert_int_equal(rix_index_stream_decode(s, NULL, failing_read, &f, &ss), RIX_EIO);
+	assert_non_null(strstr(rix_error_last(), "read fails"));
+
+	l.n = l.npacks = 0;
+	ss.sink.pack = failing_pack;
+	struct rix_fuzz_reader rd = { (const uint8_t *)text, len, 0, 50 };
+	assert_int_equal(rix_index_stream_decode(s, NULL, rix_fuzz_read, &rd, &ss), RIX_ELIMIT);
+	assert_int_equal(l.npacks, 1);
+
+	/* The stream is reusable after errors. */
+	l.n = l.npacks = 0;
+	ss.sink.pack = rix_fuzz_log_pack;
+	rd = (struct rix_fuzz_reader){ (const uint8_t *)text, len, 0, 50 };
+	bool legacy = true;
+	assert_int_equal(rix_index_stream_decode(s, &legacy, rix_fuzz_read, &rd, &ss), 0);
+	assert_false(legacy);
+	assert_true(l.npacks > 1);
+	rix_index_stream_free(s);
+	free(l.v);
+	free(text);
+}
+
+struct stream_oom_arg {
+	const char *text;
+	size_t len;
+	size_t want; /* sink records of a success */
+};
+
+static int oom_stream_round(void *arg)
+{
+	const struct stream_oom_arg *a = arg;
+	struct rix_fuzz_log l = { 0 };
+	int rc = stream_log(a->text, a->len, 16, 37, &l, NULL);
+	if (rc == 0)
+		assert_int_equal(l.n, a->want);
+	free(l.v);
+	return rc;
+}
+
+/* Each allocation (the stream, its window, each doubling) failing gives RIX_ENOMEM, no leak. */
+static void test_stream_oom(void **state)
+{
+	(void)state;
+	size_t len;
+	char *text = rix_test_data_file("restic_index_v2_supersedes.json", &len);
+	struct rix_fuzz_log l = { 0 };
+	assert_int_equal(stream_log(text, len, 16, 37, &l, NULL), 0);
+	struct stream_oom_arg a = { text, len, l.n };
+	free(l.v);
+	rix_test_oom o = { .what = "index stream decode", .run = oom_stream_round, .arg = &a, .max = 1000, .must_fail = 1 };
+	rix_test_oom_run(&o);
+	free(text);
+}
+
 /* ---- allocation failures ------------------------------------------------------------------ */
 
 struct text {
@@ -953,6 +1158,10 @@ int main(void)
 		cmocka_unit_test(test_error_offsets),
 		cmocka_unit_test(test_oom_decode),
 		cmocka_unit_test(test_oom_encode),
+		cmocka_unit_test(test_stream_fixtures),
+		cmocka_unit_test(test_stream_window),
+		cmocka_unit_test(test_stream_errors),
+		cmocka_unit_test(test_stream_oom),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

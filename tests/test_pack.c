@@ -175,18 +175,107 @@ static uint8_t *sealed_zstd_file(const rix_key *key, const tbuf *frame, size_t *
 	return f;
 }
 
-static int decode_rc(const rix_key *key, const uint8_t *f, size_t n, int version)
+/*
+ * The streaming reader (rix_unpacked_decoder_open/read, in reads of 4099 bytes) on a copy of
+ * f[0..n): its return code, and on success in *out (malloc'd) the JSON, plain or decompressed.
+ */
+static int stream_rc(const rix_key *key, const uint8_t *f, size_t n, int version, uint8_t **out, size_t *on)
+{
+	rix_unpacked_decoder *d;
+	assert_int_equal(rix_unpacked_decoder_new(&d), 0);
+	uint8_t *copy = malloc(n ? n : 1);
+	assert_non_null(copy);
+	memcpy(copy, f, n);
+	const uint8_t *plain = (const uint8_t *)1;
+	size_t pn = 7;
+	*out = NULL;
+	*on = 0;
+	int rc = rix_unpacked_decoder_open(&plain, &pn, d, key, copy, n, version);
+	if (rc != 0) {
+		assert_null(plain);
+		assert_int_equal(pn, 0);
+	} else if (plain != NULL) {
+		assert_ptr_equal(plain, copy + RIX_CRYPTO_IV_SIZE); /* in place */
+		*out = malloc(pn);
+		memcpy(*out, plain, pn);
+		*on = pn;
+		size_t got = 1;
+		assert_int_equal(rix_unpacked_decoder_read(d, *out, pn, &got), 0); /* nothing to stream */
+		assert_int_equal(got, 0);
+	} else {
+		size_t cap = 0, got;
+		char chunk[4099];
+		do {
+			rc = rix_unpacked_decoder_read(d, chunk, sizeof(chunk), &got);
+			if (rc == 0 && got > 0) {
+				if (*on + got > cap) {
+					cap = 2 * (*on + got);
+					*out = realloc(*out, cap);
+					assert_non_null(*out);
+				}
+				memcpy(*out + *on, chunk, got);
+				*on += got;
+			}
+		} while (rc == 0 && got > 0);
+		if (rc == 0) { /* the end stays the end */
+			assert_int_equal(rix_unpacked_decoder_read(d, chunk, sizeof(chunk), &got), 0);
+			assert_int_equal(got, 0);
+		} else {
+			assert_true(rix_error_last()[0] != '\0');
+			free(*out);
+			*out = NULL;
+			*on = 0;
+		}
+	}
+	rix_unpacked_decoder_free(d);
+	free(copy);
+	return rc;
+}
+
+/* rix_unpacked_decode's code (and message, for the caller to check). */
+static int decode_whole_rc(const rix_key *key, const uint8_t *f, size_t n, int version, uint8_t **keep,
+			   size_t *keep_n)
 {
 	uint8_t *out = (uint8_t *)1;
 	size_t on = 7;
 	int rc = rix_unpacked_decode(&out, &on, key, f, n, version);
 	if (rc == 0) {
-		rix_free(out);
+		if (keep != NULL) {
+			*keep = out;
+			*keep_n = on;
+		} else {
+			rix_free(out);
+		}
 	} else {
 		assert_null(out);
 		assert_int_equal(on, 0);
 		assert_true(rix_error_last()[0] != '\0');
 	}
+	return rc;
+}
+
+/* The same, and the streaming reader must agree on the code and the content; the message left
+ * is rix_unpacked_decode's. */
+static int decode_rc(const rix_key *key, const uint8_t *f, size_t n, int version)
+{
+	uint8_t *out = NULL;
+	size_t on = 0;
+	int rc = decode_whole_rc(key, f, n, version, &out, &on);
+	char msg[512];
+	snprintf(msg, sizeof(msg), "%s", rix_error_last());
+	uint8_t *sout;
+	size_t son;
+	int src = stream_rc(key, f, n, version, &sout, &son);
+	if (src != rc)
+		fail_msg("streaming read: %d (%s), whole decode: %d (%s)", src, rix_error_last(), rc, msg);
+	if (rc == 0) {
+		assert_int_equal(son, on);
+		assert_memory_equal(sout, out, on);
+		rix_free(out);
+	} else {
+		(void)rix_error_set(rc, "%s", msg);
+	}
+	free(sout);
 	return rc;
 }
 
@@ -676,8 +765,17 @@ static void test_unpacked_zstd_bomb(void **state)
 	zframe(&fr, (uint64_t)2 << 30, 1, 1 << 17, 1);
 	f = sealed_zstd_file(key, &fr, &fn);
 	rix_test_failalloc_install(0);
-	assert_error_has(RIX_ECORRUPT, decode_rc(key, f, fn, 2), "over the limit");
+	assert_error_has(RIX_ECORRUPT, decode_whole_rc(key, f, fn, 2, NULL, NULL), "over the limit");
 	assert_true(rix_test_failalloc_count() <= 1); /* the plaintext buffer only */
+	rix_test_failalloc_remove();
+	rix_unpacked_decoder *d;
+	assert_int_equal(rix_unpacked_decoder_new(&d), 0);
+	const uint8_t *plain;
+	size_t pn;
+	rix_test_failalloc_install(0);
+	assert_error_has(RIX_ECORRUPT, rix_unpacked_decoder_open(&plain, &pn, d, key, f, fn, 2), "over the limit");
+	assert_int_equal(rix_test_failalloc_count(), 0); /* streaming: not even a zstd context */
+	rix_unpacked_decoder_free(d);
 	rix_test_failalloc_remove();
 	free(f);
 	/* Declares what it holds (8 MiB in 64 RLE blocks, ~280 bytes): still over 1000x. */
@@ -1247,6 +1345,30 @@ static void test_unpacked_decoder(void **state)
 		MUST(rix_unpacked_decoder_decode(&o, &on2, d, key, f2, fn2, 2));
 		assert_int_equal(on2, 5000);
 		assert_memory_equal(o, js, 5000);
+		/* The same through open/read with the same decoder: a read over the cap, then a whole
+		 * file in reads of 100 bytes (the frame abandoned half-way is not in the way). */
+		uint8_t *f3 = sealed_zstd_file(key, &fr, &fn2), *f4 = sealed_zstd_file(key, &fr, &fn2);
+		char part[100], all[5000];
+		size_t got, at = 0;
+		rix__unpacked_max = 1000;
+		MUST(rix_unpacked_decoder_open(&o, &on2, d, key, f3, fn2, 2));
+		assert_null(o);
+		int rc3;
+		while ((rc3 = rix_unpacked_decoder_read(d, part, sizeof(part), &got)) == 0 && got > 0)
+			;
+		rix__unpacked_max = saved;
+		assert_error_has(RIX_ECORRUPT, rc3, "more than 1000 bytes");
+		MUST(rix_unpacked_decoder_open(&o, &on2, d, key, f4, fn2, 2));
+		while ((rc3 = rix_unpacked_decoder_read(d, part, sizeof(part), &got)) == 0 && got > 0) {
+			assert_true(at + got <= sizeof(all));
+			memcpy(all + at, part, got);
+			at += got;
+		}
+		assert_int_equal(rc3, 0);
+		assert_int_equal(at, 5000);
+		assert_memory_equal(all, js, 5000);
+		free(f3);
+		free(f4);
 		free(f1);
 		free(f2);
 		free(fr.p);

@@ -127,6 +127,62 @@ typedef struct rix_index_sink {
  */
 RIX_EXPORT RIX_NODISCARD int rix_index_decode_to(bool *legacy, const char *json, size_t len, const rix_index_sink *sink);
 
+#ifdef RIX_ADVANCED /* streaming decode, for loaders (rix/common.h) */
+/*
+ * Streaming decode: index JSON read piece by piece (e.g. decompressed as it goes) and decoded
+ * in a window of the stream's own, so that no caller holds the whole text. The window keeps the
+ * part of the text not yet decoded; each pack object (and each other member of the top object,
+ * each "supersedes" ID) is decoded once the window holds all of it. A piece that runs past what
+ * has been read is decoded again once more is read: what its first try gave the sink is taken
+ * back first (rollback to the mark set before it), so the sink receives the same calls in the
+ * same order as from rix_index_decode_to on the whole text, and the result (content, return
+ * code, message and byte offsets in it) is the same for every text and every way of cutting it.
+ * The window grows (doubling) only for a piece that does not fit in it from its start: a pack
+ * of more blobs than the window holds, an unknown member's big value, or a damaged piece (an
+ * error can only be trusted once the text's end is read: its window grows to hold the rest).
+ *
+ * read: writes up to cap (> 0) more bytes of the text to buf, and their number to *got; *got
+ * = 0 only at the end of the text. A nonzero return stops decoding and is returned.
+ *
+ * The sink: rix_index_sink's calls, and mark (remember what has been received so far) and
+ * rollback (forget what was received since the last mark), both required. The decoder marks
+ * before each piece, so a rollback never reaches past one pack object or one ID.
+ */
+typedef int (*rix_index_read_fn)(void *arg, void *buf, size_t cap, size_t *got);
+typedef struct rix_index_stream_sink {
+	rix_index_sink sink;
+	void (*mark)(void *payload);     /* payload: sink.payload */
+	void (*rollback)(void *payload);
+} rix_index_stream_sink;
+
+/* Default first window: a pack object of up to ~7,000 blobs fits it (~150 bytes a blob). */
+#define RIX_INDEX_STREAM_WINDOW ((size_t)1 << 20)
+
+/*
+ * A stream decoder, reused from text to text (one thread at a time). window: the bytes of its
+ * window (0: RIX_INDEX_STREAM_WINDOW; any size from 1 works, the window grows as it must); the
+ * buffer is allocated at the first decode, and a window grown for one text is freed after it
+ * (the next text starts with the first size again). *out belongs to the caller, freed with
+ * rix_index_stream_free (NULL-safe).
+ * @return 0, RIX_ENOMEM.
+ */
+typedef struct rix_index_stream rix_index_stream;
+RIX_EXPORT RIX_NODISCARD int rix_index_stream_new(rix_index_stream **out, size_t window);
+RIX_EXPORT void rix_index_stream_free(rix_index_stream *s);
+
+/*
+ * Decodes the text read reads, as rix_index_decode_to decodes a whole text (see above), into
+ * sink. legacy as in rix_index_decode. On an error the sink may hold part of the text (the
+ * receiver discards it).
+ * @return 0, RIX_ECORRUPT, RIX_ENOMEM (the window), or the sink's or read's error.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_index_stream_decode(rix_index_stream *s, bool *legacy, rix_index_read_fn read,
+						      void *arg, const rix_index_stream_sink *sink);
+
+/* The largest window the last decode used (bytes): its first size unless a piece made it grow. */
+RIX_EXPORT size_t rix_index_stream_window_peak(const rix_index_stream *s);
+#endif /* RIX_ADVANCED */
+
 /*
  * Encodes as restic writes it: compact JSON with a trailing newline, "supersedes" first and
  * left out when empty, packs in pack-table order. *out (NUL-terminated; *len excludes the NUL)

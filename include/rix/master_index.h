@@ -166,9 +166,9 @@ RIX_EXPORT void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_t
 #ifdef RIX_ADVANCED /* bulk loading (rix/common.h) */
 /*
  * Bulk loading, for many index files at the lowest memory cost (a repository opening): each
- * loader thread has a batch, decodes a file into it through its sink (rix_index_decode_to),
- * then commits it (thread-safe; index_id, may be NULL, is recorded as an index file ID) or
- * discards it (a damaged file). rix_master_index_bulk_finish makes everything committed
+ * loader thread has a batch, decodes a file into it through its sink (rix_index_decode_to, or
+ * rix_index_stream_decode with rix_master_batch_stream_sink), then commits it (thread-safe;
+ * index_id, may be NULL, is recorded as an index file ID) or discards it (a damaged file). rix_master_index_bulk_finish makes everything committed
  * searchable: when nothing of a type was merged before, the committed entries become the frozen
  * table in place (no copy); otherwise they are merged with it. Lookups see the committed
  * entries only after bulk_finish; a batch committed while bulk_finish runs waits for the next.
@@ -183,6 +183,9 @@ RIX_EXPORT void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_t
 typedef struct rix_master_batch rix_master_batch;
 RIX_EXPORT RIX_NODISCARD int rix_master_index_batch_new(rix_master_batch **out, rix_master_index *mi);
 RIX_EXPORT const rix_index_sink *rix_master_batch_sink(rix_master_batch *b);
+/* The same sink with the mark and rollback rix_index_stream_decode needs (borrowed, as long as
+ * the batch lives). */
+RIX_EXPORT const rix_index_stream_sink *rix_master_batch_stream_sink(rix_master_batch *b);
 RIX_EXPORT RIX_NODISCARD int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id);
 RIX_EXPORT void rix_master_batch_discard(rix_master_batch *b);
 /* NULL-safe. */

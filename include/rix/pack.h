@@ -69,6 +69,23 @@ RIX_EXPORT RIX_NODISCARD int rix_unpacked_decoder_decode(const uint8_t **out, si
 				uint8_t *file, size_t n, int repo_version);
 
 /*
+ * The same, streaming: the decompressed JSON is read piece by piece into the caller's buffer, so
+ * that no one holds it whole (the index loader decodes it as it comes, rix_index_stream_decode).
+ * open opens file[0..n) as rix_unpacked_decoder_decode does (MAC verified first, decrypted in
+ * place, the frame's checks and declared size) but decompresses nothing: plain JSON is returned
+ * in *out[0..*out_len) (inside file) as there; for a zstd frame *out is NULL and read gives its
+ * content. read: up to cap bytes into buf, their number in *got (0 once the frame is complete,
+ * its checksum verified, or when open gave plain JSON); the frame stays in file, which must not
+ * change in between. The limits are applied as the content comes: a frame that decompresses to
+ * more than the cap is RIX_ECORRUPT once read reaches it (what came before has been read).
+ * open: @return as rix_unpacked_decoder_decode. read: @return 0, RIX_ECORRUPT (bad, truncated
+ * or oversized frame, or one that holds nothing), RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_unpacked_decoder_open(const uint8_t **out, size_t *out_len, rix_unpacked_decoder *d,
+						       const rix_key *key, uint8_t *file, size_t n, int repo_version);
+RIX_EXPORT RIX_NODISCARD int rix_unpacked_decoder_read(rix_unpacked_decoder *d, void *buf, size_t cap, size_t *got);
+
+/*
  * Encodes JSON json[0..n) as an unpacked file: version 1 seals it as it is; version 2 seals
  * 0x02 || zstd(json) (one frame, zstd's default level, content size in the frame header; restic
  * declares the size only from 256 bytes up, so readers must not require it). *out[0..*out_len)

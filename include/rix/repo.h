@@ -78,11 +78,14 @@ RIX_EXPORT void rix_repo_options_init(rix_repo_options *opt);
 typedef struct rix_repo rix_repo;
 
 /*
- * Index loading keeps, per loader thread, one index file, its decompressed JSON and its decoded
- * entries: about this many bytes per byte of the largest index file (restic's v2 files inflate
- * ~3x). Loader threads are capped so that together they stay within the budget.
+ * Index loading keeps, per loader thread, one index file, its decoded entries (about as many
+ * bytes as a compressed file: ~50 bytes of it a blob, 48 an entry) and, for a compressed file,
+ * zstd's window (2.25 MiB for rix's files) and a 1 MiB JSON window (the JSON is decoded as it is
+ * decompressed, never held whole): about this many bytes per byte of the largest index file
+ * (~2.4 for rix's largest v2 files, ~1.3 for v1's). Loader threads are capped so that together
+ * they stay within the budget.
  */
-#define RIX_REPO_LOAD_BYTES_PER_FILE_BYTE 5u
+#define RIX_REPO_LOAD_BYTES_PER_FILE_BYTE 3u
 #define RIX_REPO_LOAD_MEMORY_DEFAULT ((uint64_t)256 << 20)
 
 /*
