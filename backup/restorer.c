@@ -56,6 +56,7 @@
 #include "rix/alloc.h"
 #include "rix/crypto.h"
 #include "rix/error.h"
+#include "rix/indexmap.h"
 #include "rix/master_index.h"
 #include "rix/pattern.h"
 #include "rix/repo.h"
@@ -86,6 +87,21 @@ struct meta {
 	rix_time mtime, atime;
 	const rix_xattr *xattrs;
 	size_t nxattrs;
+	uint8_t own; /* a copy: OWN_USER, OWN_GROUP: user, group its own (else shared names) */
+};
+#define OWN_USER 1u
+#define OWN_GROUP 2u
+
+/*
+ * User and group names, each held once for the whole restore (a snapshot's files name a few, and
+ * a copy a file would cost as much as its path): the first NAMES_MAX distinct ones are shared by
+ * every copy of metadata that names them; past that a copy holds its own (a crafted tree of
+ * many names costs no search longer than NAMES_MAX).
+ */
+#define NAMES_MAX 64
+struct names {
+	char *v[NAMES_MAX];
+	size_t n;
 };
 
 static char *dup_n(const char *s, size_t n)
@@ -106,8 +122,10 @@ static void meta_view(struct meta *m, const rix_node *n)
 
 static void meta_free(struct meta *m)
 {
-	rix_free((void *)m->user);
-	rix_free((void *)m->group);
+	if (m->own & OWN_USER)
+		rix_free((void *)m->user);
+	if (m->own & OWN_GROUP)
+		rix_free((void *)m->group);
 	for (size_t i = 0; i < m->nxattrs; i++) {
 		rix_free((void *)m->xattrs[i].name);
 		rix_free((void *)m->xattrs[i].value);
@@ -116,15 +134,45 @@ static void meta_free(struct meta *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static int meta_copy(struct meta *m, const rix_node *n)
+/* name (not NULL) from nm, added if there is room; else a copy of its own (*own). NULL: no memory. */
+static const char *name_of(struct names *nm, const char *name, bool *own)
+{
+	*own = false;
+	for (size_t i = 0; i < nm->n; i++)
+		if (strcmp(nm->v[i], name) == 0)
+			return nm->v[i];
+	char *d = dup_n(name, strlen(name));
+	if (d != NULL && nm->n < NAMES_MAX)
+		nm->v[nm->n++] = d;
+	else
+		*own = d != NULL;
+	return d;
+}
+
+static void names_free(struct names *nm)
+{
+	for (size_t i = 0; i < nm->n; i++)
+		rix_free(nm->v[i]);
+	nm->n = 0;
+}
+
+static int meta_copy(struct names *nm, struct meta *m, const rix_node *n)
 {
 	meta_view(m, n);
 	m->user = m->group = NULL;
 	m->xattrs = NULL;
 	m->nxattrs = 0;
-	if ((n->user != NULL && (m->user = dup_n(n->user, strlen(n->user))) == NULL) ||
-	    (n->group != NULL && (m->group = dup_n(n->group, strlen(n->group))) == NULL))
-		goto nomem;
+	bool own = false;
+	if (n->user != NULL) {
+		if ((m->user = name_of(nm, n->user, &own)) == NULL)
+			goto nomem;
+		m->own |= own ? OWN_USER : 0;
+	}
+	if (n->group != NULL) {
+		if ((m->group = name_of(nm, n->group, &own)) == NULL)
+			goto nomem;
+		m->own |= own ? OWN_GROUP : 0;
+	}
 	if (n->nxattrs > 0) {
 		rix_xattr *x = rix_calloc(n->nxattrs, sizeof(*x));
 		if (x == NULL)
@@ -198,11 +246,11 @@ struct rfile {
 };
 
 struct ref {
-	rix_id pack;
 	rix_id blob;
+	uint64_t at;
+	uint32_t pack; /* in rs.packids: the plan holds a pack's ID once, not once a blob */
 	uint32_t off, len, ulen;
 	uint32_t file;
-	uint64_t at;
 };
 
 struct frame {
@@ -242,6 +290,10 @@ struct rs {
 	size_t nfiles, capfiles;
 	struct ref *refs;
 	size_t nrefs, caprefs;
+	rix_id *packids;       /* the packs the refs name, numbered as met (the whole restore) */
+	size_t npackids, cappackids;
+	rix_indexmap *packnum; /* pack ID -> its number (loc.pack) */
+	struct names names;    /* user and group names of the metadata held */
 	uint64_t plan_bytes;
 	/* walk */
 	struct frame *st;
@@ -866,12 +918,35 @@ static int on_blob(void *payload, size_t i, int code, const uint8_t *data, size_
 	return 0;
 }
 
+/* The number of pack_id in s->packs, given it when first met. @return 0, RIX_ENOMEM, RIX_ELIMIT. */
+static int pack_number(struct rs *s, const rix_id *pack_id, uint32_t *num)
+{
+	rix_loc loc;
+	if (s->packnum != NULL && rix_indexmap_lookup(&loc, s->packnum, pack_id) == 0) {
+		*num = loc.pack;
+		return 0;
+	}
+	if (s->npackids >= UINT32_MAX)
+		return rix_error_set(RIX_ELIMIT, "restore: too many packs");
+	int rc = s->packnum == NULL ? rix_indexmap_new(&s->packnum) : 0;
+	if (rc == 0)
+		rc = reserve((void **)&s->packids, &s->cappackids, s->npackids + 1, sizeof(*s->packids));
+	loc = (rix_loc){ .pack = (uint32_t)s->npackids };
+	if (rc == 0)
+		rc = rix_indexmap_add(s->packnum, pack_id, &loc);
+	if (rc != 0)
+		return rc;
+	s->packids[s->npackids] = *pack_id;
+	*num = (uint32_t)s->npackids++;
+	return 0;
+}
+
 static int ref_cmp(const void *x, const void *y)
 {
 	const struct ref *a = x, *b = y;
-	int c = memcmp(a->pack.b, b->pack.b, RIX_ID_SIZE);
-	if (c != 0)
-		return c;
+	int c;
+	if (a->pack != b->pack)
+		return a->pack < b->pack ? -1 : 1;
 	if (a->off != b->off)
 		return a->off < b->off ? -1 : 1;
 	if ((c = memcmp(a->blob.b, b->blob.b, RIX_ID_SIZE)) != 0)
@@ -917,12 +992,12 @@ static void *batch_worker(void *arg)
 				char a[65], b[65], p[65];
 				rix_id_to_hex(a, &w.blobs[i - 1].id);
 				rix_id_to_hex(b, &w.blobs[i].id);
-				rix_id_to_hex(p, &s->refs[w.first].pack);
+				rix_id_to_hex(p, &s->packids[s->refs[w.first].pack]);
 				rc = rix_error_set(RIX_ECORRUPT, "the index puts blobs %.8s and %.8s at overlapping places of pack %.8s",
 						   a, b, p);
 			}
 		if (rc == 0)
-			rc = rix_repo_load_pack_blobs(s->r, &s->refs[w.first].pack, w.blobs, w.nuniq, on_blob, &w);
+			rc = rix_repo_load_pack_blobs(s->r, &s->packids[s->refs[w.first].pack], w.blobs, w.nuniq, on_blob, &w);
 		if (rc == RIX_ENOMEM)
 			atomic_store(&s->nomem, true);
 		if (rc != 0) /* the refs not handled (all of them: the reads' errors go to on_blob) */
@@ -1042,7 +1117,7 @@ static int run_batch(struct rs *s)
 		/* one job per pack */
 		size_t nj = 0;
 		for (size_t k = 0; k < s->nrefs; k++)
-			nj += k == 0 || memcmp(&s->refs[k].pack, &s->refs[k - 1].pack, sizeof(rix_id)) != 0;
+			nj += k == 0 || s->refs[k].pack != s->refs[k - 1].pack;
 		s->jobs = rix_malloc((nj + 1) * sizeof(*s->jobs));
 		if (s->jobs == NULL) { /* nothing written: the files are failed and freed below */
 			rc = rix_error_set(RIX_ENOMEM, "restore: out of memory for %zu packs", nj);
@@ -1054,7 +1129,7 @@ static int run_batch(struct rs *s)
 	if (s->nrefs > 0 && s->jobs != NULL) {
 		s->njobs = 0;
 		for (size_t k = 0; k < s->nrefs; k++)
-			if (k == 0 || memcmp(&s->refs[k].pack, &s->refs[k - 1].pack, sizeof(rix_id)) != 0)
+			if (k == 0 || s->refs[k].pack != s->refs[k - 1].pack)
 				s->jobs[s->njobs++] = k;
 		s->jobs[s->njobs] = s->nrefs;
 		atomic_store(&s->next_job, 0);
@@ -1268,7 +1343,10 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			missing = true;
 			break;
 		}
-		refs[i] = (struct ref){ .pack = pb.pack_id, .blob = pb.id, .off = pb.offset, .len = pb.length,
+		uint32_t pn = 0;
+		if ((rc = pack_number(s, &pb.pack_id, &pn)) != 0)
+			return rc;
+		refs[i] = (struct ref){ .pack = pn, .blob = pb.id, .off = pb.offset, .len = pb.length,
 					.ulen = pb.uncompressed_length, .file = (uint32_t)s->nfiles, .at = sum };
 		sum += rix_blob_plain_size(pb.length, pb.uncompressed_length);
 	}
@@ -1344,7 +1422,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 		f->tdev = (uint64_t)kst.st_dev;
 		f->tino = (uint64_t)kst.st_ino;
 	}
-	if ((f->rel = dup_n(rel, strlen(rel))) == NULL || meta_copy(&f->m, n) != 0) {
+	if ((f->rel = dup_n(rel, strlen(rel))) == NULL || meta_copy(&s->names, &f->m, n) != 0) {
 		rix_free(f->rel);
 		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
 	}
@@ -1541,7 +1619,7 @@ static int push(struct rs *s, rix_tree *t, const char *rel, size_t rel_len, bool
 	f->fd = -1;
 	f->selected = sel;
 	f->rel_len = rel_len;
-	if ((f->rel = dup_n(rel, rel_len)) == NULL || (n != NULL && meta_copy(&f->m, n) != 0)) {
+	if ((f->rel = dup_n(rel, rel_len)) == NULL || (n != NULL && meta_copy(&s->names, &f->m, n) != 0)) {
 		rix_free(f->rel);
 		s->depth--;
 		return rix_error_set(RIX_ENOMEM, "restore: out of memory");
@@ -1939,6 +2017,9 @@ int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const
 	rix_free(s->st);
 	rix_free(s->files);
 	rix_free(s->refs);
+	rix_free(s->packids);
+	rix_indexmap_free(s->packnum);
+	names_free(&s->names);
 	if (s->tfd >= 0)
 		close(s->tfd);
 	pthread_mutex_destroy(&s->cb);

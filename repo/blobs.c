@@ -299,11 +299,27 @@ int rix_repo_flush(rix_repo *r)
 
 /* ---- loading ------------------------------------------------------------------------------- */
 
-/* A buffer of at least need bytes for a blob's stored form, from the pool (mu). */
+/*
+ * A buffer of at least need bytes, from the pool (mu): the smallest that holds need, else the
+ * largest (grown). Best fit keeps each buffer at the size of its use (a pack's reads, a blob's
+ * plaintext) instead of every buffer growing to the largest use of any, and spares the frees
+ * and allocations of a small buffer taken for a large use.
+ */
 static uint8_t *take_scratch(rix_repo *r, size_t need, size_t *cap)
 {
 	pthread_mutex_lock(&r->mu);
-	struct rix__scratch sc = r->nscratch > 0 ? r->scratch[--r->nscratch] : (struct rix__scratch){ 0 };
+	struct rix__scratch sc = { 0 };
+	if (r->nscratch > 0) {
+		size_t best = 0;
+		for (size_t i = 1; i < r->nscratch; i++) {
+			size_t c = r->scratch[i].cap, b = r->scratch[best].cap;
+			bool fits = c >= need, bfits = b >= need;
+			if ((fits && (!bfits || c < b)) || (!fits && !bfits && c > b))
+				best = i;
+		}
+		sc = r->scratch[best];
+		r->scratch[best] = r->scratch[--r->nscratch];
+	}
 	pthread_mutex_unlock(&r->mu);
 	if (sc.cap < need) {
 		rix_free(sc.p);

@@ -273,10 +273,13 @@ typedef int (*rix_repo_blob_fn)(void *payload, size_t i, int code, const uint8_t
  * Largest gap between two wanted blobs of a pack that rix_repo_load_pack_blobs reads through
  * rather than starting another read, and the most one read takes (unless a single blob is
  * larger): a reader holds that and one blob's plaintext (RIX_BLOB_MAX at most), in buffers
- * of the repository's pool, kept from one pack to the next.
+ * of the repository's pool, kept from one pack to the next. 2 MiB: the /usr/lib restore of
+ * bench/RESULTS.md peaked at 85.5 MiB with reads of at most 4 MiB and 83.4 with 2 (restic
+ * 0.14: 171), and a read of 2 MiB still takes far longer than a round trip to a REST server
+ * nearby.
  */
 #define RIX_REPO_PACK_READ_GAP ((uint64_t)1 << 20)
-#define RIX_REPO_PACK_READ_MAX ((uint64_t)4 << 20)
+#define RIX_REPO_PACK_READ_MAX ((uint64_t)2 << 20)
 
 /*
  * Reads blobs[0..n) of pack pack_id (offsets, lengths, types, IDs and uncompressed lengths as
