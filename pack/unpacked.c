@@ -211,20 +211,32 @@ static int check_file(int repo_version, size_t n)
  * After the MAC verified: what the plaintext plain[0..m) holds. Plain JSON is *json = plain; a
  * frame is decompressed into *buf (grown or replaced, see decompress_into) and *json = *buf.
  */
-static int decode_opened(ZSTD_DCtx **dctx, const uint8_t *plain, size_t m, int repo_version, uint8_t **buf,
-			 size_t *cap, const uint8_t **json, size_t *len)
+/* What plaintext plain[0..m) holds: PLAIN_JSON, PLAIN_ZSTD (0x02 and a frame), or an error. */
+enum { PLAIN_JSON = 1, PLAIN_ZSTD = 2 };
+static int plain_kind(const uint8_t *plain, size_t m, int repo_version)
 {
 	if (m == 0)
 		return rix_error_set(RIX_ECORRUPT, "unpacked: empty plaintext");
-	if (plain[0] == '{' || plain[0] == '[') {
-		*json = plain;
-		*len = m;
-		return 0;
-	}
+	if (plain[0] == '{' || plain[0] == '[')
+		return PLAIN_JSON;
 	if (plain[0] != RIX_UNPACKED_ZSTD)
 		return rix_error_set(RIX_ECORRUPT, "unpacked: unknown first plaintext byte 0x%02x", plain[0]);
 	if (repo_version < 2)
 		return rix_error_set(RIX_ECORRUPT, "unpacked: compressed file in a version 1 repository");
+	return PLAIN_ZSTD;
+}
+
+static int decode_opened(ZSTD_DCtx **dctx, const uint8_t *plain, size_t m, int repo_version, uint8_t **buf,
+			 size_t *cap, const uint8_t **json, size_t *len)
+{
+	int kind = plain_kind(plain, m, repo_version);
+	if (kind < 0)
+		return kind;
+	if (kind == PLAIN_JSON) {
+		*json = plain;
+		*len = m;
+		return 0;
+	}
 	int rc = decompress_into(dctx, plain + 1, m - 1, buf, cap, len);
 	if (rc == 0 && *len == 0)
 		rc = rix_error_set(RIX_ECORRUPT, "unpacked: the zstd frame holds nothing");
@@ -383,17 +395,14 @@ int rix_unpacked_decoder_open(const uint8_t **out, size_t *out_len, rix_unpacked
 	rc = rix_crypto_open(key, file, n, plain);
 	if (rc != 0)
 		return rc;
-	if (m == 0)
-		return rix_error_set(RIX_ECORRUPT, "unpacked: empty plaintext");
-	if (plain[0] == '{' || plain[0] == '[') {
+	int kind = plain_kind(plain, m, repo_version);
+	if (kind < 0)
+		return kind;
+	if (kind == PLAIN_JSON) {
 		*out = plain;
 		*out_len = m;
 		return 0;
 	}
-	if (plain[0] != RIX_UNPACKED_ZSTD)
-		return rix_error_set(RIX_ECORRUPT, "unpacked: unknown first plaintext byte 0x%02x", plain[0]);
-	if (repo_version < 2)
-		return rix_error_set(RIX_ECORRUPT, "unpacked: compressed file in a version 1 repository");
 	unsigned long long fcs;
 	rc = check_frame(&d->dctx, plain + 1, m - 1, &d->limit, &fcs);
 	if (rc != 0)

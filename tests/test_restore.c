@@ -395,6 +395,19 @@ static void load_and_check(rix_repo *r, rix_test_fault *f, const rix_id *pack, c
 	free(g.refn);
 }
 
+/* The repository at repo reopened over a fault backend that counts (f, initialized), its index
+ * loaded. */
+static rix_repo *open_counted(const char *repo, rix_test_fault *f)
+{
+	rix_backend *inner, *b;
+	rix_repo *r;
+	MUST(rix_backend_local_open(&inner, repo, false));
+	MUST(rix_test_fault_backend(&b, inner, f));
+	MUST(rix_repo_open(&r, b, PW, strlen(PW), &fast));
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	return r;
+}
+
 static void test_pack_blobs(void **state)
 {
 	(void)state;
@@ -409,11 +422,7 @@ static void test_pack_blobs(void **state)
 	MUST(rix_repo_flush(r));
 	rix_repo_free(r);
 	/* reopened over a counting backend */
-	rix_backend *inner, *b;
-	MUST(rix_backend_local_open(&inner, repo, false));
-	MUST(rix_test_fault_backend(&b, inner, &f));
-	MUST(rix_repo_open(&r, b, PW, strlen(PW), &fast));
-	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	r = open_counted(repo, &f);
 	rix_id *packs;
 	size_t np;
 	MUST(rix_repo_list_ids(&packs, &np, r, RIX_FILE_PACK));
@@ -497,11 +506,7 @@ static void test_roundtrip(void **state)
 
 	rix_test_fault f;
 	rix_test_fault_init(&f);
-	rix_backend *inner, *b;
-	MUST(rix_backend_local_open(&inner, repo, false));
-	MUST(rix_test_fault_backend(&b, inner, &f));
-	MUST(rix_repo_open(&r, b, PW, strlen(PW), &fast));
-	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	r = open_counted(repo, &f);
 	/* every blob of the repository is needed once (the trees' and the files'), and the packs
 	 * hold nothing else: what each pack byte read once makes the reads add up to */
 	rix_id *packs;
@@ -1057,11 +1062,7 @@ static void test_many_files(void **state)
 	rix_repo_free(r);
 	rix_test_fault f;
 	rix_test_fault_init(&f);
-	rix_backend *inner, *b;
-	MUST(rix_backend_local_open(&inner, repo, false));
-	MUST(rix_test_fault_backend(&b, inner, &f));
-	MUST(rix_repo_open(&r, b, PW, strlen(PW), &fast));
-	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	r = open_counted(repo, &f);
 	rix_id *packs;
 	size_t np;
 	uint64_t blob_bytes = 0, blobs = 0;
