@@ -136,10 +136,25 @@ int rix__frozen_build(struct frozen **out, const struct merge_src *srcs, size_t 
 #define SUPER_BITS 8
 #define NSUPER (1u << SUPER_BITS)
 
-static inline uint32_t super_of(uint32_t bucket, uint32_t nb)
+/*
+ * The super-bucket of a bucket: about bucket * NSUPER / nb, by a multiplication (smul =
+ * floor(2^32 NSUPER / nb), from super_mul) rather than a division per key, which the sort
+ * computes twice an entry. Non-decreasing in bucket and below NSUPER for every bucket < nb, so
+ * each super-bucket's buckets are one contiguous range (sfirst of the sort).
+ */
+static inline uint64_t super_mul(uint32_t nb)
 {
-	return (uint32_t)(((uint64_t)bucket << SUPER_BITS) / nb);
+	return ((uint64_t)NSUPER << 32) / nb;
 }
+
+static inline uint32_t super_of(uint32_t bucket, uint64_t smul)
+{
+	return (uint32_t)(((uint64_t)bucket * smul) >> 32);
+}
+
+/* How far ahead of a key's write position its entries are prefetched: each key's range is
+ * written front to back, so its next entries are known long before they are swapped out. */
+#define PERMUTE_AHEAD 8
 
 /*
  * Permutes entries so that every one lands in its key's range: key k owns
@@ -153,6 +168,7 @@ static inline uint32_t super_of(uint32_t bucket, uint32_t nb)
 				struct fentry cur_ = (e)[(next)[k_]];                            \
 				uint32_t d_ = KEY(cur_) - (k0);                                  \
 				while (d_ != k_) {                                               \
+					RIX_PREFETCH(&(e)[(next)[d_] + PERMUTE_AHEAD]);          \
 					struct fentry o_ = (e)[(next)[d_]];                      \
 					(e)[(next)[d_]++] = cur_;                                \
 					cur_ = o_;                                               \
@@ -167,6 +183,8 @@ struct sort_job {
 	struct fentry *entries;
 	struct frozen *f;
 	uint32_t *next, *sstart, *snext;
+	const uint32_t *sfirst; /* the first bucket of each super-bucket, and nb */
+	uint64_t smul;
 	uint32_t nb;
 	uint64_t seed;
 	atomic_uint group; /* the next group to take */
@@ -185,12 +203,11 @@ static void *sort_groups(void *arg)
 			return NULL;
 		uint32_t *sn = j->snext + 16 * g;
 #define SUPER_END(k) (sstart[16 * g + (k) + 1])
-#define SUPER_KEY(x) super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), nb)
+#define SUPER_KEY(x) super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), j->smul)
 		PERMUTE(entries, 16 * g, 16, sn, SUPER_END, SUPER_KEY);
 		/* Each super-bucket's buckets are one contiguous range [b0, b1). */
 		for (uint32_t k = 16 * g; k < 16 * g + 16; k++) {
-			uint32_t b0 = (uint32_t)(((uint64_t)k * nb + NSUPER - 1) >> SUPER_BITS);
-			uint32_t b1 = (uint32_t)(((uint64_t)(k + 1) * nb + NSUPER - 1) >> SUPER_BITS);
+			uint32_t b0 = j->sfirst[k], b1 = j->sfirst[k + 1];
 			uint32_t *nx = j->next + b0;
 #define BUCKET_END(i) ((uint32_t)j->f->buckets[b0 + (i) + 1])
 #define BUCKET_KEY(x) rix__hash_bucket(rix__hash_id(&(x).id, seed), nb)
@@ -232,16 +249,22 @@ int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t c
 		uint64_t *w = &f->buckets[rix__hash_bucket(h, nb)];
 		*w = (*w | rix__hash_filter(h)) + 1;
 	}
-	uint32_t run = 0, sstart[NSUPER + 1], snext[NSUPER];
+	uint64_t smul = super_mul(nb);
+	uint32_t run = 0, sstart[NSUPER + 1], snext[NSUPER], sfirst[NSUPER + 1], kfirst = 0;
 	memset(sstart, 0, sizeof(sstart));
 	for (uint32_t b = 0; b < nb; b++) {
 		uint32_t len = (uint32_t)f->buckets[b];
 		f->buckets[b] = (f->buckets[b] & 0xFFFFFFFF00000000ull) | run;
 		next[b] = run;
-		sstart[super_of(b, nb) + 1] += len;
+		uint32_t sk = super_of(b, smul);
+		while (kfirst <= sk)
+			sfirst[kfirst++] = b; /* the first bucket of each super-bucket up to sk */
+		sstart[sk + 1] += len;
 		run += len;
 	}
 	f->buckets[nb] = run;
+	while (kfirst <= NSUPER)
+		sfirst[kfirst++] = nb;
 	for (uint32_t k = 0; k < NSUPER; k++) {
 		sstart[k + 1] += sstart[k];
 		snext[k] = sstart[k];
@@ -250,11 +273,11 @@ int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t c
 	for (uint32_t g = 0; g < 16; g++)
 		gnext[g] = sstart[16 * g];
 #define GROUP_END(k) (sstart[16 * ((k) + 1)])
-#define GROUP_KEY(x) (super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), nb) >> 4)
+#define GROUP_KEY(x) (super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), smul) >> 4)
 	PERMUTE(entries, 0, 16, gnext, GROUP_END, GROUP_KEY);
 	/* Levels 2 and 3 of the 16 groups are independent: one thread per CPU takes groups. */
 	struct sort_job job = { .entries = entries, .f = f, .next = next, .sstart = sstart, .snext = snext,
-				.nb = nb, .seed = seed };
+				.sfirst = sfirst, .smul = smul, .nb = nb, .seed = seed };
 	rix__pool_run(rix__pool_size(workers, 16), sort_groups, &job);
 	rix_free(next);
 	f->entries = entries;
