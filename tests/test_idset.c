@@ -214,6 +214,7 @@ static void build_and_check(const rix_id *ids, size_t n, uint64_t *st)
 	assert_int_equal(rix__idset_build_collected(&s, c, n % 2 ? 1 : 0), 0);
 	check_set(s, ref, d, st);
 	assert_int_equal(rix_idset_memory(s), plain_memory);
+	rix_idset_free(s);
 
 	/* Taken over, said to be sorted (with its duplicates). */
 	own = rix_malloc((n ? n : 1) * sizeof(*own));
