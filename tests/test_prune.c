@@ -743,18 +743,28 @@ static void test_duplicates_vs_restic(void **state)
 		}
 	}
 	rix_repo_free(r);
+	/*
+	 * Which copy of a duplicate counts as used follows the order in which restic meets the
+	 * copies, and restic 0.14 meets index files in the order its loader goroutines finish: on
+	 * rare runs its choice (and so its pack lists) differs from one run to the next on the same
+	 * repository. rix's report must equal one of restic's: up to 8 runs of restic are asked.
+	 */
 	const char *const flags[] = { "--max-unused 0", "", "--max-unused 50% --repack-small" };
 	for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
-		char *a, *b;
-		if (run_out(&a, "restic --no-cache -r '%s' prune -v --dry-run %s", repo, flags[f]) != 0)
-			fail_free(a, NULL, "restic prune -v --dry-run %s:\n%s", flags[f], a);
+		char *a = NULL, *b;
 		if (run_out(&b, "'" RIX_CLI_PATH "' -r '%s' prune -v --dry-run %s", repo, flags[f]) != 0)
-			fail_free(a, b, "rix prune -v --dry-run %s:\n%s", flags[f], b);
-		char *ra = report_lines(a), *rb = report_lines(b);
-		free(a);
+			fail_free(b, NULL, "rix prune -v --dry-run %s:\n%s", flags[f], b);
+		char *rb = report_lines(b), *ra = NULL;
 		free(b);
-		if (strstr(ra, "duplicates:") == NULL || count_after(ra, "duplicates:") <= 0)
-			fail_free(ra, rb, "the repository has no duplicates for restic:\n%s", ra);
+		for (int run = 0; run < 8 && (ra == NULL || strcmp(ra, rb) != 0); run++) {
+			free(ra);
+			if (run_out(&a, "restic --no-cache -r '%s' prune -v --dry-run %s", repo, flags[f]) != 0)
+				fail_free(a, rb, "restic prune -v --dry-run %s:\n%s", flags[f], a);
+			ra = report_lines(a);
+			free(a);
+			if (strstr(ra, "duplicates:") == NULL || count_after(ra, "duplicates:") <= 0)
+				fail_free(ra, rb, "the repository has no duplicates for restic:\n%s", ra);
+		}
 		if (strcmp(ra, rb) != 0)
 			fail_free(ra, rb, "prune -v --dry-run %s: restic and rix report differently\nrestic:\n%s\nrix:\n%s", flags[f], ra, rb);
 		free(ra);
