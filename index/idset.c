@@ -74,13 +74,13 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "rix/idset.h"
 #include "hash.h"
 #include "index_internal.h"
+#include "idset_cmp.h"
 #include "../common/pool.h"
 
 #define BLOCK_WORDS 8u
@@ -90,8 +90,6 @@
 #define BASE_MASK 0x7FFFFFFFu
 #define MAX_GSHIFT 8u        /* G <= 256 */
 #define LINEAR_MAX 8u        /* runs up to this long are scanned, longer ones binary-searched */
-#define SORT_SMALL 48u       /* ranges below this are insertion-sorted */
-#define SORT_PARALLEL 65536u /* arrays from this size have their sub-sorts spread over CPUs */
 #define BATCH 16u            /* keys in flight in rix_idset_has_many */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -203,31 +201,6 @@ static inline const uint8_t *tail_at(const struct rix_idset *s, size_t i)
 static inline const uint64_t *block_of(const struct rix_idset *s, uint64_t b)
 {
 	return s->dir + (size_t)(b >> s->gshift) * BLOCK_WORDS;
-}
-
-static inline uint64_t load64_be(const uint8_t *p)
-{
-	uint64_t x;
-	memcpy(&x, p, 8);
-#if __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
-	x = __builtin_bswap64(x);
-#endif
-	return x;
-}
-
-/* memcmp of len >= 8 bytes as big-endian words (the last one overlapping), inline. */
-static inline int tail_cmp(const uint8_t *a, const uint8_t *b, unsigned len)
-{
-	uint64_t x, y;
-	for (unsigned o = 0; o + 8 < len; o += 8) {
-		x = load64_be(a + o);
-		y = load64_be(b + o);
-		if (x != y)
-			return x < y ? -1 : 1;
-	}
-	x = load64_be(a + len - 8);
-	y = load64_be(b + len - 8);
-	return x == y ? 0 : x < y ? -1 : 1;
 }
 
 /* Compares entry i with the key (mid bits km, tail bytes key): <0, 0, >0 as entry - key. */
@@ -437,139 +410,6 @@ void rix_idset_get_shape(rix_idset_shape *shape, const rix_idset *s)
 	shape->blocks = s->nblocks;
 	shape->overflow_blocks = s->ov_blocks;
 	shape->longest_bucket = s->longest;
-}
-
-/* ---- Sorting -------------------------------------------------------------------------------- */
-
-/* Compares bytes d..31 of two IDs (memcmp order). */
-static inline int suffix_cmp(const uint8_t *a, const uint8_t *b, unsigned d)
-{
-	if (RIX_ID_SIZE - d >= 8)
-		return tail_cmp(a + d, b + d, RIX_ID_SIZE - d);
-	return memcmp(a + d, b + d, RIX_ID_SIZE - d);
-}
-
-static void insertion_sort(rix_id *a, size_t n, unsigned d)
-{
-	for (size_t i = 1; i < n; i++) {
-		if (suffix_cmp(a[i - 1].b, a[i].b, d) <= 0)
-			continue;
-		rix_id t = a[i];
-		size_t j = i;
-		while (j > 0 && suffix_cmp(a[j - 1].b, t.b, d) > 0) {
-			a[j] = a[j - 1];
-			j--;
-		}
-		a[j] = t;
-	}
-}
-
-/* Moves every ID into its byte-d bucket (American flag sort's permutation). */
-static __attribute__((noinline)) void flag_permute(rix_id *a, const size_t cnt[256], unsigned d)
-{
-	size_t head[256], end[256], at = 0;
-	for (unsigned c = 0; c < 256; c++) {
-		head[c] = at;
-		at += cnt[c];
-		end[c] = at;
-	}
-	for (unsigned c = 0; c < 256; c++) {
-		while (head[c] < end[c]) {
-			unsigned x = a[head[c]].b[d];
-			if (x == c) {
-				head[c]++;
-				continue;
-			}
-			rix_id t = a[head[c]];
-			a[head[c]] = a[head[x]];
-			a[head[x]] = t;
-			head[x]++;
-		}
-	}
-}
-
-/* Sorts a[0..n) whose IDs agree on bytes 0..d-1. Recursion depth <= 32 (one level a byte). */
-static void radix_sort(rix_id *a, size_t n, unsigned d)
-{
-	while (n >= SORT_SMALL && d < RIX_ID_SIZE) {
-		size_t cnt[256];
-		memset(cnt, 0, sizeof(cnt));
-		for (size_t i = 0; i < n; i++)
-			cnt[a[i].b[d]]++;
-		if (cnt[a[0].b[d]] == n) { /* all share this byte: on to the next, no recursion */
-			d++;
-			continue;
-		}
-		flag_permute(a, cnt, d);
-		size_t at = 0;
-		for (unsigned c = 0; c < 256; c++) {
-			if (cnt[c] > 1)
-				radix_sort(a + at, cnt[c], d + 1);
-			at += cnt[c];
-		}
-		return;
-	}
-	if (d < RIX_ID_SIZE && n > 1)
-		insertion_sort(a, n, d);
-}
-
-/* The sub-sorts of the top level, shared by the workers: bucket c is a[start[c], start[c + 1]). */
-struct sort_job {
-	rix_id *a;
-	unsigned d; /* the byte the top level sorted on */
-	size_t start[257];
-	atomic_uint next; /* the next bucket to take */
-};
-
-static void *sort_worker(void *arg)
-{
-	struct sort_job *j = arg;
-	for (;;) {
-		unsigned c = atomic_fetch_add(&j->next, 1);
-		if (c >= 256)
-			return NULL;
-		size_t m = j->start[c + 1] - j->start[c];
-		if (m > 1)
-			radix_sort(j->a + j->start[c], m, j->d + 1);
-	}
-}
-
-/*
- * radix_sort of the whole array, its 256 sub-sorts (after the first byte that differs) spread
- * over `workers` threads (0: one per CPU, at most 64) when the array is large. The workers
- * write disjoint ranges.
- */
-static void sort_ids(rix_id *a, size_t n, unsigned workers)
-{
-	if (n < SORT_PARALLEL) {
-		radix_sort(a, n, 0);
-		return;
-	}
-	struct sort_job *j = rix_malloc(sizeof(*j));
-	if (j == NULL) { /* sorting needs no memory: do it on this thread */
-		radix_sort(a, n, 0);
-		return;
-	}
-	size_t cnt[256];
-	unsigned d = 0;
-	for (; d < RIX_ID_SIZE; d++) {
-		memset(cnt, 0, sizeof(cnt));
-		for (size_t i = 0; i < n; i++)
-			cnt[a[i].b[d]]++;
-		if (cnt[a[0].b[d]] != n)
-			break;
-	}
-	if (d < RIX_ID_SIZE) {
-		flag_permute(a, cnt, d);
-		j->a = a;
-		j->d = d;
-		j->start[0] = 0;
-		for (unsigned c = 0; c < 256; c++)
-			j->start[c + 1] = j->start[c] + cnt[c];
-		atomic_init(&j->next, 0);
-		rix__pool_run(rix__pool_size(workers, 64), sort_worker, j);
-	}
-	rix_free(j);
 }
 
 /* ---- Building ------------------------------------------------------------------------------- */
@@ -811,7 +651,7 @@ int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flag
 	if (s == NULL)
 		return rix_error_set(RIX_ENOMEM, "id set: out of memory");
 	if (!(flags & RIX_IDSET_SORTED))
-		sort_ids(ids, n, workers);
+		rix__idset_sort(ids, n, workers);
 
 	/* Pass 1: distinct IDs; the order. */
 	size_t nd = 0;
@@ -911,203 +751,25 @@ int rix_idset_build(rix_idset **out, const rix_id *ids, size_t n)
 	return rc;
 }
 
-/* ---- Collecting IDs for a build (rix__idcollect) --------------------------------------------- */
+/* ---- Building from records (for idset_collect.c) -------------------------------------------- */
 
-/*
- * The IDs a bulk load collects, before the set is built: 256 parts by the ID's first byte, each
- * holding the other 31 bytes of its IDs in arrival order (31 bytes an ID, not the 32 of a plain
- * array: the first byte is the part's). rix__idset_build_collected sorts one part at a time into
- * the records of phase A (31 bytes each, in the set's own block) and gives the part's memory
- * back to the system at once, so that collection and build together never hold much more than
- * 31 bytes an ID (the block fills as the parts empty).
- *
- * The parts are anonymous mappings grown with mremap, not rix_malloc'd blocks: their memory must
- * return to the system part by part during the build, which free() of a heap block need not do
- * (and glibc's realloc of a heap block copies it). Only touched pages cost memory, so a part's
- * unused room costs under a page. They are kept off transparent huge pages, where each part's
- * last, partly filled page would cost 2 MiB.
- */
-#define PART_REC (RIX_ID_SIZE - 1)
-#define PART_FIRST ((size_t)64 << 10) /* a part's first mapping, bytes */
-
-struct part {
-	uint8_t *p;
-	size_t n;   /* IDs */
-	size_t cap; /* bytes mapped */
-};
-
-struct rix__idcollect {
-	struct part part[256];
-	size_t n;
-};
-
-int rix__idcollect_new(struct rix__idcollect **out)
-{
-	*out = rix_calloc(1, sizeof(**out));
-	return *out != NULL ? 0 : rix_error_set(RIX_ENOMEM, "id set: out of memory");
-}
-
-static void part_release(struct part *pt)
-{
-	if (pt->p != NULL)
-		munmap(pt->p, pt->cap);
-	pt->p = NULL;
-	pt->cap = 0;
-}
-
-void rix__idcollect_free(struct rix__idcollect *c)
-{
-	if (c == NULL)
-		return;
-	for (unsigned i = 0; i < 256; i++)
-		part_release(&c->part[i]);
-	rix_free(c);
-}
-
-size_t rix__idcollect_count(const struct rix__idcollect *c)
-{
-	return c != NULL ? c->n : 0;
-}
-
-static int part_grow(struct part *pt, size_t need)
-{
-	size_t cap = pt->cap ? pt->cap : PART_FIRST;
-	while (cap < need)
-		cap *= 2;
-	void *q = pt->p == NULL ? mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-				: mremap(pt->p, pt->cap, cap, MREMAP_MAYMOVE);
-	if (q == MAP_FAILED)
-		return rix_error_set(RIX_ENOMEM, "id set: out of memory collecting %zu IDs", need / PART_REC);
-#ifdef MADV_NOHUGEPAGE
-	(void)madvise(q, cap, MADV_NOHUGEPAGE);
-#endif
-	pt->p = q;
-	pt->cap = cap;
-	return 0;
-}
-
-int rix__idcollect_add(struct rix__idcollect *c, const rix_id *ids, size_t n)
-{
-	/* Room first, in every part the IDs go to, so that a failure adds none of them. */
-	size_t cnt[256];
-	memset(cnt, 0, sizeof(cnt));
-	for (size_t i = 0; i < n; i++)
-		cnt[ids[i].b[0]]++;
-	for (unsigned b = 0; b < 256; b++) {
-		struct part *pt = &c->part[b];
-		if (cnt[b] > 0 && (pt->n + cnt[b]) * PART_REC > pt->cap) {
-			int rc = part_grow(pt, (pt->n + cnt[b]) * PART_REC);
-			if (rc != 0)
-				return rc;
-		}
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct part *pt = &c->part[ids[i].b[0]];
-		memcpy(pt->p + pt->n * PART_REC, ids[i].b + 1, PART_REC);
-		pt->n++;
-	}
-	c->n += n;
-	return 0;
-}
-
-/* The parts' sorts, shared by the workers: part c sorted and written, its duplicates dropped, as
- * records at base + 31 at[c]; distinct[c] of them. */
-struct collect_job {
-	struct rix__idcollect *c;
-	uint8_t *base;
-	size_t at[256];
-	size_t distinct[256];
-	atomic_uint next;
-	atomic_int err;
-};
-
-static void *collect_worker(void *arg)
-{
-	struct collect_job *j = arg;
-	rix_id *tmp = NULL;
-	size_t tcap = 0;
-	for (;;) {
-		unsigned c = atomic_fetch_add(&j->next, 1);
-		if (c >= 256)
-			break;
-		struct part *pt = &j->c->part[c];
-		size_t m = pt->n;
-		if (m == 0)
-			continue;
-		if (m > tcap) {
-			rix_free(tmp);
-			tcap = m;
-			if ((tmp = rix_malloc(tcap * sizeof(rix_id))) == NULL) {
-				tcap = 0;
-				atomic_store(&j->err, RIX_ENOMEM);
-				continue;
-			}
-		}
-		for (size_t i = 0; i < m; i++) {
-			tmp[i].b[0] = (uint8_t)c;
-			memcpy(tmp[i].b + 1, pt->p + i * PART_REC, PART_REC);
-		}
-		part_release(pt); /* back to the system before its records land in the block */
-		radix_sort(tmp, m, 1);
-		uint8_t *dst = j->base + j->at[c] * PART_REC;
-		size_t k = 0;
-		for (size_t i = 0; i < m; i++)
-			if (is_new(tmp, i))
-				memcpy(dst + k++ * PART_REC, tmp[i].b + 1, PART_REC);
-		j->distinct[c] = k;
-	}
-	rix_free(tmp);
-	return NULL;
-}
-
-int rix__idset_build_collected(rix_idset **out, struct rix__idcollect *c, unsigned workers)
+int rix__idset_from_records(rix_idset **out, uint8_t *base, size_t have, const size_t cnt0[256], size_t nd)
 {
 	*out = NULL;
-	size_t n = c->n;
 	struct rix_idset *s = rix_calloc(1, sizeof(*s));
-	struct collect_job *j = rix_calloc(1, sizeof(*j));
-	/* The block: 32 bytes an ID, as the array a plain build starts from; only what is written
-	 * (31 bytes an ID, then the set's smaller form) costs memory. */
-	uint8_t *base = n > 0 ? rix_malloc(n * sizeof(rix_id)) : NULL;
-	int rc = 0;
-	if (s == NULL || j == NULL || (n > 0 && base == NULL)) {
-		rc = rix_error_set(RIX_ENOMEM, "id set: out of memory for %zu IDs", n);
-		goto fail;
+	if (s == NULL) {
+		rix_free(base);
+		return rix_error_set(RIX_ENOMEM, "id set: out of memory");
 	}
-	if (n == 0) {
-		rix__idcollect_free(c);
-		rix_free(j);
+	if (nd == 0) {
+		rix_free(base);
 		*out = s;
 		return 0;
 	}
-	rix__advise_huge(base, n * sizeof(rix_id));
-	j->c = c;
-	j->base = base;
-	size_t at = 0;
-	for (unsigned i = 0; i < 256; i++) {
-		j->at[i] = at;
-		at += c->part[i].n;
-	}
-	atomic_init(&j->next, 0);
-	atomic_init(&j->err, 0);
-	rix__pool_run(rix__pool_size(workers, 64), collect_worker, j);
-	if (atomic_load(&j->err) != 0) {
-		rc = rix_error_set(RIX_ENOMEM, "id set: out of memory sorting %zu IDs", n);
-		goto fail;
-	}
-	/* The parts' records together (duplicates left gaps), byte 0's counts. */
-	size_t cnt0[256], nd = 0;
-	for (unsigned i = 0; i < 256; i++) {
-		if (j->at[i] != nd && j->distinct[i] > 0)
-			memmove(base + nd * PART_REC, base + j->at[i] * PART_REC, j->distinct[i] * PART_REC);
-		cnt0[i] = j->distinct[i];
-		nd += j->distinct[i];
-	}
-	rix__idcollect_free(c);
-	c = NULL;
 	if (nd > RIX_IDSET_MAX_IDS) {
-		rc = rix_error_set(RIX_ELIMIT, "id set: %zu IDs are over the limit of %u", nd, RIX_IDSET_MAX_IDS);
-		goto fail;
+		rix_free(base);
+		rix_free(s);
+		return rix_error_set(RIX_ELIMIT, "id set: %zu IDs are over the limit of %u", nd, RIX_IDSET_MAX_IDS);
 	}
 	set_shape(s, nd);
 	struct shape_scan sc = { .s = s, .cur_b = UINT64_MAX };
@@ -1116,30 +778,23 @@ int rix__idset_build_collected(rix_idset **out, struct rix__idcollect *c, unsign
 	for (unsigned i = 0; i < 256; i++) {
 		head[0] = (uint8_t)i;
 		for (size_t e = 0; e < cnt0[i]; e++, r++) {
-			memcpy(head + 1, base + r * PART_REC, 7);
+			memcpy(head + 1, base + r * (RIX_ID_SIZE - 1), 7);
 			scan_add(&sc, bucket_of(head, s->k));
 		}
 	}
 	scan_end(&sc);
-	size_t have = n * sizeof(rix_id);
 	size_t need = build_need(s);
 	if (have < need) { /* a small set: its directory needs more room than the IDs leave */
 		uint8_t *grown = rix_realloc(base, need);
 		if (grown == NULL) {
-			rc = rix_error_set(RIX_ENOMEM, "id set: out of memory for %zu IDs", nd);
-			goto fail;
+			rix_free(base);
+			rix_free(s);
+			return rix_error_set(RIX_ENOMEM, "id set: out of memory for %zu IDs", nd);
 		}
 		base = grown;
 		have = need;
 	}
 	build_from_records(s, base, have, cnt0);
-	rix_free(j);
 	*out = s;
 	return 0;
-fail:
-	rix__idcollect_free(c);
-	rix_free(base);
-	rix_free(j);
-	rix_free(s);
-	return rc;
 }

@@ -66,4 +66,12 @@ size_t rix__idcollect_count(const struct rix__idcollect *c);
 void rix__idcollect_free(struct rix__idcollect *c);
 int rix__idset_build_collected(struct rix_idset **out, struct rix__idcollect *c, unsigned workers);
 
+/* For idset_collect.c (idset.c): the set from records as phase A leaves them (base[0, have): nd
+ * distinct IDs in ascending order, bytes 1..31 each, cnt0[c] with first byte c), base taken over
+ * (freed on failure); and the sort of IDs that agree on their first d bytes. */
+int rix__idset_from_records(struct rix_idset **out, uint8_t *base, size_t have, const size_t cnt0[256], size_t nd);
+void rix__idset_sort_from(rix_id *a, size_t n, unsigned d);
+/* idset_sort.c: IDs sorted in memcmp order, from 64Ki IDs on up to `workers` threads (0: one a CPU). */
+void rix__idset_sort(rix_id *a, size_t n, unsigned workers);
+
 #endif

@@ -1,0 +1,36 @@
+/*
+ * index/idset_cmp.h — the byte order of IDs as rix_idset compares them (idset.c's lookups,
+ * idset_sort.c's sort): big-endian 64-bit words, so that word order is memcmp order.
+ */
+#ifndef RIX_IDSET_CMP_H
+#define RIX_IDSET_CMP_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint64_t load64_be(const uint8_t *p)
+{
+	uint64_t x;
+	memcpy(&x, p, 8);
+#if __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	return x;
+}
+
+/* memcmp of len >= 8 bytes as big-endian words (the last one overlapping), inline. */
+static inline int tail_cmp(const uint8_t *a, const uint8_t *b, unsigned len)
+{
+	uint64_t x, y;
+	for (unsigned o = 0; o + 8 < len; o += 8) {
+		x = load64_be(a + o);
+		y = load64_be(b + o);
+		if (x != y)
+			return x < y ? -1 : 1;
+	}
+	x = load64_be(a + len - 8);
+	y = load64_be(b + len - 8);
+	return x == y ? 0 : x < y ? -1 : 1;
+}
+
+#endif
