@@ -194,7 +194,8 @@ nomem:
 	return rix_error_set(RIX_ENOMEM, "restore: out of memory for metadata");
 }
 
-/* What a copy of m holds on the heap (the plan's budget). */
+/* What a copy of m holds on the heap (the plan's budget; a shared name is counted as if copied:
+ * an upper bound, which the batch sizes of the tests are set against). */
 static uint64_t meta_bytes(const struct meta *m)
 {
 	uint64_t b = (m->user ? strlen(m->user) + 1 : 0) + (m->group ? strlen(m->group) + 1 : 0) +

@@ -54,7 +54,7 @@
  * no one holds a whole file's JSON (~150 bytes a blob: 20 MB for restic's largest files). The
  * top level is walked a pack object at a time; a pack cut by the window's end is rolled back
  * in the sink and parsed again once more is read. Same results, messages and offsets as the
- * whole-text decoder for every text and every cut; see "Streaming decoder" below.
+ * whole-text decoder for every text and every cut; see index_json_stream.c.
  *
  * Memory: once about 64 KiB of a large input is read, the decoder extrapolates the blob counts
  * per type seen so far to the whole text and reserves that much once (rix__index_reserve), so a
