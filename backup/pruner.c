@@ -1120,6 +1120,14 @@ static int run_repack(rix_prune_plan *p)
 			rix__pool_run(rix__pool_size(want, 8), repack_worker, &rp);
 			rc = rp.err != 0 ? rix_error_set(rp.err, "repack: %s", rp.errmsg) : 0;
 		}
+		/* What the workers held goes before the flush writes the new packs' index files. */
+		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+			rix_indexmap_free(rp.saved[t]);
+			rp.saved[t] = NULL;
+		}
+		rix_free(rp.v);
+		rp.v = NULL;
+		(void)rix_repo_release_buffers(p->r);
 		if (rc == 0)
 			rc = rix_repo_flush(p->r);
 		if (rc == 0 && rp.nsaved != distinct)

@@ -214,6 +214,15 @@ int rix_crypto_open(const rix_key *key, const uint8_t *in, size_t n, uint8_t *ou
 	return rix_crypto_open_detached(key, in, in + RIX_CRYPTO_IV_SIZE, clen, in + RIX_CRYPTO_IV_SIZE + clen, out);
 }
 
+int rix_crypto_reseal_in_place(const rix_key *key, uint8_t *obj, size_t n)
+{
+	if (n < RIX_CRYPTO_OVERHEAD)
+		return rix_error_set(RIX_ECORRUPT, "crypto: sealed object of %zu bytes is shorter than its %d-byte overhead",
+				     n, RIX_CRYPTO_OVERHEAD);
+	uint8_t *ct = obj + RIX_CRYPTO_IV_SIZE;
+	return aes_ctr(key, obj, ct, n - RIX_CRYPTO_OVERHEAD, ct);
+}
+
 void rix_sha256(rix_id *out, const void *data, size_t n)
 {
 	unsigned int len = 0;

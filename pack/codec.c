@@ -23,6 +23,7 @@
  *   capacity; then the MAC before any byte is decrypted; then exactly the declared size out of
  *   zstd; then the ID.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "rix/alloc.h"
@@ -246,8 +247,9 @@ static int check_stored(int version, size_t n, const rix_blob *b, size_t *plain_
 	return 0;
 }
 
-int rix_blob_codec_decode(size_t *out_len, rix_blob_codec *c, const uint8_t *stored, size_t n,
-			  const rix_blob *b, uint8_t *out, size_t cap)
+/* rix_blob_codec_decode (inplace NULL) and _in_place (inplace: stored, writable; keep as there). */
+static int decode(size_t *out_len, rix_blob_codec *c, const uint8_t *stored, uint8_t *inplace, bool keep, size_t n,
+		  const rix_blob *b, uint8_t *out, size_t cap)
 {
 	*out_len = 0;
 	size_t plain_len = 0;
@@ -259,7 +261,9 @@ int rix_blob_codec_decode(size_t *out_len, rix_blob_codec *c, const uint8_t *sto
 	if (cap < plain_len)
 		return rix_error_set(RIX_EINVAL, "pack: %zu bytes of room for a %zu-byte blob", cap, plain_len);
 	uint8_t *dst = out;
-	if (ulen != 0) {
+	if (ulen != 0 && inplace != NULL) {
+		dst = inplace + RIX_CRYPTO_IV_SIZE;
+	} else if (ulen != 0) {
 		rc = scratch_reserve(c, m);
 		if (rc != 0)
 			return rc;
@@ -268,7 +272,18 @@ int rix_blob_codec_decode(size_t *out_len, rix_blob_codec *c, const uint8_t *sto
 	rc = rix_crypto_open(c->key, stored, n, dst);
 	if (rc != 0)
 		return rc == RIX_EAUTH ? rix_error_set(RIX_EAUTH, "pack: blob MAC does not verify") : rc;
-	if (ulen != 0 && (rc = decompress(c, dst, m, ulen, out)) != 0)
+	if (ulen != 0)
+		rc = decompress(c, dst, m, ulen, out);
+	if (ulen != 0 && inplace != NULL && keep) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "%s", rc != 0 ? rix_error_last() : "");
+		int src = rix_crypto_reseal_in_place(c->key, inplace, n);
+		if (src != 0)
+			return src;
+		if (rc != 0)
+			rix_error_set(rc, "%s", msg);
+	}
+	if (rc != 0)
 		return rc;
 	rix_id id;
 	rix_sha256(&id, out, plain_len);
@@ -276,6 +291,18 @@ int rix_blob_codec_decode(size_t *out_len, rix_blob_codec *c, const uint8_t *sto
 		return rix_error_set(RIX_ECORRUPT, "pack: blob ID mismatch");
 	*out_len = plain_len;
 	return 0;
+}
+
+int rix_blob_codec_decode(size_t *out_len, rix_blob_codec *c, const uint8_t *stored, size_t n,
+			  const rix_blob *b, uint8_t *out, size_t cap)
+{
+	return decode(out_len, c, stored, NULL, false, n, b, out, cap);
+}
+
+int rix_blob_codec_decode_in_place(size_t *out_len, rix_blob_codec *c, uint8_t *stored, size_t n,
+				   const rix_blob *b, uint8_t *out, size_t cap, bool keep)
+{
+	return decode(out_len, c, stored, stored, keep, n, b, out, cap);
 }
 
 int rix_blob_decode(uint8_t **out, size_t *out_len, const rix_key *key, const uint8_t *stored,

@@ -101,11 +101,12 @@ void rix_pack_writer_free(rix_pack_writer *w)
 }
 
 /* Writes buf[0..len) to the file. */
-static int flush(rix_pack_writer *w)
+/* Writes p[0..n) to the file. */
+static int write_all(rix_pack_writer *w, const uint8_t *p, size_t n)
 {
 	size_t done = 0;
-	while (done < w->len) {
-		ssize_t r = write(w->fd, w->buf + done, w->len - done);
+	while (done < n) {
+		ssize_t r = write(w->fd, p + done, n - done);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
@@ -114,8 +115,15 @@ static int flush(rix_pack_writer *w)
 		}
 		done += (size_t)r;
 	}
-	w->len = 0;
 	return 0;
+}
+
+static int flush(rix_pack_writer *w)
+{
+	int rc = write_all(w, w->buf, w->len);
+	if (rc == 0)
+		w->len = 0;
+	return rc;
 }
 
 /* Makes room for need more bytes in buf, writing what is pending first if it must. */
@@ -161,11 +169,9 @@ static int admit(rix_pack_writer *w, uint64_t bound)
 	return 0;
 }
 
-/* Hashes the blob just placed at buf[len..len+stored) and records it. */
-static void commit(rix_pack_writer *w, rix_blob_type t, const rix_id *id, uint32_t stored, uint32_t ulen)
+/* Records a blob of `stored` bytes written at the pack's end (hashed already). */
+static void record(rix_pack_writer *w, rix_blob_type t, const rix_id *id, uint32_t stored, uint32_t ulen)
 {
-	rix_sha256_update(w->sha, w->buf + w->len, stored);
-	w->len += stored;
 	rix_blob *b = &w->blobs[w->count++];
 	b->id = *id;
 	b->type = t;
@@ -173,6 +179,14 @@ static void commit(rix_pack_writer *w, rix_blob_type t, const rix_id *id, uint32
 	b->length = stored;
 	b->uncompressed_length = ulen;
 	w->size += stored;
+}
+
+/* Hashes the blob just placed at buf[len..len+stored) and records it. */
+static void commit(rix_pack_writer *w, rix_blob_type t, const rix_id *id, uint32_t stored, uint32_t ulen)
+{
+	rix_sha256_update(w->sha, w->buf + w->len, stored);
+	w->len += stored;
+	record(w, t, id, stored, ulen);
 }
 
 int rix_pack_writer_add(rix_pack_writer *w, rix_blob_codec *c, rix_blob_type t, const rix_id *id,
@@ -205,6 +219,16 @@ int rix_pack_writer_add_stored(rix_pack_writer *w, const rix_blob *b, const uint
 	if (b->uncompressed_length != 0 && w->version < 2)
 		return rix_error_set(RIX_EINVAL, "pack: compressed blob for a version 1 pack");
 	int rc = admit(w, b->length);
+	if (rc == 0 && b->length > WRITE_CHUNK) { /* written from the caller's bytes: no buffer of its size */
+		rc = flush(w);
+		if (rc == 0)
+			rc = write_all(w, stored, b->length);
+		if (rc != 0)
+			return rc;
+		rix_sha256_update(w->sha, stored, b->length);
+		record(w, b->type, &b->id, b->length, b->uncompressed_length);
+		return 0;
+	}
 	if (rc == 0)
 		rc = reserve(w, b->length);
 	if (rc != 0)

@@ -343,6 +343,26 @@ static void give_scratch(rix_repo *r, uint8_t *p, size_t cap)
 	rix_free(p);
 }
 
+size_t rix_repo_release_buffers(rix_repo *r)
+{
+	pthread_mutex_lock(&r->mu);
+	struct rix__scratch sc[REPO_POOL_MAX];
+	rix_blob_codec *codecs[REPO_POOL_MAX];
+	size_t ns = r->nscratch, nc = r->npool, bytes = 0;
+	memcpy(sc, r->scratch, ns * sizeof(sc[0]));
+	memcpy(codecs, r->pool, nc * sizeof(codecs[0]));
+	r->nscratch = 0;
+	r->npool = 0;
+	pthread_mutex_unlock(&r->mu);
+	for (size_t i = 0; i < ns; i++) {
+		bytes += sc[i].cap;
+		rix_free(sc[i].p);
+	}
+	for (size_t i = 0; i < nc; i++)
+		rix_blob_codec_free(codecs[i]);
+	return bytes;
+}
+
 /* Looks (t, id) up: *pb, and its plaintext size in *plain. */
 static int locate(rix_packed_blob *pb, size_t *plain, rix_repo *r, rix_blob_type t, const rix_id *id)
 {
@@ -494,10 +514,11 @@ static int load_pack(rix_repo *r, const rix_id *pack_id, const rix_blob *blobs, 
 				rc = fn != NULL ? fn(payload, i, rrc, NULL, 0) : sfn(payload, i, rrc, NULL, 0, NULL);
 				continue;
 			}
-			/* decoding leaves the stored bytes as they were read: what verified is what sfn gets */
-			const uint8_t *form = stored + (b->offset - start);
+			/* decrypted where it was read (no buffer of the codec's), and sealed again for sfn:
+			 * what verified is what sfn gets */
+			uint8_t *form = stored + (b->offset - start);
 			size_t got = 0;
-			int brc = rix_blob_codec_decode(&got, c, form, b->length, b, plain, pcap);
+			int brc = rix_blob_codec_decode_in_place(&got, c, form, b->length, b, plain, pcap, sfn != NULL);
 			if (brc != 0) {
 				char msg[300];
 				snprintf(msg, sizeof(msg), "%s", rix_error_last());

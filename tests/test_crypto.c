@@ -96,12 +96,22 @@ static void test_seal_open_round_trip(void **state)
 		assert_int_equal(rix_crypto_open(key, sealed, n + RIX_CRYPTO_OVERHEAD, back), 0);
 		assert_memory_equal(back, plain, n);
 		/* In place: the plaintext lands right after the IV. */
+		uint8_t *was = malloc(n + RIX_CRYPTO_OVERHEAD);
+		memcpy(was, sealed, n + RIX_CRYPTO_OVERHEAD);
 		assert_int_equal(rix_crypto_open(key, sealed, n + RIX_CRYPTO_OVERHEAD, sealed + RIX_CRYPTO_IV_SIZE), 0);
 		assert_memory_equal(sealed + RIX_CRYPTO_IV_SIZE, plain, n);
+		/* Sealed again in place: the very bytes it had, which open again. */
+		assert_int_equal(rix_crypto_reseal_in_place(key, sealed, n + RIX_CRYPTO_OVERHEAD), 0);
+		assert_memory_equal(sealed, was, n + RIX_CRYPTO_OVERHEAD);
+		assert_int_equal(rix_crypto_open(key, sealed, n + RIX_CRYPTO_OVERHEAD, back), 0);
+		assert_memory_equal(back, plain, n);
+		free(was);
 		free(plain);
 		free(sealed);
 		free(back);
 	}
+	uint8_t shortobj[RIX_CRYPTO_OVERHEAD - 1] = { 1 };
+	assert_int_equal(rix_crypto_reseal_in_place(key, shortobj, sizeof(shortobj)), RIX_ECORRUPT);
 	/* Two seals of the same plaintext differ (random IV), both open. */
 	uint8_t a[64 + RIX_CRYPTO_OVERHEAD], b[64 + RIX_CRYPTO_OVERHEAD];
 	uint8_t msg[64] = "the same message";

@@ -90,10 +90,36 @@ static void round_trip(rix_blob_codec *c, const rix_key *key, int version, rix_b
 	assert_int_equal(got, n);
 	assert_memory_equal(out2, plain, n);
 	rix_free(out2);
-	/* A wrong ID is caught after decoding. */
+	/* Decoded in place: kept, the stored bytes are as they were; not kept, the plaintext still
+	 * comes out (the stored bytes may be anything afterwards). */
+	uint8_t *copy = malloc(*stored_len);
+	memcpy(copy, stored, *stored_len);
+	memset(out, 0xA5, pn);
+	got = 99;
+	MUST(rix_blob_codec_decode_in_place(&got, c, copy, *stored_len, &b, out, pn, true));
+	assert_int_equal(got, n);
+	assert_memory_equal(out, plain, n);
+	assert_memory_equal(copy, stored, *stored_len);
+	MUST(rix_blob_codec_decode_in_place(&got, c, copy, *stored_len, &b, out, pn, false));
+	assert_int_equal(got, n);
+	assert_memory_equal(out, plain, n);
+	/* A wrong ID is caught after decoding, by both; kept bytes stay kept. */
 	b.id.b[7] ^= 1;
 	assert_int_equal(rix_blob_codec_decode(&got, c, stored, *stored_len, &b, out, pn), RIX_ECORRUPT);
 	assert_non_null(strstr(rix_error_last(), "ID mismatch"));
+	memcpy(copy, stored, *stored_len);
+	assert_int_equal(rix_blob_codec_decode_in_place(&got, c, copy, *stored_len, &b, out, pn, true), RIX_ECORRUPT);
+	assert_non_null(strstr(rix_error_last(), "ID mismatch"));
+	assert_memory_equal(copy, stored, *stored_len);
+	b.id.b[7] ^= 1;
+	/* A flipped ciphertext byte: refused by the MAC before anything is decrypted. */
+	if (*stored_len > RIX_CRYPTO_OVERHEAD) {
+		copy[RIX_CRYPTO_IV_SIZE] ^= 0x10;
+		assert_int_equal(rix_blob_codec_decode_in_place(&got, c, copy, *stored_len, &b, out, pn, true), RIX_EAUTH);
+		copy[RIX_CRYPTO_IV_SIZE] ^= 0x10;
+		assert_memory_equal(copy, stored, *stored_len);
+	}
+	free(copy);
 	free(out);
 	free(stored);
 }
@@ -445,6 +471,37 @@ static void test_writer_add_stored(void **state)
 		assert_memory_equal(bl2[k].id.b, bl[NCONTENT - 1 - k].id.b, RIX_ID_SIZE);
 	}
 	verify_pack_file(key, 2, rix_pack_writer_path(w2), &pid2, bl2, NCONTENT, rp, rn);
+	/* Stored blobs over the writer's 1 MiB chunk (written from the caller's bytes, not buffered)
+	 * between small ones: the pack reads back whole, in order. */
+	enum { NBIG = 5 };
+	static const size_t bign[NBIG] = { 3000000, 1000, 6000000, 1048577, 70000 };
+	uint8_t *bp[NBIG];
+	rix_pack_writer *wb, *wb2;
+	MUST(rix_pack_writer_new(&wb, key, 2, dir));
+	MUST(rix_pack_writer_new(&wb2, key, 2, dir));
+	for (int k = 0; k < NBIG; k++) {
+		bp[k] = malloc(bign[k]);
+		rix_test_fill_random(bp[k], bign[k], &st);
+		for (size_t i = 0; k == 2 && i < bign[k]; i += 8192) /* half zeros: compressed, still over 1 MiB */
+			memset(bp[k] + i, 0, bign[k] - i < 4096 ? bign[k] - i : 4096);
+		rix_id id;
+		rix_sha256(&id, bp[k], bign[k]);
+		MUST(rix_pack_writer_add(wb, c, RIX_BLOB_DATA, &id, bp[k], bign[k]));
+	}
+	MUST(rix_pack_writer_finish(&pid, wb));
+	const rix_blob *blb = rix_pack_writer_blobs(wb);
+	assert_true(blb[0].length > (1u << 20) && blb[2].length > (1u << 20) && blb[3].length > (1u << 20));
+	assert_true(blb[2].uncompressed_length != 0 && blb[1].length < (1u << 20));
+	uint8_t *bigpack = rix_test_must_read(rix_pack_writer_path(wb), &n);
+	for (int k = 0; k < NBIG; k++)
+		MUST(rix_pack_writer_add_stored(wb2, &blb[k], bigpack + blb[k].offset));
+	MUST(rix_pack_writer_finish(&pid2, wb2));
+	verify_pack_file(key, 2, rix_pack_writer_path(wb2), &pid2, rix_pack_writer_blobs(wb2), NBIG, bp, bign);
+	free(bigpack);
+	for (int k = 0; k < NBIG; k++)
+		free(bp[k]);
+	rix_pack_writer_free(wb);
+	rix_pack_writer_free(wb2);
 	/* A stored blob under 32 bytes, or compressed into version 1, is refused. */
 	rix_blob tiny = bl[0];
 	tiny.length = 31;

@@ -581,6 +581,18 @@ static void test_stored_copy(void **state)
 			rix_free(hdr);
 		}
 		assert_int_equal(copies, 60);
+		/* The buffers those loads kept are given back, once; loads go on afterwards. */
+		assert_true(rix_repo_release_buffers(r) > 0);
+		assert_int_equal(rix_repo_release_buffers(r), 0);
+		{
+			rix_blob *hdr;
+			size_t cnt;
+			MUST(rix_repo_read_pack_header(&hdr, &cnt, r, &now[0]));
+			struct copier c = { .bl = &bl, .hdr = hdr };
+			MUST(rix_repo_load_pack_blobs(r, &now[0], hdr, cnt, same_blob, &c));
+			assert_int_equal(c.calls, (int)cnt);
+			rix_free(hdr);
+		}
 		rix_free(now);
 		rix_repo_free(r);
 		struct lines l;

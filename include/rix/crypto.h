@@ -102,6 +102,15 @@ RIX_EXPORT RIX_NODISCARD int rix_crypto_seal_detached(const rix_key *key, uint8_
 RIX_EXPORT RIX_NODISCARD int rix_crypto_open_detached(const rix_key *key, const uint8_t iv[RIX_CRYPTO_IV_SIZE],
 						      const uint8_t *ct, size_t n, const uint8_t tag[RIX_CRYPTO_MAC_SIZE],
 						      uint8_t *out);
+/*
+ * Encrypts again, in place, a sealed object obj[0..n) that rix_crypto_open decrypted in place
+ * (its plaintext at obj + RIX_CRYPTO_IV_SIZE; the IV and MAC untouched): the same IV's keystream
+ * applied again, so obj holds the sealed bytes it held before the open. For a reader that needs
+ * an object's plaintext once and its sealed bytes afterwards (a blob verified, then copied as
+ * stored) without a second buffer. @return 0, RIX_ECORRUPT (shorter than the overhead), RIX_EIO,
+ * RIX_ENOMEM.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_crypto_reseal_in_place(const rix_key *key, uint8_t *obj, size_t n);
 #endif /* RIX_ADVANCED */
 
 /* SHA-256 of data[0..n): the ID of a blob (plaintext) or of a stored file (its bytes). Aborts

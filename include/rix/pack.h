@@ -214,6 +214,17 @@ RIX_EXPORT RIX_NODISCARD int rix_blob_codec_encode(uint32_t *stored_len, uint32_
 RIX_EXPORT RIX_NODISCARD int rix_blob_codec_decode(size_t *out_len, rix_blob_codec *c, const uint8_t *stored, size_t n,
 			  const rix_blob *b, uint8_t *out, size_t cap);
 
+/*
+ * rix_blob_codec_decode, decrypting inside stored[0..n) instead of a buffer of the codec's own
+ * when the blob is compressed (its zstd frame lies in stored while it is decompressed into out;
+ * a blob stored uncompressed is decrypted straight into out, stored untouched). keep: stored
+ * holds its sealed bytes again when the call returns, whatever it returns (encrypted again in
+ * place: rix_crypto_reseal_in_place), for a caller that copies the blob as stored after
+ * verifying it; !keep: stored's bytes are unspecified afterwards. @return as rix_blob_codec_decode.
+ */
+RIX_EXPORT RIX_NODISCARD int rix_blob_codec_decode_in_place(size_t *out_len, rix_blob_codec *c, uint8_t *stored, size_t n,
+							   const rix_blob *b, uint8_t *out, size_t cap, bool keep);
+
 /* ---- Pack writer ---------------------------------------------------------------------------- */
 
 /* Most blobs in one pack: the sealed header then stays within RIX_PACK_HEADER_MAX. */

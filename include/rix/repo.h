@@ -240,6 +240,15 @@ RIX_EXPORT RIX_NODISCARD int rix_repo_save_blob_stored(rix_repo *r, const rix_bl
  * written must be saved again, see rix_repo_save_blob); RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_repo_flush(rix_repo *r);
+
+/*
+ * Gives back the buffers and blob codecs (their zstd contexts) the repository keeps between loads
+ * and saves: a pack's reads, the plaintext of the largest blob met, per thread that loaded. They
+ * are made again when needed. For a caller at the end of a phase of many loads whose memory the
+ * next phase should not carry (prune, after its repack). Thread-safe; those in use by another
+ * thread are kept. @return the bytes of buffers given back (the codecs' contexts not counted).
+ */
+RIX_EXPORT size_t rix_repo_release_buffers(rix_repo *r);
 #define RIX_REPO_INDEX_BLOBS_V2 150000u
 #define RIX_REPO_INDEX_BLOBS_V1 50000u
 
