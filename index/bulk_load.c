@@ -8,8 +8,8 @@
  * batch: the batch's mark and rollback keep and restore its counts, before each pack.) bulk_finish turns the appended entries into the frozen table *in place* when nothing
  * of that type was merged before (a counting sort by bucket done as a cycle-following
  * permutation: no second copy of the entries), else merges them with the existing table.
- * Peak memory for N entries loaded: 48 N + 2 N (bucket words) + 4 N / FROZEN_LOAD (cursors),
- * plus the batches in flight; the per-file indexes of rix_master_index_add cost 52 N more.
+ * Peak memory for N entries loaded: 48 N + 2 N (bucket words) + N (fingerprints), plus the
+ * batches in flight; the per-file indexes of rix_master_index_add cost 52 N more.
  *
  * Dedup-only (rix_master_index_set_dedup_only, captured by a batch when it is made): a batch
  * keeps only the ID of a data blob (32 bytes, no location); on commit the IDs go to bulk.dids,

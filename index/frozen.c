@@ -13,15 +13,18 @@
  *   | filter:32 | start:32    | b ---------> | e0 | e1 | e2 | e3 | e4 | e5 | e6 | ...
  *   | filter:32 | start:32    | b+1 -------------------------> ^
  *   ...                                       chain of b = entries[start(b) .. start(b+1))
- *   | 0         | count       | nb (sentinel)
- *   +-------------------------+
+ *   | 0         | count       | nb (sentinel)             fp[count] (1 byte: rix__hash_fp of
+ *   +-------------------------+                           entries[i]'s hash, same order)
  *
  * No `next` field is needed (48 bytes an entry instead of 52), and a chain is one run of
  * adjacent memory, so walking it costs one or two cache misses whatever its length. The bucket
  * count is count / FROZEN_LOAD, so buckets cost 8 / FROZEN_LOAD bytes an entry; the same
- * 32-bit filter as the mutable table (hash.h) rejects most absent IDs at the bucket word.
- * A lookup returns one entry of a chain with that ID; the order of duplicates in a chain is
- * unspecified.
+ * 32-bit filter as the mutable table (hash.h) rejects most absent IDs at the bucket word. The
+ * fingerprints (one more byte an entry, a tenth of a 10M table's size: mostly in cache) say
+ * which entries of a chain are worth comparing, so a known ID's lookup reads its own entry's
+ * lines rather than the chain's (batched lookups prefetch only those), and an absent ID that
+ * passed the filter rarely reads an entry at all. A lookup returns one entry of a chain with
+ * that ID; the order of duplicates in a chain is unspecified.
  *
  * Both builders are a counting sort on bucket numbers: count, prefix sums, place.
  */
@@ -42,6 +45,7 @@ void rix__frozen_free(struct frozen *f)
 		return;
 	rix_free(f->buckets);
 	rix_free(f->entries);
+	rix_free(f->fp);
 	rix_free(f);
 }
 
@@ -49,7 +53,8 @@ size_t rix__frozen_memory(const struct frozen *f)
 {
 	if (f == NULL)
 		return 0;
-	return sizeof(*f) + ((size_t)f->nb + 1) * sizeof(uint64_t) + (size_t)f->count * sizeof(struct fentry);
+	return sizeof(*f) + ((size_t)f->nb + 1) * sizeof(uint64_t) + (size_t)f->count * sizeof(struct fentry) +
+	       (size_t)f->count;
 }
 
 static inline void src_entry(const struct merge_src *s, uint32_t i, const rix_id **id, rix_loc *loc)
@@ -87,7 +92,8 @@ int rix__frozen_build(struct frozen **out, const struct merge_src *srcs, size_t 
 	f->count = (uint32_t)total;
 	f->buckets = rix_calloc((size_t)nb + 1, sizeof(uint64_t));
 	f->entries = rix_malloc((size_t)total * sizeof(struct fentry));
-	if (f->buckets == NULL || f->entries == NULL) {
+	f->fp = rix_calloc((size_t)total, 1);
+	if (f->buckets == NULL || f->entries == NULL || f->fp == NULL) {
 		rix__frozen_free(f);
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %llu entries",
 				     (unsigned long long)total);
@@ -126,6 +132,7 @@ int rix__frozen_build(struct frozen **out, const struct merge_src *srcs, size_t 
 			struct fentry *e = &f->entries[(uint32_t)*w];
 			e->id = *id;
 			e->loc = loc;
+			f->fp[(uint32_t)*w] = rix__hash_fp(h);
 		}
 	}
 	*out = f;
@@ -182,25 +189,31 @@ static inline uint32_t super_of(uint32_t bucket, uint64_t smul)
 struct sort_job {
 	struct fentry *entries;
 	struct frozen *f;
-	uint32_t *next, *sstart, *snext;
+	uint32_t *sstart, *snext;
 	const uint32_t *sfirst; /* the first bucket of each super-bucket, and nb */
+	uint32_t maxspan;       /* the most buckets of one super-bucket */
+	uint32_t *cursors;      /* maxspan a worker: level 3's cursors */
 	uint64_t smul;
 	uint32_t nb;
 	uint64_t seed;
 	atomic_uint group; /* the next group to take */
+	atomic_uint worker; /* the next worker's cursors */
 };
 
-/* Levels 2 and 3 for the groups this thread takes. */
+/* Levels 2 and 3 for the groups this thread takes, then each super-bucket's fingerprints (its
+ * entries still in cache). Level 3's cursors are the thread's own, one super-bucket's worth. */
 static void *sort_groups(void *arg)
 {
 	struct sort_job *j = arg;
 	struct fentry *entries = j->entries;
 	uint32_t nb = j->nb, *sstart = j->sstart;
 	uint64_t seed = j->seed;
+	uint8_t *fp = j->f->fp;
+	uint32_t *nx = j->cursors + (size_t)atomic_fetch_add(&j->worker, 1) * j->maxspan;
 	for (;;) {
 		uint32_t g = atomic_fetch_add(&j->group, 1);
 		if (g >= 16)
-			return NULL;
+			break;
 		uint32_t *sn = j->snext + 16 * g;
 #define SUPER_END(k) (sstart[16 * g + (k) + 1])
 #define SUPER_KEY(x) super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), j->smul)
@@ -208,16 +221,20 @@ static void *sort_groups(void *arg)
 		/* Each super-bucket's buckets are one contiguous range [b0, b1). */
 		for (uint32_t k = 16 * g; k < 16 * g + 16; k++) {
 			uint32_t b0 = j->sfirst[k], b1 = j->sfirst[k + 1];
-			uint32_t *nx = j->next + b0;
+			for (uint32_t b = b0; b < b1; b++)
+				nx[b - b0] = (uint32_t)j->f->buckets[b];
 #define BUCKET_END(i) ((uint32_t)j->f->buckets[b0 + (i) + 1])
 #define BUCKET_KEY(x) rix__hash_bucket(rix__hash_id(&(x).id, seed), nb)
 			PERMUTE(entries, b0, b1 - b0, nx, BUCKET_END, BUCKET_KEY);
+			for (uint32_t i = sstart[k]; i < sstart[k + 1]; i++)
+				fp[i] = rix__hash_fp(rix__hash_id(&entries[i].id, seed));
 		}
 #undef SUPER_END
 #undef SUPER_KEY
 #undef BUCKET_END
 #undef BUCKET_KEY
 	}
+	return NULL;
 }
 
 /*
@@ -225,7 +242,9 @@ static void *sort_groups(void *arg)
  * sort done in place in three levels, so that the moves stay cache-friendly: 16 groups of
  * super-buckets (16 write streams, which the prefetchers follow), then each group into its 16
  * super-buckets (1/16 of the data), then each super-bucket (1/256 of the entries: L2-sized at
- * millions) into its buckets.
+ * millions) into its buckets, with cursors for one super-bucket per thread (the bucket words
+ * hold the starts), and its entries' fingerprints written while they are in cache. Beyond the
+ * entries: 8 / FROZEN_LOAD bytes an entry of bucket words and one of fingerprints.
  */
 int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed,
 			 unsigned workers)
@@ -233,14 +252,16 @@ int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t c
 	*out = NULL;
 	uint32_t nb = (uint32_t)(((uint64_t)count + FROZEN_LOAD - 1) / FROZEN_LOAD);
 	struct frozen *f = rix_calloc(1, sizeof(*f));
-	uint32_t *next = rix_malloc((size_t)nb * sizeof(uint32_t));
-	if (f != NULL)
+	if (f != NULL) {
 		f->buckets = rix_calloc((size_t)nb + 1, sizeof(uint64_t));
-	if (f == NULL || f->buckets == NULL || next == NULL) {
-		if (f != NULL)
+		f->fp = rix_calloc((size_t)count, 1);
+	}
+	if (f == NULL || f->buckets == NULL || f->fp == NULL) {
+		if (f != NULL) {
 			rix_free(f->buckets);
+			rix_free(f->fp);
+		}
 		rix_free(f);
-		rix_free(next);
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %u buckets", nb);
 	}
 	rix__advise_huge(f->buckets, ((size_t)nb + 1) * sizeof(uint64_t));
@@ -255,7 +276,6 @@ int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t c
 	for (uint32_t b = 0; b < nb; b++) {
 		uint32_t len = (uint32_t)f->buckets[b];
 		f->buckets[b] = (f->buckets[b] & 0xFFFFFFFF00000000ull) | run;
-		next[b] = run;
 		uint32_t sk = super_of(b, smul);
 		while (kfirst <= sk)
 			sfirst[kfirst++] = b; /* the first bucket of each super-bucket up to sk */
@@ -265,6 +285,9 @@ int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t c
 	f->buckets[nb] = run;
 	while (kfirst <= NSUPER)
 		sfirst[kfirst++] = nb;
+	uint32_t maxspan = 0;
+	for (uint32_t k = 0; k < NSUPER; k++)
+		maxspan = sfirst[k + 1] - sfirst[k] > maxspan ? sfirst[k + 1] - sfirst[k] : maxspan;
 	for (uint32_t k = 0; k < NSUPER; k++) {
 		sstart[k + 1] += sstart[k];
 		snext[k] = sstart[k];
@@ -276,10 +299,16 @@ int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t c
 #define GROUP_KEY(x) (super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), smul) >> 4)
 	PERMUTE(entries, 0, 16, gnext, GROUP_END, GROUP_KEY);
 	/* Levels 2 and 3 of the 16 groups are independent: one thread per CPU takes groups. */
-	struct sort_job job = { .entries = entries, .f = f, .next = next, .sstart = sstart, .snext = snext,
-				.sfirst = sfirst, .smul = smul, .nb = nb, .seed = seed };
-	rix__pool_run(rix__pool_size(workers, 16), sort_groups, &job);
-	rix_free(next);
+	unsigned nw = rix__pool_size(workers, 16);
+	uint32_t *cursors = rix_malloc((size_t)nw * (maxspan ? maxspan : 1) * sizeof(uint32_t));
+	if (cursors == NULL) {
+		rix__frozen_free(f); /* entries are the caller's still, in another order */
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory for the sort's cursors");
+	}
+	struct sort_job job = { .entries = entries, .f = f, .sstart = sstart, .snext = snext, .sfirst = sfirst,
+				.maxspan = maxspan, .cursors = cursors, .smul = smul, .nb = nb, .seed = seed };
+	rix__pool_run(nw, sort_groups, &job);
+	rix_free(cursors);
 	f->entries = entries;
 	f->nb = nb;
 	f->count = count;
@@ -307,8 +336,10 @@ uint32_t rix__frozen_drop_same(struct frozen *f, const rix_id *packs)
 			for (uint32_t k = first; k < w && !dup; k++)
 				dup = same_place(&f->entries[k], &f->entries[i], packs);
 			if (!dup) {
-				if (w != i)
+				if (w != i) {
 					f->entries[w] = f->entries[i];
+					f->fp[w] = f->fp[i];
+				}
 				w++;
 			}
 		}
@@ -390,30 +421,41 @@ int rix__frozen_insert(struct frozen **out, struct frozen *f, const struct fentr
 	const uint64_t *ow = f->buckets;
 #define OLD_START(b) ((uint32_t)ow[(b)])
 	if (in_place) {
+		uint8_t *fp = rix_realloc(f->fp, (size_t)total);
+		if (fp == NULL)
+			goto nomem;
+		f->fp = fp;
 		struct fentry *e = rix_realloc(f->entries, (size_t)total * sizeof(*e));
 		if (e == NULL)
 			goto nomem;
 		f->entries = e;
 		for (uint32_t i = k; i-- > 0;) {
 			uint32_t lo = OLD_START(v[i].b), hi = i + 1 < k ? OLD_START(v[i + 1].b) : f->count;
-			if (hi > lo)
+			if (hi > lo) {
 				memmove(e + lo + i + 1, e + lo, (size_t)(hi - lo) * sizeof(*e));
+				memmove(fp + lo + i + 1, fp + lo, hi - lo);
+			}
 			e[lo + i] = add[v[i].i];
+			fp[lo + i] = rix__hash_fp(v[i].h);
 		}
 	} else {
 		d->buckets = rix_malloc(((size_t)f->nb + 1) * sizeof(uint64_t));
 		d->entries = rix_malloc((size_t)total * sizeof(struct fentry));
-		if (d->buckets == NULL || d->entries == NULL)
+		d->fp = rix_calloc((size_t)total, 1);
+		if (d->buckets == NULL || d->entries == NULL || d->fp == NULL)
 			goto nomem;
 		rix__advise_huge(d->buckets, ((size_t)f->nb + 1) * sizeof(uint64_t));
 		rix__advise_huge(d->entries, (size_t)total * sizeof(struct fentry));
 		d->nb = f->nb;
 		uint32_t first = k ? OLD_START(v[0].b) : f->count;
 		memcpy(d->entries, f->entries, (size_t)first * sizeof(struct fentry));
+		memcpy(d->fp, f->fp, first);
 		for (uint32_t i = 0; i < k; i++) {
 			uint32_t lo = OLD_START(v[i].b), hi = i + 1 < k ? OLD_START(v[i + 1].b) : f->count;
 			d->entries[lo + i] = add[v[i].i];
+			d->fp[lo + i] = rix__hash_fp(v[i].h);
 			memcpy(d->entries + lo + i + 1, f->entries + lo, (size_t)(hi - lo) * sizeof(struct fentry));
+			memcpy(d->fp + lo + i + 1, f->fp + lo, hi - lo);
 		}
 	}
 	/* Bucket words: starts shifted by the new entries of the buckets before, filters ORed in. */

@@ -40,6 +40,12 @@ static inline uint64_t rix__hash_filter(uint64_t h)
 	return ((uint64_t)1 << (32 + ((h >> 32) & 31))) | ((uint64_t)1 << (32 + ((h >> 37) & 31)));
 }
 
+/* An entry's fingerprint in a frozen table (bits 48..55: apart from the bucket's and filter's). */
+static inline uint8_t rix__hash_fp(uint64_t h)
+{
+	return (uint8_t)(h >> 48);
+}
+
 /* A random 64-bit seed from the kernel (falls back to time and address bits). */
 uint64_t rix__random_seed(void);
 

@@ -10,8 +10,9 @@
  *   +----------------------------------+          +--------------------------------------+
  *   | magic "rixmimg\0"          8     |          | packs      npacks x 32 (rix_id)      |
  *   | order mark 0x01020304      4     |          | buckets[t] (nb[t] + 1) x 8   \ per type t
- *   | version                    4     |          | entries[t] count[t] x 48     / with count > 0
- *   | layout (sizes, offsets)    4     |          +--------------------------------------+
+ *   | version                    4     |          | entries[t] count[t] x 48     | with count
+ *   | layout (sizes, offsets)    4     |          | fp[t]      count[t] x 1      / > 0
+ *   |                                  |          +--------------------------------------+
  *   | FROZEN_LOAD, blob types    4 + 4 |
  *   | seed                       8     |  the table's hash seed: the bucket words were made with it
  *   | probe = hash(0..31, seed)  8     |  the hash function itself (a new xxhash would differ)
@@ -47,10 +48,10 @@
 #include "master_index_internal.h"
 
 #define IMAGE_MAGIC "rixmimg"  /* 8 bytes with its NUL */
-#define IMAGE_VERSION 1u
+#define IMAGE_VERSION 2u /* 2: the tables' fingerprints */
 #define IMAGE_ORDER 0x01020304u
 #define DESC_FIXED 72u /* bytes before the index file IDs */
-#define MAX_SECTIONS (1 + 2 * RIX_BLOB_TYPES)
+#define MAX_SECTIONS (1 + 3 * RIX_BLOB_TYPES)
 
 /* Sizes and offsets of the layout, in one word: a build that lays entries out otherwise differs. */
 #define LAYOUT_WORD                                                                                    \
@@ -113,6 +114,7 @@ static void lay_out_sections(rix_master_image *im)
 			continue;
 		im->sec[im->nsec++] = (rix_image_section){ NULL, ((size_t)im->nb[t] + 1) * sizeof(uint64_t) };
 		im->sec[im->nsec++] = (rix_image_section){ NULL, (size_t)im->count[t] * sizeof(struct fentry) };
+		im->sec[im->nsec++] = (rix_image_section){ NULL, (size_t)im->count[t] };
 	}
 }
 
@@ -181,6 +183,7 @@ int rix_master_index_export(rix_master_image **out, rix_master_index *mi)
 				continue;
 			im->sec[k++].p = st->frozen[t]->buckets;
 			im->sec[k++].p = st->frozen[t]->entries;
+			im->sec[k++].p = st->frozen[t]->fp;
 		}
 	}
 	pthread_mutex_unlock(&mi->pin_mu);
@@ -263,7 +266,8 @@ int rix_master_image_alloc(rix_master_image *im)
 /*
  * Checks what the sections hold before the tables are trusted with lookups: chains in order and
  * inside the table, every pack number inside the pack table (a lookup indexes the pack table
- * with it), and a sample of entries in the bucket their ID hashes to, filter bits set.
+ * with it), and a sample of entries in the bucket their ID hashes to, filter bits set,
+ * fingerprint right.
  */
 static int check_table(const struct frozen *f, uint32_t npacks, uint64_t seed)
 {
@@ -283,7 +287,8 @@ static int check_table(const struct frozen *f, uint32_t npacks, uint64_t seed)
 		uint64_t h = rix__hash_id(&f->entries[i].id, seed);
 		uint32_t want = rix__hash_bucket(h, f->nb);
 		uint64_t fl = rix__hash_filter(h);
-		if ((w[want] & fl) != fl || i < (uint32_t)w[want] || i >= (uint32_t)w[want + 1])
+		if ((w[want] & fl) != fl || i < (uint32_t)w[want] || i >= (uint32_t)w[want + 1] ||
+		    f->fp[i] != rix__hash_fp(h))
 			return -1;
 	}
 	return 0;
@@ -299,9 +304,9 @@ int rix_master_image_check(rix_master_image *im)
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
 		if (im->count[t] == 0)
 			continue;
-		struct frozen f = { .buckets = im->sec[k].p, .entries = im->sec[k + 1].p, .nb = im->nb[t],
-				    .count = im->count[t] };
-		k += 2;
+		struct frozen f = { .buckets = im->sec[k].p, .entries = im->sec[k + 1].p, .fp = im->sec[k + 2].p,
+				    .nb = im->nb[t], .count = im->count[t] };
+		k += 3;
 		if (check_table(&f, im->npacks, im->seed) != 0)
 			return rix_error_set(RIX_ECORRUPT, "master image: a %s table is not well formed",
 					     t == RIX_BLOB_DATA ? "data" : "tree");
@@ -338,10 +343,10 @@ static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k
 		if (im->count[t] > 0) {
 			if ((tab = rix_calloc(1, sizeof(*tab))) == NULL)
 				return rix_error_set(RIX_ENOMEM, "master index: out of memory");
-			*tab = (struct frozen){ .buckets = im->sec[sec].p, .entries = im->sec[sec + 1].p, .nb = im->nb[t],
-						.count = im->count[t] };
-			im->sec[sec].p = im->sec[sec + 1].p = NULL; /* tab's (next's) from here */
-			sec += 2;
+			*tab = (struct frozen){ .buckets = im->sec[sec].p, .entries = im->sec[sec + 1].p,
+						.fp = im->sec[sec + 2].p, .nb = im->nb[t], .count = im->count[t] };
+			im->sec[sec].p = im->sec[sec + 1].p = im->sec[sec + 2].p = NULL; /* tab's (next's) from here */
+			sec += 3;
 			next->frozen[t] = tab;
 		}
 		if (k->n[t] == 0)

@@ -306,6 +306,7 @@ int rix_master_index_merge(rix_master_index *mi)
 		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for pack table");
 		goto done;
 	}
+	rix__advise_huge(next->packs, (size_t)packs_total * sizeof(rix_id)); /* read at random, as the tables */
 	next->npacks = (uint32_t)packs_total;
 	next->dset = cur->dset; /* carried over: merged indexes' data blobs go to the frozen table */
 	if (cur->npacks)
@@ -384,9 +385,12 @@ static const struct fentry *frozen_find(const struct frozen *f, const rix_id *id
 	if ((w & fl) != fl)
 		return NULL;
 	uint32_t end = (uint32_t)f->buckets[b + 1];
+	/* The chain's lines on their way while its fingerprints (one line, mostly in cache) pick
+	 * the entries worth comparing: one compare for a known ID, as a rule. */
 	prefetch_chain(f, (uint32_t)w, end);
+	uint8_t want = rix__hash_fp(h);
 	for (uint32_t i = (uint32_t)w; i < end; i++)
-		if (rix__id_prefix_eq(&f->entries[i].id, id) && rix__id_eq(&f->entries[i].id, id))
+		if (f->fp[i] == want && rix__id_eq(&f->entries[i].id, id))
 			return &f->entries[i];
 	return NULL;
 }
@@ -569,9 +573,10 @@ size_t rix_master_index_lookup_all(rix_packed_blob *out, size_t max, rix_master_
 }
 
 /*
- * Batched frozen lookup in groups: hash all keys and prefetch their bucket words; read words,
- * filter, prefetch whole chains; scan the chains; prefetch the pack IDs of the hits, then copy
- * them out. Keys the frozen table lacks are asked of the recent table (lock-free), then of the
+ * Batched frozen lookup in groups of 64: hash all keys and prefetch their bucket words; read
+ * words, filter, prefetch the chains' fingerprints; find the first fingerprint that matches and
+ * prefetch that entry; compare (the rest of the chain only when it was another ID); prefetch the
+ * pack IDs of the hits, then copy them out. Keys the frozen table lacks are asked of the recent table (lock-free), then of the
  * separate indexes under the read lock
  * (taken once, at the first such miss), one by one: there are few separate indexes, and they
  * are small.
@@ -579,7 +584,7 @@ size_t rix_master_index_lookup_all(rix_packed_blob *out, size_t max, rix_master_
 size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_master_index *mi,
 				    rix_blob_type t, const rix_id *ids, size_t n)
 {
-	enum { GROUP = 32 };
+	enum { GROUP = 64 };
 	if ((unsigned)t >= RIX_BLOB_TYPES) {
 		if (found)
 			memset(found, 0, n);
@@ -610,20 +615,35 @@ size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_maste
 				start[i] = (uint32_t)w;
 				end[i] = (w & fl) == fl ? (uint32_t)f->buckets[b[i] + 1] : start[i];
 				if (end[i] > start[i])
-					prefetch_chain(f, start[i], end[i]);
+					RIX_PREFETCH(&f->fp[start[i]]);
+			}
+			/* The first entry of each chain whose fingerprint matches: its lines only. */
+			for (size_t i = 0; i < g; i++) {
+				uint8_t want = rix__hash_fp(h[i]);
+				uint32_t k = start[i];
+				while (k < end[i] && f->fp[k] != want)
+					k++;
+				start[i] = k;
+				if (k < end[i]) {
+					RIX_PREFETCH(&f->entries[k]);
+					RIX_PREFETCH((const char *)&f->entries[k] + sizeof(struct fentry) - 1);
+				}
 			}
 		}
 		for (size_t i = 0; i < g; i++) {
 			const rix_id *id = &ids[base + i];
 			hit[i] = NULL;
 			if (f != NULL)
-				for (uint32_t k = start[i]; k < end[i]; k++)
-					if (rix__id_prefix_eq(&f->entries[k].id, id) && rix__id_eq(&f->entries[k].id, id)) {
+				for (uint32_t k = start[i]; k < end[i]; k++) {
+					if (f->fp[k] != rix__hash_fp(h[i]))
+						continue;
+					if (rix__id_eq(&f->entries[k].id, id)) {
 						hit[i] = &f->entries[k];
 						if (out != NULL)
 							RIX_PREFETCH(&st->packs[hit[i]->loc.pack]);
 						break;
 					}
+				}
 		}
 		if (set != NULL && f == NULL) /* the dedup-only case: the set alone, batched */
 			(void)rix_idset_has_many(in_set, set, ids + base, g);

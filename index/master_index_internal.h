@@ -35,6 +35,7 @@ _Static_assert(sizeof(struct fentry) == 48, "frozen entry must stay 48 bytes");
 struct frozen {
 	uint64_t *buckets; /* nb + 1 words: filter << 32 | start; word nb holds count */
 	struct fentry *entries;
+	uint8_t *fp; /* count: fp[i] = rix__hash_fp(hash of entries[i].id), one byte an entry */
 	uint32_t nb;
 	uint32_t count;
 };

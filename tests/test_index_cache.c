@@ -506,7 +506,7 @@ static void test_image_api(void **state)
 	size_t nd, nsec;
 	const void *desc = rix_master_image_desc(&nd, ex);
 	rix_image_section *sec = rix_master_image_sections(&nsec, ex);
-	assert_int_equal(nsec, 5);
+	assert_int_equal(nsec, 7); /* packs; buckets, entries, fingerprints of each type */
 	rix_master_image *im;
 	assert_int_equal(rix_master_image_parse(&im, desc, nd - 1), RIX_ECORRUPT);
 	assert_int_equal(rix_master_image_parse(&im, desc, nd), 0);
@@ -523,6 +523,10 @@ static void test_image_api(void **state)
 	*pack0 = 0xFFFFFFF0u;
 	assert_int_equal(rix_master_index_install(rix_repo_master_index(r), im), RIX_ECORRUPT);
 	*pack0 = keep;
+	/* So is a wrong fingerprint (entry 0 is among those checked): lookups would miss it. */
+	((uint8_t *)dst[3].p)[0] ^= 0x40;
+	assert_int_equal(rix_master_index_install(rix_repo_master_index(r), im), RIX_ECORRUPT);
+	((uint8_t *)dst[3].p)[0] ^= 0x40;
 	assert_int_equal(rix_master_image_check(im), 0);
 	assert_int_equal(rix_master_index_install(rix_repo_master_index(r), im), RIX_EINVAL); /* not empty */
 	rix_master_index *mi;

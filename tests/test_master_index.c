@@ -101,8 +101,20 @@ static void check_unknown(rix_master_index *mi, uint64_t *st)
 	}
 }
 
+/* Every frozen table's fingerprints are its entries' (whichever builder made it). */
+static void check_fingerprints(rix_master_index *mi)
+{
+	const struct mstate *s = atomic_load(&mi->state);
+	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		const struct frozen *f = s->frozen[t];
+		for (uint32_t i = 0; f != NULL && i < f->count; i++)
+			assert_int_equal(f->fp[i], rix__hash_fp(rix__hash_id(&f->entries[i].id, mi->seed)));
+	}
+}
+
 static void check_batch(rix_master_index *mi, const struct idxdata *d, size_t nd, uint64_t *st)
 {
+	check_fingerprints(mi);
 	enum { Q = 777 };
 	rix_id ids[Q];
 	rix_packed_blob out[Q];
@@ -627,6 +639,7 @@ static void test_bulk_same_pack_twice(void **state)
 	}
 	check_idxdata(mi, &a);
 	check_idxdata(mi, &b);
+	check_fingerprints(mi); /* the chains compacted by the drop */
 	/* Once more on top: the merge path. */
 	rix_test_random_id(&again.id, &st);
 	feed_batch(bt, &again);
@@ -636,6 +649,7 @@ static void test_bulk_same_pack_twice(void **state)
 	assert_int_equal(rix_master_index_foreach(mi, count_blob, &total), 0);
 	assert_int_equal(total, (size_t)2 * PACKS_PER_INDEX * PER_PACK);
 	check_idxdata(mi, &a);
+	check_fingerprints(mi);
 	rix_master_batch_free(bt);
 	rix_master_index_free(mi);
 }
@@ -664,14 +678,35 @@ static void test_frozen_long_chain_and_shared_prefix(void **state)
 	rix_test_random_id(&base, &st);
 	/* CHAIN IDs in bucket 0 (the long chain, scanned), SHORT in bucket 1 (the window), SHARED of
 	 * those with base's first 8 bytes; the rest in other buckets. */
+	/* The first SAMEFP of the long chain share one fingerprint: a lookup of the last compares
+	 * past the others. */
+	enum { SAMEFP = 6 };
+	uint8_t fp0 = 0;
+	uint64_t fl0 = 0;
 	while (n < CHAIN + SHORT) {
 		rix_id id;
 		rix_test_random_id(&id, &st);
 		uint32_t want = n < CHAIN ? 0 : 1;
 		if (n >= CHAIN && n < CHAIN + SHARED)
 			memcpy(id.b, base.b, 8);
-		if (rix__hash_bucket(rix__hash_id(&id, seed), nb) == want)
+		uint64_t h = rix__hash_id(&id, seed);
+		if (n > 0 && n < SAMEFP && rix__hash_fp(h) != fp0)
+			continue;
+		if (rix__hash_bucket(h, nb) == want) {
+			if (n == 0)
+				fp0 = rix__hash_fp(h);
+			if (want == 0)
+				fl0 |= rix__hash_filter(h);
 			ids[n++] = id;
+		}
+	}
+	rix_id absent0[4]; /* absent, in the long chain's bucket, past its filter, fp0's fingerprint */
+	for (size_t k = 0; k < 4;) {
+		rix_id id;
+		rix_test_random_id(&id, &st);
+		uint64_t h = rix__hash_id(&id, seed);
+		if (rix__hash_bucket(h, nb) == 0 && rix__hash_fp(h) == fp0 && (fl0 & rix__hash_filter(h)) == rix__hash_filter(h))
+			absent0[k++] = id;
 	}
 	size_t na = 0;
 	while (na < 8) { /* absent: bucket 1, base's first 8 bytes */
@@ -718,6 +753,13 @@ static void test_frozen_long_chain_and_shared_prefix(void **state)
 		assert_false(rix_master_index_has(mi, RIX_BLOB_DATA, &absent[i]));
 	}
 	assert_int_equal(rix_master_index_lookup_many(NULL, found, mi, RIX_BLOB_DATA, absent, na), 0);
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(rix_master_index_lookup(NULL, mi, RIX_BLOB_DATA, &absent0[i]), RIX_ENOTFOUND);
+	assert_int_equal(rix_master_index_lookup_many(NULL, found, mi, RIX_BLOB_DATA, absent0, 4), 0);
+	/* Every fingerprint is its entry's. */
+	const struct frozen *fz = st0->frozen[RIX_BLOB_DATA];
+	for (uint32_t i = 0; i < fz->count; i++)
+		assert_int_equal(fz->fp[i], rix__hash_fp(rix__hash_id(&fz->entries[i].id, seed)));
 	rix_master_batch_free(bt);
 	rix_master_index_free(mi);
 }
@@ -912,7 +954,8 @@ static int cmp_fentry(const void *a, const void *b)
 	return memcmp(a, b, sizeof(struct fentry));
 }
 
-/* f is well formed, holds exactly want[0..n) (as a multiset), each in its bucket, filter set. */
+/* f is well formed, holds exactly want[0..n) (as a multiset), each in its bucket, filter set,
+ * fingerprint its own. */
 static void check_frozen(const struct frozen *f, const struct fentry *want, uint32_t n, uint64_t seed)
 {
 	assert_int_equal(f->count, n);
@@ -925,6 +968,7 @@ static void check_frozen(const struct frozen *f, const struct fentry *want, uint
 			uint64_t h = rix__hash_id(&f->entries[i].id, seed);
 			assert_int_equal(rix__hash_bucket(h, f->nb), b);
 			assert_true((f->buckets[b] & rix__hash_filter(h)) == rix__hash_filter(h));
+			assert_int_equal(f->fp[i], rix__hash_fp(h));
 		}
 	}
 	struct fentry *a = malloc((size_t)n * sizeof(*a) + 1), *c = malloc((size_t)n * sizeof(*c) + 1);
@@ -968,6 +1012,7 @@ static void test_frozen_insert(void **state)
 				struct fentry *before = malloc((size_t)n * sizeof(*before));
 				uint64_t *wbefore = malloc(((size_t)f->nb + 1) * sizeof(*wbefore));
 				assert_true(before != NULL && wbefore != NULL);
+				check_frozen(f, all, n, seed); /* the in-place build's (all starts with e's) */
 				memcpy(before, f->entries, (size_t)n * sizeof(*before));
 				memcpy(wbefore, f->buckets, ((size_t)f->nb + 1) * sizeof(*wbefore));
 				assert_int_equal(rix__frozen_insert(&g, f, add, k, seed, in_place), 0);
