@@ -304,6 +304,14 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 		memcpy(nids, mi->index_ids, mi->nindex_ids * sizeof(rix_id));
 	if (k->nids)
 		memcpy(nids + mi->nindex_ids, k->ids, k->nids * sizeof(rix_id));
+	/* A pack named by two index files (an interrupted prune's or repair's state): its entries
+	 * are there twice; one of each is dropped after the build, as restic's merge does. Asked
+	 * before the build, so that its table (4-8 bytes a pack) is not on top of the tables'. */
+	int rep = k->npacks > 0 ? rix__packs_repeat(next->packs, next->npacks) : 0;
+	if (rep < 0) {
+		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for the bulk load");
+		goto done;
+	}
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
 		if (cur->npacks)
 			for (size_t i = 0; i < k->n[t]; i++)
@@ -332,18 +340,9 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 	rc = build_dset(next, cur, k, mi->workers);
 	if (rc != 0)
 		goto done;
-	/* A pack named by two index files (an interrupted prune's or repair's state): its entries
-	 * are there twice; one of each is dropped, as restic's merge does. */
-	if (k->npacks > 0) {
-		int rep = rix__packs_repeat(next->packs, next->npacks);
-		for (int t = 0; t < RIX_BLOB_TYPES && rep > 0; t++)
-			if (next->frozen[t] != cur->frozen[t])
-				(void)rix__frozen_drop_same(next->frozen[t], next->packs);
-		if (rep < 0) {
-			rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for the bulk load");
-			goto done;
-		}
-	}
+	for (int t = 0; t < RIX_BLOB_TYPES && rep > 0; t++)
+		if (next->frozen[t] != cur->frozen[t])
+			(void)rix__frozen_drop_same(next->frozen[t], next->packs);
 	rix__master_index_publish(mi, cur, next, nids, mi->nindex_ids + k->nids, false);
 	next = NULL;
 	nids = NULL;
