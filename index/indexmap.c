@@ -364,7 +364,7 @@ size_t rix_indexmap_lookup_all(rix_loc *out, size_t max, const rix_indexmap *m, 
 size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m,
 				const rix_id *ids, size_t n)
 {
-	enum { W = 16, IDLE = 0, BUCKET = 1, ENTRY = 2 };
+	enum { W = 64, IDLE = 0, BUCKET = 1, ENTRY = 2 };
 	size_t nfound = 0;
 	if (found != NULL)
 		memset(found, 0, n);
