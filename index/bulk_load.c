@@ -288,8 +288,16 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 		goto done;
 	}
 	next = rix_calloc(1, sizeof(*next));
-	if (next != NULL)
+	/* The first load's pack table is the committed one itself (no copy beside it while the
+	 * tables are built); a load on top copies the old table and the new packs after it. */
+	bool adopt = next != NULL && cur->npacks == 0 && k->npacks > 0;
+	if (adopt) {
+		next->packs = k->packs;
+		k->packs = NULL;
+		k->packs_cap = 0;
+	} else if (next != NULL) {
 		next->packs = rix_malloc((size_t)(packs_total ? packs_total : 1) * sizeof(rix_id));
+	}
 	nids = rix_malloc((mi->nindex_ids + k->nids + 1) * sizeof(rix_id));
 	if (next == NULL || next->packs == NULL || nids == NULL) {
 		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for the bulk load");
@@ -298,7 +306,7 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 	next->npacks = (uint32_t)packs_total;
 	if (cur->npacks)
 		memcpy(next->packs, cur->packs, (size_t)cur->npacks * sizeof(rix_id));
-	if (k->npacks)
+	if (k->npacks && !adopt)
 		memcpy(next->packs + cur->npacks, k->packs, k->npacks * sizeof(rix_id));
 	if (mi->nindex_ids)
 		memcpy(nids, mi->index_ids, mi->nindex_ids * sizeof(rix_id));
