@@ -220,7 +220,9 @@ RIX_EXPORT RIX_NODISCARD int rix_blob_codec_decode(size_t *out_len, rix_blob_cod
  * a blob stored uncompressed is decrypted straight into out, stored untouched). keep: stored
  * holds its sealed bytes again when the call returns, whatever it returns (encrypted again in
  * place: rix_crypto_reseal_in_place), for a caller that copies the blob as stored after
- * verifying it; !keep: stored's bytes are unspecified afterwards. @return as rix_blob_codec_decode.
+ * verifying it, unless that encryption itself fails (RIX_ENOMEM, RIX_EIO returned: stored's
+ * bytes are then unspecified); !keep: stored's bytes are unspecified afterwards.
+ * @return as rix_blob_codec_decode.
  */
 RIX_EXPORT RIX_NODISCARD int rix_blob_codec_decode_in_place(size_t *out_len, rix_blob_codec *c, uint8_t *stored, size_t n,
 							   const rix_blob *b, uint8_t *out, size_t cap, bool keep);
