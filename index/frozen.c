@@ -166,8 +166,10 @@ static inline uint32_t super_of(uint32_t bucket, uint64_t smul)
 /*
  * Permutes entries so that every one lands in its key's range: key k owns
  * [next[k - k0] .. its end), ends given by end(k). Each entry moves once (cycle leader).
+ * PLACE(i) runs as an entry is written at its final index i, right after KEY was computed for
+ * that entry (so what KEY left aside, its hash, is still the entry's).
  */
-#define PERMUTE(e, k0, nk, next, END, KEY)                                               \
+#define PERMUTE(e, k0, nk, next, END, KEY, PLACE)                                        \
 	do {                                                                                     \
 		for (uint32_t k_ = 0; k_ < (nk); k_++) {                                         \
 			uint32_t end_ = END(k_);                                                 \
@@ -177,14 +179,17 @@ static inline uint32_t super_of(uint32_t bucket, uint64_t smul)
 				while (d_ != k_) {                                               \
 					RIX_PREFETCH(&(e)[(next)[d_] + PERMUTE_AHEAD]);          \
 					struct fentry o_ = (e)[(next)[d_]];                      \
+					PLACE((next)[d_]);                                       \
 					(e)[(next)[d_]++] = cur_;                                \
 					cur_ = o_;                                               \
 					d_ = KEY(cur_) - (k0);                                   \
 				}                                                                \
+				PLACE((next)[k_]);                                               \
 				(e)[(next)[k_]++] = cur_;                                        \
 			}                                                                        \
 		}                                                                                \
 	} while (0)
+#define NO_PLACE(i) ((void)0)
 
 struct sort_job {
 	struct fentry *entries;
@@ -200,8 +205,9 @@ struct sort_job {
 	atomic_uint worker; /* the next worker's cursors */
 };
 
-/* Levels 2 and 3 for the groups this thread takes, then each super-bucket's fingerprints (its
- * entries still in cache). Level 3's cursors are the thread's own, one super-bucket's worth. */
+/* Levels 2 and 3 for the groups this thread takes; level 3 writes each entry's fingerprint as
+ * it places it, from the hash that placed it. Level 3's cursors are the thread's own, one
+ * super-bucket's worth. */
 static void *sort_groups(void *arg)
 {
 	struct sort_job *j = arg;
@@ -217,22 +223,23 @@ static void *sort_groups(void *arg)
 		uint32_t *sn = j->snext + 16 * g;
 #define SUPER_END(k) (sstart[16 * g + (k) + 1])
 #define SUPER_KEY(x) super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), j->smul)
-		PERMUTE(entries, 16 * g, 16, sn, SUPER_END, SUPER_KEY);
+		PERMUTE(entries, 16 * g, 16, sn, SUPER_END, SUPER_KEY, NO_PLACE);
 		/* Each super-bucket's buckets are one contiguous range [b0, b1). */
 		for (uint32_t k = 16 * g; k < 16 * g + 16; k++) {
 			uint32_t b0 = j->sfirst[k], b1 = j->sfirst[k + 1];
 			for (uint32_t b = b0; b < b1; b++)
 				nx[b - b0] = (uint32_t)j->f->buckets[b];
+			uint64_t hh = 0; /* the hash BUCKET_KEY last computed */
 #define BUCKET_END(i) ((uint32_t)j->f->buckets[b0 + (i) + 1])
-#define BUCKET_KEY(x) rix__hash_bucket(rix__hash_id(&(x).id, seed), nb)
-			PERMUTE(entries, b0, b1 - b0, nx, BUCKET_END, BUCKET_KEY);
-			for (uint32_t i = sstart[k]; i < sstart[k + 1]; i++)
-				fp[i] = rix__hash_fp(rix__hash_id(&entries[i].id, seed));
+#define BUCKET_KEY(x) (hh = rix__hash_id(&(x).id, seed), rix__hash_bucket(hh, nb))
+#define BUCKET_PLACE(i) (fp[(i)] = rix__hash_fp(hh))
+			PERMUTE(entries, b0, b1 - b0, nx, BUCKET_END, BUCKET_KEY, BUCKET_PLACE);
 		}
 #undef SUPER_END
 #undef SUPER_KEY
 #undef BUCKET_END
 #undef BUCKET_KEY
+#undef BUCKET_PLACE
 	}
 	return NULL;
 }
@@ -297,7 +304,7 @@ int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t c
 		gnext[g] = sstart[16 * g];
 #define GROUP_END(k) (sstart[16 * ((k) + 1)])
 #define GROUP_KEY(x) (super_of(rix__hash_bucket(rix__hash_id(&(x).id, seed), nb), smul) >> 4)
-	PERMUTE(entries, 0, 16, gnext, GROUP_END, GROUP_KEY);
+	PERMUTE(entries, 0, 16, gnext, GROUP_END, GROUP_KEY, NO_PLACE);
 	/* Levels 2 and 3 of the 16 groups are independent: one thread per CPU takes groups. */
 	unsigned nw = rix__pool_size(workers, 16);
 	uint32_t *cursors = rix_malloc((size_t)nw * (maxspan ? maxspan : 1) * sizeof(uint32_t));
