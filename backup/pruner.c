@@ -1127,6 +1127,8 @@ static int run_repack(rix_prune_plan *p)
 		}
 		rix_free(rp.v);
 		rp.v = NULL;
+		rix_free(rp.starts);
+		rp.starts = NULL;
 		(void)rix_repo_release_buffers(p->r);
 		if (rc == 0)
 			rc = rix_repo_flush(p->r);

@@ -294,6 +294,7 @@ struct rs {
 	rix_id *packids;       /* the packs the refs name, numbered as met (the whole restore) */
 	size_t npackids, cappackids;
 	rix_indexmap *packnum; /* pack ID -> its number (loc.pack) */
+	uint32_t lastpack;     /* the number pack_number gave last (a file's blobs share packs) */
 	struct names names;    /* user and group names of the metadata held */
 	uint64_t plan_bytes;
 	/* walk */
@@ -923,8 +924,12 @@ static int on_blob(void *payload, size_t i, int code, const uint8_t *data, size_
 static int pack_number(struct rs *s, const rix_id *pack_id, uint32_t *num)
 {
 	rix_loc loc;
+	if (s->npackids > s->lastpack && memcmp(&s->packids[s->lastpack], pack_id, sizeof(rix_id)) == 0) {
+		*num = s->lastpack;
+		return 0;
+	}
 	if (s->packnum != NULL && rix_indexmap_lookup(&loc, s->packnum, pack_id) == 0) {
-		*num = loc.pack;
+		*num = s->lastpack = loc.pack;
 		return 0;
 	}
 	if (s->npackids >= UINT32_MAX)
@@ -938,7 +943,7 @@ static int pack_number(struct rs *s, const rix_id *pack_id, uint32_t *num)
 	if (rc != 0)
 		return rc;
 	s->packids[s->npackids] = *pack_id;
-	*num = (uint32_t)s->npackids++;
+	*num = s->lastpack = (uint32_t)s->npackids++;
 	return 0;
 }
 
@@ -1441,6 +1446,8 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 		f->ncontent = n->content_len;
 	}
 	s->nfiles++;
+	/* A blob costs its ref and the file's copies of its ID and size (36). The pack table
+	 * (packids, packnum) is the whole restore's, bounded by the packs, and not counted here. */
 	s->plan_bytes += sizeof(*f) + strlen(rel) + meta_bytes(&f->m) + n->content_len * (sizeof(struct ref) + 36);
 	if (keep)
 		return 0;

@@ -291,8 +291,9 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 	/* The first load's pack table is the committed one itself (no copy beside it while the
 	 * tables are built); a load on top copies the old table and the new packs after it. */
 	bool adopt = next != NULL && cur->npacks == 0 && k->npacks > 0;
-	if (adopt) {
-		next->packs = k->packs;
+	if (adopt) { /* its spare room given back, as the entries' below */
+		rix_id *shrunk = rix_realloc(k->packs, k->npacks * sizeof(rix_id));
+		next->packs = shrunk != NULL ? shrunk : k->packs;
 		k->packs = NULL;
 		k->packs_cap = 0;
 	} else if (next != NULL) {

@@ -15,6 +15,7 @@
 #ifndef RIX_INDEX_HASH_H
 #define RIX_INDEX_HASH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define XXH_INLINE_ALL
@@ -55,6 +56,12 @@ static inline int rix__id_eq(const rix_id *a, const rix_id *b)
 	__builtin_memcpy(x, a->b, 32);
 	__builtin_memcpy(y, b->b, 32);
 	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+}
+
+/* Whether ID i of a sorted array differs from ID i - 1 (the first of its run). */
+static inline int rix__id_is_new(const rix_id *ids, size_t i)
+{
+	return i == 0 || !rix__id_eq(&ids[i - 1], &ids[i]);
 }
 
 /* First 8 bytes equal: the cheap test before rix__id_eq on chain walks. */

@@ -492,11 +492,6 @@ static void finish_block(struct builder *bd)
 	bd->blkno++;
 }
 
-/* Whether ID i of a sorted array differs from ID i - 1. */
-static inline bool is_new(const rix_id *ids, size_t i)
-{
-	return i == 0 || !rix__id_eq(&ids[i - 1], &ids[i]);
-}
 
 static inline size_t align_up(size_t x, size_t a)
 {
@@ -681,7 +676,7 @@ int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flag
 	/* Pass 2: the blocks that overflow, the longest run. */
 	struct shape_scan sc = { .s = s, .cur_b = UINT64_MAX };
 	for (size_t i = 0; i < n; i++)
-		if (is_new(ids, i))
+		if (rix__id_is_new(ids, i))
 			scan_add(&sc, bucket_of(ids[i].b, s->k));
 	scan_end(&sc);
 

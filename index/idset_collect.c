@@ -152,7 +152,7 @@ static void *collect_worker(void *arg)
 		uint8_t *dst = j->base + j->at[c] * PART_REC;
 		size_t k = 0;
 		for (size_t i = 0; i < m; i++)
-			if (i == 0 || !rix__id_eq(&tmp[i - 1], &tmp[i]))
+			if (rix__id_is_new(tmp, i))
 				memcpy(dst + k++ * PART_REC, tmp[i].b + 1, PART_REC);
 		j->distinct[c] = k;
 	}

@@ -63,7 +63,7 @@ static __attribute__((noinline)) void flag_permute(rix_id *a, const size_t cnt[2
 }
 
 /* Sorts a[0..n) whose IDs agree on bytes 0..d-1. Recursion depth <= 32 (one level a byte). */
-static void radix_sort(rix_id *a, size_t n, unsigned d)
+void rix__idset_sort_from(rix_id *a, size_t n, unsigned d)
 {
 	while (n >= SORT_SMALL && d < RIX_ID_SIZE) {
 		size_t cnt[256];
@@ -78,7 +78,7 @@ static void radix_sort(rix_id *a, size_t n, unsigned d)
 		size_t at = 0;
 		for (unsigned c = 0; c < 256; c++) {
 			if (cnt[c] > 1)
-				radix_sort(a + at, cnt[c], d + 1);
+				rix__idset_sort_from(a + at, cnt[c], d + 1);
 			at += cnt[c];
 		}
 		return;
@@ -104,24 +104,24 @@ static void *sort_worker(void *arg)
 			return NULL;
 		size_t m = j->start[c + 1] - j->start[c];
 		if (m > 1)
-			radix_sort(j->a + j->start[c], m, j->d + 1);
+			rix__idset_sort_from(j->a + j->start[c], m, j->d + 1);
 	}
 }
 
 /*
- * radix_sort of the whole array, its 256 sub-sorts (after the first byte that differs) spread
+ * rix__idset_sort_from of the whole array, its 256 sub-sorts (after the first byte that differs) spread
  * over `workers` threads (0: one per CPU, at most 64) when the array is large. The workers
  * write disjoint ranges.
  */
 void rix__idset_sort(rix_id *a, size_t n, unsigned workers)
 {
 	if (n < SORT_PARALLEL) {
-		radix_sort(a, n, 0);
+		rix__idset_sort_from(a, n, 0);
 		return;
 	}
 	struct sort_job *j = rix_malloc(sizeof(*j));
 	if (j == NULL) { /* sorting needs no memory: do it on this thread */
-		radix_sort(a, n, 0);
+		rix__idset_sort_from(a, n, 0);
 		return;
 	}
 	size_t cnt[256];
@@ -144,9 +144,4 @@ void rix__idset_sort(rix_id *a, size_t n, unsigned workers)
 		rix__pool_run(rix__pool_size(workers, 64), sort_worker, j);
 	}
 	rix_free(j);
-}
-
-void rix__idset_sort_from(rix_id *a, size_t n, unsigned d)
-{
-	radix_sort(a, n, d);
 }

@@ -337,6 +337,11 @@ static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k
 	next->packs = im->sec[0].p;
 	next->npacks = (uint32_t)packs_total;
 	im->sec[0].p = NULL;
+	/* A pack named by the image's files and a new one (an interrupted prune's state): asked
+	 * before the tables are built, as bulk_finish does, so its table is not on top of them. */
+	int rep = k->npacks > 0 ? rix__packs_repeat(next->packs, next->npacks) : 0;
+	if (rep < 0)
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
 	size_t sec = 1;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
 		struct frozen *tab = NULL;
@@ -376,14 +381,8 @@ static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k
 		if (rc != 0)
 			return rc;
 	}
-	/* A pack named by the image's files and a new one (an interrupted prune's state). */
-	if (k->npacks > 0) {
-		int rep = rix__packs_repeat(next->packs, next->npacks);
-		if (rep < 0)
-			return rix_error_set(RIX_ENOMEM, "master index: out of memory");
-		for (int t = 0; t < RIX_BLOB_TYPES && rep > 0; t++)
-			(void)rix__frozen_drop_same(next->frozen[t], next->packs);
-	}
+	for (int t = 0; t < RIX_BLOB_TYPES && rep > 0; t++)
+		(void)rix__frozen_drop_same(next->frozen[t], next->packs);
 	return 0;
 }
 

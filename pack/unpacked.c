@@ -207,10 +207,6 @@ static int check_file(int repo_version, size_t n)
 	return 0;
 }
 
-/*
- * After the MAC verified: what the plaintext plain[0..m) holds. Plain JSON is *json = plain; a
- * frame is decompressed into *buf (grown or replaced, see decompress_into) and *json = *buf.
- */
 /* What plaintext plain[0..m) holds: PLAIN_JSON, PLAIN_ZSTD (0x02 and a frame), or an error. */
 enum { PLAIN_JSON = 1, PLAIN_ZSTD = 2 };
 static int plain_kind(const uint8_t *plain, size_t m, int repo_version)
@@ -226,6 +222,10 @@ static int plain_kind(const uint8_t *plain, size_t m, int repo_version)
 	return PLAIN_ZSTD;
 }
 
+/*
+ * After the MAC verified: the JSON of plaintext plain[0..m). Plain JSON is *json = plain; a
+ * frame is decompressed into *buf (grown or replaced, see decompress_into) and *json = *buf.
+ */
 static int decode_opened(ZSTD_DCtx **dctx, const uint8_t *plain, size_t m, int repo_version, uint8_t **buf,
 			 size_t *cap, const uint8_t **json, size_t *len)
 {
