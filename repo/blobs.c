@@ -515,7 +515,9 @@ static int load_pack(rix_repo *r, const rix_id *pack_id, const rix_blob *blobs, 
 				continue;
 			}
 			/* decrypted where it was read (no buffer of the codec's), and sealed again for sfn:
-			 * what verified is what sfn gets */
+			 * what verified is what sfn gets. The second AES pass (GB/s) costs far less than
+			 * the zstd and SHA-256 of the same blob; the codec buffer it spares is up to the
+			 * largest compressed blob a worker (7-10 MiB of prune's peak, bench/RESULTS.md). */
 			uint8_t *form = stored + (b->offset - start);
 			size_t got = 0;
 			int brc = rix_blob_codec_decode_in_place(&got, c, form, b->length, b, plain, pcap, sfn != NULL);
