@@ -2,7 +2,9 @@
  * index/hash.h — private to index/: the one hash every table here uses, and how its 64 bits
  * are split.
  *
- *   h = XXH3_64(id, 32 bytes, seed)        seed: random per table (hash flooding)
+ *   h = fold(a ^ s0, b ^ s1) ^ fold(c ^ s2, d ^ s3)
+ *       a..d: the ID's four 64-bit words; s0..s3: from the table's random seed (hash flooding);
+ *       fold(x, y): the 128-bit product x * y, its halves XORed (as in XXH3 and wyhash)
  *   bits  0..31  -> bucket = (h_lo * nbuckets) >> 32   ("fastrange": any bucket count works,
  *                                                      no power of two, no division)
  *   bits 32..36  -> first filter bit  (0..31)
@@ -18,14 +20,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include "rix/types.h"
 
+static inline uint64_t rix__hash_fold(uint64_t x, uint64_t y)
+{
+	unsigned __int128 p = (unsigned __int128)x * y;
+	return (uint64_t)p ^ (uint64_t)(p >> 64);
+}
+
+/*
+ * Two multiplications, not XXH3's avalanche over 32 bytes: a lookup that misses in DRAM waits
+ * anyway, and the fewer instructions each lookup executes, the more lookups the core keeps in
+ * flight (bench/RESULTS.md). The IDs are SHA-256 outputs: nobody picks their bits but by brute
+ * force, and without the seed nobody knows which bits would put two IDs in one bucket; one
+ * factor equal to zero (a word equal to its secret) is a 2^-64 guess.
+ */
 static inline uint64_t rix__hash_id(const rix_id *id, uint64_t seed)
 {
-	return XXH3_64bits_withSeed(id->b, RIX_ID_SIZE, seed);
+	uint64_t w[4];
+	__builtin_memcpy(w, id->b, 32);
+	uint64_t s1 = seed ^ 0x9E3779B97F4A7C15ull, s2 = (seed << 32 | seed >> 32) ^ 0xC2B2AE3D27D4EB4Full;
+	return rix__hash_fold(w[0] ^ seed, w[1] ^ s1) ^ rix__hash_fold(w[2] ^ s2, w[3] ^ ~seed);
 }
 
 /* Changing rix__hash_bucket or rix__hash_filter changes the frozen tables' layout: bump

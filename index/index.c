@@ -3,7 +3,7 @@
  *
  *   packs[]        pack IDs, each once, numbered in order of first appearance
  *   pack_slots[]   open addressing (linear probing) over packs[]: slot = number + 1, 0 = empty;
- *                  kept at most half full; slots come from XXH3 with a per-index random seed,
+ *                  kept at most half full; slots come from the tables' hash (hash.h) with a per-index random seed,
  *                  so crafted pack IDs in a hostile index file cannot pile up in one run
  *   maps[type]     rix_indexmap: blob ID -> (pack number, offset, length, uncompressed length)
  *

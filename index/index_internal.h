@@ -13,7 +13,7 @@
  *
  *   packs[0..npacks)          pack table: each pack ID once; entries' rix_loc.pack points here
  *   pack_slots[0..pack_cap)   open-addressing set over the pack table (value = number + 1,
- *                             0 = empty; seeded XXH3), so storing a pack finds its number
+ *                             0 = empty; seeded hash.h), so storing a pack finds its number
  *   maps[RIX_BLOB_DATA/TREE]  blob ID -> rix_loc, one chaining table per type
  */
 struct rix_index {
@@ -22,7 +22,7 @@ struct rix_index {
 	uint32_t npacks, packs_cap;
 	uint32_t *pack_slots;
 	uint32_t pack_slots_cap; /* power of two, or 0 */
-	uint64_t pack_seed;      /* XXH3 seed for pack_slots */
+	uint64_t pack_seed;      /* hash seed for pack_slots */
 	uint32_t batch;
 	bool final;
 	rix_id *ids;

@@ -48,7 +48,7 @@
 #include "master_index_internal.h"
 
 #define IMAGE_MAGIC "rixmimg"  /* 8 bytes with its NUL */
-#define IMAGE_VERSION 2u /* 2: the tables' fingerprints */
+#define IMAGE_VERSION 3u /* 2: the tables' fingerprints; 3: the multiply-fold hash */
 #define IMAGE_ORDER 0x01020304u
 #define DESC_FIXED 72u /* bytes before the index file IDs */
 #define MAX_SECTIONS (1 + 3 * RIX_BLOB_TYPES)

@@ -376,6 +376,24 @@ static inline void prefetch_chain(const struct frozen *f, uint32_t start, uint32
 		RIX_PREFETCH((const void *)line);
 }
 
+/*
+ * Which of the chain's first 8 entries (fp[0..8)) carry the fingerprint `want`: bit 8k + 7 set
+ * for entry k, exactly for the first match (a byte above a true match may show a false one,
+ * which the ID compare then turns down). No branch on the loaded bytes: a known lookup whose
+ * branches do not wait for its misses lets the next lookups' misses start while it waits.
+ */
+static inline uint64_t fp_matches8(const uint8_t *fp, uint8_t want, uint32_t len)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	uint64_t x;
+	__builtin_memcpy(&x, fp, 8);
+	x ^= ones * want;
+	uint64_t m = (x - ones) & ~x & highs;
+	/* len < 8: only the chain's own bytes (no shift by 64). */
+	uint64_t keep = len >= 8 ? ~0ull : ((1ull << (len * 8)) - 1);
+	return m & keep;
+}
+
 static const struct fentry *frozen_find(const struct frozen *f, const rix_id *id, uint64_t seed)
 {
 	uint64_t h = rix__hash_id(id, seed);
@@ -384,12 +402,21 @@ static const struct fentry *frozen_find(const struct frozen *f, const rix_id *id
 	uint64_t fl = rix__hash_filter(h);
 	if ((w & fl) != fl)
 		return NULL;
-	uint32_t end = (uint32_t)f->buckets[b + 1];
+	uint32_t start = (uint32_t)w, end = (uint32_t)f->buckets[b + 1];
 	/* The chain's lines on their way while its fingerprints (one line, mostly in cache) pick
 	 * the entries worth comparing: one compare for a known ID, as a rule. */
-	prefetch_chain(f, (uint32_t)w, end);
+	prefetch_chain(f, start, end);
 	uint8_t want = rix__hash_fp(h);
-	for (uint32_t i = (uint32_t)w; i < end; i++)
+	uint32_t i = start;
+	if (__builtin_expect(start + 8 <= f->count, 1)) {
+		for (uint64_t m = fp_matches8(&f->fp[start], want, end - start); m != 0; m &= m - 1) {
+			const struct fentry *e = &f->entries[start + ((unsigned)__builtin_ctzll(m) >> 3)];
+			if (__builtin_expect(rix__id_eq(&e->id, id), 1))
+				return e;
+		}
+		i = start + 8; /* longer chains (rare) go on below */
+	}
+	for (; i < end; i++)
 		if (f->fp[i] == want && rix__id_eq(&f->entries[i].id, id))
 			return &f->entries[i];
 	return NULL;

@@ -52,9 +52,9 @@ static int fast; /* 1: membarrier registered; readers use relaxed stores */
 struct tls {
 	struct slot *slot; /* NULL: not yet claimed, or using overflow */
 	int claimed;       /* 1 once a slot (or overflow) was chosen */
-	int depth;
 };
 static _Thread_local struct tls me;
+_Thread_local struct rix__rcu_reader rix__rcu_me;
 
 static void release_slot(void *p)
 {
@@ -96,30 +96,32 @@ static void claim(void)
 	me.slot = NULL; /* all taken: use the overflow counter */
 }
 
-void rix__rcu_read_lock(void)
+/* The outermost lock when rix__rcu_me.seq is NULL (depth already counted). */
+void rix__rcu_lock_slow(void)
 {
-	if (me.depth++ > 0)
-		return;
-	if (!me.claimed)
+	if (!me.claimed) {
 		claim();
+		if (fast && me.slot != NULL) {
+			/* From now on the inline path; this first time, its store here. */
+			rix__rcu_me.seq = &me.slot->seq;
+			uint64_t v = atomic_load_explicit(&me.slot->seq, memory_order_relaxed) + 1;
+			atomic_store_explicit(&me.slot->seq, v, memory_order_relaxed);
+			atomic_signal_fence(memory_order_seq_cst);
+			return;
+		}
+	}
 	struct slot *s = me.slot;
 	if (s == NULL) {
 		atomic_fetch_add(&overflow, 1);
 		return;
 	}
 	uint64_t v = atomic_load_explicit(&s->seq, memory_order_relaxed) + 1;
-	if (fast) {
-		atomic_store_explicit(&s->seq, v, memory_order_relaxed);
-		atomic_signal_fence(memory_order_seq_cst);
-	} else {
-		atomic_store_explicit(&s->seq, v, memory_order_seq_cst);
-	}
+	atomic_store_explicit(&s->seq, v, memory_order_seq_cst);
 }
 
-void rix__rcu_read_unlock(void)
+/* The outermost unlock when rix__rcu_me.seq is NULL: the slow lock was taken. */
+void rix__rcu_unlock_slow(void)
 {
-	if (--me.depth > 0)
-		return;
 	struct slot *s = me.slot;
 	if (s == NULL) {
 		atomic_fetch_sub(&overflow, 1);

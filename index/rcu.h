@@ -20,8 +20,52 @@
 #ifndef RIX_INDEX_RCU_H
 #define RIX_INDEX_RCU_H
 
-void rix__rcu_read_lock(void);
-void rix__rcu_read_unlock(void);
+#include <stdatomic.h>
+#include <stdint.h>
+
+/*
+ * The calling thread's reader state. seq: its slot's sequence when readers take the fast path
+ * (membarrier in use and a slot claimed), NULL otherwise (not yet claimed, no slot free, or
+ * seq_cst readers): then the out-of-line slow path does the work. depth: read sections open.
+ * Initial-exec TLS: one %fs-relative access, no __tls_get_addr call in the shared library.
+ */
+struct rix__rcu_reader {
+	_Atomic uint64_t *seq;
+	int depth;
+};
+extern _Thread_local struct rix__rcu_reader rix__rcu_me __attribute__((tls_model("initial-exec")));
+
+void rix__rcu_lock_slow(void);
+void rix__rcu_unlock_slow(void);
+
+/* Inline: a lookup's read section is a handful of instructions, not two calls (the fewer a
+ * lookup executes, the more lookups' misses the core keeps in flight at once). */
+static inline void rix__rcu_read_lock(void)
+{
+	struct rix__rcu_reader *r = &rix__rcu_me;
+	if (r->depth++ != 0)
+		return;
+	_Atomic uint64_t *seq = r->seq;
+	if (__builtin_expect(seq != NULL, 1)) {
+		atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst); /* the section's loads stay after the store */
+	} else {
+		rix__rcu_lock_slow();
+	}
+}
+
+static inline void rix__rcu_read_unlock(void)
+{
+	struct rix__rcu_reader *r = &rix__rcu_me;
+	if (--r->depth != 0)
+		return;
+	_Atomic uint64_t *seq = r->seq;
+	if (__builtin_expect(seq != NULL, 1))
+		atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_release);
+	else
+		rix__rcu_unlock_slow();
+}
+
 void rix__rcu_synchronize(void);
 
 /* Whether the membarrier fast path is in use (for tests and benchmarks to report). */

@@ -3,7 +3,8 @@
  *
  * The building block of every in-memory index. Entries (ID + location + a 32-bit chain link,
  * 52 bytes) are allocated a batch at a time; buckets and links hold 32-bit entry numbers. The
- * hash is XXH3 with a random seed per table, so crafted IDs cannot flood one chain.
+ * hash (two 128-bit multiplications over the ID's words) takes a random seed per table, so
+ * crafted IDs cannot flood one chain.
  * Duplicates are allowed (a lookup returns the most recently added match; lookup_all returns
  * every match); entries are never deleted.
  *
