@@ -37,10 +37,13 @@ static inline uint64_t rix__hash_fold(uint64_t x, uint64_t y)
  */
 static inline uint64_t rix__hash_id(const rix_id *id, uint64_t seed)
 {
-	uint64_t w[4];
-	__builtin_memcpy(w, id->b, 32);
+	uint64_t a, b, c, d; /* four scalar loads (an array copy goes through the stack) */
+	__builtin_memcpy(&a, id->b, 8);
+	__builtin_memcpy(&b, id->b + 8, 8);
+	__builtin_memcpy(&c, id->b + 16, 8);
+	__builtin_memcpy(&d, id->b + 24, 8);
 	uint64_t s1 = seed ^ 0x9E3779B97F4A7C15ull, s2 = (seed << 32 | seed >> 32) ^ 0xC2B2AE3D27D4EB4Full;
-	return rix__hash_fold(w[0] ^ seed, w[1] ^ s1) ^ rix__hash_fold(w[2] ^ s2, w[3] ^ ~seed);
+	return rix__hash_fold(a ^ seed, b ^ s1) ^ rix__hash_fold(c ^ s2, d ^ ~seed);
 }
 
 /* Changing rix__hash_bucket or rix__hash_filter changes the frozen tables' layout: bump
@@ -67,10 +70,16 @@ uint64_t rix__random_seed(void);
 
 static inline int rix__id_eq(const rix_id *a, const rix_id *b)
 {
-	uint64_t x[4], y[4];
-	__builtin_memcpy(x, a->b, 32);
-	__builtin_memcpy(y, b->b, 32);
-	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+	uint64_t x0, x1, x2, x3, y0, y1, y2, y3;
+	__builtin_memcpy(&x0, a->b, 8);
+	__builtin_memcpy(&x1, a->b + 8, 8);
+	__builtin_memcpy(&x2, a->b + 16, 8);
+	__builtin_memcpy(&x3, a->b + 24, 8);
+	__builtin_memcpy(&y0, b->b, 8);
+	__builtin_memcpy(&y1, b->b + 8, 8);
+	__builtin_memcpy(&y2, b->b + 16, 8);
+	__builtin_memcpy(&y3, b->b + 24, 8);
+	return ((x0 ^ y0) | (x1 ^ y1) | (x2 ^ y2) | (x3 ^ y3)) == 0;
 }
 
 /* Whether ID i of a sorted array differs from ID i - 1 (the first of its run). */
