@@ -398,6 +398,32 @@ static inline uint64_t fp_matches8(const uint8_t *fp, uint8_t want, uint32_t len
 	return m & keep;
 }
 
+/* The entry of entries[i, end) with fingerprint want and ID id, NULL if none (the slow path). */
+static const struct fentry *chain_find(const struct frozen *f, uint32_t i, uint32_t end, uint8_t want,
+				       const rix_id *id)
+{
+	for (; i < end; i++)
+		if (f->fp[i] == want && rix__id_eq(&f->entries[i].id, id))
+			return &f->entries[i];
+	return NULL;
+}
+
+/* The first k in [start, end) with fp[k] == want; end if none. The first 8 without a branch on
+ * the bytes (fp_matches8's lowest bit is exact). */
+static inline uint32_t first_fp_match(const struct frozen *f, uint32_t start, uint32_t end, uint8_t want)
+{
+	uint32_t k = start;
+	if (__builtin_expect(start + 8 <= f->count, 1)) {
+		uint64_t m = fp_matches8(&f->fp[start], want, end - start);
+		if (__builtin_expect(m != 0, 1))
+			return start + ((unsigned)__builtin_ctzll(m) >> 3);
+		k = start + 8;
+	}
+	while (k < end && f->fp[k] != want)
+		k++;
+	return k < end ? k : end;
+}
+
 /* Inline into the lookups: a call's saved registers and moves are a fifth of a known lookup. */
 static inline __attribute__((always_inline)) const struct fentry *frozen_find(const struct frozen *f,
 									       const rix_id *id, uint64_t seed)
@@ -413,19 +439,12 @@ static inline __attribute__((always_inline)) const struct fentry *frozen_find(co
 	 * the entries worth comparing: one compare for a known ID, as a rule. */
 	prefetch_chain(f, start, end);
 	uint8_t want = rix__hash_fp(h);
-	uint32_t i = start;
-	if (__builtin_expect(start + 8 <= f->count, 1)) {
-		for (uint64_t m = fp_matches8(&f->fp[start], want, end - start); m != 0; m &= m - 1) {
-			const struct fentry *e = &f->entries[start + ((unsigned)__builtin_ctzll(m) >> 3)];
-			if (__builtin_expect(rix__id_eq(&e->id, id), 1))
-				return e;
-		}
-		i = start + 8; /* longer chains (rare) go on below */
-	}
-	for (; i < end; i++)
-		if (f->fp[i] == want && rix__id_eq(&f->entries[i].id, id))
-			return &f->entries[i];
-	return NULL;
+	uint32_t k = first_fp_match(f, start, end, want);
+	if (k >= end)
+		return NULL;
+	if (__builtin_expect(rix__id_eq(&f->entries[k].id, id), 1))
+		return &f->entries[k];
+	return chain_find(f, k + 1, end, want, id);
 }
 
 static void fill_from_frozen(const struct mstate *st, rix_blob_type t, const struct fentry *e,
@@ -523,8 +542,15 @@ int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob
 	const struct mstate *st = state_of(mi);
 	const struct frozen *f = st->frozen[t];
 	const struct fentry *e = f != NULL ? frozen_find(f, id, mi->seed) : NULL;
-	if (e == NULL)
+	if (e == NULL) {
+		/* Nothing else to ask (no dedup-only set, nothing stored since, no separate index):
+		 * the common miss, without the call. */
+		if (nsep == 0 && st->dset == NULL && rix__recent_empty(mi->recent)) {
+			rix__rcu_read_unlock();
+			return RIX_ENOTFOUND;
+		}
 		return lookup_miss(out, mi, nsep, st, t, id);
+	}
 	if (out != NULL)
 		fill_from_frozen(st, t, e, out);
 	rix__rcu_read_unlock();
@@ -643,6 +669,11 @@ size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_maste
 		uint32_t b[GROUP], start[GROUP], end[GROUP];
 		const struct fentry *hit[GROUP];
 		bool in_set[GROUP];
+		/* Keys still in play after each stage, by index: a batch of new blobs (the dedup of a
+		 * backup) leaves few past the filter, and the later stages do nothing for the rest. */
+		uint8_t live[GROUP];
+		size_t nlive = 0;
+		memset(hit, 0, g * sizeof(hit[0]));
 		if (f != NULL) {
 			for (size_t i = 0; i < g; i++) {
 				h[i] = rix__hash_id(&ids[base + i], mi->seed);
@@ -653,37 +684,50 @@ size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_maste
 				uint64_t w = f->buckets[b[i]];
 				uint64_t fl = rix__hash_filter(h[i]);
 				start[i] = (uint32_t)w;
-				end[i] = (w & fl) == fl ? (uint32_t)f->buckets[b[i] + 1] : start[i];
-				if (end[i] > start[i])
+				live[nlive] = (uint8_t)i; /* kept only if the filter says maybe */
+				if ((w & fl) == fl) {
+					end[i] = (uint32_t)f->buckets[b[i] + 1];
 					RIX_PREFETCH(&f->fp[start[i]]);
+					nlive++;
+				}
 			}
-			/* The first entry of each chain whose fingerprint matches: its lines only. */
-			for (size_t i = 0; i < g; i++) {
-				uint8_t want = rix__hash_fp(h[i]);
-				uint32_t k = start[i];
-				while (k < end[i] && f->fp[k] != want)
-					k++;
+			/* The first entry of each chain whose fingerprint matches: its lines only (a
+			 * chain the filter let through is not empty). */
+			size_t nc = 0;
+			for (size_t j = 0; j < nlive; j++) {
+				size_t i = live[j];
+				uint32_t k = first_fp_match(f, start[i], end[i], rix__hash_fp(h[i]));
 				start[i] = k;
+				live[nc] = (uint8_t)i;
 				if (k < end[i]) {
 					RIX_PREFETCH(&f->entries[k]);
 					RIX_PREFETCH((const char *)&f->entries[k] + sizeof(struct fentry) - 1);
+					nc++;
 				}
 			}
+			for (size_t j = 0; j < nc; j++) {
+				size_t i = live[j];
+				/* The matching entry, as a rule; else (one in 256 an entry) the chain's rest. */
+				const struct fentry *c = &f->entries[start[i]];
+				if (__builtin_expect(!rix__id_eq(&c->id, &ids[base + i]), 0))
+					c = chain_find(f, start[i] + 1, end[i], rix__hash_fp(h[i]), &ids[base + i]);
+				hit[i] = c;
+				if (c != NULL && out != NULL)
+					RIX_PREFETCH(&st->packs[c->loc.pack]);
+			}
 		}
-		for (size_t i = 0; i < g; i++) {
-			const rix_id *id = &ids[base + i];
-			hit[i] = NULL;
-			if (f != NULL)
-				for (uint32_t k = start[i]; k < end[i]; k++) {
-					if (f->fp[k] != rix__hash_fp(h[i]))
-						continue;
-					if (rix__id_eq(&f->entries[k].id, id)) {
-						hit[i] = &f->entries[k];
-						if (out != NULL)
-							RIX_PREFETCH(&st->packs[hit[i]->loc.pack]);
-						break;
-					}
-				}
+		/* Only the frozen table to ask (no dedup-only set, nothing stored since, no separate
+		 * index): the answers are the hits. */
+		if (set == NULL && nsep == 0 && rix__recent_empty(mi->recent)) {
+			for (size_t i = 0; i < g; i++) {
+				int ok = hit[i] != NULL;
+				if (ok && out != NULL)
+					fill_from_frozen(st, t, hit[i], &out[base + i]);
+				if (found != NULL)
+					found[base + i] = (uint8_t)ok;
+				nfound += (size_t)ok;
+			}
+			continue;
 		}
 		if (set != NULL && f == NULL) /* the dedup-only case: the set alone, batched */
 			(void)rix_idset_has_many(in_set, set, ids + base, g);

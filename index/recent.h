@@ -17,6 +17,7 @@
 #define RIX_INDEX_RECENT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,13 @@ void rix__recent_free(struct rix__recent *re);
  * call inside an RCU read section. @return 1 found, 0 not (pending blobs are not found).
  */
 int rix__recent_find_stored(const struct rix__recent *re, rix_blob_type t, const rix_id *id, rix_packed_blob *out);
+/* Whether nothing was stored yet (a read section's snapshot: a pack may be stored meanwhile). */
+static inline bool rix__recent_empty(const struct rix__recent *re)
+{
+	const struct rix__recent_head *h = (const struct rix__recent_head *)(const void *)re;
+	return atomic_load_explicit(&h->npacks, memory_order_acquire) == 0;
+}
+
 static inline int rix__recent_find(const struct rix__recent *re, rix_blob_type t, const rix_id *id,
 				   rix_packed_blob *out)
 {
