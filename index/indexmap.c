@@ -350,83 +350,89 @@ size_t rix_indexmap_lookup_all(rix_loc *out, size_t max, const rix_indexmap *m, 
 }
 
 /*
- * Batched lookup as a rolling window of W keys in flight (asynchronous memory access
- * chaining). Each slot is a small state machine:
+ * Batched lookup in two parts.
  *
- *   BUCKET: its bucket word was prefetched; read it, apply the filter, prefetch the chain head
- *   ENTRY:  an entry was prefetched; compare it, then finish or prefetch the next entry
- *
- * The window is served round robin, one step per slot per turn, and a slot whose key is done
- * takes the next key at once (hash, prefetch its bucket). So W misses stay in flight whatever
- * the chain lengths, where processing keys in fixed groups would leave most of a group idle
- * while its longest chain is walked.
+ *   filter: a group of G keys is hashed and its bucket words prefetched, then read: a key whose
+ *           filter says no (most absent IDs) is done there; the others queue with their chain
+ *           head prefetched.
+ *   window: W chain walks in flight (asynchronous memory access chaining), served round robin,
+ *           one entry per walk per turn; a walk that ends hands its slot to the next queued key
+ *           at once, and an empty queue filters the next group. So W misses stay in flight
+ *           whatever the chain lengths, and keys the filter turns down cost no turn of the
+ *           window (a batch of new blobs is mostly those).
  */
 size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m,
 				const rix_id *ids, size_t n)
 {
-	enum { W = 64, IDLE = 0, BUCKET = 1, ENTRY = 2 };
+	enum { W = 64, G = 64 };
 	size_t nfound = 0;
 	if (found != NULL)
 		memset(found, 0, n);
 	if (m->count == 0 || n == 0)
 		return 0;
-	struct {
+	struct walk {
 		size_t key;
-		uint64_t h;
-		uint32_t cur;
-		int state;
-	} s[W];
-	size_t next = 0, active = 0;
-	for (int k = 0; k < W; k++) {
-		s[k].state = IDLE;
-		if (next < n) {
-			s[k].key = next++;
-			s[k].h = rix__hash_id(&ids[s[k].key], m->seed);
-			RIX_PREFETCH(&m->buckets[rix__hash_bucket(s[k].h, m->nbuckets)]);
-			s[k].state = BUCKET;
-			active++;
-		}
-	}
-	while (active > 0) {
-		for (int k = 0; k < W; k++) {
-			int done = 0;
-			if (s[k].state == BUCKET) {
-				uint64_t w = m->buckets[rix__hash_bucket(s[k].h, m->nbuckets)];
-				uint64_t f = rix__hash_filter(s[k].h);
-				if ((w & f) != f || (uint32_t)w == 0) {
-					done = 1;
-				} else {
-					s[k].cur = (uint32_t)w;
-					RIX_PREFETCH(entry_at(m, s[k].cur - 1));
-					s[k].state = ENTRY;
-				}
-			} else if (s[k].state == ENTRY) {
-				const struct entry *en = entry_at(m, s[k].cur - 1);
-				const rix_id *id = &ids[s[k].key];
-				if (rix__id_prefix_eq(&en->id, id) && rix__id_eq(&en->id, id)) {
-					if (out != NULL)
-						out[s[k].key] = en->loc;
-					if (found != NULL)
-						found[s[k].key] = 1;
-					nfound++;
-					done = 1;
-				} else if (en->next == 0) {
-					done = 1;
-				} else {
-					s[k].cur = en->next;
-					RIX_PREFETCH(entry_at(m, s[k].cur - 1));
-				}
-			}
-			if (!done)
+		uint32_t cur; /* entry number + 1 being read; 0: the slot is free */
+	} q[G], s[W];
+	size_t qi = 0, qn = 0; /* q[qi, qn): filtered keys waiting for a slot */
+	size_t next = 0;       /* keys [0, next) filtered */
+	size_t active = 0;     /* slots walking */
+	int hi = 0;            /* slots [hi, W) never used yet: turns skip them */
+	for (int k = 0; k < W; k++)
+		s[k].cur = 0;
+	for (;;) {
+		for (int k = 0; k < W && (qi < qn || next < n); k++) {
+			if (s[k].cur != 0)
 				continue;
-			if (next < n) {
-				s[k].key = next++;
-				s[k].h = rix__hash_id(&ids[s[k].key], m->seed);
-				RIX_PREFETCH(&m->buckets[rix__hash_bucket(s[k].h, m->nbuckets)]);
-				s[k].state = BUCKET;
-			} else {
-				s[k].state = IDLE;
+			while (qi == qn && next < n) { /* filter the next group */
+				size_t g = n - next < G ? n - next : G;
+				uint64_t h[G];
+				uint32_t bk[G];
+				for (size_t i = 0; i < g; i++) {
+					h[i] = rix__hash_id(&ids[next + i], m->seed);
+					bk[i] = rix__hash_bucket(h[i], m->nbuckets);
+					RIX_PREFETCH(&m->buckets[bk[i]]);
+				}
+				qi = qn = 0;
+				for (size_t i = 0; i < g; i++) {
+					uint64_t w = m->buckets[bk[i]];
+					uint64_t f = rix__hash_filter(h[i]);
+					q[qn].key = next + i;
+					q[qn].cur = (uint32_t)w;
+					if ((w & f) == f && (uint32_t)w != 0) {
+						RIX_PREFETCH(entry_at(m, (uint32_t)w - 1));
+						qn++;
+					}
+				}
+				next += g;
+			}
+			if (qi < qn) {
+				s[k] = q[qi++];
+				active++;
+				hi = k >= hi ? k + 1 : hi;
+			}
+		}
+		if (active == 0)
+			break; /* and nothing queued: every key filtered */
+		for (int k = 0; k < hi; k++) {
+			if (s[k].cur == 0)
+				continue;
+			const struct entry *en = entry_at(m, s[k].cur - 1);
+			const rix_id *id = &ids[s[k].key];
+			if (rix__id_prefix_eq(&en->id, id) && rix__id_eq(&en->id, id)) {
+				if (out != NULL)
+					out[s[k].key] = en->loc;
+				if (found != NULL)
+					found[s[k].key] = 1;
+				nfound++;
+				s[k].cur = 0;
 				active--;
+			} else {
+				s[k].cur = en->next;
+				if (en->next == 0)
+					active--;
+				else
+					RIX_PREFETCH(entry_at(m, en->next - 1));
 			}
 		}
 	}
