@@ -56,9 +56,16 @@ struct tls {
 static _Thread_local struct tls me;
 _Thread_local struct rix__rcu_reader rix__rcu_me;
 
+/* At thread exit (the key's destructor, in the exiting thread). A read section after it (in
+ * another destructor) counts itself in overflow: the slot may be another thread's by then. */
 static void release_slot(void *p)
 {
 	struct slot *s = p;
+	if (rix__rcu_me.depth == 0) {
+		rix__rcu_me.seq = NULL;
+		me.slot = NULL;
+		me.claimed = 1;
+	}
 	if (s != NULL)
 		atomic_store_explicit(&s->owned, 0, memory_order_release);
 }
