@@ -51,8 +51,7 @@ static inline bool rix__recent_empty(const struct rix__recent *re)
 static inline int rix__recent_find(const struct rix__recent *re, rix_blob_type t, const rix_id *id,
 				   rix_packed_blob *out)
 {
-	const struct rix__recent_head *h = (const struct rix__recent_head *)(const void *)re;
-	if (atomic_load_explicit(&h->npacks, memory_order_acquire) == 0)
+	if (rix__recent_empty(re))
 		return 0; /* nothing stored yet: the common case before the first pack */
 	return rix__recent_find_stored(re, t, id, out);
 }
