@@ -1,7 +1,7 @@
 /*
  * index/master_index_internal.h — private to the files of the master index: master_index.c (the
- * index itself: create, add, merge, lookups), frozen.c (the frozen table and its builders),
- * recent.c (the blobs stored since opening, behind recent.h), bulk_load.c (bulk loading) and
+ * index itself: create, add, merge, counts and listings), master_lookup.c (its lookups),
+ * frozen.c (the frozen table and its builders), recent.c (the blobs stored since opening, behind recent.h), bulk_load.c (bulk loading) and
  * master_image.c (the merged state exported and installed whole). Holds the structs they share
  * and the functions one file lends another.
  */
@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "rix/idset.h"
 #include "rix/indexmap.h"
@@ -132,6 +133,32 @@ static inline bool rix__frozen_insert_fits(const struct frozen *f, size_t k)
 {
 	return k <= f->count / 2 + 1024 && (uint64_t)f->count + k <= (uint64_t)f->nb * FROZEN_LOAD * 2;
 }
+
+/* ---- The published state, as readers see it (master_index.c, master_lookup.c) ------------- */
+
+/* The current state (read inside an RCU read section, or under the lock). */
+static inline struct mstate *rix__mstate_of(rix_master_index *mi)
+{
+	return atomic_load_explicit(&mi->state, memory_order_seq_cst);
+}
+
+/* *out = frozen entry e of type t, its pack number turned into the pack ID. */
+static inline void rix__mstate_fill(const struct mstate *st, rix_blob_type t, const struct fentry *e,
+				    rix_packed_blob *out)
+{
+	out->id = e->id;
+	out->pack_id = st->packs[e->loc.pack];
+	/* offset, length, uncompressed_length as one 16-byte copy of the location, whose pack
+	 * number lands where the type goes and is overwritten (4 moves, not 10 with shuffles). */
+	memcpy((char *)out + offsetof(rix_packed_blob, type), &e->loc, sizeof(e->loc));
+	out->type = t;
+}
+_Static_assert(sizeof(rix_blob_type) == 4 && offsetof(rix_packed_blob, offset) == offsetof(rix_packed_blob, type) + 4 &&
+		       offsetof(rix_packed_blob, length) == offsetof(rix_packed_blob, type) + 8 &&
+		       offsetof(rix_packed_blob, uncompressed_length) == offsetof(rix_packed_blob, type) + 12 &&
+		       offsetof(rix_loc, offset) == 4 && offsetof(rix_loc, length) == 8 &&
+		       offsetof(rix_loc, uncompressed_length) == 12 && sizeof(rix_loc) == 16,
+	       "rix__mstate_fill copies the location over type, offset, length, uncompressed_length");
 
 /* ---- The master index's state (master_index.c) -------------------------------------------- */
 
