@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "index/ranked.h"
 
 /* The fixed hash seed of the tables built here. */
 #define TABLE_SEED 0x5EEDF00DCAFEBEEFull
@@ -253,8 +254,52 @@ static int get_master(bench_b *b, size_t n, rix_master_index **out)
 	return 0;
 }
 
+/*
+ * The Master workload's entries (pack k: entries 8k..8k+7) as a ranked table (index/ranked.h),
+ * built directly (the master index keeps a frozen table): what the same entries cost, and how
+ * fast they are found, keyed by their IDs' bits. Reports its bytes an entry with the pack table.
+ */
+static struct {
+	struct rix__ranked *rk;
+	size_t n;
+} ranked_cache;
+
+static int get_ranked(bench_b *b, size_t n, const struct rix__ranked **out)
+{
+	if (ranked_cache.rk == NULL || ranked_cache.n != n) {
+		rix__ranked_free(ranked_cache.rk);
+		ranked_cache.rk = NULL;
+		/* One table at a time: the frozen one's cache would double the memory held. */
+		rix_master_index_free(master_cache.mi);
+		memset(&master_cache, 0, sizeof(master_cache));
+		bench_log("building ranked table N=%zu", n);
+		const rix_id *ids = gen_entry_ids(n);
+		const rix_loc *locs = gen_entry_locs(n);
+		struct fentry *e = rix_malloc(n * sizeof(*e));
+		if (e == NULL)
+			return bench_fail(b, "out of memory");
+		for (size_t i = 0; i < n; i++)
+			e[i] = (struct fentry){ .id = ids[i], .loc = locs[i] };
+		int rc = rix__ranked_build_owned(&ranked_cache.rk, e, (uint32_t)n, NULL, 0);
+		if (rc != 0)
+			return bench_fail(b, "building the ranked table: %s", rix_strerror(rc));
+		for (size_t i = 0; i < n; i += n / 1000 + 1) {
+			rix_loc l;
+			if (!rix__ranked_find(ranked_cache.rk, &ids[i], &l) || memcmp(&l, &locs[i], sizeof(l)) != 0)
+				return bench_fail(b, "entry %zu not found or wrong in the ranked table", i);
+		}
+		ranked_cache.n = n;
+	}
+	bench_metric(b, (double)(rix__ranked_memory(ranked_cache.rk) + (n + 7) / 8 * sizeof(rix_id)) / (double)n,
+		     "B/entry");
+	*out = ranked_cache.rk;
+	return 0;
+}
+
 void workload_caches_free(void)
 {
+	rix__ranked_free(ranked_cache.rk);
+	memset(&ranked_cache, 0, sizeof(ranked_cache));
 	rix_indexmap_free(map_cache.m);
 	memset(&map_cache, 0, sizeof(map_cache));
 	rix_master_index_free(master_cache.mi);
@@ -271,10 +316,12 @@ typedef struct lookup_state {
 	size_t n;
 	int mode;
 	int threads;
-	bool master, batched;
+	bool master, batched, ranked;
 	const rix_id *keys;
 	rix_indexmap *m;
 	rix_master_index *mi;
+	const struct rix__ranked *rk; /* ranked: the table, and the pack IDs its numbers name */
+	const rix_id *packs;
 } lookup_state;
 
 typedef struct lookup_job {
@@ -290,7 +337,33 @@ static void lookup_job_run(lookup_job *j)
 	size_t n = s->n, k = j->start;
 	uint64_t found = 0, sum = 0;
 	uint64_t left = j->ops;
-	if (!s->batched) {
+	if (s->ranked) {
+		/* As MasterLookup's answer: the location and its pack's ID. */
+		rix_loc locs[LOOKUP_CHUNK];
+		bool fnd[LOOKUP_CHUNK];
+		for (; left > 0 && !s->batched; left--) {
+			if (rix__ranked_find(s->rk, &s->keys[k], &locs[0])) {
+				found++;
+				sum += locs[0].offset + s->packs[locs[0].pack].b[0];
+			}
+			if (++k == n)
+				k = 0;
+		}
+		while (left > 0) {
+			size_t c = LOOKUP_CHUNK;
+			if (c > left)
+				c = (size_t)left;
+			if (c > n - k)
+				c = n - k;
+			found += rix__ranked_find_many(s->rk, &s->keys[k], c, locs, fnd);
+			for (size_t i = 0; i < c; i++)
+				sum += fnd[i] ? locs[i].offset + s->packs[locs[i].pack].b[0] : 0;
+			left -= c;
+			k += c;
+			if (k == n)
+				k = 0;
+		}
+	} else if (!s->batched) {
 		if (!s->master) {
 			for (; left > 0; left--) {
 				rix_loc loc;
@@ -359,7 +432,12 @@ static int lookup_setup(bench_b *b)
 	s->threads = (int)b->def->arg[2];
 	s->master = (b->def->arg[3] & 1) != 0;
 	s->batched = (b->def->arg[3] & 2) != 0;
+	s->ranked = (b->def->arg[3] & 4) != 0;
 	s->keys = s->mode == MODE_KNOWN ? gen_known_ids(s->n) : gen_unknown_ids(s->n);
+	if (s->ranked) {
+		s->packs = gen_master_pack_ids((s->n + 7) / 8);
+		return get_ranked(b, s->n, &s->rk);
+	}
 	if (s->master)
 		return get_master(b, s->n, &s->mi);
 	return get_map(b, s->n, &s->m);
@@ -511,6 +589,14 @@ void register_workload_benchmarks(void)
 		for (int m = 0; m < 2; m++) {
 			snprintf(name, sizeof(name), "MasterLookupBatch/N=%s/%s", nl, mode_name[m]);
 			reg(name, lookup_setup, lookup_run, lookup_n[i], (uint64_t)m, 1, 3);
+		}
+		for (int m = 0; m < 2; m++) {
+			snprintf(name, sizeof(name), "RankedLookup/N=%s/%s", nl, mode_name[m]);
+			reg(name, lookup_setup, lookup_run, lookup_n[i], (uint64_t)m, 1, 4);
+		}
+		for (int m = 0; m < 2; m++) {
+			snprintf(name, sizeof(name), "RankedLookupBatch/N=%s/%s", nl, mode_name[m]);
+			reg(name, lookup_setup, lookup_run, lookup_n[i], (uint64_t)m, 1, 6);
 		}
 	}
 	static const uint64_t sweep_batch[] = { 1, 4, 16, 64, 256, 1024, 4096, 16384 };

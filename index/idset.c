@@ -212,8 +212,10 @@ static inline int entry_cmp(const struct rix_idset *s, size_t i, unsigned km, co
 	return tail_cmp(tail_at(s, i), key, s->tail);
 }
 
-/* Whether the run [lo, hi) holds id; *steps (if not NULL) counts the entries compared. */
-static inline bool run_find(const struct rix_idset *s, const uint8_t *id, size_t lo, size_t hi, size_t *steps)
+/* Whether the run [lo, hi) holds id, *at (if not NULL) set to its position when it does;
+ * *steps (if not NULL) counts the entries compared. */
+static inline bool run_find(const struct rix_idset *s, const uint8_t *id, size_t lo, size_t hi, size_t *steps,
+			    size_t *at)
 {
 	unsigned km = mid_key(s, id);
 	const uint8_t *key = id + s->kb;
@@ -222,8 +224,11 @@ static inline bool run_find(const struct rix_idset *s, const uint8_t *id, size_t
 			if (steps)
 				++*steps;
 			int c = entry_cmp(s, i, km, key);
-			if (c >= 0)
+			if (c >= 0) {
+				if (c == 0 && at)
+					*at = i;
 				return c == 0;
+			}
 		}
 		return false;
 	}
@@ -232,8 +237,11 @@ static inline bool run_find(const struct rix_idset *s, const uint8_t *id, size_t
 		if (steps)
 			++*steps;
 		int c = entry_cmp(s, m, km, key);
-		if (c == 0)
+		if (c == 0) {
+			if (at)
+				*at = m;
 			return true;
+		}
 		if (c < 0)
 			lo = m + 1;
 		else
@@ -288,7 +296,7 @@ size_t rix_idset_lookup_cost(const rix_idset *s, const rix_id *id)
 		return 0;
 	size_t lo, hi, steps = 0;
 	bucket_range_portable(s, bucket_of(id->b, s->k), &lo, &hi);
-	(void)run_find(s, id->b, lo, hi, &steps);
+	(void)run_find(s, id->b, lo, hi, &steps, NULL);
 	return steps;
 }
 
@@ -315,6 +323,31 @@ size_t rix_idset_has_many(bool *found, const rix_idset *s, const rix_id *ids, si
 		return has_many_hw(found, s, ids, n);
 #endif
 	return has_many_portable(found, s, ids, n);
+}
+
+bool rix_idset_rank(const rix_idset *s, const rix_id *id, size_t *rank)
+{
+	if (s == NULL || s->n == 0)
+		return false;
+#if IDSET_HW
+	if (s->hw)
+		return rank_hw(s, id->b, rank);
+#endif
+	return rank_portable(s, id->b, rank);
+}
+
+size_t rix_idset_rank_many(size_t *ranks, const rix_idset *s, const rix_id *ids, size_t n)
+{
+	if (s == NULL || s->n == 0) {
+		for (size_t i = 0; i < n; i++)
+			ranks[i] = RIX_IDSET_NO_RANK;
+		return 0;
+	}
+#if IDSET_HW
+	if (s->hw)
+		return rank_many_hw(ranks, s, ids, n);
+#endif
+	return rank_many_portable(ranks, s, ids, n);
 }
 
 size_t rix_idset_count(const rix_idset *s)

@@ -30,10 +30,12 @@ static IDSET_ATTR inline void IDSET_FN(bucket_range)(const struct rix_idset *s, 
 	uint64_t z[BLOCK_WORDS];
 	unsigned sum[BLOCK_WORDS + 1];
 	z[0] = ~(w0 | 0xFFFFFFFFull);
+#pragma GCC unroll 8
 	for (unsigned i = 1; i < BLOCK_WORDS; i++)
 		z[i] = ~blk[i];
 	sum[0] = 0;
 	unsigned wi = 0;
+#pragma GCC unroll 8
 	for (unsigned i = 0; i < BLOCK_WORDS; i++) {
 		sum[i + 1] = sum[i] + (unsigned)IDSET_POPCOUNT(z[i]);
 		wi += sum[i + 1] <= j;
@@ -65,7 +67,7 @@ static IDSET_ATTR bool IDSET_FN(has)(const struct rix_idset *s, const uint8_t *i
 {
 	size_t lo, hi;
 	IDSET_FN(bucket_range)(s, bucket_of(id, s->k), &lo, &hi);
-	return lo < hi && run_find(s, id, lo, hi, NULL);
+	return lo < hi && run_find(s, id, lo, hi, NULL, NULL);
 }
 
 static IDSET_ATTR size_t IDSET_FN(has_many)(bool *found, const struct rix_idset *s, const rix_id *ids, size_t n)
@@ -89,9 +91,49 @@ static IDSET_ATTR size_t IDSET_FN(has_many)(bool *found, const struct rix_idset 
 			}
 		}
 		for (size_t i = 0; i < m; i++) {
-			bool f = lo[i] < hi[i] && run_find(s, key[i].b, lo[i], hi[i], NULL);
+			bool f = lo[i] < hi[i] && run_find(s, key[i].b, lo[i], hi[i], NULL, NULL);
 			found[g + i] = f;
 			hits += f;
+		}
+	}
+	return hits;
+}
+
+static IDSET_ATTR bool IDSET_FN(rank)(const struct rix_idset *s, const uint8_t *id, size_t *rank)
+{
+	size_t lo, hi;
+	IDSET_FN(bucket_range)(s, bucket_of(id, s->k), &lo, &hi);
+	return lo < hi && run_find(s, id, lo, hi, NULL, rank);
+}
+
+/* has_many's stages, the position of each ID found written out (RIX_IDSET_NO_RANK if absent). */
+static IDSET_ATTR size_t IDSET_FN(rank_many)(size_t *ranks, const struct rix_idset *s, const rix_id *ids, size_t n)
+{
+	size_t hits = 0;
+	for (size_t g = 0; g < n; g += BATCH) {
+		size_t m = n - g < BATCH ? n - g : BATCH;
+		const rix_id *key = ids + g;
+		uint64_t b[BATCH];
+		size_t lo[BATCH], hi[BATCH];
+		for (size_t i = 0; i < m; i++) {
+			b[i] = bucket_of(key[i].b, s->k);
+			RIX_PREFETCH(block_of(s, b[i]));
+		}
+		for (size_t i = 0; i < m; i++) {
+			IDSET_FN(bucket_range)(s, b[i], &lo[i], &hi[i]);
+			if (lo[i] < hi[i]) {
+				RIX_PREFETCH(tail_at(s, lo[i]));
+				if (s->w)
+					RIX_PREFETCH(s->mid + ((lo[i] * s->w) >> 3));
+			}
+		}
+		for (size_t i = 0; i < m; i++) {
+			size_t r = RIX_IDSET_NO_RANK;
+			if (lo[i] < hi[i] && run_find(s, key[i].b, lo[i], hi[i], NULL, &r))
+				hits++;
+			else
+				r = RIX_IDSET_NO_RANK;
+			ranks[g + i] = r;
 		}
 	}
 	return hits;

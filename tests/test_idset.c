@@ -6,7 +6,7 @@
  * the empty set, one ID, duplicates; sizes across powers of two; crafted IDs sharing their top
  * 32 bits (correct, and a lookup compares O(log n) IDs); the sorted-input path and its check;
  * allocation failure N; lookups from several threads at once; memory at most 30 bytes an ID
- * at n = 1M. Both instances of the lookups
+ * at n = 1M; ranks (an ID's position in ascending order, single and batched; absent: none). Both instances of the lookups
  * (portable, and POPCNT/BMI2 where the processor has them) are checked.
  */
 #include <pthread.h>
@@ -77,6 +77,13 @@ static void expect(const rix_idset *s, const rix_id *id, bool want)
 	bool f = !want;
 	assert_int_equal(rix_idset_has_many(&f, s, id, 1), want ? 1 : 0);
 	assert_int_equal(f, want);
+	size_t r = 12345;
+	assert_int_equal(rix_idset_rank(s, id, &r), want);
+	if (!want)
+		assert_int_equal(r, 12345); /* untouched */
+	assert_int_equal(rix_idset_rank_many(&r, s, id, 1), want ? 1 : 0);
+	if (!want)
+		assert_int_equal(r, RIX_IDSET_NO_RANK);
 }
 
 static void flip(rix_id *id, unsigned bit)
@@ -120,6 +127,19 @@ static void check_set(const rix_idset *s, const rix_id *ref, size_t n, uint64_t 
 	assert_int_equal(rix_idset_has_many(found, s, shuf, n), n);
 	for (size_t i = 0; i < n; i++)
 		assert_true(found[i]);
+	/* Ranks: ref[i]'s is i, one by one and batched (shuffled). */
+	size_t *ranks = malloc((n ? n : 1) * sizeof(*ranks));
+	for (size_t i = 0; i < n; i++) {
+		size_t r = RIX_IDSET_NO_RANK;
+		assert_true(rix_idset_rank(s, &ref[i], &r));
+		assert_int_equal(r, i);
+	}
+	assert_int_equal(rix_idset_rank_many(ranks, s, shuf, n), n);
+	for (size_t i = 0; i < n; i++) {
+		assert_true(ranks[i] < n);
+		assert_memory_equal(ref[ranks[i]].b, shuf[i].b, RIX_ID_SIZE);
+	}
+	free(ranks);
 
 	/* Near misses: each a present ID with one bit flipped (found only if the reference has it). */
 	unsigned k = sh.key_bits, kb = (k + 7) / 8;
@@ -150,6 +170,13 @@ static void check_set(const rix_idset *s, const rix_id *ref, size_t n, uint64_t 
 	assert_int_equal(rix_idset_has_many(mf, s, miss, nmiss), want_hits);
 	for (size_t i = 0; i < nmiss; i++)
 		assert_int_equal(mf[i], ref_has(ref, n, &miss[i]));
+	size_t *mr = malloc((nmiss ? nmiss : 1) * sizeof(*mr));
+	assert_int_equal(rix_idset_rank_many(mr, s, miss, nmiss), want_hits);
+	for (size_t i = 0; i < nmiss; i++) {
+		const rix_id *hit = bsearch(&miss[i], ref, n, sizeof(*ref), id_cmp);
+		assert_int_equal(mr[i], hit ? (size_t)(hit - ref) : RIX_IDSET_NO_RANK);
+	}
+	free(mr);
 
 	/* Random absent IDs; and IDs of the same bucket as a present one with a random rest. */
 	for (size_t i = 0; i < 2000; i++) {

@@ -16,8 +16,8 @@
  * Thread-safety: a built set is immutable; any number of threads may look it up at once.
  *
  * API families: build (taking over an array, best made with rix_idset_alloc_ids, or from a
- * copy); free; has, has_many (batched, prefetching); count, memory; iteration in ascending ID
- * order.
+ * copy); free; has, has_many (batched, prefetching); rank, rank_many (an ID's position in
+ * ascending order); count, memory; iteration in ascending ID order.
  */
 #ifndef RIX_IDSET_H
 #define RIX_IDSET_H
@@ -89,6 +89,24 @@ RIX_EXPORT bool rix_idset_has(const rix_idset *s, const rix_id *id);
  * NULL. Returns the number found.
  */
 RIX_EXPORT size_t rix_idset_has_many(bool *found, const rix_idset *s, const rix_id *ids, size_t n);
+
+/*
+ * Whether id is in the set and, when it is, *rank = its position among the set's distinct IDs
+ * in ascending order (0 .. count - 1; rix_idset_foreach's order). The ranks of a set's IDs are
+ * distinct and dense, so an array of count values indexed by rank attaches data to the IDs
+ * (the master index's ranked tables keep blob locations so). *rank is untouched when absent.
+ */
+RIX_EXPORT bool rix_idset_rank(const rix_idset *s, const rix_id *id, size_t *rank);
+
+/* The rank of an ID rix_idset_rank_many did not find. */
+#define RIX_IDSET_NO_RANK ((size_t)-1)
+
+/*
+ * Batched rix_idset_rank: ranks[i] = the rank of ids[i], or RIX_IDSET_NO_RANK when it is not in
+ * the set, for each i < n (loads of many keys issued before they are used, as
+ * rix_idset_has_many). s may be NULL. Returns the number found.
+ */
+RIX_EXPORT size_t rix_idset_rank_many(size_t *ranks, const rix_idset *s, const rix_id *ids, size_t n);
 
 /* Number of distinct IDs in the set (0 for NULL). */
 RIX_EXPORT size_t rix_idset_count(const rix_idset *s);

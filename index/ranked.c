@@ -1,0 +1,330 @@
+/*
+ * index/ranked.c — the ranked table (ranked.h): blob locations by the rank of the blob's ID in
+ * a rix_idset, bit-packed.
+ *
+ * Building: the entries are sorted by ID in place (id_sort.h's radix sort, compiled here for
+ * 48-byte entries); one pass finds the widest value of each location field and counts the
+ * distinct IDs and the second locations; the packed array and the side array are allocated
+ * (up to here a failure leaves nothing to undo); a second pass writes each distinct ID's 32
+ * bytes to the front of the entries' own array (ID j at 32 j, never past entry j >= the one
+ * being read) and its location into the packed array; the array is shrunk to the IDs and
+ * handed to rix_idset_build_owned, which builds the set inside it.
+ *
+ * A packed location: pack number, offset, length, uncompressed length, low field first, each
+ * as wide as the table's largest value (0 bits for a field that is 0 everywhere). Up to 120
+ * bits a location is read with one unaligned 16-byte load (two 8-byte ones) and a shift of at
+ * most 7; a table whose fields need more (offsets and lengths near 4 GiB in millions of packs)
+ * gets 32 bits a field, 128 a location, byte-aligned.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/idset.h"
+#include "index_internal.h"
+#include "ranked.h"
+
+/* id_sort.h for the frozen entries: the ID is their first 32 bytes. */
+void rix__ranked_sort_from(struct fentry *a, size_t n, unsigned d);
+void rix__ranked_sort(struct fentry *a, size_t n, unsigned workers);
+#define SORT_REC struct fentry
+#define SORT_ID(r) ((r).id.b)
+#define SORT_FN(name) rix__ranked_##name
+#include "id_sort.h"
+#undef SORT_REC
+#undef SORT_ID
+#undef SORT_FN
+
+#define LOC_PACKED_MAX 120u /* widest packed location read with a 16-byte load and a shift */
+#define LOC_PAD 16u         /* bytes after the last location, for that load */
+#define BATCH 64u           /* keys a round of rix__ranked_find_many */
+
+__extension__ typedef unsigned __int128 u128;
+
+struct rdup {
+	uint32_t rank;
+	rix_loc loc;
+};
+
+struct rix__ranked {
+	rix_idset *ids;
+	uint8_t *locs; /* distinct x width bits + LOC_PAD bytes */
+	size_t locs_size;
+	struct rdup *dups; /* second and later locations, by rank (stable: an ID's in build order) */
+	uint32_t ndups;
+	uint32_t nd;    /* distinct IDs */
+	unsigned width; /* bits a location */
+	unsigned pb, ob, lb, ub;
+};
+
+static inline unsigned bits_of(uint32_t v)
+{
+	return v ? 32u - (unsigned)__builtin_clz(v) : 0u;
+}
+
+static inline uint64_t mask_of(unsigned b)
+{
+	return ((uint64_t)1 << b) - 1; /* b <= 32 */
+}
+
+static inline uint64_t load64_le(const uint8_t *p)
+{
+	uint64_t x;
+	memcpy(&x, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	return x;
+}
+
+static inline void store64_le(uint8_t *p, uint64_t x)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	memcpy(p, &x, 8);
+}
+
+static inline const uint8_t *loc_line(const struct rix__ranked *r, size_t rank)
+{
+	return r->locs + (((uint64_t)rank * r->width) >> 3);
+}
+
+static inline void loc_get(const struct rix__ranked *r, size_t rank, rix_loc *loc)
+{
+	uint64_t bit = (uint64_t)rank * r->width;
+	const uint8_t *p = r->locs + (bit >> 3);
+	u128 v = (((u128)load64_le(p + 8) << 64) | load64_le(p)) >> (bit & 7);
+	loc->pack = (uint32_t)((uint64_t)v & mask_of(r->pb));
+	v >>= r->pb;
+	loc->offset = (uint32_t)((uint64_t)v & mask_of(r->ob));
+	v >>= r->ob;
+	loc->length = (uint32_t)((uint64_t)v & mask_of(r->lb));
+	v >>= r->lb;
+	loc->uncompressed_length = (uint32_t)((uint64_t)v & mask_of(r->ub));
+}
+
+/* Writes rank's location into the zeroed array. */
+static inline void loc_put(struct rix__ranked *r, size_t rank, const rix_loc *loc)
+{
+	u128 v = (u128)loc->uncompressed_length;
+	v = (v << r->lb) | loc->length;
+	v = (v << r->ob) | loc->offset;
+	v = (v << r->pb) | loc->pack;
+	uint64_t bit = (uint64_t)rank * r->width;
+	uint8_t *p = r->locs + (bit >> 3);
+	v <<= bit & 7;
+	store64_le(p, load64_le(p) | (uint64_t)v);
+	store64_le(p + 8, load64_le(p + 8) | (uint64_t)(v >> 64));
+}
+
+static bool same_place(const rix_loc *a, const rix_loc *b, const rix_id *packs)
+{
+	return a->offset == b->offset && a->length == b->length && a->uncompressed_length == b->uncompressed_length &&
+	       (a->pack == b->pack || (packs != NULL && rix__id_eq(&packs[a->pack], &packs[b->pack])));
+}
+
+void rix__ranked_free(struct rix__ranked *r)
+{
+	if (r == NULL)
+		return;
+	rix_idset_free(r->ids);
+	rix_free(r->locs);
+	rix_free(r->dups);
+	rix_free(r);
+}
+
+int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, uint32_t count, const rix_id *packs,
+			    unsigned workers)
+{
+	*out = NULL;
+	struct rix__ranked *r = rix_calloc(1, sizeof(*r));
+	if (r == NULL) {
+		rix_free(entries);
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
+	}
+	rix__ranked_sort(entries, count, workers);
+	/* Pass 1: field widths, distinct IDs, second locations (an upper bound: some repeat). */
+	uint32_t mp = 0, mo = 0, ml = 0, mu = 0, nd = 0;
+	for (uint32_t i = 0; i < count; i++) {
+		const rix_loc *l = &entries[i].loc;
+		mp |= l->pack;
+		mo |= l->offset;
+		ml |= l->length;
+		mu |= l->uncompressed_length;
+		nd += i == 0 || !rix__id_eq(&entries[i - 1].id, &entries[i].id);
+	}
+	r->pb = bits_of(mp);
+	r->ob = bits_of(mo);
+	r->lb = bits_of(ml);
+	r->ub = bits_of(mu);
+	if (r->pb + r->ob + r->lb + r->ub > LOC_PACKED_MAX)
+		r->pb = r->ob = r->lb = r->ub = 32;
+	r->width = r->pb + r->ob + r->lb + r->ub;
+	r->nd = nd;
+	r->locs_size = (((uint64_t)nd * r->width + 7) >> 3) + LOC_PAD;
+	r->locs = rix_calloc(1, r->locs_size);
+	if (count > nd)
+		r->dups = rix_malloc((size_t)(count - nd) * sizeof(*r->dups));
+	if (r->locs == NULL || (count > nd && r->dups == NULL)) {
+		rix_free(entries);
+		rix__ranked_free(r);
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %u locations", count);
+	}
+	rix__advise_huge(r->locs, r->locs_size);
+	/* Pass 2: IDs to the front, locations packed; second locations aside unless they repeat. */
+	rix_id *ids = (rix_id *)(void *)entries;
+	uint32_t j = 0, first_dup = 0;
+	for (uint32_t i = 0; i < count; i++) {
+		struct fentry e = entries[i];
+		if (j > 0 && rix__id_eq(&ids[j - 1], &e.id)) {
+			rix_loc main;
+			loc_get(r, j - 1, &main);
+			bool repeat = same_place(&main, &e.loc, packs);
+			for (uint32_t d = first_dup; d < r->ndups && !repeat; d++)
+				repeat = same_place(&r->dups[d].loc, &e.loc, packs);
+			if (!repeat)
+				r->dups[r->ndups++] = (struct rdup){ .rank = j - 1, .loc = e.loc };
+			continue;
+		}
+		first_dup = r->ndups;
+		memmove(&ids[j], &e.id, sizeof(rix_id));
+		loc_put(r, j, &e.loc);
+		j++;
+	}
+	if (r->ndups == 0) {
+		rix_free(r->dups);
+		r->dups = NULL;
+	} else if (r->ndups < count - nd) {
+		struct rdup *d = rix_realloc(r->dups, (size_t)r->ndups * sizeof(*r->dups));
+		if (d != NULL)
+			r->dups = d;
+	}
+	if (nd > 0 && (size_t)nd * sizeof(rix_id) < (size_t)count * sizeof(struct fentry)) {
+		rix_id *shrunk = rix_realloc(ids, (size_t)nd * sizeof(rix_id));
+		if (shrunk != NULL)
+			ids = shrunk;
+	}
+	int rc = rix__idset_build_owned(&r->ids, ids, nd, RIX_IDSET_SORTED, workers);
+	if (rc != 0) {
+		rix_free(ids);
+		rix__ranked_free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+uint32_t rix__ranked_count(const struct rix__ranked *r)
+{
+	return r ? r->nd + r->ndups : 0;
+}
+
+uint32_t rix__ranked_distinct(const struct rix__ranked *r)
+{
+	return r ? r->nd : 0;
+}
+
+size_t rix__ranked_memory(const struct rix__ranked *r)
+{
+	if (r == NULL)
+		return 0;
+	return sizeof(*r) + rix_idset_memory(r->ids) + r->locs_size + (size_t)r->ndups * sizeof(*r->dups);
+}
+
+unsigned rix__ranked_loc_bits(const struct rix__ranked *r)
+{
+	return r ? r->width : 0;
+}
+
+bool rix__ranked_find(const struct rix__ranked *r, const rix_id *id, rix_loc *loc)
+{
+	size_t rank;
+	if (r == NULL || !rix_idset_rank(r->ids, id, &rank))
+		return false;
+	loc_get(r, rank, loc);
+	return true;
+}
+
+size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, size_t n, rix_loc *locs, bool *found)
+{
+	size_t hits = 0;
+	size_t rank[BATCH];
+	for (size_t g = 0; g < n; g += BATCH) {
+		size_t m = n - g < BATCH ? n - g : BATCH;
+		if (r == NULL || rix_idset_rank_many(rank, r->ids, ids + g, m) == 0) {
+			memset(found + g, 0, m * sizeof(*found));
+			continue;
+		}
+		for (size_t i = 0; i < m; i++)
+			if (rank[i] != RIX_IDSET_NO_RANK)
+				RIX_PREFETCH(loc_line(r, rank[i]));
+		for (size_t i = 0; i < m; i++) {
+			bool f = rank[i] != RIX_IDSET_NO_RANK;
+			found[g + i] = f;
+			if (f) {
+				loc_get(r, rank[i], &locs[g + i]);
+				hits++;
+			}
+		}
+	}
+	return hits;
+}
+
+/* The first second location of rank (ndups if none). */
+static uint32_t dups_of(const struct rix__ranked *r, size_t rank)
+{
+	uint32_t lo = 0, hi = r->ndups;
+	while (lo < hi) {
+		uint32_t m = lo + (hi - lo) / 2;
+		if (r->dups[m].rank < rank)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo;
+}
+
+size_t rix__ranked_find_all(const struct rix__ranked *r, const rix_id *id, rix_loc *out, size_t cap)
+{
+	size_t rank;
+	if (r == NULL || !rix_idset_rank(r->ids, id, &rank))
+		return 0;
+	size_t k = 0;
+	if (cap > 0)
+		loc_get(r, rank, &out[0]);
+	k++;
+	for (uint32_t d = dups_of(r, rank); d < r->ndups && r->dups[d].rank == rank; d++, k++)
+		if (k < cap)
+			out[k] = r->dups[d].loc;
+	return k;
+}
+
+struct walk {
+	const struct rix__ranked *r;
+	rix__ranked_fn fn;
+	void *payload;
+	size_t rank;
+	uint32_t dup;
+};
+
+static int walk_one(void *payload, const rix_id *id)
+{
+	struct walk *w = payload;
+	rix_loc loc;
+	loc_get(w->r, w->rank, &loc);
+	int rc = w->fn(w->payload, id, &loc);
+	for (; rc == 0 && w->dup < w->r->ndups && w->r->dups[w->dup].rank == w->rank; w->dup++)
+		rc = w->fn(w->payload, id, &w->r->dups[w->dup].loc);
+	w->rank++;
+	return rc;
+}
+
+int rix__ranked_foreach(const struct rix__ranked *r, rix__ranked_fn fn, void *payload)
+{
+	if (r == NULL)
+		return 0;
+	struct walk w = { .r = r, .fn = fn, .payload = payload };
+	return rix_idset_foreach(r->ids, walk_one, &w);
+}

@@ -1,0 +1,77 @@
+/*
+ * index/ranked.h — the ranked table: a read-only map from blob ID to location keyed by the IDs'
+ * own bits, in about 41 bytes an entry where the frozen table (frozen.c) takes 51.
+ *
+ * The distinct IDs are a rix_idset (29.4-29.9 bytes an ID: rix/idset.h); an ID's rank in the
+ * set (its position in ascending order) indexes a bit-packed array of locations, each field
+ * as wide as the table's largest value of it needs (pack number, offset, length, uncompressed
+ * length: 93 bits for 10M blobs in 1.25M packs of 16 MiB), so a location costs 11-12 bytes
+ * instead of 16. An ID with more than one location (the same blob in two packs) keeps its first
+ * in the array and the others in a side array sorted by rank; locations that repeat another of
+ * the same ID exactly (the same place of the same pack) are dropped as the frozen table's merge
+ * drops them.
+ *
+ *   ids (rix_idset)                      locs: rank r's location at bit r * width
+ *   +-----+-----+-----+-----+--         +--------+--------+--------+--
+ *   | id0 | id1 | id2 | id3 | ...  -->  | loc 0  | loc 1  | loc 2  | ...    (pack|off|len|ulen)
+ *   +-----+-----+-----+-----+--         +--------+--------+--------+--
+ *   dups: (rank, rix_loc) sorted by rank, for the second and later locations of an ID
+ *
+ * A known ID's lookup reads the set's directory line (about 0.4 bytes an ID: mostly in cache),
+ * the line of its stored bits and the line of its location (independent of each other once the
+ * directory gave the rank), then the caller reads the pack ID. Crafted IDs: see idset.c (a
+ * lookup is at worst a binary search; the answers stay exact).
+ *
+ * Thread-safety: a built table is immutable; any number of threads may look it up at once.
+ */
+#ifndef RIX_RANKED_H
+#define RIX_RANKED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "master_index_internal.h"
+
+struct rix__ranked;
+
+/*
+ * Builds the ranked table of entries[0..count) (loc.pack: global pack numbers), taking the array
+ * over in every case (rix_malloc'd; sorted by ID in place, then turned into the set inside its
+ * own allocation, so the build holds the array and the packed locations, never a copy of
+ * either). packs (may be NULL) names each pack number's pack: two numbers naming one pack are
+ * then the same pack when duplicates are dropped. workers: threads for the sort (0: one a CPU).
+ * *out NULL on failure. @return 0, RIX_ENOMEM, RIX_ELIMIT (more than RIX_IDSET_MAX_IDS IDs).
+ */
+int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, uint32_t count, const rix_id *packs,
+			    unsigned workers);
+
+void rix__ranked_free(struct rix__ranked *r);
+
+/* Entries held (distinct IDs plus second locations), distinct IDs, bytes held (0 for NULL). */
+uint32_t rix__ranked_count(const struct rix__ranked *r);
+uint32_t rix__ranked_distinct(const struct rix__ranked *r);
+size_t rix__ranked_memory(const struct rix__ranked *r);
+/* Bits of one packed location (tests, benchmarks). */
+unsigned rix__ranked_loc_bits(const struct rix__ranked *r);
+
+/* Whether id is in the table; *loc = one of its locations when it is. r may be NULL. */
+bool rix__ranked_find(const struct rix__ranked *r, const rix_id *id, rix_loc *loc);
+
+/*
+ * Batched rix__ranked_find: found[i], locs[i] for ids[i], i < n (locs[i] untouched when not
+ * found), the loads of many keys issued before they are used. @return the number found.
+ */
+size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, size_t n, rix_loc *locs, bool *found);
+
+/* Every location of id, up to cap of them into out. @return how many it has (may exceed cap). */
+size_t rix__ranked_find_all(const struct rix__ranked *r, const rix_id *id, rix_loc *out, size_t cap);
+
+/*
+ * Calls fn for every entry in ascending ID order (an ID's locations one after another, its
+ * array location first). @return 0, or fn's first nonzero value (it stops there).
+ */
+typedef int (*rix__ranked_fn)(void *payload, const rix_id *id, const rix_loc *loc);
+int rix__ranked_foreach(const struct rix__ranked *r, rix__ranked_fn fn, void *payload);
+
+#endif

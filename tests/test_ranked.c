@@ -1,0 +1,342 @@
+/*
+ * tests/test_ranked.c — the ranked table (index/ranked.h) against a reference (the entries
+ * sorted by ID and location, repeats of a place dropped): every ID's locations, single (one of
+ * them), all of them, batched; absent IDs (random, and one bit away from present ones) not
+ * found; iteration in ascending ID order with every location; repeats of one place dropped,
+ * also through two pack numbers naming one pack; field widths from 0 bits to the 128-bit
+ * layout on both sides of the packed limit (120 bits); the empty table, one entry; crafted IDs
+ * sharing 28 bytes; memory at 1M entries of the benchmarks' shape.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rix/alloc.h"
+#include "index/ranked.h"
+#include "testutil.h"
+
+static int ent_cmp(const void *pa, const void *pb)
+{
+	const struct fentry *a = pa, *b = pb;
+	int c = memcmp(a->id.b, b->id.b, RIX_ID_SIZE);
+	return c ? c : memcmp(&a->loc, &b->loc, sizeof(a->loc));
+}
+
+static bool same_place(const rix_loc *a, const rix_loc *b, const rix_id *packs)
+{
+	return a->offset == b->offset && a->length == b->length && a->uncompressed_length == b->uncompressed_length &&
+	       (a->pack == b->pack || (packs && memcmp(&packs[a->pack], &packs[b->pack], RIX_ID_SIZE) == 0));
+}
+
+/* The reference: e[0..n) sorted, each place of an ID once (packs: pack numbers' IDs, or NULL). */
+static size_t ref_make(struct fentry *e, size_t n, const rix_id *packs)
+{
+	qsort(e, n, sizeof(*e), ent_cmp);
+	size_t d = 0, first = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (d > 0 && memcmp(e[d - 1].id.b, e[i].id.b, RIX_ID_SIZE) == 0) {
+			bool repeat = false;
+			for (size_t k = first; k < d && !repeat; k++)
+				repeat = same_place(&e[k].loc, &e[i].loc, packs);
+			if (repeat)
+				continue;
+		} else {
+			first = d;
+		}
+		e[d++] = e[i];
+	}
+	return d;
+}
+
+struct walk {
+	const struct fentry *ref;
+	const rix_id *packs;
+	size_t n, at;
+};
+
+/* Whether loc is, up to a repeat of its place, one of the reference's locations of id. */
+static bool ref_has_loc(const struct fentry *ref, size_t n, const rix_id *id, const rix_loc *loc,
+			const rix_id *packs)
+{
+	for (size_t k = 0; k < n; k++)
+		if (memcmp(ref[k].id.b, id->b, RIX_ID_SIZE) == 0 && same_place(&ref[k].loc, loc, packs))
+			return true;
+	return false;
+}
+
+static int id_key_cmp(const void *key, const void *elem)
+{
+	return memcmp(key, ((const struct fentry *)elem)->id.b, RIX_ID_SIZE);
+}
+
+/* The reference's run of id: [*lo, *hi) (empty when absent). */
+static void ref_run(const struct fentry *ref, size_t n, const rix_id *id, size_t *lo, size_t *hi)
+{
+	const struct fentry *hit = bsearch(id, ref, n, sizeof(*ref), id_key_cmp);
+	*lo = *hi = 0;
+	if (hit == NULL)
+		return;
+	size_t i = (size_t)(hit - ref), j = i;
+	while (i > 0 && memcmp(ref[i - 1].id.b, id->b, RIX_ID_SIZE) == 0)
+		i--;
+	while (j < n && memcmp(ref[j].id.b, id->b, RIX_ID_SIZE) == 0)
+		j++;
+	*lo = i;
+	*hi = j;
+}
+
+/* Iteration: IDs ascending, an ID's locations one after another, each one of the reference's. */
+static int walk_fn(void *payload, const rix_id *id, const rix_loc *loc)
+{
+	struct walk *w = payload;
+	assert_true(w->at < w->n);
+	assert_memory_equal(id->b, w->ref[w->at].id.b, RIX_ID_SIZE);
+	size_t lo, hi;
+	ref_run(w->ref, w->n, id, &lo, &hi);
+	assert_true(ref_has_loc(w->ref + lo, hi - lo, id, loc, w->packs));
+	w->at++;
+	return 0;
+}
+
+static void flip(rix_id *id, unsigned bit)
+{
+	id->b[bit / 8] ^= (uint8_t)(0x80u >> (bit % 8));
+}
+
+/* Builds from a copy of e[0..n) and checks every answer against the reference. */
+static struct rix__ranked *build_and_check(const struct fentry *e, size_t n, const rix_id *packs, uint64_t *st)
+{
+	struct fentry *own = rix_malloc((n ? n : 1) * sizeof(*own));
+	assert_non_null(own);
+	memcpy(own, e, n * sizeof(*own));
+	struct rix__ranked *r = NULL;
+	assert_int_equal(rix__ranked_build_owned(&r, own, (uint32_t)n, packs, (unsigned)(n % 3)), 0);
+	assert_non_null(r);
+
+	struct fentry *ref = malloc((n ? n : 1) * sizeof(*ref));
+	memcpy(ref, e, n * sizeof(*ref));
+	size_t m = ref_make(ref, n, packs);
+	size_t distinct = 0;
+	for (size_t i = 0; i < m; i++)
+		distinct += i == 0 || memcmp(ref[i - 1].id.b, ref[i].id.b, RIX_ID_SIZE) != 0;
+	assert_int_equal(rix__ranked_count(r), m);
+	assert_int_equal(rix__ranked_distinct(r), distinct);
+
+	struct walk w = { .ref = ref, .packs = packs, .n = m };
+	assert_int_equal(rix__ranked_foreach(r, walk_fn, &w), 0);
+	assert_int_equal(w.at, m);
+
+	/* Every ID: one of its locations, all of them (each place once), batched. */
+	rix_id *keys = malloc((m ? m : 1) * sizeof(*keys));
+	rix_loc *got = malloc((m ? m : 1) * sizeof(*got));
+	bool *found = malloc((m ? m : 1) * sizeof(*found));
+	for (size_t i = 0; i < m;) {
+		size_t j = i;
+		while (j < m && memcmp(ref[j].id.b, ref[i].id.b, RIX_ID_SIZE) == 0)
+			j++;
+		rix_loc one, all[64];
+		assert_true(rix__ranked_find(r, &ref[i].id, &one));
+		assert_true(ref_has_loc(ref + i, j - i, &ref[i].id, &one, packs));
+		assert_true(j - i <= 64);
+		assert_int_equal(rix__ranked_find_all(r, &ref[i].id, all, 64), j - i);
+		for (size_t k = 0; k < j - i; k++) {
+			assert_true(ref_has_loc(ref + i, j - i, &ref[i].id, &all[k], packs));
+			for (size_t q = 0; q < k; q++)
+				assert_false(same_place(&all[q], &all[k], packs));
+		}
+		assert_int_equal(rix__ranked_find_all(r, &ref[i].id, all, 0), j - i); /* count only */
+		i = j;
+	}
+	for (size_t i = 0; i < m; i++)
+		keys[i] = ref[m - 1 - i].id; /* descending: not the table's order */
+	assert_int_equal(rix__ranked_find_many(r, keys, m, got, found), m);
+	for (size_t i = 0; i < m; i++) {
+		assert_true(found[i]);
+		rix_loc one;
+		assert_true(rix__ranked_find(r, &keys[i], &one));
+		assert_memory_equal(&one, &got[i], sizeof(one)); /* the same one as the single lookup */
+	}
+
+	/* Absent: random IDs, and present ones with one bit flipped (the reference decides). */
+	for (size_t i = 0; i < 3000; i++) {
+		rix_id k;
+		rix_test_random_id(&k, st);
+		if (m > 0 && (i & 1)) {
+			k = ref[rix_test_next(st) % m].id;
+			flip(&k, (unsigned)(rix_test_next(st) % 256));
+		}
+		size_t lo, hi;
+		ref_run(ref, m, &k, &lo, &hi);
+		bool want = hi > lo;
+		rix_loc l;
+		assert_int_equal(rix__ranked_find(r, &k, &l), want);
+		bool f = !want;
+		assert_int_equal(rix__ranked_find_many(r, &k, 1, &l, &f), want ? 1 : 0);
+		assert_int_equal(f, want);
+		assert_int_equal(rix__ranked_find_all(r, &k, &l, 1), hi - lo);
+	}
+	free(found);
+	free(got);
+	free(keys);
+	free(ref);
+	return r;
+}
+
+static void random_entries(struct fentry *e, size_t n, uint64_t *st, uint32_t maxpack, uint64_t maxoff,
+			   uint64_t maxlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		rix_test_random_id(&e[i].id, st);
+		e[i].loc.pack = (uint32_t)(rix_test_next(st) % ((uint64_t)maxpack + 1));
+		e[i].loc.offset = (uint32_t)(rix_test_next(st) % (maxoff + 1));
+		e[i].loc.length = (uint32_t)(rix_test_next(st) % (maxlen + 1));
+		e[i].loc.uncompressed_length = (uint32_t)(rix_test_next(st) % 3 ? 2 * (uint64_t)e[i].loc.length % (maxlen + 1) : 0);
+	}
+}
+
+static void test_empty_and_one(void **state)
+{
+	(void)state;
+	uint64_t st = 1;
+	rix__ranked_free(build_and_check(NULL, 0, NULL, &st));
+	struct fentry e[1];
+	random_entries(e, 1, &st, 10, 1000, 1000);
+	struct rix__ranked *r = build_and_check(e, 1, NULL, &st);
+	assert_true(rix__ranked_memory(r) > 0);
+	rix__ranked_free(r);
+	assert_int_equal(rix__ranked_count(NULL), 0);
+	rix_loc l;
+	assert_false(rix__ranked_find(NULL, &e[0].id, &l));
+	rix__ranked_free(NULL);
+}
+
+/* Second locations: the same ID in other packs (kept), at the very same place (dropped), and
+ * at the same place of one pack under two numbers (dropped only when packs are given). */
+static void test_duplicates(void **state)
+{
+	(void)state;
+	uint64_t st = 2;
+	size_t n = 40000;
+	struct fentry *e = malloc(n * sizeof(*e));
+	random_entries(e, n, &st, 999, 1u << 24, 1u << 20);
+	rix_id *packs = malloc(1000 * sizeof(*packs));
+	for (unsigned p = 0; p < 1000; p++)
+		rix_test_random_id(&packs[p], &st);
+	packs[999] = packs[998]; /* one pack, two numbers */
+	for (size_t i = 1000; i < n; i++) {
+		uint64_t x = rix_test_next(&st) % 20;
+		if (x < 3) { /* the same blob in another pack */
+			e[i].id = e[rix_test_next(&st) % i].id;
+		} else if (x < 5) { /* a repeat of an earlier entry */
+			e[i] = e[rix_test_next(&st) % i];
+		} else if (x < 6) { /* the same place under the other number of pack 998/999 */
+			size_t k = rix_test_next(&st) % i;
+			e[k].loc.pack = 998;
+			e[i] = e[k];
+			e[i].loc.pack = 999;
+		}
+	}
+	/* A blob in 40 places. */
+	for (size_t i = 1; i <= 40; i++) {
+		e[n - i].id = e[0].id;
+		e[n - i].loc.offset = (uint32_t)i;
+	}
+	struct rix__ranked *with = build_and_check(e, n, packs, &st);
+	struct rix__ranked *without = build_and_check(e, n, NULL, &st);
+	assert_true(rix__ranked_count(with) < rix__ranked_count(without)); /* the aliased pack's repeats */
+	assert_true(rix__ranked_count(without) < n);                       /* exact repeats */
+	assert_int_equal(rix__ranked_distinct(with), rix__ranked_distinct(without));
+	rix__ranked_free(with);
+	rix__ranked_free(without);
+	free(packs);
+	free(e);
+}
+
+/* Field widths: all zero (0 bits), small, 120 bits (packed), 121 (the 128-bit layout), 128. */
+static void test_widths(void **state)
+{
+	(void)state;
+	uint64_t st = 3;
+	size_t n = 5000;
+	struct fentry *e = malloc(n * sizeof(*e));
+	struct {
+		uint32_t pack;
+		uint64_t off, len;
+		unsigned bits; /* the width the table must choose */
+	} cases[] = {
+		{ 0, 0, 0, 0 },
+		{ 3, 255, 1, 2 + 8 + 1 + 1 },
+		{ 0xFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 24 + 32 + 32 + 32 },
+		{ 0x1FFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 128 },
+		{ 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 128 },
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		random_entries(e, n, &st, cases[c].pack, cases[c].off, cases[c].len);
+		/* The largest value of every field present, so the widths are exact. */
+		e[0].loc = (rix_loc){ cases[c].pack, (uint32_t)cases[c].off, (uint32_t)cases[c].len, (uint32_t)cases[c].len };
+		struct rix__ranked *r = build_and_check(e, n, NULL, &st);
+		assert_int_equal(rix__ranked_loc_bits(r), cases[c].bits);
+		rix__ranked_free(r);
+	}
+	free(e);
+}
+
+/* IDs sharing their first 28 bytes (one bucket of the set: binary-searched runs). */
+static void test_crafted(void **state)
+{
+	(void)state;
+	uint64_t st = 4;
+	size_t n = 3000;
+	struct fentry *e = malloc(n * sizeof(*e));
+	random_entries(e, n, &st, 100, 1u << 20, 1u << 16);
+	for (size_t i = 1; i < n; i++)
+		memcpy(e[i].id.b, e[0].id.b, 28);
+	rix__ranked_free(build_and_check(e, n, NULL, &st));
+	free(e);
+}
+
+/* 1M entries of the benchmarks' shape (8 a pack, offsets (i % 8) << 22, lengths up to 4 MiB,
+ * uncompressed twice that): the set's ~29.9 bytes and a 89-bit location, under 42 bytes an
+ * entry (the frozen table: 51, pack table aside in both). */
+static void test_memory_1m(void **state)
+{
+	(void)state;
+	uint64_t st = 5;
+	size_t n = 1000000;
+	struct fentry *e = rix_malloc(n * sizeof(*e));
+	assert_non_null(e);
+	for (size_t i = 0; i < n; i++) {
+		rix_test_random_id(&e[i].id, &st);
+		uint32_t len = (uint32_t)(2000 + rix_test_next(&st) % 4194304);
+		e[i].loc = (rix_loc){ (uint32_t)(i / 8), (uint32_t)((i % 8) << 22), len, 2 * len };
+	}
+	rix_id probe = e[12345].id;
+	rix_loc want = e[12345].loc;
+	struct rix__ranked *r = NULL;
+	assert_int_equal(rix__ranked_build_owned(&r, e, (uint32_t)n, NULL, 0), 0);
+	double per = (double)rix__ranked_memory(r) / (double)n;
+	printf("ranked n=1000000: %.3f bytes/entry (location %u bits)\n", per, rix__ranked_loc_bits(r));
+	assert_true(per < 42.0);
+	assert_int_equal(rix__ranked_loc_bits(r), 17 + 25 + 23 + 24);
+	rix_loc got;
+	assert_true(rix__ranked_find(r, &probe, &got));
+	assert_memory_equal(&got, &want, sizeof(got));
+	rix__ranked_free(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_empty_and_one),
+		cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_widths),
+		cmocka_unit_test(test_crafted),
+		cmocka_unit_test(test_memory_1m),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
