@@ -6,7 +6,10 @@
  * says where each bucket's run of IDs begins and ends. Each ID keeps only its bits below the
  * top k, split at a byte boundary: with kb = ceil(k / 8), the ID's last 32 - kb bytes go to
  * the byte-aligned `tails` array and the w = 8 kb - k bits between the bucket and the tail
- * (the low bits of byte kb - 1) to the packed `mid` array, w bits an ID:
+ * (the low bits of byte kb - 1) to the packed `mid` array, w bits an ID. (A set built with
+ * RIX__IDSET_MID8, the ranked table's, takes kb = ceil((k + 8) / 8): 8 to 15 mid bits, a tail
+ * one byte shorter, the same bits an ID; an absent ID whose bucket is not empty then reads
+ * its mid bits and, but 1 time in 256, no tail.)
  *
  *   ID (256 bits):  | bucket: k bits | mid: w bits | tail: 32 - kb bytes                      |
  *                   '---- bytes 0 .. kb-1 --------'
@@ -31,9 +34,11 @@
  * is ~0.3 bytes an ID, so it tends to stay in the last-level cache); then the run's mid bits
  * (the mid array is w/8 bytes an ID, also cache-friendly) filter the run, and the tail bytes
  * of the candidates are compared (1 line, 2 when a 29-byte tail straddles a line). A run is
- * sorted (the IDs are), so a run longer than LINEAR_MAX is binary-searched. The lookups are
- * compiled twice (idset_lookup.h): with portable bit tricks, and on x86-64 with POPCNT and
- * BMI2's PDEP, used when the processor has them (decided when the set is built).
+ * sorted (the IDs are), so a run longer than LINEAR_MAX is binary-searched (a shorter one is
+ * scanned for equality). The lookups are compiled three times (idset_lookup.h): with portable
+ * bit tricks, and on x86-64 with POPCNT and BMI2's PDEP, and with AVX-512 VPOPCNTQ besides
+ * (the block's 8 popcounts and their prefix sums in a few vector instructions), the best the
+ * processor runs chosen when the set is built.
  *
  * Bytes per ID. With n IDs, k bits of bucket and G buckets a block (lambda = n / 2^k IDs per
  * bucket) an ID costs 8 (32 - kb) + w = 256 - k bits of its own plus 512 / (G lambda) bits of
@@ -94,9 +99,13 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define IDSET_HW 1
+#include <immintrin.h>
 #else
 #define IDSET_HW 0
 #endif
+
+/* Which instance of the lookups a set uses (struct rix_idset's level). */
+enum { LEVEL_PORTABLE, LEVEL_HW, LEVEL_AVX512 };
 
 struct rix_idset {
 	size_t n;          /* distinct IDs */
@@ -115,7 +124,8 @@ struct rix_idset {
 	uint32_t *ov;      /* (G + 1) starts per overflowing block; NULL if none */
 	size_t ov_blocks;
 	size_t longest;    /* longest run (shape statistics) */
-	bool hw;           /* the processor has POPCNT and BMI2: the _hw lookups */
+	int level;         /* the lookups' instance: LEVEL_HW with POPCNT and BMI2, LEVEL_AVX512
+			    * with AVX-512 VPOPCNTQ too, else LEVEL_PORTABLE */
 };
 
 /* ---- Bits ----------------------------------------------------------------------------------- */
@@ -178,9 +188,13 @@ static inline uint64_t bucket_of(const uint8_t *id, unsigned k)
 	return k ? x >> (64 - k) : 0;
 }
 
+/* The key's mid bits: the low w (< 16) bits of its bytes kb - 2, kb - 1. */
 static inline unsigned mid_key(const struct rix_idset *s, const uint8_t *id)
 {
-	return s->w ? id[s->kb - 1] & ((1u << s->w) - 1) : 0;
+	if (s->w == 0)
+		return 0;
+	unsigned x = s->kb >= 2 ? (unsigned)id[s->kb - 2] << 8 | id[s->kb - 1] : id[s->kb - 1];
+	return x & ((1u << s->w) - 1);
 }
 
 static inline unsigned mid_get(const struct rix_idset *s, size_t i)
@@ -203,6 +217,21 @@ static inline const uint64_t *block_of(const struct rix_idset *s, uint64_t b)
 	return s->dir + (size_t)(b >> s->gshift) * BLOCK_WORDS;
 }
 
+/* Whether the tails a and b (len bytes, 24 <= len <= 32: tail = 32 - kb, kb <= 5) are equal. */
+static inline bool tail_eq(const uint8_t *a, const uint8_t *b, unsigned len)
+{
+	uint64_t x[4], y[4];
+	memcpy(&x[0], a, 8);
+	memcpy(&y[0], b, 8);
+	memcpy(&x[1], a + 8, 8);
+	memcpy(&y[1], b + 8, 8);
+	memcpy(&x[2], a + 16, 8);
+	memcpy(&y[2], b + 16, 8);
+	memcpy(&x[3], a + len - 8, 8);
+	memcpy(&y[3], b + len - 8, 8);
+	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+}
+
 /* Compares entry i with the key (mid bits km, tail bytes key): <0, 0, >0 as entry - key. */
 static inline int entry_cmp(const struct rix_idset *s, size_t i, unsigned km, const uint8_t *key)
 {
@@ -220,14 +249,15 @@ static inline bool run_find(const struct rix_idset *s, const uint8_t *id, size_t
 	unsigned km = mid_key(s, id);
 	const uint8_t *key = id + s->kb;
 	if (hi - lo <= LINEAR_MAX) {
+		/* A short run is scanned for equality (the mid bits first, then the tail as four
+		 * 8-byte words: no byte swaps, no order, no early stop to predict). */
 		for (size_t i = lo; i < hi; i++) {
 			if (steps)
 				++*steps;
-			int c = entry_cmp(s, i, km, key);
-			if (c >= 0) {
-				if (c == 0 && at)
+			if (mid_get(s, i) == km && tail_eq(tail_at(s, i), key, s->tail)) {
+				if (at)
 					*at = i;
-				return c == 0;
+				return true;
 			}
 		}
 		return false;
@@ -271,24 +301,58 @@ static inline bool run_find(const struct rix_idset *s, const uint8_t *id, size_t
 #undef IDSET_ATTR
 #undef IDSET_POPCOUNT
 #undef IDSET_SELECT
+
+#define IDSET_FN(name) name##_avx512
+#define IDSET_ATTR __attribute__((target("popcnt,bmi,bmi2,avx512f,avx512vpopcntdq")))
+#define IDSET_POPCOUNT(x) __builtin_popcountll(x)
+#define IDSET_SELECT(x, r) __builtin_ctzll(__builtin_ia32_pdep_di(1ull << (r), (x)))
+#define IDSET_AVX512 1
+#include "idset_lookup.h"
+#undef IDSET_FN
+#undef IDSET_ATTR
+#undef IDSET_POPCOUNT
+#undef IDSET_SELECT
+#undef IDSET_AVX512
 #endif
 
-/* Whether this processor has what the _hw instance uses. */
-static bool cpu_has_hw(void)
+/* The best instance of the lookups this processor runs. */
+static int cpu_level(void)
 {
 #if IDSET_HW
 	__builtin_cpu_init();
-	return __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi2");
+	if (!__builtin_cpu_supports("popcnt") || !__builtin_cpu_supports("bmi2"))
+		return LEVEL_PORTABLE;
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq"))
+		return LEVEL_AVX512;
+	return LEVEL_HW;
 #else
-	return false;
+	return LEVEL_PORTABLE;
 #endif
 }
 
 void rix_idset_use_portable(rix_idset *s, bool on)
 {
 	if (s != NULL)
-		s->hw = !on && cpu_has_hw();
+		s->level = on ? LEVEL_PORTABLE : cpu_level();
 }
+
+int rix__idset_use_level(rix_idset *s, int level)
+{
+	if (s == NULL || level < LEVEL_PORTABLE || level > cpu_level())
+		return -1;
+	s->level = level;
+	return 0;
+}
+
+/* Calls the set's instance of a lookup (x86-64: as its level says). */
+#if IDSET_HW
+#define DISPATCH(s, name, ...)                                                \
+	((s)->level == LEVEL_AVX512 ? name##_avx512(__VA_ARGS__)              \
+	 : (s)->level == LEVEL_HW   ? name##_hw(__VA_ARGS__)                  \
+				    : name##_portable(__VA_ARGS__))
+#else
+#define DISPATCH(s, name, ...) name##_portable(__VA_ARGS__)
+#endif
 
 size_t rix_idset_lookup_cost(const rix_idset *s, const rix_id *id)
 {
@@ -304,11 +368,7 @@ bool rix_idset_has(const rix_idset *s, const rix_id *id)
 {
 	if (s == NULL || s->n == 0)
 		return false;
-#if IDSET_HW
-	if (s->hw)
-		return has_hw(s, id->b);
-#endif
-	return has_portable(s, id->b);
+	return DISPATCH(s, has, s, id->b);
 }
 
 size_t rix_idset_has_many(bool *found, const rix_idset *s, const rix_id *ids, size_t n)
@@ -318,22 +378,14 @@ size_t rix_idset_has_many(bool *found, const rix_idset *s, const rix_id *ids, si
 			memset(found, 0, n * sizeof(*found));
 		return 0;
 	}
-#if IDSET_HW
-	if (s->hw)
-		return has_many_hw(found, s, ids, n);
-#endif
-	return has_many_portable(found, s, ids, n);
+	return DISPATCH(s, has_many, found, s, ids, n);
 }
 
 bool rix_idset_rank(const rix_idset *s, const rix_id *id, size_t *rank)
 {
 	if (s == NULL || s->n == 0)
 		return false;
-#if IDSET_HW
-	if (s->hw)
-		return rank_hw(s, id->b, rank);
-#endif
-	return rank_portable(s, id->b, rank);
+	return DISPATCH(s, rank, s, id->b, rank);
 }
 
 size_t rix_idset_rank_many(size_t *ranks, const rix_idset *s, const rix_id *ids, size_t n)
@@ -343,11 +395,7 @@ size_t rix_idset_rank_many(size_t *ranks, const rix_idset *s, const rix_id *ids,
 			ranks[i] = RIX_IDSET_NO_RANK;
 		return 0;
 	}
-#if IDSET_HW
-	if (s->hw)
-		return rank_many_hw(ranks, s, ids, n);
-#endif
-	return rank_many_portable(ranks, s, ids, n);
+	return DISPATCH(s, rank_many, ranks, s, ids, n);
 }
 
 size_t rix_idset_count(const rix_idset *s)
@@ -382,10 +430,14 @@ static int emit_run(const struct rix_idset *s, uint64_t b, size_t lo, size_t hi,
 		for (unsigned i = 0; i < s->kb; i++)
 			id.b[i] = (uint8_t)(top >> (56 - 8 * i));
 	}
-	uint8_t last = s->kb ? id.b[s->kb - 1] : 0;
+	/* The bucket's bits of the last two bytes before the tail, the mid bits ORed in. */
+	unsigned two = s->kb >= 2 ? (unsigned)id.b[s->kb - 2] << 8 | id.b[s->kb - 1] : s->kb ? id.b[s->kb - 1] : 0;
 	for (size_t i = lo; i < hi; i++) {
+		unsigned m = two | mid_get(s, i);
+		if (s->kb >= 2)
+			id.b[s->kb - 2] = (uint8_t)(m >> 8);
 		if (s->kb)
-			id.b[s->kb - 1] = (uint8_t)(last | mid_get(s, i));
+			id.b[s->kb - 1] = (uint8_t)m;
 		memcpy(id.b + s->kb, tail_at(s, i), s->tail);
 		int rc = fn(payload, &id);
 		if (rc != 0)
@@ -540,6 +592,9 @@ static inline size_t dir_offset(const uint8_t *base, size_t mid_end)
 
 int rix_idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags)
 {
+	*out = NULL;
+	if ((flags & ~(unsigned)RIX_IDSET_SORTED) != 0)
+		return rix_error_set(RIX_EINVAL, "id set: unknown flags 0x%x", flags);
 	return rix__idset_build_owned(out, ids, n, flags, 0);
 }
 
@@ -574,16 +629,17 @@ static inline void scan_end(struct shape_scan *sc)
 	sc->s->ov_blocks += ((size_t)1 << sc->s->gshift) + sc->blk_total > CODE_BITS;
 }
 
-/* The shape of a set of nd distinct IDs (k, G and the fields they fix). */
-static void set_shape(struct rix_idset *s, size_t nd)
+/* The shape of a set of nd distinct IDs (k, G and the fields they fix); mid8: at least 8 mid
+ * bits (RIX__IDSET_MID8). */
+static void set_shape(struct rix_idset *s, size_t nd, bool mid8)
 {
 	choose_shape(nd, &s->k, &s->gshift);
 	s->n = nd;
-	s->kb = (s->k + 7) / 8;
+	s->kb = (s->k + (mid8 ? 15 : 7)) / 8;
 	s->tail = RIX_ID_SIZE - s->kb;
 	s->w = 8 * s->kb - s->k;
 	s->nblocks = (size_t)1 << (s->k - s->gshift);
-	s->hw = cpu_has_hw();
+	s->level = cpu_level();
 }
 
 /* Bytes the block needs while phase B runs: the 31-byte records, then mid, directory, ov. */
@@ -670,8 +726,14 @@ static void build_from_records(struct rix_idset *s, uint8_t *base, size_t have, 
 
 int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags, unsigned workers)
 {
+	return rix__idset_build_owned_in(out, ids, n, n * sizeof(rix_id), flags, workers);
+}
+
+int rix__idset_build_owned_in(rix_idset **out, rix_id *ids, size_t n, size_t have, unsigned flags,
+			      unsigned workers)
+{
 	*out = NULL;
-	if ((flags & ~(unsigned)RIX_IDSET_SORTED) != 0)
+	if ((flags & ~(unsigned)(RIX_IDSET_SORTED | RIX__IDSET_MID8)) != 0)
 		return rix_error_set(RIX_EINVAL, "id set: unknown flags 0x%x", flags);
 	if (n > 0 && ids == NULL)
 		return rix_error_set(RIX_EINVAL, "id set: no array for %zu IDs", n);
@@ -704,7 +766,7 @@ int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flag
 		*out = s;
 		return 0;
 	}
-	set_shape(s, nd);
+	set_shape(s, nd, (flags & RIX__IDSET_MID8) != 0);
 
 	/* Pass 2: the blocks that overflow, the longest run. */
 	struct shape_scan sc = { .s = s, .cur_b = UINT64_MAX };
@@ -723,7 +785,6 @@ int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flag
 	 * has begun.
 	 */
 	size_t need = build_need(s);
-	size_t have = n * sizeof(rix_id);
 	if (have < need) {
 		rix_id *grown = rix_realloc(ids, need);
 		if (grown == NULL) {
@@ -799,7 +860,7 @@ int rix__idset_from_records(rix_idset **out, uint8_t *base, size_t have, const s
 		rix_free(s);
 		return rix_error_set(RIX_ELIMIT, "id set: %zu IDs are over the limit of %u", nd, RIX_IDSET_MAX_IDS);
 	}
-	set_shape(s, nd);
+	set_shape(s, nd, false);
 	struct shape_scan sc = { .s = s, .cur_b = UINT64_MAX };
 	uint8_t head[8];
 	size_t r = 0;

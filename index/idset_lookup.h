@@ -13,6 +13,58 @@
  * block's 8 words of zeros are summed, and the word of the bucket's 0 is the number of prefix
  * sums at most j (no loop whose length depends on the data, so nothing to mispredict).
  */
+#ifdef IDSET_AVX512
+/*
+ * The same with AVX-512 (VPOPCNTQ): the block's 8 words of zeros counted in one instruction,
+ * their prefix sums in three shifted adds, the word of the j-th zero a compare mask's popcount.
+ */
+static IDSET_ATTR inline void IDSET_FN(bucket_range)(const struct rix_idset *s, uint64_t b, size_t *lo, size_t *hi)
+{
+	const uint64_t *blk = block_of(s, b);
+	unsigned j = (unsigned)(b & ((1u << s->gshift) - 1));
+	uint64_t w0 = blk[0];
+	size_t base = (size_t)(w0 & BASE_MASK);
+	if (__builtin_expect((w0 & OV_FLAG) != 0, 0)) {
+		const uint32_t *o = s->ov + blk[1] + j;
+		*lo = o[0];
+		*hi = o[1];
+		return;
+	}
+	const __m512i zero = _mm512_setzero_si512();
+	__m512i v = _mm512_load_si512((const void *)blk);
+	/* z: the code's zeros as ones, word 0's header (its low 32 bits) left out */
+	__m512i z = _mm512_andnot_si512(_mm512_or_si512(v, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, 0xFFFFFFFF)),
+					_mm512_set1_epi64(-1));
+	__m512i cnt = _mm512_popcnt_epi64(z);
+	__m512i inc = _mm512_add_epi64(cnt, _mm512_alignr_epi64(cnt, zero, 7));
+	inc = _mm512_add_epi64(inc, _mm512_alignr_epi64(inc, zero, 6));
+	inc = _mm512_add_epi64(inc, _mm512_alignr_epi64(inc, zero, 4)); /* zeros in words 0..i */
+	__mmask8 le = _mm512_cmple_epu64_mask(inc, _mm512_set1_epi64((long long)j));
+	unsigned wi = (unsigned)__builtin_popcount((unsigned)le); /* < 8: the block holds G > j zeros */
+	__m512i at = _mm512_set1_epi64((long long)wi);
+	uint64_t zw = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(_mm512_permutexvar_epi64(at, z)));
+	unsigned before = (unsigned)_mm_cvtsi128_si64(
+		_mm512_castsi512_si128(_mm512_permutexvar_epi64(at, _mm512_sub_epi64(inc, cnt))));
+	unsigned r = j - before;
+	unsigned zj = wi * 64 + (unsigned)IDSET_SELECT(zw, r); /* the j-th zero, as a bit of the block */
+	unsigned zp = CODE_START - 1;                           /* the (j-1)-th zero; "bit 31" for j = 0 */
+	if (j > 0) {
+		if (r > 0) {
+			zp = wi * 64 + (unsigned)IDSET_SELECT(zw, r - 1);
+		} else { /* in the last word before wi that has a zero */
+			unsigned nz = (unsigned)_mm512_test_epi64_mask(z, z) & ((1u << wi) - 1);
+			unsigned i = 31 - (unsigned)__builtin_clz(nz);
+			uint64_t zi = (uint64_t)_mm_cvtsi128_si64(
+				_mm512_castsi512_si128(_mm512_permutexvar_epi64(_mm512_set1_epi64(i), z)));
+			zp = i * 64 + 63 - (unsigned)__builtin_clzll(zi);
+		}
+	}
+	size_t count = zj - zp - 1;
+	size_t ones_before = zj - CODE_START - j;
+	*lo = base + ones_before - count;
+	*hi = base + ones_before;
+}
+#else
 static IDSET_ATTR inline void IDSET_FN(bucket_range)(const struct rix_idset *s, uint64_t b, size_t *lo, size_t *hi)
 {
 	const uint64_t *blk = block_of(s, b);
@@ -62,6 +114,7 @@ static IDSET_ATTR inline void IDSET_FN(bucket_range)(const struct rix_idset *s, 
 	*lo = base + ones_before - count;
 	*hi = base + ones_before;
 }
+#endif
 
 static IDSET_ATTR bool IDSET_FN(has)(const struct rix_idset *s, const uint8_t *id)
 {

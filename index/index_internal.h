@@ -51,6 +51,19 @@ int rix__index_reserve(rix_index *idx, rix_blob_type t, size_t n);
  * index's bulk_finish passes its own limit (rix_master_index_set_workers). idset.c. */
 struct rix_idset;
 int rix__idset_build_owned(struct rix_idset **out, rix_id *ids, size_t n, unsigned flags, unsigned workers);
+/*
+ * A flag of rix__idset_build_owned only: at least 8 mid bits an ID (kb one byte more, the
+ * tail one byte less: the same bits an ID), so that a lookup of an absent ID whose bucket is
+ * not empty reads the mid array (w/8 bytes an ID) and, 255 times in 256, not the tails. The
+ * build's room grows by up to 1 byte an ID: give it with rix__idset_build_owned_in.
+ */
+#define RIX__IDSET_MID8 (1u << 16)
+/* Makes s use the lookups' instance `level` (0 portable, 1 POPCNT and BMI2, 2 AVX-512 too):
+ * tests. -1 when this processor lacks it (s unchanged). */
+int rix__idset_use_level(struct rix_idset *s, int level);
+/* rix__idset_build_owned on an array of `have` >= 32 n bytes (room the build may use). */
+int rix__idset_build_owned_in(struct rix_idset **out, rix_id *ids, size_t n, size_t have, unsigned flags,
+			      unsigned workers);
 
 /*
  * IDs collected for a set in 31 bytes each (idset.c: 256 parts by the first byte), for a bulk

@@ -56,6 +56,7 @@ struct rix__ranked {
 	uint32_t nd;    /* distinct IDs */
 	unsigned width; /* bits a location */
 	unsigned pb, ob, lb, ub;
+	uint32_t pm, om, lm, um; /* the fields' masks */
 };
 
 static inline unsigned bits_of(uint32_t v)
@@ -96,13 +97,13 @@ static inline void loc_get(const struct rix__ranked *r, size_t rank, rix_loc *lo
 	uint64_t bit = (uint64_t)rank * r->width;
 	const uint8_t *p = r->locs + (bit >> 3);
 	u128 v = (((u128)load64_le(p + 8) << 64) | load64_le(p)) >> (bit & 7);
-	loc->pack = (uint32_t)((uint64_t)v & mask_of(r->pb));
+	loc->pack = (uint32_t)v & r->pm;
 	v >>= r->pb;
-	loc->offset = (uint32_t)((uint64_t)v & mask_of(r->ob));
+	loc->offset = (uint32_t)v & r->om;
 	v >>= r->ob;
-	loc->length = (uint32_t)((uint64_t)v & mask_of(r->lb));
+	loc->length = (uint32_t)v & r->lm;
 	v >>= r->lb;
-	loc->uncompressed_length = (uint32_t)((uint64_t)v & mask_of(r->ub));
+	loc->uncompressed_length = (uint32_t)v & r->um;
 }
 
 /* Writes rank's location into the zeroed array. */
@@ -162,6 +163,10 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 	if (r->pb + r->ob + r->lb + r->ub > LOC_PACKED_MAX)
 		r->pb = r->ob = r->lb = r->ub = 32;
 	r->width = r->pb + r->ob + r->lb + r->ub;
+	r->pm = (uint32_t)mask_of(r->pb);
+	r->om = (uint32_t)mask_of(r->ob);
+	r->lm = (uint32_t)mask_of(r->lb);
+	r->um = (uint32_t)mask_of(r->ub);
 	r->nd = nd;
 	r->locs_size = (((uint64_t)nd * r->width + 7) >> 3) + LOC_PAD;
 	r->locs = rix_calloc(1, r->locs_size);
@@ -201,12 +206,17 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 		if (d != NULL)
 			r->dups = d;
 	}
-	if (nd > 0 && (size_t)nd * sizeof(rix_id) < (size_t)count * sizeof(struct fentry)) {
-		rix_id *shrunk = rix_realloc(ids, (size_t)nd * sizeof(rix_id));
-		if (shrunk != NULL)
+	/* The set is built with 8 or more mid bits (a lookup of an absent ID reads the mid array,
+	 * not the tails), in the array with the room that build needs beyond the IDs kept. */
+	size_t have = (size_t)count * sizeof(struct fentry), room = (size_t)nd * (sizeof(rix_id) + 3) + 4096;
+	if (nd > 0 && room < have) {
+		rix_id *shrunk = rix_realloc(ids, room);
+		if (shrunk != NULL) {
 			ids = shrunk;
+			have = room;
+		}
 	}
-	int rc = rix__idset_build_owned(&r->ids, ids, nd, RIX_IDSET_SORTED, workers);
+	int rc = rix__idset_build_owned_in(&r->ids, ids, nd, have, RIX_IDSET_SORTED | RIX__IDSET_MID8, workers);
 	if (rc != 0) {
 		rix_free(ids);
 		rix__ranked_free(r);

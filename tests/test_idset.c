@@ -6,8 +6,9 @@
  * the empty set, one ID, duplicates; sizes across powers of two; crafted IDs sharing their top
  * 32 bits (correct, and a lookup compares O(log n) IDs); the sorted-input path and its check;
  * allocation failure N; lookups from several threads at once; memory at most 30 bytes an ID
- * at n = 1M; ranks (an ID's position in ascending order, single and batched; absent: none). Both instances of the lookups
- * (portable, and POPCNT/BMI2 where the processor has them) are checked.
+ * at n = 1M; ranks (an ID's position in ascending order, single and batched; absent: none); the
+ * shape with 8 or more mid bits (the ranked table's). Every instance of the lookups the processor
+ * runs (portable; POPCNT and BMI2; AVX-512 VPOPCNTQ) is checked.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -216,8 +217,10 @@ static void build_and_check(const rix_id *ids, size_t n, uint64_t *st)
 
 	rix_idset *s = must_build(ids, n);
 	check_set(s, ref, d, st);
-	rix_idset_use_portable(s, true); /* the other instance of the lookups */
-	check_set(s, ref, d, st);
+	/* Every instance of the lookups this processor runs (portable; POPCNT and BMI2; AVX-512). */
+	for (int level = 0; level <= 2; level++)
+		if (rix__idset_use_level(s, level) == 0)
+			check_set(s, ref, d, st);
 	rix_idset_free(s);
 
 	/* Taken over, unsorted. */
@@ -242,6 +245,22 @@ static void build_and_check(const rix_id *ids, size_t n, uint64_t *st)
 	check_set(s, ref, d, st);
 	assert_int_equal(rix_idset_memory(s), plain_memory);
 	rix_idset_free(s);
+
+	/* Taken over, with at least 8 mid bits (the ranked table's shape): the same IDs, mid
+	 * bits 8..15, the same bits an ID. */
+	own = rix_malloc((n ? n : 1) * sizeof(*own));
+	assert_non_null(own);
+	memcpy(own, ids, n * sizeof(*own));
+	assert_int_equal(rix__idset_build_owned_in(&s, own, n, (n ? n : 1) * sizeof(*own), RIX__IDSET_MID8, 1), 0);
+	check_set(s, ref, d, st);
+	if (d > 0) {
+		rix_idset_shape sh;
+		rix_idset_get_shape(&sh, s);
+		assert_true(sh.mid_bits >= 8 && sh.mid_bits <= 15);
+		assert_true(rix_idset_memory(s) <= plain_memory + d / 8 + 64);
+	}
+	rix_idset_free(s);
+	assert_int_equal(rix_idset_build_owned(&s, NULL, 0, RIX__IDSET_MID8), RIX_EINVAL); /* not public */
 
 	/* Taken over, said to be sorted (with its duplicates). */
 	own = rix_malloc((n ? n : 1) * sizeof(*own));

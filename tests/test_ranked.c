@@ -113,13 +113,15 @@ static struct rix__ranked *build_and_check(const struct fentry *e, size_t n, con
 {
 	struct fentry *own = rix_malloc((n ? n : 1) * sizeof(*own));
 	assert_non_null(own);
-	memcpy(own, e, n * sizeof(*own));
+	if (n > 0)
+		memcpy(own, e, n * sizeof(*own));
 	struct rix__ranked *r = NULL;
 	assert_int_equal(rix__ranked_build_owned(&r, own, (uint32_t)n, packs, (unsigned)(n % 3)), 0);
 	assert_non_null(r);
 
 	struct fentry *ref = malloc((n ? n : 1) * sizeof(*ref));
-	memcpy(ref, e, n * sizeof(*ref));
+	if (n > 0)
+		memcpy(ref, e, n * sizeof(*ref));
 	size_t m = ref_make(ref, n, packs);
 	size_t distinct = 0;
 	for (size_t i = 0; i < m; i++)
