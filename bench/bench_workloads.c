@@ -528,6 +528,76 @@ static void master_run(bench_b *b)
 	bench_metric(b, (double)live / (double)s->n, "heap-B/entry");
 }
 
+/* ---- TableBuild: the merged table from loaded entries, frozen (in place) or ranked --------- */
+/* arg[0] = N, arg[1] = 0 frozen / 1 ranked. The Master workload's entries, as bulk loading
+ * leaves them (an array of 48-byte entries); the copy into it is not timed. */
+
+typedef struct table_build_state {
+	size_t n;
+	bool ranked;
+} table_build_state;
+
+static int table_build_setup(bench_b *b)
+{
+	table_build_state *s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return bench_fail(b, "out of memory");
+	s->n = (size_t)b->def->arg[0];
+	s->ranked = b->def->arg[1] != 0;
+	(void)gen_entry_ids(s->n);
+	workload_caches_free(); /* their memory would count against this one's */
+	b->state = s;
+	b->per_op_div = (double)s->n;
+	b->per_op_unit = "ns/entry";
+	return 0;
+}
+
+static void table_build_run(bench_b *b)
+{
+	table_build_state *s = b->state;
+	const rix_id *ids = gen_entry_ids(s->n);
+	const rix_loc *locs = gen_entry_locs(s->n);
+	size_t mem = 0;
+	for (uint64_t op = 0; op < b->n; op++) {
+		bench_stop(b);
+		struct fentry *e = rix_malloc(s->n * sizeof(*e));
+		if (e == NULL) {
+			bench_fail(b, "out of memory");
+			return;
+		}
+		for (size_t i = 0; i < s->n; i++)
+			e[i] = (struct fentry){ .id = ids[i], .loc = locs[i] };
+		bench_start(b);
+		int rc;
+		bool ok;
+		rix_loc l;
+		if (s->ranked) {
+			struct rix__ranked *r;
+			rc = rix__ranked_build_owned(&r, e, (uint32_t)s->n, NULL, 0);
+			bench_stop(b);
+			ok = rc == 0 && rix__ranked_find(r, &ids[s->n / 2], &l) && l.offset == locs[s->n / 2].offset;
+			mem = rix__ranked_memory(r);
+			rix__ranked_free(r);
+		} else {
+			struct frozen *f;
+			rc = rix__frozen_in_place(&f, e, (uint32_t)s->n, TABLE_SEED, 0);
+			bench_stop(b);
+			ok = rc == 0 && f->count == s->n;
+			mem = rix__frozen_memory(f);
+			if (rc == 0)
+				rix__frozen_free(f);
+			else
+				rix_free(e);
+		}
+		if (!ok) {
+			bench_fail(b, "building the table failed or answered wrong");
+			return;
+		}
+		bench_start(b);
+	}
+	bench_metric(b, (double)mem / (double)s->n, "B/entry");
+}
+
 /* ---- Registration ------------------------------------------------------------------------- */
 
 static void reg(const char *name, int (*setup)(bench_b *), void (*run)(bench_b *),
@@ -597,6 +667,12 @@ void register_workload_benchmarks(void)
 		for (int m = 0; m < 2; m++) {
 			snprintf(name, sizeof(name), "RankedLookupBatch/N=%s/%s", nl, mode_name[m]);
 			reg(name, lookup_setup, lookup_run, lookup_n[i], (uint64_t)m, 1, 6);
+		}
+	}
+	for (size_t i = 0; i < 2; i++) {
+		for (int r = 0; r < 2; r++) {
+			snprintf(name, sizeof(name), "TableBuild/N=%s/%s", n_label(lookup_n[i]), r ? "ranked" : "frozen");
+			reg(name, table_build_setup, table_build_run, lookup_n[i], (uint64_t)r, 0, 0);
 		}
 	}
 	static const uint64_t sweep_batch[] = { 1, 4, 16, 64, 256, 1024, 4096, 16384 };

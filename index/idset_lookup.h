@@ -31,7 +31,7 @@ static IDSET_ATTR inline void IDSET_FN(bucket_range)(const struct rix_idset *s, 
 		return;
 	}
 	const __m512i zero = _mm512_setzero_si512();
-	__m512i v = _mm512_load_si512((const void *)blk);
+	__m512i v = _mm512_loadu_si512((const void *)blk); /* aligned as built; loadu costs nothing then */
 	/* z: the code's zeros as ones, word 0's header (its low 32 bits) left out */
 	__m512i z = _mm512_andnot_si512(_mm512_or_si512(v, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, 0xFFFFFFFF)),
 					_mm512_set1_epi64(-1));
