@@ -278,6 +278,7 @@ static int get_ranked(bench_b *b, size_t n, const struct rix__ranked **out)
 		struct fentry *e = rix_malloc(n * sizeof(*e));
 		if (e == NULL)
 			return bench_fail(b, "out of memory");
+		rix__advise_huge(e, n * sizeof(*e)); /* as bulk loading's batches, before they are filled */
 		for (size_t i = 0; i < n; i++)
 			e[i] = (struct fentry){ .id = ids[i], .loc = locs[i] };
 		int rc = rix__ranked_build_owned(&ranked_cache.rk, e, (uint32_t)n, NULL, 0);
@@ -565,6 +566,7 @@ static void table_build_run(bench_b *b)
 			bench_fail(b, "out of memory");
 			return;
 		}
+		rix__advise_huge(e, s->n * sizeof(*e));
 		for (size_t i = 0; i < s->n; i++)
 			e[i] = (struct fentry){ .id = ids[i], .loc = locs[i] };
 		bench_start(b);

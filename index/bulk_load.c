@@ -59,6 +59,9 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	void *q = rix_realloc(*p, c * elem);
 	if (q == NULL)
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu bulk entries", c);
+	/* The committed entries become a table read at random: huge pages for what is not
+	 * faulted in yet (advice only; small arrays are left alone by the kernel). */
+	rix__advise_huge(q, c * elem);
 	*p = q;
 	*cap = c;
 	return 0;

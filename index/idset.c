@@ -395,7 +395,18 @@ size_t rix_idset_rank_many(size_t *ranks, const rix_idset *s, const rix_id *ids,
 			ranks[i] = RIX_IDSET_NO_RANK;
 		return 0;
 	}
-	return DISPATCH(s, rank_many, ranks, s, ids, n);
+	return DISPATCH(s, rank_many, ranks, s, ids, n, NULL, 0);
+}
+
+size_t rix__idset_rank_many_sat(size_t *ranks, const rix_idset *s, const rix_id *ids, size_t n, const uint8_t *sat,
+				unsigned sat_bits)
+{
+	if (s == NULL || s->n == 0) {
+		for (size_t i = 0; i < n; i++)
+			ranks[i] = RIX_IDSET_NO_RANK;
+		return 0;
+	}
+	return DISPATCH(s, rank_many, ranks, s, ids, n, sat, sat_bits);
 }
 
 size_t rix_idset_count(const rix_idset *s)

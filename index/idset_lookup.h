@@ -159,8 +159,11 @@ static IDSET_ATTR bool IDSET_FN(rank)(const struct rix_idset *s, const uint8_t *
 	return lo < hi && run_find(s, id, lo, hi, NULL, rank);
 }
 
-/* has_many's stages, the position of each ID found written out (RIX_IDSET_NO_RANK if absent). */
-static IDSET_ATTR size_t IDSET_FN(rank_many)(size_t *ranks, const struct rix_idset *s, const rix_id *ids, size_t n)
+/* has_many's stages, the position of each ID found written out (RIX_IDSET_NO_RANK if absent);
+ * sat (may be NULL): an array of sat_bits an ID by rank (the ranked table's locations), whose
+ * line at the run's first rank is prefetched with the run's mid bits and tail. */
+static IDSET_ATTR size_t IDSET_FN(rank_many)(size_t *ranks, const struct rix_idset *s, const rix_id *ids, size_t n,
+					     const uint8_t *sat, unsigned sat_bits)
 {
 	size_t hits = 0;
 	for (size_t g = 0; g < n; g += BATCH) {
@@ -178,6 +181,8 @@ static IDSET_ATTR size_t IDSET_FN(rank_many)(size_t *ranks, const struct rix_ids
 				RIX_PREFETCH(tail_at(s, lo[i]));
 				if (s->w)
 					RIX_PREFETCH(s->mid + ((lo[i] * s->w) >> 3));
+				if (sat != NULL)
+					RIX_PREFETCH(sat + (((uint64_t)lo[i] * sat_bits) >> 3));
 			}
 		}
 		for (size_t i = 0; i < m; i++) {

@@ -61,6 +61,10 @@ int rix__idset_build_owned(struct rix_idset **out, rix_id *ids, size_t n, unsign
 /* Makes s use the lookups' instance `level` (0 portable, 1 POPCNT and BMI2, 2 AVX-512 too):
  * tests. -1 when this processor lacks it (s unchanged). */
 int rix__idset_use_level(struct rix_idset *s, int level);
+/* rix_idset_rank_many that also prefetches, for each run it reads, the line of sat (an array of
+ * sat_bits bits an ID, by rank) at the run's first rank: the ranked table's locations. */
+size_t rix__idset_rank_many_sat(size_t *ranks, const struct rix_idset *s, const rix_id *ids, size_t n,
+				const uint8_t *sat, unsigned sat_bits);
 /* rix__idset_build_owned on an array of `have` >= 32 n bytes (room the build may use). */
 int rix__idset_build_owned_in(struct rix_idset **out, rix_id *ids, size_t n, size_t have, unsigned flags,
 			      unsigned workers);

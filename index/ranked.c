@@ -87,11 +87,6 @@ static inline void store64_le(uint8_t *p, uint64_t x)
 	memcpy(p, &x, 8);
 }
 
-static inline const uint8_t *loc_line(const struct rix__ranked *r, size_t rank)
-{
-	return r->locs + (((uint64_t)rank * r->width) >> 3);
-}
-
 static inline void loc_get(const struct rix__ranked *r, size_t rank, rix_loc *loc)
 {
 	uint64_t bit = (uint64_t)rank * r->width;
@@ -145,6 +140,7 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 		rix_free(entries);
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
 	}
+	rix__advise_huge(entries, (size_t)count * sizeof(*entries)); /* the set is built in this array */
 	rix__ranked_sort(entries, count, workers);
 	/* Pass 1: field widths, distinct IDs, second locations (an upper bound: some repeat). */
 	uint32_t mp = 0, mo = 0, ml = 0, mu = 0, nd = 0;
@@ -263,13 +259,12 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 	size_t rank[BATCH];
 	for (size_t g = 0; g < n; g += BATCH) {
 		size_t m = n - g < BATCH ? n - g : BATCH;
-		if (r == NULL || rix_idset_rank_many(rank, r->ids, ids + g, m) == 0) {
+		/* The locations' lines are fetched with the IDs' (at the run's first rank: the rank
+		 * itself, as a rule), so that decoding them below rarely waits. */
+		if (r == NULL || rix__idset_rank_many_sat(rank, r->ids, ids + g, m, r->locs, r->width) == 0) {
 			memset(found + g, 0, m * sizeof(*found));
 			continue;
 		}
-		for (size_t i = 0; i < m; i++)
-			if (rank[i] != RIX_IDSET_NO_RANK)
-				RIX_PREFETCH(loc_line(r, rank[i]));
 		for (size_t i = 0; i < m; i++) {
 			bool f = rank[i] != RIX_IDSET_NO_RANK;
 			found[g + i] = f;
