@@ -95,7 +95,8 @@
 #define BASE_MASK 0x7FFFFFFFu
 #define MAX_GSHIFT 8u        /* G <= 256 */
 #define LINEAR_MAX 8u        /* runs up to this long are scanned, longer ones binary-searched */
-#define BATCH 16u            /* keys in flight in rix_idset_has_many */
+#define PIPE_D 16u           /* keys between the stages of the batched lookups */
+#define PIPE_RING 64u        /* their ring of keys in flight (> 2 PIPE_D) */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define IDSET_HW 1

@@ -123,33 +123,74 @@ static IDSET_ATTR bool IDSET_FN(has)(const struct rix_idset *s, const uint8_t *i
 	return lo < hi && run_find(s, id, lo, hi, NULL, NULL);
 }
 
+/*
+ * The batched lookup, a software pipeline of three stages PIPE_D keys apart: key i's bucket is
+ * computed and its directory line prefetched; key i - PIPE_D's run is decoded from that line
+ * and its tail, mid bits and (sat: the ranked table's locations, sat_bits an ID by rank; may be
+ * NULL) satellite line prefetched; key i - 2 PIPE_D's run is searched. Each line has PIPE_D
+ * keys' work to arrive in, for every key alike (groups that wait on their own first keys'
+ * lines do not). ranks[i] (may be NULL): the rank or RIX_IDSET_NO_RANK; found[i] (may be NULL).
+ * @return the number found.
+ */
+static IDSET_ATTR size_t IDSET_FN(find_many)(const struct rix_idset *s, const rix_id *ids, size_t n, size_t *ranks,
+					     bool *found, const uint8_t *sat, unsigned sat_bits)
+{
+	uint64_t b[PIPE_RING];
+	size_t lo[PIPE_RING], hi[PIPE_RING];
+	size_t hits = 0;
+#define STAGE_A(i)                                                                       \
+	do {                                                                             \
+		size_t x_ = (i) % PIPE_RING;                                             \
+		b[x_] = bucket_of(ids[(i)].b, s->k);                                     \
+		RIX_PREFETCH(block_of(s, b[x_]));                                        \
+	} while (0)
+#define STAGE_B(j)                                                                       \
+	do {                                                                             \
+		size_t x_ = (j) % PIPE_RING;                                             \
+		IDSET_FN(bucket_range)(s, b[x_], &lo[x_], &hi[x_]);                      \
+		if (lo[x_] < hi[x_]) {                                                   \
+			RIX_PREFETCH(tail_at(s, lo[x_]));                                \
+			if (s->w)                                                        \
+				RIX_PREFETCH(s->mid + ((lo[x_] * s->w) >> 3));           \
+			if (sat != NULL)                                                 \
+				RIX_PREFETCH(sat + (((uint64_t)lo[x_] * sat_bits) >> 3)); \
+		}                                                                        \
+	} while (0)
+#define STAGE_C(k)                                                                       \
+	do {                                                                             \
+		size_t x_ = (k) % PIPE_RING, r_ = RIX_IDSET_NO_RANK;                     \
+		bool f_ = lo[x_] < hi[x_] && run_find(s, ids[(k)].b, lo[x_], hi[x_], NULL, &r_); \
+		if (ranks != NULL)                                                       \
+			ranks[(k)] = f_ ? r_ : RIX_IDSET_NO_RANK;                        \
+		if (found != NULL)                                                       \
+			found[(k)] = f_;                                                 \
+		hits += f_;                                                              \
+	} while (0)
+	size_t i = 0;
+	for (; i < n && i < PIPE_D; i++)
+		STAGE_A(i);
+	for (; i < n && i < 2 * PIPE_D; i++) {
+		STAGE_A(i);
+		STAGE_B(i - PIPE_D);
+	}
+	for (; i < n; i++) { /* the steady state: no bounds to test */
+		STAGE_A(i);
+		STAGE_B(i - PIPE_D);
+		STAGE_C(i - 2 * PIPE_D);
+	}
+	for (size_t j = n > PIPE_D ? n - PIPE_D : 0; j < n; j++)
+		STAGE_B(j);
+	for (size_t k = n > 2 * PIPE_D ? n - 2 * PIPE_D : 0; k < n; k++)
+		STAGE_C(k);
+#undef STAGE_A
+#undef STAGE_B
+#undef STAGE_C
+	return hits;
+}
+
 static IDSET_ATTR size_t IDSET_FN(has_many)(bool *found, const struct rix_idset *s, const rix_id *ids, size_t n)
 {
-	size_t hits = 0;
-	for (size_t g = 0; g < n; g += BATCH) {
-		size_t m = n - g < BATCH ? n - g : BATCH;
-		const rix_id *key = ids + g;
-		uint64_t b[BATCH];
-		size_t lo[BATCH], hi[BATCH];
-		for (size_t i = 0; i < m; i++) {
-			b[i] = bucket_of(key[i].b, s->k);
-			RIX_PREFETCH(block_of(s, b[i]));
-		}
-		for (size_t i = 0; i < m; i++) {
-			IDSET_FN(bucket_range)(s, b[i], &lo[i], &hi[i]);
-			if (lo[i] < hi[i]) {
-				RIX_PREFETCH(tail_at(s, lo[i]));
-				if (s->w)
-					RIX_PREFETCH(s->mid + ((lo[i] * s->w) >> 3));
-			}
-		}
-		for (size_t i = 0; i < m; i++) {
-			bool f = lo[i] < hi[i] && run_find(s, key[i].b, lo[i], hi[i], NULL, NULL);
-			found[g + i] = f;
-			hits += f;
-		}
-	}
-	return hits;
+	return IDSET_FN(find_many)(s, ids, n, NULL, found, NULL, 0);
 }
 
 static IDSET_ATTR bool IDSET_FN(rank)(const struct rix_idset *s, const uint8_t *id, size_t *rank)
@@ -159,40 +200,9 @@ static IDSET_ATTR bool IDSET_FN(rank)(const struct rix_idset *s, const uint8_t *
 	return lo < hi && run_find(s, id, lo, hi, NULL, rank);
 }
 
-/* has_many's stages, the position of each ID found written out (RIX_IDSET_NO_RANK if absent);
- * sat (may be NULL): an array of sat_bits an ID by rank (the ranked table's locations), whose
- * line at the run's first rank is prefetched with the run's mid bits and tail. */
+/* find_many's ranks; sat, sat_bits: its satellite array (may be NULL). */
 static IDSET_ATTR size_t IDSET_FN(rank_many)(size_t *ranks, const struct rix_idset *s, const rix_id *ids, size_t n,
 					     const uint8_t *sat, unsigned sat_bits)
 {
-	size_t hits = 0;
-	for (size_t g = 0; g < n; g += BATCH) {
-		size_t m = n - g < BATCH ? n - g : BATCH;
-		const rix_id *key = ids + g;
-		uint64_t b[BATCH];
-		size_t lo[BATCH], hi[BATCH];
-		for (size_t i = 0; i < m; i++) {
-			b[i] = bucket_of(key[i].b, s->k);
-			RIX_PREFETCH(block_of(s, b[i]));
-		}
-		for (size_t i = 0; i < m; i++) {
-			IDSET_FN(bucket_range)(s, b[i], &lo[i], &hi[i]);
-			if (lo[i] < hi[i]) {
-				RIX_PREFETCH(tail_at(s, lo[i]));
-				if (s->w)
-					RIX_PREFETCH(s->mid + ((lo[i] * s->w) >> 3));
-				if (sat != NULL)
-					RIX_PREFETCH(sat + (((uint64_t)lo[i] * sat_bits) >> 3));
-			}
-		}
-		for (size_t i = 0; i < m; i++) {
-			size_t r = RIX_IDSET_NO_RANK;
-			if (lo[i] < hi[i] && run_find(s, key[i].b, lo[i], hi[i], NULL, &r))
-				hits++;
-			else
-				r = RIX_IDSET_NO_RANK;
-			ranks[g + i] = r;
-		}
-	}
-	return hits;
+	return IDSET_FN(find_many)(s, ids, n, ranks, NULL, sat, sat_bits);
 }

@@ -38,7 +38,7 @@ void rix__ranked_sort(struct fentry *a, size_t n, unsigned workers);
 
 #define LOC_PACKED_MAX 120u /* widest packed location read with a 16-byte load and a shift */
 #define LOC_PAD 16u         /* bytes after the last location, for that load */
-#define BATCH 64u           /* keys a round of rix__ranked_find_many */
+#define BATCH 256u          /* keys a round of rix__ranked_find_many */
 
 __extension__ typedef unsigned __int128 u128;
 
