@@ -65,6 +65,17 @@ int rix__idset_use_level(struct rix_idset *s, int level);
  * sat_bits bits an ID, by rank) at the run's first rank: the ranked table's locations. */
 size_t rix__idset_rank_many_sat(size_t *ranks, const struct rix_idset *s, const rix_id *ids, size_t n,
 				const uint8_t *sat, unsigned sat_bits);
+/*
+ * A set as an image (the ranked table's, in the master index's cache): its shape in
+ * RIX__IDSET_DESC_WORDS words and its one block of *size bytes (borrowed; none for an empty
+ * set). rix__idset_import makes the set again from them, taking the block over in every case
+ * (rix_malloc'd, a copy of the exported one); it checks all a lookup relies on (shape, offsets
+ * inside the block, every directory block's counts) and returns RIX_ECORRUPT if anything is off.
+ */
+#define RIX__IDSET_DESC_WORDS 10
+void rix__idset_export(const struct rix_idset *s, uint64_t desc[RIX__IDSET_DESC_WORDS], const void **block,
+		       size_t *size);
+int rix__idset_import(struct rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS], void *block, size_t size);
 /* rix__idset_build_owned on an array of `have` >= 32 n bytes (room the build may use). */
 int rix__idset_build_owned_in(struct rix_idset **out, rix_id *ids, size_t n, size_t have, unsigned flags,
 			      unsigned workers);

@@ -333,3 +333,100 @@ int rix__ranked_foreach(const struct rix__ranked *r, rix__ranked_fn fn, void *pa
 	struct walk w = { .r = r, .fn = fn, .payload = payload };
 	return rix_idset_foreach(r->ids, walk_one, &w);
 }
+
+/* ---- Image ---------------------------------------------------------------------------------- */
+
+enum { R_ND, R_NDUPS, R_PB, R_OB, R_LB, R_UB, R_LOCS, R_SET };
+_Static_assert(R_SET + RIX__IDSET_DESC_WORDS == RIX__RANKED_DESC_WORDS, "the descriptor's words");
+
+void rix__ranked_export(const struct rix__ranked *r, uint64_t desc[RIX__RANKED_DESC_WORDS],
+			const void *sec[RIX__RANKED_SECTIONS], size_t size[RIX__RANKED_SECTIONS])
+{
+	memset(desc, 0, RIX__RANKED_DESC_WORDS * sizeof(desc[0]));
+	desc[R_ND] = r->nd;
+	desc[R_NDUPS] = r->ndups;
+	desc[R_PB] = r->pb;
+	desc[R_OB] = r->ob;
+	desc[R_LB] = r->lb;
+	desc[R_UB] = r->ub;
+	desc[R_LOCS] = r->locs_size;
+	rix__idset_export(r->ids, desc + R_SET, &sec[0], &size[0]);
+	sec[1] = r->locs;
+	size[1] = r->locs_size;
+	sec[2] = r->ndups ? r->dups : NULL;
+	size[2] = (size_t)r->ndups * sizeof(*r->dups);
+}
+
+/* Widths a build chooses: each at most 32, all 32 when their sum is over LOC_PACKED_MAX. */
+static bool widths_valid(const uint64_t *d)
+{
+	if (d[R_PB] > 32 || d[R_OB] > 32 || d[R_LB] > 32 || d[R_UB] > 32)
+		return false;
+	uint64_t w = d[R_PB] + d[R_OB] + d[R_LB] + d[R_UB];
+	return w <= LOC_PACKED_MAX || w == 128;
+}
+
+int rix__ranked_section_sizes(const uint64_t desc[RIX__RANKED_DESC_WORDS], size_t size[RIX__RANKED_SECTIONS])
+{
+	uint64_t nd = desc[R_ND], w = desc[R_PB] + desc[R_OB] + desc[R_LB] + desc[R_UB];
+	if (nd > RIX_IDSET_MAX_IDS || desc[R_NDUPS] > 0xFFFFFFFFu - nd || !widths_valid(desc) ||
+	    desc[R_SET + 0] != nd || desc[R_LOCS] != ((nd * w + 7) >> 3) + LOC_PAD || desc[R_SET + 9] > SIZE_MAX / 2)
+		return rix_error_set(RIX_ECORRUPT, "master image: a ranked table's sizes do not agree");
+	size[0] = (size_t)desc[R_SET + 9];
+	size[1] = (size_t)desc[R_LOCS];
+	size[2] = (size_t)desc[R_NDUPS] * sizeof(struct rdup);
+	return 0;
+}
+
+int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED_DESC_WORDS],
+		       void *sec[RIX__RANKED_SECTIONS], const size_t size[RIX__RANKED_SECTIONS], uint32_t npacks)
+{
+	*out = NULL;
+	size_t want[RIX__RANKED_SECTIONS];
+	struct rix__ranked *r = NULL;
+	int rc = rix__ranked_section_sizes(desc, want);
+	for (int k = 0; rc == 0 && k < RIX__RANKED_SECTIONS; k++)
+		if (size[k] != want[k] || (size[k] > 0 && sec[k] == NULL))
+			rc = rix_error_set(RIX_ECORRUPT, "master image: a ranked table's section is not its size");
+	if (rc == 0 && (r = rix_calloc(1, sizeof(*r))) == NULL)
+		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory");
+	if (rc != 0) {
+		for (int k = 0; k < RIX__RANKED_SECTIONS; k++)
+			rix_free(sec[k]);
+		return rc;
+	}
+	r->locs = sec[1];
+	r->locs_size = size[1];
+	r->dups = sec[2];
+	r->ndups = (uint32_t)desc[R_NDUPS];
+	r->nd = (uint32_t)desc[R_ND];
+	r->pb = (unsigned)desc[R_PB];
+	r->ob = (unsigned)desc[R_OB];
+	r->lb = (unsigned)desc[R_LB];
+	r->ub = (unsigned)desc[R_UB];
+	r->width = r->pb + r->ob + r->lb + r->ub;
+	r->pm = (uint32_t)mask_of(r->pb);
+	r->om = (uint32_t)mask_of(r->ob);
+	r->lm = (uint32_t)mask_of(r->lb);
+	r->um = (uint32_t)mask_of(r->ub);
+	rc = rix__idset_import(&r->ids, desc + R_SET, sec[0], size[0]);
+	if (rc != 0) {
+		rix__ranked_free(r);
+		return rc;
+	}
+	bool ok = true;
+	if (r->pm >= npacks) /* some number the width allows is outside the pack table: ask each */
+		for (uint32_t i = 0; ok && i < r->nd; i++) {
+			rix_loc l;
+			loc_get(r, i, &l);
+			ok = l.pack < npacks;
+		}
+	for (uint32_t d = 0; ok && d < r->ndups; d++)
+		ok = r->dups[d].rank < r->nd && r->dups[d].loc.pack < npacks && (d == 0 || r->dups[d - 1].rank <= r->dups[d].rank);
+	if (!ok) {
+		rix__ranked_free(r);
+		return rix_error_set(RIX_ECORRUPT, "master image: a ranked table's locations are not well formed");
+	}
+	*out = r;
+	return 0;
+}

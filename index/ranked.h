@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "index_internal.h"
 #include "master_index_internal.h"
 
 struct rix__ranked;
@@ -73,5 +74,27 @@ size_t rix__ranked_find_all(const struct rix__ranked *r, const rix_id *id, rix_l
  */
 typedef int (*rix__ranked_fn)(void *payload, const rix_id *id, const rix_loc *loc);
 int rix__ranked_foreach(const struct rix__ranked *r, rix__ranked_fn fn, void *payload);
+
+/*
+ * The table as an image (the master index's cache): RIX__RANKED_DESC_WORDS words of shape and
+ * RIX__RANKED_SECTIONS arrays (the set's block, the packed locations, the second locations),
+ * borrowed from the table; a size may be 0 (its pointer then NULL).
+ */
+#define RIX__RANKED_DESC_WORDS (7 + RIX__IDSET_DESC_WORDS)
+#define RIX__RANKED_SECTIONS 3
+void rix__ranked_export(const struct rix__ranked *r, uint64_t desc[RIX__RANKED_DESC_WORDS],
+			const void *sec[RIX__RANKED_SECTIONS], size_t size[RIX__RANKED_SECTIONS]);
+
+/* The sizes of the sections an image of desc has. @return 0, RIX_ECORRUPT (sizes out of range). */
+int rix__ranked_section_sizes(const uint64_t desc[RIX__RANKED_DESC_WORDS], size_t size[RIX__RANKED_SECTIONS]);
+
+/*
+ * The table again from desc and its sections (rix_malloc'd arrays of the sizes above, taken over
+ * in every case). Checks all a lookup relies on: the set's shape and directory, the widths and
+ * sizes, the second locations in rank order, and every pack number below npacks (a lookup's
+ * answer indexes the pack table with it). @return 0, RIX_ENOMEM, RIX_ECORRUPT.
+ */
+int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED_DESC_WORDS],
+		       void *sec[RIX__RANKED_SECTIONS], const size_t size[RIX__RANKED_SECTIONS], uint32_t npacks);
 
 #endif

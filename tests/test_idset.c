@@ -386,6 +386,49 @@ static unsigned log2_floor(size_t n)
 	return 63u - (unsigned)__builtin_clzll((unsigned long long)n);
 }
 
+/* s exported and imported from a copy of its block: the same set (ids[0..n) its IDs); a block
+ * whose directory (an overflow block's starts included) is off refused. */
+static void image_round_trip(const rix_idset *s, const rix_id *ids, size_t n, uint64_t *st)
+{
+	uint64_t desc[RIX__IDSET_DESC_WORDS];
+	const void *block;
+	size_t size;
+	rix__idset_export(s, desc, &block, &size);
+	rix_id *ref = malloc(n * sizeof(*ref));
+	memcpy(ref, ids, n * sizeof(*ref));
+	size_t d = ref_make(ref, n);
+	rix_idset_shape sh;
+	rix_idset_get_shape(&sh, s);
+	for (int bad = 0; bad < 4; bad++) {
+		uint8_t *copy = rix_malloc(size);
+		assert_non_null(copy);
+		memcpy(copy, block, size);
+		uint64_t dd[RIX__IDSET_DESC_WORDS];
+		memcpy(dd, desc, sizeof(dd));
+		if (bad == 1)
+			dd[0]++; /* one ID more than the directory gives */
+		if (bad == 2 && sh.overflow_blocks > 0) { /* the last overflow block's end past n */
+			uint32_t *ov = (uint32_t *)(void *)(copy + desc[8]); /* D_OV: the ov array */
+			ov[sh.overflow_blocks * (sh.block_buckets + 1) - 1] += 1;
+		} else if (bad == 2) {
+			dd[9]--; /* a block of another size than the one given */
+		}
+		if (bad == 3)
+			dd[1] = 33; /* k */
+		rix_idset *back = NULL;
+		int rc = rix__idset_import(&back, dd, copy, size);
+		if (bad == 0) {
+			assert_int_equal(rc, 0);
+			check_set(back, ref, d, st);
+			rix_idset_free(back);
+		} else {
+			assert_int_equal(rc, RIX_ECORRUPT);
+			assert_null(back);
+		}
+	}
+	free(ref);
+}
+
 static void test_crafted_shared_prefix(void **state)
 {
 	(void)state;
@@ -405,6 +448,7 @@ static void test_crafted_shared_prefix(void **state)
 		rix_idset_shape sh;
 		rix_idset_get_shape(&sh, s);
 		assert_int_equal(sh.longest_bucket, n); /* all in one bucket */
+		image_round_trip(s, a, n, &st);
 		if (n + sh.block_buckets > 480)
 			assert_true(sh.overflow_blocks >= 1);
 		else

@@ -5,7 +5,9 @@
  * found; iteration in ascending ID order with every location; repeats of one place dropped,
  * also through two pack numbers naming one pack; field widths from 0 bits to the 128-bit
  * layout on both sides of the packed limit (120 bits); the empty table, one entry; crafted IDs
- * sharing 28 bytes; memory at 1M entries of the benchmarks' shape.
+ * sharing 28 bytes; memory at 1M entries of the benchmarks' shape; the image (exported, copied,
+ * imported: the same answers; refused when its shape, directory or pack numbers are off; bytes
+ * flipped at random refused or harmless).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +19,7 @@
 #include <cmocka.h>
 
 #include "rix/alloc.h"
+#include "rix/error.h"
 #include "index/ranked.h"
 #include "testutil.h"
 
@@ -108,17 +111,10 @@ static void flip(rix_id *id, unsigned bit)
 	id->b[bit / 8] ^= (uint8_t)(0x80u >> (bit % 8));
 }
 
-/* Builds from a copy of e[0..n) and checks every answer against the reference. */
-static struct rix__ranked *build_and_check(const struct fentry *e, size_t n, const rix_id *packs, uint64_t *st)
+/* Checks every answer of r against the reference made from e[0..n). */
+static void check_table(const struct rix__ranked *r, const struct fentry *e, size_t n, const rix_id *packs,
+			uint64_t *st)
 {
-	struct fentry *own = rix_malloc((n ? n : 1) * sizeof(*own));
-	assert_non_null(own);
-	if (n > 0)
-		memcpy(own, e, n * sizeof(*own));
-	struct rix__ranked *r = NULL;
-	assert_int_equal(rix__ranked_build_owned(&r, own, (uint32_t)n, packs, (unsigned)(n % 3)), 0);
-	assert_non_null(r);
-
 	struct fentry *ref = malloc((n ? n : 1) * sizeof(*ref));
 	if (n > 0)
 		memcpy(ref, e, n * sizeof(*ref));
@@ -186,7 +182,46 @@ static struct rix__ranked *build_and_check(const struct fentry *e, size_t n, con
 	free(got);
 	free(keys);
 	free(ref);
+}
+
+/* Builds from a copy of e[0..n) and checks every answer against the reference. */
+static struct rix__ranked *build_and_check(const struct fentry *e, size_t n, const rix_id *packs, uint64_t *st)
+{
+	struct fentry *own = rix_malloc((n ? n : 1) * sizeof(*own));
+	assert_non_null(own);
+	if (n > 0)
+		memcpy(own, e, n * sizeof(*own));
+	struct rix__ranked *r = NULL;
+	assert_int_equal(rix__ranked_build_owned(&r, own, (uint32_t)n, packs, (unsigned)(n % 3)), 0);
+	assert_non_null(r);
+	check_table(r, e, n, packs, st);
 	return r;
+}
+
+/* r's image, its sections copied into fresh arrays (as a cache read gives them). */
+struct image {
+	uint64_t desc[RIX__RANKED_DESC_WORDS];
+	void *sec[RIX__RANKED_SECTIONS];
+	size_t size[RIX__RANKED_SECTIONS];
+};
+
+static void image_of(struct image *im, const struct rix__ranked *r)
+{
+	const void *sec[RIX__RANKED_SECTIONS];
+	rix__ranked_export(r, im->desc, sec, im->size);
+	size_t want[RIX__RANKED_SECTIONS];
+	assert_int_equal(rix__ranked_section_sizes(im->desc, want), 0);
+	for (int k = 0; k < RIX__RANKED_SECTIONS; k++) {
+		assert_int_equal(want[k], im->size[k]);
+		im->sec[k] = im->size[k] ? rix_malloc(im->size[k]) : NULL;
+		if (im->size[k])
+			memcpy(im->sec[k], sec[k], im->size[k]);
+	}
+}
+
+static int import(struct rix__ranked **out, struct image *im, uint32_t npacks)
+{
+	return rix__ranked_import(out, im->desc, im->sec, im->size, npacks);
 }
 
 static void random_entries(struct fentry *e, size_t n, uint64_t *st, uint32_t maxpack, uint64_t maxoff,
@@ -331,6 +366,82 @@ static void test_memory_1m(void **state)
 	rix__ranked_free(r);
 }
 
+/* Exported, copied and imported: the same answers; an image whose shape, directory or pack
+ * numbers are off is refused; one whose bytes are flipped at random is refused or, if it
+ * passes the checks, answers without reading outside its arrays (ASan). */
+static void test_image(void **state)
+{
+	(void)state;
+	uint64_t st = 6;
+	size_t n = 30000;
+	struct fentry *e = malloc(n * sizeof(*e));
+	random_entries(e, n, &st, 499, 1u << 24, 1u << 20);
+	for (size_t i = 1000; i < n; i += 17)
+		e[i].id = e[i - 1000].id; /* second locations */
+	struct rix__ranked *r = build_and_check(e, n, NULL, &st);
+	struct image im;
+	struct rix__ranked *back = NULL;
+
+	image_of(&im, r);
+	assert_int_equal(import(&back, &im, 500), 0);
+	check_table(back, e, n, NULL, &st);
+	assert_int_equal(rix__ranked_memory(back), rix__ranked_memory(r));
+	rix__ranked_free(back);
+
+	image_of(&im, r); /* a pack number outside the pack table */
+	assert_int_equal(import(&back, &im, 499), RIX_ECORRUPT);
+	assert_null(back);
+
+	image_of(&im, r); /* a shape whose sizes do not agree */
+	im.desc[0]++;
+	assert_int_equal(import(&back, &im, 500), RIX_ECORRUPT);
+	image_of(&im, r);
+	im.desc[2] = 33; /* a 33-bit pack number */
+	assert_int_equal(import(&back, &im, 500), RIX_ECORRUPT);
+	image_of(&im, r);
+	im.size[1]--;
+	assert_int_equal(import(&back, &im, 500), RIX_ECORRUPT);
+
+	/* Bytes flipped in the set's block (directory, mid bits, tails) or the locations. */
+	size_t refused = 0, passed = 0;
+	for (int t = 0; t < 300; t++) {
+		image_of(&im, r);
+		int k = t % 3 == 2 ? 1 : 0;
+		size_t at = (size_t)(rix_test_next(&st) % im.size[k]);
+		if (t % 3 == 1) /* the directory: the block's last part */
+			at = im.size[0] - 1 - (size_t)(rix_test_next(&st) % (im.size[0] / 64 + 1));
+		((uint8_t *)im.sec[k])[at] ^= (uint8_t)(1u << (rix_test_next(&st) % 8));
+		int rc = import(&back, &im, 500);
+		if (rc != 0) {
+			assert_int_equal(rc, RIX_ECORRUPT);
+			refused++;
+			continue;
+		}
+		passed++;
+		rix_loc l, all[8];
+		bool f;
+		for (size_t i = 0; i < n; i += 7) {
+			if (rix__ranked_find(back, &e[i].id, &l))
+				assert_true(l.pack < 500);
+			(void)rix__ranked_find_all(back, &e[i].id, all, 8);
+		}
+		(void)rix__ranked_find_many(back, &e[0].id, 1, &l, &f);
+		rix__ranked_free(back);
+	}
+	printf("flipped images: %zu refused, %zu passed the checks\n", refused, passed);
+	assert_true(refused > 0);
+
+	/* The empty table. */
+	rix__ranked_free(r);
+	r = build_and_check(NULL, 0, NULL, &st);
+	image_of(&im, r);
+	assert_int_equal(import(&back, &im, 0), 0);
+	assert_int_equal(rix__ranked_count(back), 0);
+	rix__ranked_free(back);
+	rix__ranked_free(r);
+	free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -339,6 +450,7 @@ int main(void)
 		cmocka_unit_test(test_widths),
 		cmocka_unit_test(test_crafted),
 		cmocka_unit_test(test_memory_1m),
+		cmocka_unit_test(test_image),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
