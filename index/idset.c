@@ -161,24 +161,6 @@ static inline unsigned select64(uint64_t x, unsigned r)
 	return 8 * byte_i + (unsigned)__builtin_ctz(byte);
 }
 
-static inline uint64_t load64_le(const uint8_t *p)
-{
-	uint64_t x;
-	memcpy(&x, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	x = __builtin_bswap64(x);
-#endif
-	return x;
-}
-
-static inline void store64_le(uint8_t *p, uint64_t x)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	x = __builtin_bswap64(x);
-#endif
-	memcpy(p, &x, 8);
-}
-
 static inline uint64_t bucket_of(const uint8_t *id, unsigned k)
 {
 	uint64_t x;
@@ -231,6 +213,14 @@ static inline bool tail_eq(const uint8_t *a, const uint8_t *b, unsigned len)
 	memcpy(&x[3], a + len - 8, 8);
 	memcpy(&y[3], b + len - 8, 8);
 	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+}
+
+/* The run of bucket j of an overflowing block: its starts in ov (see the top comment). */
+static inline void ov_range(const struct rix_idset *s, const uint64_t *blk, unsigned j, size_t *lo, size_t *hi)
+{
+	const uint32_t *o = s->ov + blk[1] + j;
+	*lo = o[0];
+	*hi = o[1];
 }
 
 /* Compares entry i with the key (mid bits km, tail bytes key): <0, 0, >0 as entry - key. */

@@ -1,6 +1,7 @@
 /*
  * index/idset_cmp.h — the byte order of IDs as rix_idset compares them (idset.c's lookups,
- * idset_sort.c's sort): big-endian 64-bit words, so that word order is memcmp order.
+ * idset_sort.c's sort): big-endian 64-bit words, so that word order is memcmp order; and the
+ * little-endian words its packed arrays (mid bits, the ranked table's locations) are read in.
  */
 #ifndef RIX_IDSET_CMP_H
 #define RIX_IDSET_CMP_H
@@ -16,6 +17,24 @@ static inline uint64_t load64_be(const uint8_t *p)
 	x = __builtin_bswap64(x);
 #endif
 	return x;
+}
+
+static inline uint64_t load64_le(const uint8_t *p)
+{
+	uint64_t x;
+	memcpy(&x, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	return x;
+}
+
+static inline void store64_le(uint8_t *p, uint64_t x)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	memcpy(p, &x, 8);
 }
 
 /* memcmp of len >= 8 bytes as big-endian words (the last one overlapping), inline. */

@@ -25,9 +25,7 @@ static IDSET_ATTR inline void IDSET_FN(bucket_range)(const struct rix_idset *s, 
 	uint64_t w0 = blk[0];
 	size_t base = (size_t)(w0 & BASE_MASK);
 	if (__builtin_expect((w0 & OV_FLAG) != 0, 0)) {
-		const uint32_t *o = s->ov + blk[1] + j;
-		*lo = o[0];
-		*hi = o[1];
+		ov_range(s, blk, j, lo, hi);
 		return;
 	}
 	const __m512i zero = _mm512_setzero_si512();
@@ -72,9 +70,7 @@ static IDSET_ATTR inline void IDSET_FN(bucket_range)(const struct rix_idset *s, 
 	uint64_t w0 = blk[0];
 	size_t base = (size_t)(w0 & BASE_MASK);
 	if (__builtin_expect((w0 & OV_FLAG) != 0, 0)) {
-		const uint32_t *o = s->ov + blk[1] + j;
-		*lo = o[0];
-		*hi = o[1];
+		ov_range(s, blk, j, lo, hi);
 		return;
 	}
 	/* z[i]: the code's zeros as ones (word 0 without the header); sum[i]: zeros in words

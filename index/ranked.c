@@ -24,6 +24,7 @@
 #include "rix/idset.h"
 #include "index_internal.h"
 #include "ranked.h"
+#include "idset_cmp.h"
 
 /* id_sort.h for the frozen entries: the ID is their first 32 bytes. */
 void rix__ranked_sort_from(struct fentry *a, size_t n, unsigned d);
@@ -69,22 +70,14 @@ static inline uint64_t mask_of(unsigned b)
 	return ((uint64_t)1 << b) - 1; /* b <= 32 */
 }
 
-static inline uint64_t load64_le(const uint8_t *p)
+/* The location's width and the fields' masks, from the fields' widths. */
+static void set_width(struct rix__ranked *r)
 {
-	uint64_t x;
-	memcpy(&x, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	x = __builtin_bswap64(x);
-#endif
-	return x;
-}
-
-static inline void store64_le(uint8_t *p, uint64_t x)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	x = __builtin_bswap64(x);
-#endif
-	memcpy(p, &x, 8);
+	r->width = r->pb + r->ob + r->lb + r->ub;
+	r->pm = (uint32_t)mask_of(r->pb);
+	r->om = (uint32_t)mask_of(r->ob);
+	r->lm = (uint32_t)mask_of(r->lb);
+	r->um = (uint32_t)mask_of(r->ub);
 }
 
 static inline void loc_get(const struct rix__ranked *r, size_t rank, rix_loc *loc)
@@ -158,11 +151,7 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 	r->ub = bits_of(mu);
 	if (r->pb + r->ob + r->lb + r->ub > LOC_PACKED_MAX)
 		r->pb = r->ob = r->lb = r->ub = 32;
-	r->width = r->pb + r->ob + r->lb + r->ub;
-	r->pm = (uint32_t)mask_of(r->pb);
-	r->om = (uint32_t)mask_of(r->ob);
-	r->lm = (uint32_t)mask_of(r->lb);
-	r->um = (uint32_t)mask_of(r->ub);
+	set_width(r);
 	r->nd = nd;
 	r->locs_size = (((uint64_t)nd * r->width + 7) >> 3) + LOC_PAD;
 	r->locs = rix_calloc(1, r->locs_size);
@@ -404,11 +393,7 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 	r->ob = (unsigned)desc[R_OB];
 	r->lb = (unsigned)desc[R_LB];
 	r->ub = (unsigned)desc[R_UB];
-	r->width = r->pb + r->ob + r->lb + r->ub;
-	r->pm = (uint32_t)mask_of(r->pb);
-	r->om = (uint32_t)mask_of(r->ob);
-	r->lm = (uint32_t)mask_of(r->lb);
-	r->um = (uint32_t)mask_of(r->ub);
+	set_width(r);
 	rc = rix__idset_import(&r->ids, desc + R_SET, sec[0], size[0]);
 	if (rc != 0) {
 		rix__ranked_free(r);
