@@ -1,7 +1,8 @@
 /*
- * index/idset_lookup.h — the lookups of index/idset.c, written once and compiled twice: with
- * the portable bit primitives, and (x86-64) with POPCNT and BMI2 for the processors that have
- * them, chosen per set when it is built. Private to idset.c, which defines before including:
+ * index/idset_lookup.h — the lookups of index/idset.c, written once and compiled three times:
+ * with the portable bit primitives, and (x86-64) with POPCNT and BMI2, and with AVX-512 VPOPCNTQ
+ * besides (IDSET_AVX512: its own directory decode), the best the processor has chosen per set
+ * when it is built. Private to idset.c, which defines before including:
  *   IDSET_FN(name)       the name of this instance's version of name
  *   IDSET_ATTR           its function attributes (a target, or nothing)
  *   IDSET_POPCOUNT(x)    set bits of a u64

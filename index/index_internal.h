@@ -48,7 +48,7 @@ int rix__index_add_blob(rix_index *idx, rix_blob_type t, const rix_id *id, const
 int rix__index_reserve(rix_index *idx, rix_blob_type t, size_t n);
 
 /* rix_idset_build_owned with its sort on at most `workers` threads (0: one per CPU): the master
- * index's bulk_finish passes its own limit (rix_master_index_set_workers). idset.c. */
+ * index's bulk_finish passes its own limit (rix_master_index_set_workers). idset_build.c. */
 struct rix_idset;
 int rix__idset_build_owned(struct rix_idset **out, rix_id *ids, size_t n, unsigned flags, unsigned workers);
 /*
@@ -94,7 +94,7 @@ size_t rix__idcollect_count(const struct rix__idcollect *c);
 void rix__idcollect_free(struct rix__idcollect *c);
 int rix__idset_build_collected(struct rix_idset **out, struct rix__idcollect *c, unsigned workers);
 
-/* For idset_collect.c (idset.c): the set from records as phase A leaves them (base[0, have): nd
+/* For idset_collect.c (idset_build.c): the set from records as phase A leaves them (base[0, have): nd
  * distinct IDs in ascending order, bytes 1..31 each, cnt0[c] with first byte c), base taken over
  * (freed on failure); and the sort of IDs that agree on their first d bytes. */
 int rix__idset_from_records(struct rix_idset **out, uint8_t *base, size_t have, const size_t cnt0[256], size_t nd);

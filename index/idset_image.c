@@ -1,0 +1,135 @@
+/*
+ * index/idset_image.c — a rix_idset as an image (the ranked table's, in the master index's
+ * cache): its shape in words and its one block exported as they lie, and the set made again
+ * from them with every check a lookup relies on (shape, offsets inside the block, each
+ * directory block's base and zeros or its overflow starts). Layout: idset.c's top comment.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "rix/alloc.h"
+#include "rix/error.h"
+#include "rix/idset.h"
+#include "index_internal.h"
+#include "idset_internal.h"
+
+/* ---- Image (the ranked table's, for the master index's cache) ------------------------------ */
+
+enum { D_N, D_K, D_GSHIFT, D_KB, D_OVB, D_LONGEST, D_MID, D_DIR, D_OV, D_SIZE };
+_Static_assert(D_SIZE + 1 == RIX__IDSET_DESC_WORDS, "the descriptor's words");
+
+void rix__idset_export(const rix_idset *s, uint64_t desc[RIX__IDSET_DESC_WORDS], const void **block, size_t *size)
+{
+	memset(desc, 0, RIX__IDSET_DESC_WORDS * sizeof(desc[0]));
+	*block = NULL;
+	*size = 0;
+	if (s == NULL || s->n == 0)
+		return;
+	desc[D_N] = s->n;
+	desc[D_K] = s->k;
+	desc[D_GSHIFT] = s->gshift;
+	desc[D_KB] = s->kb;
+	desc[D_OVB] = s->ov_blocks;
+	desc[D_LONGEST] = s->longest;
+	desc[D_MID] = s->mid ? (uint64_t)(s->mid - s->tails) : 0;
+	desc[D_DIR] = (uint64_t)((const uint8_t *)s->dir - s->tails);
+	desc[D_OV] = s->ov ? (uint64_t)((const uint8_t *)s->ov - s->tails) : 0;
+	desc[D_SIZE] = s->tails_size;
+	*block = s->tails;
+	*size = s->tails_size;
+}
+
+/*
+ * Whether the directory sends every bucket to a run inside [0, n), runs in order: each block's
+ * base the IDs before it, its unary code holding its G zeros (or its ov starts in order), the
+ * last run ending at n. What bucket_range then computes stays inside the arrays.
+ */
+static bool dir_valid(const struct rix_idset *s)
+{
+	size_t g = (size_t)1 << s->gshift, run = 0, ov_words = s->ov_blocks * (g + 1);
+	for (size_t blkno = 0; blkno < s->nblocks; blkno++) {
+		const uint64_t *blk = s->dir + blkno * BLOCK_WORDS;
+		if ((size_t)(blk[0] & BASE_MASK) != run)
+			return false;
+		if (blk[0] & OV_FLAG) {
+			if (blk[1] > ov_words || ov_words - blk[1] < g + 1)
+				return false;
+			const uint32_t *o = s->ov + blk[1];
+			if (o[0] != run)
+				return false;
+			for (size_t j = 0; j < g; j++)
+				if (o[j + 1] < o[j])
+					return false;
+			run = o[g];
+		} else {
+			/* the G-th zero of the code, and the ones before it */
+			size_t zeros = 0, ones = 0;
+			for (unsigned bit = CODE_START; bit < 512 && zeros < g; bit++) {
+				if ((blk[bit / 64] >> (bit % 64)) & 1)
+					ones++;
+				else
+					zeros++;
+			}
+			if (zeros < g)
+				return false;
+			run += ones;
+		}
+		if (run > s->n)
+			return false;
+	}
+	return run == s->n;
+}
+
+int rix__idset_import(rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS], void *block, size_t size)
+{
+	*out = NULL;
+	struct rix_idset *s = rix_calloc(1, sizeof(*s));
+	if (s == NULL) {
+		rix_free(block);
+		return rix_error_set(RIX_ENOMEM, "id set: out of memory");
+	}
+	if (desc[D_N] == 0) {
+		rix_free(block);
+		*out = s;
+		return 0;
+	}
+	uint64_t n = desc[D_N], k = desc[D_K], gs = desc[D_GSHIFT], kb = desc[D_KB];
+	bool ok = n <= RIX_IDSET_MAX_IDS && k >= 1 && k <= 32 && gs <= MAX_GSHIFT && gs <= k &&
+		  (kb == (k + 7) / 8 || kb == (k + 15) / 8) && desc[D_SIZE] == size && block != NULL;
+	if (ok) {
+		s->n = (size_t)n;
+		s->k = (unsigned)k;
+		s->gshift = (unsigned)gs;
+		s->kb = (unsigned)kb;
+		s->tail = RIX_ID_SIZE - s->kb;
+		s->w = 8 * s->kb - s->k;
+		s->nblocks = (size_t)1 << (s->k - s->gshift);
+		s->ov_blocks = (size_t)desc[D_OVB];
+		s->longest = (size_t)desc[D_LONGEST];
+		s->level = rix__idset_cpu_level();
+		size_t g = (size_t)1 << s->gshift;
+		uint64_t mid_bytes = s->w ? ((uint64_t)n * s->w + 7) / 8 + 8 : 0;
+		uint64_t dir = desc[D_DIR], ov = desc[D_OV];
+		ok = (uint64_t)n * s->tail <= (s->w ? desc[D_MID] : dir) && (!s->w || desc[D_MID] + mid_bytes <= dir) &&
+		     dir % 8 == 0 && s->ov_blocks <= s->nblocks && dir + (uint64_t)s->nblocks * 64 <= size &&
+		     (s->ov_blocks == 0 ||
+		      (ov % 4 == 0 && ov >= dir + (uint64_t)s->nblocks * 64 &&
+		       ov + (uint64_t)s->ov_blocks * (g + 1) * sizeof(uint32_t) <= size));
+		if (ok) {
+			uint8_t *base = block;
+			s->tails = base;
+			s->tails_size = size;
+			s->mid = s->w ? base + desc[D_MID] : NULL;
+			s->dir = (uint64_t *)(void *)(base + dir);
+			s->ov = s->ov_blocks ? (uint32_t *)(void *)(base + ov) : NULL;
+			ok = dir_valid(s);
+		}
+	}
+	if (!ok) {
+		rix_free(block);
+		rix_free(s);
+		return rix_error_set(RIX_ECORRUPT, "id set: an image's set is not well formed");
+	}
+	*out = s;
+	return 0;
+}
