@@ -81,7 +81,7 @@ int rix__idset_build_owned_in(struct rix_idset **out, rix_id *ids, size_t n, siz
 			      unsigned workers);
 
 /*
- * IDs collected for a set in 31 bytes each (idset.c: 256 parts by the first byte), for a bulk
+ * IDs collected for a set in 31 bytes each (idset_collect.c: 256 parts by the first byte), for a bulk
  * load that must not hold 32 bytes an ID before the set is built. add copies IDs in (any order,
  * duplicates allowed); rix__idset_build_collected builds the set from them on up to `workers`
  * threads, giving each part's memory back as it is used, and consumes c whether it succeeds or
