@@ -8,8 +8,8 @@
  * length: 93 bits for 10M blobs in 1.25M packs of 16 MiB), so a location costs 11-12 bytes
  * instead of 16. An ID with more than one location (the same blob in two packs) keeps its first
  * in the array and the others in a side array sorted by rank; locations that repeat another of
- * the same ID exactly (the same place of the same pack) are dropped as the frozen table's merge
- * drops them.
+ * the same ID exactly (the same place of the same pack) are dropped, as bulk loading drops them
+ * from the frozen table (rix__frozen_drop_same).
  *
  *   ids (rix_idset)                      locs: rank r's location at bit r * width
  *   +-----+-----+-----+-----+--         +--------+--------+--------+--
