@@ -111,7 +111,7 @@ static inline void loc_put(struct rix__ranked *r, size_t rank, const rix_loc *lo
 static bool same_place(const rix_loc *a, const rix_loc *b, const rix_id *packs)
 {
 	return a->offset == b->offset && a->length == b->length && a->uncompressed_length == b->uncompressed_length &&
-	       (a->pack == b->pack || (packs != NULL && rix__id_eq(&packs[a->pack], &packs[b->pack])));
+	       (a->pack == b->pack || rix__id_eq(&packs[a->pack], &packs[b->pack]));
 }
 
 void rix__ranked_free(struct rix__ranked *r)
@@ -169,11 +169,14 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 	for (uint32_t i = 0; i < count; i++) {
 		struct fentry e = entries[i];
 		if (j > 0 && rix__id_eq(&ids[j - 1], &e.id)) {
-			rix_loc main;
-			loc_get(r, j - 1, &main);
-			bool repeat = same_place(&main, &e.loc, packs);
-			for (uint32_t d = first_dup; d < r->ndups && !repeat; d++)
-				repeat = same_place(&r->dups[d].loc, &e.loc, packs);
+			bool repeat = false;
+			if (packs != NULL) { /* asked to drop repeats (compared with each of the ID's) */
+				rix_loc main;
+				loc_get(r, j - 1, &main);
+				repeat = same_place(&main, &e.loc, packs);
+				for (uint32_t d = first_dup; d < r->ndups && !repeat; d++)
+					repeat = same_place(&r->dups[d].loc, &e.loc, packs);
+			}
 			if (!repeat)
 				r->dups[r->ndups++] = (struct rdup){ .rank = j - 1, .loc = e.loc };
 			continue;

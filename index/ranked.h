@@ -7,9 +7,10 @@
  * as wide as the table's largest value of it needs (pack number, offset, length, uncompressed
  * length: 93 bits for 10M blobs in 1.25M packs of 16 MiB), so a location costs 11-12 bytes
  * instead of 16. An ID with more than one location (the same blob in two packs) keeps its first
- * in the array and the others in a side array sorted by rank; locations that repeat another of
- * the same ID exactly (the same place of the same pack) are dropped, as bulk loading drops them
- * from the frozen table (rix__frozen_drop_same).
+ * in the array and the others in a side array sorted by rank. When the build is given the pack
+ * table (a pack is named twice: an interrupted prune's state), locations that repeat another of
+ * the same ID (the same place of the same pack) are dropped, as bulk loading drops them from the
+ * frozen table then (rix__frozen_drop_same); otherwise every location is kept.
  *
  *   ids (rix_idset)                      locs: rank r's location at bit r * width
  *   +-----+-----+-----+-----+--         +--------+--------+--------+--
@@ -40,8 +41,9 @@ struct rix__ranked;
  * Builds the ranked table of entries[0..count) (loc.pack: global pack numbers), taking the array
  * over in every case (rix_malloc'd; sorted by ID in place, then turned into the set inside its
  * own allocation, so the build holds the array and the packed locations, never a copy of
- * either). packs (may be NULL) names each pack number's pack: two numbers naming one pack are
- * then the same pack when duplicates are dropped. workers: threads for the sort (0: one a CPU).
+ * either). packs (may be NULL: keep every location) names each pack number's pack: given, a
+ * location that repeats one of its ID's (same place, pack numbers equal or naming one pack) is
+ * dropped. workers: threads for the sort (0: one a CPU).
  * *out NULL on failure. @return 0, RIX_ENOMEM, RIX_ELIMIT (more than RIX_IDSET_MAX_IDS IDs).
  */
 int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, uint32_t count, const rix_id *packs,
