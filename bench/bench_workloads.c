@@ -256,8 +256,9 @@ static int get_master(bench_b *b, size_t n, rix_master_index **out)
 
 /*
  * The Master workload's entries (pack k: entries 8k..8k+7) as a ranked table (index/ranked.h),
- * built directly (the master index keeps a frozen table): what the same entries cost, and how
- * fast they are found, keyed by their IDs' bits. Reports its bytes an entry with the pack table.
+ * built directly, outside a master index: the table's own cost and speed, to set against the
+ * master index's (the same table behind RCU, the recent table and the pack IDs). Reports its
+ * bytes an entry with the pack table.
  */
 static struct {
 	struct rix__ranked *rk;
@@ -269,7 +270,7 @@ static int get_ranked(bench_b *b, size_t n, const struct rix__ranked **out)
 	if (ranked_cache.rk == NULL || ranked_cache.n != n) {
 		rix__ranked_free(ranked_cache.rk);
 		ranked_cache.rk = NULL;
-		/* One table at a time: the frozen one's cache would double the memory held. */
+		/* One table at a time: the master index's cache would double the memory held. */
 		rix_master_index_free(master_cache.mi);
 		memset(&master_cache, 0, sizeof(master_cache));
 		bench_log("building ranked table N=%zu", n);
@@ -529,13 +530,12 @@ static void master_run(bench_b *b)
 	bench_metric(b, (double)live / (double)s->n, "heap-B/entry");
 }
 
-/* ---- TableBuild: the merged table from loaded entries, frozen (in place) or ranked --------- */
-/* arg[0] = N, arg[1] = 0 frozen / 1 ranked. The Master workload's entries, as bulk loading
- * leaves them (an array of 48-byte entries); the copy into it is not timed. */
+/* ---- TableBuild: the ranked table from loaded entries ---------------------------------------- */
+/* arg[0] = N. The Master workload's entries, as bulk loading leaves them (an array of 48-byte
+ * entries, which the build takes over); the copy into it is not timed. */
 
 typedef struct table_build_state {
 	size_t n;
-	bool ranked;
 } table_build_state;
 
 static int table_build_setup(bench_b *b)
@@ -544,7 +544,6 @@ static int table_build_setup(bench_b *b)
 	if (s == NULL)
 		return bench_fail(b, "out of memory");
 	s->n = (size_t)b->def->arg[0];
-	s->ranked = b->def->arg[1] != 0;
 	(void)gen_entry_ids(s->n);
 	workload_caches_free(); /* their memory would count against this one's */
 	b->state = s;
@@ -570,27 +569,13 @@ static void table_build_run(bench_b *b)
 		for (size_t i = 0; i < s->n; i++)
 			e[i] = (struct fentry){ .id = ids[i], .loc = locs[i] };
 		bench_start(b);
-		int rc;
-		bool ok;
+		struct rix__ranked *r;
 		rix_loc l;
-		if (s->ranked) {
-			struct rix__ranked *r;
-			rc = rix__ranked_build_owned(&r, e, (uint32_t)s->n, NULL, 0);
-			bench_stop(b);
-			ok = rc == 0 && rix__ranked_find(r, &ids[s->n / 2], &l) && l.offset == locs[s->n / 2].offset;
-			mem = rix__ranked_memory(r);
-			rix__ranked_free(r);
-		} else {
-			struct frozen *f;
-			rc = rix__frozen_in_place(&f, e, (uint32_t)s->n, TABLE_SEED, 0);
-			bench_stop(b);
-			ok = rc == 0 && f->count == s->n;
-			mem = rix__frozen_memory(f);
-			if (rc == 0)
-				rix__frozen_free(f);
-			else
-				rix_free(e);
-		}
+		int rc = rix__ranked_build_owned(&r, e, (uint32_t)s->n, NULL, 0);
+		bench_stop(b);
+		bool ok = rc == 0 && rix__ranked_find(r, &ids[s->n / 2], &l) && l.offset == locs[s->n / 2].offset;
+		mem = rix__ranked_memory(r);
+		rix__ranked_free(r);
 		if (!ok) {
 			bench_fail(b, "building the table failed or answered wrong");
 			return;
@@ -672,10 +657,8 @@ void register_workload_benchmarks(void)
 		}
 	}
 	for (size_t i = 0; i < 2; i++) {
-		for (int r = 0; r < 2; r++) {
-			snprintf(name, sizeof(name), "TableBuild/N=%s/%s", n_label(lookup_n[i]), r ? "ranked" : "frozen");
-			reg(name, table_build_setup, table_build_run, lookup_n[i], (uint64_t)r, 0, 0);
-		}
+		snprintf(name, sizeof(name), "TableBuild/N=%s", n_label(lookup_n[i]));
+		reg(name, table_build_setup, table_build_run, lookup_n[i], 0, 0, 0);
 	}
 	static const uint64_t sweep_batch[] = { 1, 4, 16, 64, 256, 1024, 4096, 16384 };
 	for (size_t i = 0; i < 2; i++) {

@@ -1,14 +1,16 @@
 /*
  * index/bulk_load.c — bulk loading of the master index: batches that loader threads fill and
- * commit, and rix_master_index_bulk_finish, which makes frozen tables of what they committed.
+ * commit, and rix_master_index_bulk_finish, which makes ranked tables (ranked.h) of what they
+ * committed.
  *
  * Batches: a loader thread decodes one index file into its batch (local pack numbers), then
  * commits it: the batch's packs and entries are appended to mi->bulk under bmu, pack numbers
  * shifted. (A streaming decode, rix_index_stream_decode, may take back a pack object it gave the
- * batch: the batch's mark and rollback keep and restore its counts, before each pack.) bulk_finish turns the appended entries into the frozen table *in place* when nothing
- * of that type was merged before (a counting sort by bucket done as a cycle-following
- * permutation: no second copy of the entries), else merges them with the existing table.
- * Peak memory for N entries loaded: 48 N + 2 N (bucket words) + N (fingerprints), plus the
+ * batch: the batch's mark and rollback keep and restore its counts, before each pack.)
+ * bulk_finish hands the appended entries to the ranked build, which sorts them by ID in place and
+ * builds the set of IDs inside the same array (no second copy of the entries); a load on top of
+ * a table adds the old table's entries to the array first. Peak memory for N entries loaded:
+ * 48 N (the entries) + 11-12 N (the packed locations) while the set is built, plus the
  * batches in flight; the per-file indexes of rix_master_index_add cost 52 N more.
  *
  * Dedup-only (rix_master_index_set_dedup_only, captured by a batch when it is made): a batch
@@ -28,6 +30,7 @@
 #include "rix/idset.h"
 #include "index_internal.h"
 #include "master_index_internal.h"
+#include "ranked.h"
 
 struct rix_master_batch {
 	rix_master_index *mi;
@@ -317,8 +320,8 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 	if (k->nids)
 		memcpy(nids + mi->nindex_ids, k->ids, k->nids * sizeof(rix_id));
 	/* A pack named by two index files (an interrupted prune's or repair's state): its entries
-	 * are there twice; one of each is dropped after the build, as restic's merge does. Asked
-	 * before the build, so that its table (4-8 bytes a pack) is not on top of the tables'. */
+	 * are there twice; the build drops one of each, as restic's merge does. Asked before the
+	 * build, so that its table (4-8 bytes a pack) is not on top of the tables'. */
 	int rep = k->npacks > 0 ? rix__packs_repeat(next->packs, next->npacks) : 0;
 	if (rep < 0) {
 		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for the bulk load");
@@ -329,32 +332,23 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 			for (size_t i = 0; i < k->n[t]; i++)
 				k->e[t][i].loc.pack += cur->npacks;
 		if (k->n[t] == 0) {
-			next->frozen[t] = cur->frozen[t]; /* carried over */
-		} else if (cur->frozen[t] == NULL) {
-			rc = rix__frozen_in_place(&next->frozen[t], k->e[t], (uint32_t)k->n[t], mi->seed, mi->workers);
-			if (rc == 0) { /* the table owns the array now; give back its unused tail */
-				struct fentry *shrunk = rix_realloc(k->e[t], k->n[t] * sizeof(struct fentry));
-				if (shrunk != NULL)
-					next->frozen[t]->entries = shrunk;
-				k->e[t] = NULL;
-				k->n[t] = k->cap[t] = 0;
-			}
-		} else if (rix__frozen_insert_fits(cur->frozen[t], k->n[t])) { /* a few into many: copied around them */
-			rc = rix__frozen_insert(&next->frozen[t], cur->frozen[t], k->e[t], (uint32_t)k->n[t], mi->seed, false);
-		} else {
-			struct frozen flat = { .entries = k->e[t], .count = (uint32_t)k->n[t] };
-			struct merge_src src[2] = { { cur->frozen[t], NULL, 0 }, { &flat, NULL, 0 } };
-			rc = rix__frozen_build(&next->frozen[t], src, 2, mi->seed);
+			next->table[t] = cur->table[t]; /* carried over */
+			continue;
 		}
+		/* The committed array is the build's from here (sorted and turned into the set in
+		 * place), whatever happens: a load on top adds the old table's entries to it. */
+		struct fentry *e = k->e[t];
+		size_t n = k->n[t];
+		k->e[t] = NULL;
+		k->n[t] = k->cap[t] = 0;
+		rc = rix__ranked_merge_owned(&next->table[t], cur->table[t], e, n, rep > 0 ? next->packs : NULL,
+					     mi->workers);
 		if (rc != 0)
 			goto done;
 	}
 	rc = build_dset(next, cur, k, mi->workers);
 	if (rc != 0)
 		goto done;
-	for (int t = 0; t < RIX_BLOB_TYPES && rep > 0; t++)
-		if (next->frozen[t] != cur->frozen[t])
-			(void)rix__frozen_drop_same(next->frozen[t], next->packs);
 	rix__master_index_publish(mi, cur, next, nids, mi->nindex_ids + k->nids, false);
 	next = NULL;
 	nids = NULL;

@@ -46,8 +46,7 @@ static inline uint64_t rix__hash_id(const rix_id *id, uint64_t seed)
 	return rix__hash_fold(a ^ seed, b ^ s1) ^ rix__hash_fold(c ^ s2, d ^ ~seed);
 }
 
-/* Changing rix__hash_bucket or rix__hash_filter changes the frozen tables' layout: bump
- * IMAGE_VERSION in master_image.c, so that index caches made before are refused. */
+/* A bucket of nbuckets for hash h (the index maps', indexmap.c). */
 static inline uint32_t rix__hash_bucket(uint64_t h, uint32_t nbuckets)
 {
 	return (uint32_t)(((uint64_t)(uint32_t)h * nbuckets) >> 32);
@@ -57,12 +56,6 @@ static inline uint32_t rix__hash_bucket(uint64_t h, uint32_t nbuckets)
 static inline uint64_t rix__hash_filter(uint64_t h)
 {
 	return ((uint64_t)1 << (32 + ((h >> 32) & 31))) | ((uint64_t)1 << (32 + ((h >> 37) & 31)));
-}
-
-/* An entry's fingerprint in a frozen table (bits 48..55: apart from the bucket's and filter's). */
-static inline uint8_t rix__hash_fp(uint64_t h)
-{
-	return (uint8_t)(h >> 48);
 }
 
 /* A random 64-bit seed from the kernel (falls back to time and address bits). */

@@ -84,10 +84,8 @@ int rix__idset_import(rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS
 {
 	*out = NULL;
 	struct rix_idset *s = rix_calloc(1, sizeof(*s));
-	if (s == NULL) {
-		rix_free(block);
+	if (s == NULL)
 		return rix_error_set(RIX_ENOMEM, "id set: out of memory");
-	}
 	if (desc[D_N] == 0) {
 		rix_free(block);
 		*out = s;
@@ -126,7 +124,6 @@ int rix__idset_import(rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS
 		}
 	}
 	if (!ok) {
-		rix_free(block);
 		rix_free(s);
 		return rix_error_set(RIX_ECORRUPT, "id set: an image's set is not well formed");
 	}

@@ -68,9 +68,10 @@ size_t rix__idset_rank_many_sat(size_t *ranks, const struct rix_idset *s, const 
 /*
  * A set as an image (the ranked table's, in the master index's cache): its shape in
  * RIX__IDSET_DESC_WORDS words and its one block of *size bytes (borrowed; none for an empty
- * set). rix__idset_import makes the set again from them, taking the block over in every case
- * (rix_malloc'd, a copy of the exported one); it checks all a lookup relies on (shape, offsets
- * inside the block, every directory block's counts) and returns RIX_ECORRUPT if anything is off.
+ * set). rix__idset_import makes the set again from them, taking the block over when it succeeds
+ * (rix_malloc'd, a copy of the exported one; the caller's still on failure); it checks all a
+ * lookup relies on (shape, offsets inside the block, every directory block's counts) and returns
+ * RIX_ECORRUPT if anything is off.
  */
 #define RIX__IDSET_DESC_WORDS 10
 void rix__idset_export(const struct rix_idset *s, uint64_t desc[RIX__IDSET_DESC_WORDS], const void **block,

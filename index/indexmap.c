@@ -53,7 +53,7 @@
 
 /*
  * The mutable table's filter: three bits of its bucket word's 32 for each entry (k = 3), where
- * frozen tables use two (rix__hash_filter: they also keep a fingerprint an entry). At this
+ * rix__hash_filter gives two (a table that also keeps a fingerprint an entry needs no more). At this
  * table's load (2-4 entries a bucket), an absent ID passes three bits about half as often as
  * two (0.8% against 1.9% at 2.4 entries), and every pass walks the whole chain, one dependent
  * miss an entry. Bits 32..46 of the hash: apart from the bucket's (0..31).
@@ -108,8 +108,8 @@ void rix__advise_huge(void *p, size_t n)
 	/*
 	 * The whole of the pages the array touches, not only its 2 MiB-aligned middle: advising part
 	 * of a mapping splits it in three, and realloc's mremap of a large block then fails on the
-	 * split mapping (EFAULT), so that glibc copies the block instead of moving it (a frozen
-	 * table grown in place, frozen.c, would briefly take twice its memory). Only whole 2 MiB
+	 * split mapping (EFAULT), so that glibc copies the block instead of moving it (an array
+	 * grown in place, as bulk loading's entries, would briefly take twice its memory). Only whole 2 MiB
 	 * pages inside become huge, as before; the flag on the rest is a hint with no effect.
 	 */
 	const uintptr_t huge = (uintptr_t)2 << 20, page = 4096;

@@ -9,34 +9,29 @@
  *   descriptor (bytes, host order)                sections (arrays, exactly as in memory)
  *   +----------------------------------+          +--------------------------------------+
  *   | magic "rixmimg\0"          8     |          | packs      npacks x 32 (rix_id)      |
- *   | order mark 0x01020304      4     |          | buckets[t] (nb[t] + 1) x 8   \ per type t
- *   | version                    4     |          | entries[t] count[t] x 48     | with count
- *   | layout (sizes, offsets)    4     |          | fp[t]      count[t] x 1      / > 0
- *   |                                  |          +--------------------------------------+
- *   | FROZEN_LOAD, blob types    4 + 4 |
- *   | seed                       8     |  the table's hash seed: the bucket words were made with it
- *   | probe = hash(0..31, seed)  8     |  the hash function itself (a new xxhash would differ)
+ *   | order mark 0x01020304      4     |          | set[t]     the rix_idset's block  \ per type t
+ *   | version                    4     |          | locs[t]    packed locations       | with
+ *   | layout (sizes)             4     |          | dups[t]    second locations       / count > 0
+ *   | blob types, 0          4 + 4 + 4 |          +--------------------------------------+
  *   | npacks, nids               4 + 4 |
- *   | count[t], nb[t]            8 x 2 |
+ *   | count[t]                   4 x 2 |
+ *   | table[t]: ranked desc     136 x 2 |  the table's shape (ranked.h: widths, sizes, the set's)
  *   | index file IDs             32 x nids
  *   +----------------------------------+
  *
- * The sections are the frozen tables (frozen.c) and the global pack table as they lie: writing
+ * The sections are the ranked tables (ranked.h) and the global pack table as they lie: writing
  * is a few large writes, reading is a few large reads straight into the arrays the installed
- * state then owns (no parse, no rehash, no copy). The image is therefore tied to this build's
- * layout and hash: the descriptor says which (version, sizes, offsets, FROZEN_LOAD, the probe);
- * any difference refuses the image (RIX_ECORRUPT), and the caller loads the index files instead.
- * Changing the frozen layout, rix__hash_bucket or rix__hash_filter means bumping IMAGE_VERSION.
- *
- * An installed table keeps the image's seed: the master index takes it over (it was empty, so
- * no table used the old one). The seed is secret as long as the image is (the cache seals it
- * with the repository's key), so crafted IDs are no better against a reopened table.
+ * state then owns (no parse, no sort, no copy). The image is therefore tied to this build's
+ * layout: the descriptor says which (version, sizes); any difference refuses the image
+ * (RIX_ECORRUPT), and the caller loads the index files instead. Changing the ranked table's or
+ * the set's layout means bumping IMAGE_VERSION. The tables are keyed by the IDs' own bits (no
+ * hash seed); an import is checked whole before a lookup trusts it (rix__ranked_import).
  *
  * Exporting pins the published state (mi->pinned): a merge or bulk load publishing meanwhile
  * waits, before freeing that state, until the image is freed, so that a thread may write the
  * image while lookups and even loads go on. Only a state made of merged index files exports:
  * one with separate indexes or blobs this process stored (their index files are recorded among
- * the IDs but their entries are not in the frozen tables) is refused.
+ * the IDs but their entries are not in the tables) is refused.
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -46,30 +41,34 @@
 #include "rix/error.h"
 #include "index_internal.h"
 #include "master_index_internal.h"
+#include "ranked.h"
 
 #define IMAGE_MAGIC "rixmimg"  /* 8 bytes with its NUL */
-#define IMAGE_VERSION 3u /* 2: the tables' fingerprints; 3: the multiply-fold hash */
+#define IMAGE_VERSION 4u /* 2: the tables' fingerprints; 3: the multiply-fold hash; 4: ranked tables */
 #define IMAGE_ORDER 0x01020304u
-#define DESC_FIXED 72u /* bytes before the index file IDs */
-#define MAX_SECTIONS (1 + 3 * RIX_BLOB_TYPES)
+#define TABLE_DESC_BYTES (RIX__RANKED_DESC_WORDS * 8u)
+#define DESC_FIXED (40u + RIX_BLOB_TYPES * (4u + TABLE_DESC_BYTES)) /* bytes before the index file IDs */
+#define MAX_SECTIONS (1 + RIX__RANKED_SECTIONS * RIX_BLOB_TYPES)
 
-/* Sizes and offsets of the layout, in one word: a build that lays entries out otherwise differs. */
+/* Sizes of the layout, in one word: a build that lays the tables out otherwise differs. */
 #define LAYOUT_WORD                                                                                    \
-	((uint32_t)sizeof(struct fentry) | (uint32_t)sizeof(rix_loc) << 8 |                              \
-	 (uint32_t)offsetof(struct fentry, loc) << 16 | (uint32_t)offsetof(rix_loc, uncompressed_length) << 24)
+	((uint32_t)sizeof(rix_loc) | (uint32_t)sizeof(rix_id) << 8 | (uint32_t)RIX__RANKED_DESC_WORDS << 16 |    \
+	 (uint32_t)RIX__RANKED_SECTIONS << 24)
 
 struct rix_master_image {
 	rix_master_index *mi; /* export: the index whose state is pinned; NULL for an import */
 	uint8_t *desc;
 	size_t ndesc;
-	uint64_t seed;
 	uint32_t npacks, nids;
-	uint32_t count[RIX_BLOB_TYPES], nb[RIX_BLOB_TYPES];
+	uint32_t count[RIX_BLOB_TYPES];
+	uint64_t tdesc[RIX_BLOB_TYPES][RIX__RANKED_DESC_WORDS];
 	const rix_id *ids; /* into desc */
 	rix_image_section sec[MAX_SECTIONS];
 	size_t nsec;
 	bool allocated; /* import: the section arrays are this image's (until installed) */
-	bool checked;   /* import: rix_master_image_check passed */
+	/* import, once checked: the tables made of the sections (which they then own) */
+	struct rix__ranked *tab[RIX_BLOB_TYPES];
+	bool checked;
 };
 
 static void put32(uint8_t *p, uint32_t v)
@@ -96,26 +95,22 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-static uint64_t probe_of(uint64_t seed)
-{
-	rix_id id;
-	for (int i = 0; i < RIX_ID_SIZE; i++)
-		id.b[i] = (uint8_t)i;
-	return rix__hash_id(&id, seed);
-}
-
 /* The sections an image of these counts has, pointing nowhere yet (sizes only). */
-static void lay_out_sections(rix_master_image *im)
+static int lay_out_sections(rix_master_image *im)
 {
 	im->nsec = 0;
 	im->sec[im->nsec++] = (rix_image_section){ NULL, (size_t)im->npacks * sizeof(rix_id) };
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
 		if (im->count[t] == 0)
 			continue;
-		im->sec[im->nsec++] = (rix_image_section){ NULL, ((size_t)im->nb[t] + 1) * sizeof(uint64_t) };
-		im->sec[im->nsec++] = (rix_image_section){ NULL, (size_t)im->count[t] * sizeof(struct fentry) };
-		im->sec[im->nsec++] = (rix_image_section){ NULL, (size_t)im->count[t] };
+		size_t size[RIX__RANKED_SECTIONS];
+		int rc = rix__ranked_section_sizes(im->tdesc[t], size);
+		if (rc != 0)
+			return rc;
+		for (int k = 0; k < RIX__RANKED_SECTIONS; k++)
+			im->sec[im->nsec++] = (rix_image_section){ NULL, size[k] };
 	}
+	return 0;
 }
 
 /* ---- Export ------------------------------------------------------------------------------- */
@@ -149,41 +144,43 @@ int rix_master_index_export(rix_master_image **out, rix_master_index *mi)
 	if (rc == 0) {
 		mi->pinned = st;
 		im->mi = mi;
-		im->seed = mi->seed;
 		im->npacks = st->npacks;
 		im->nids = (uint32_t)mi->nindex_ids;
-		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-			im->count[t] = st->frozen[t] != NULL ? st->frozen[t]->count : 0;
-			im->nb[t] = st->frozen[t] != NULL ? st->frozen[t]->nb : 0;
-		}
+		const void *tsec[RIX_BLOB_TYPES][RIX__RANKED_SECTIONS];
+		size_t tsize[RIX_BLOB_TYPES][RIX__RANKED_SECTIONS];
 		uint8_t *d = im->desc;
+		memset(d, 0, DESC_FIXED);
 		memcpy(d, IMAGE_MAGIC, 8);
 		put32(d + 8, IMAGE_ORDER);
 		put32(d + 12, IMAGE_VERSION);
 		put32(d + 16, LAYOUT_WORD);
-		put32(d + 20, FROZEN_LOAD);
-		put32(d + 24, RIX_BLOB_TYPES);
-		put32(d + 28, 0);
-		put64(d + 32, im->seed);
-		put64(d + 40, probe_of(im->seed));
-		put32(d + 48, im->npacks);
-		put32(d + 52, im->nids);
+		put32(d + 20, RIX_BLOB_TYPES);
+		put32(d + 32, im->npacks);
+		put32(d + 36, im->nids);
 		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-			put32(d + 56 + 8 * t, im->count[t]);
-			put32(d + 60 + 8 * t, im->nb[t]);
+			im->count[t] = rix__ranked_count(st->table[t]);
+			put32(d + 40 + 4 * t, im->count[t]);
+			if (im->count[t] == 0)
+				continue;
+			rix__ranked_export(st->table[t], im->tdesc[t], tsec[t], tsize[t]);
+			for (unsigned w = 0; w < RIX__RANKED_DESC_WORDS; w++)
+				put64(d + 40 + 4 * RIX_BLOB_TYPES + TABLE_DESC_BYTES * t + 8 * w, im->tdesc[t][w]);
 		}
 		if (im->nids)
 			memcpy(d + DESC_FIXED, mi->index_ids, (size_t)im->nids * sizeof(rix_id));
 		im->ids = (const rix_id *)(void *)(d + DESC_FIXED);
-		lay_out_sections(im);
+		rc = lay_out_sections(im); /* the sizes the export gave, as an import will ask them */
 		size_t k = 0;
 		im->sec[k++].p = st->packs;
-		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-			if (im->count[t] == 0)
-				continue;
-			im->sec[k++].p = st->frozen[t]->buckets;
-			im->sec[k++].p = st->frozen[t]->entries;
-			im->sec[k++].p = st->frozen[t]->fp;
+		for (int t = 0; rc == 0 && t < RIX_BLOB_TYPES; t++)
+			for (int j = 0; im->count[t] > 0 && j < RIX__RANKED_SECTIONS; j++, k++) {
+				im->sec[k].p = (void *)(uintptr_t)tsec[t][j];
+				if (im->sec[k].n != tsize[t][j])
+					rc = rix_error_set(RIX_ECORRUPT, "master index: a table exports other sizes than it has");
+			}
+		if (rc != 0) {
+			mi->pinned = NULL;
+			im->mi = NULL;
 		}
 	}
 	pthread_mutex_unlock(&mi->pin_mu);
@@ -206,12 +203,9 @@ int rix_master_image_parse(rix_master_image **out, const void *desc, size_t n)
 	if (n < DESC_FIXED || memcmp(d, IMAGE_MAGIC, 8) != 0)
 		return rix_error_set(RIX_ECORRUPT, "master image: not an image descriptor");
 	if (get32(d + 8) != IMAGE_ORDER || get32(d + 12) != IMAGE_VERSION || get32(d + 16) != LAYOUT_WORD ||
-	    get32(d + 20) != FROZEN_LOAD || get32(d + 24) != RIX_BLOB_TYPES || get32(d + 28) != 0)
+	    get32(d + 20) != RIX_BLOB_TYPES || get32(d + 24) != 0 || get32(d + 28) != 0)
 		return rix_error_set(RIX_ECORRUPT, "master image: made by a build of another layout");
-	uint64_t seed = get64(d + 32);
-	if (get64(d + 40) != probe_of(seed))
-		return rix_error_set(RIX_ECORRUPT, "master image: made with another hash function");
-	uint32_t npacks = get32(d + 48), nids = get32(d + 52);
+	uint32_t npacks = get32(d + 32), nids = get32(d + 36);
 	if (n != DESC_FIXED + (uint64_t)nids * sizeof(rix_id))
 		return rix_error_set(RIX_ECORRUPT, "master image: the descriptor's length is not its content's");
 	if (npacks > 0xFFFFFFFEu)
@@ -223,21 +217,26 @@ int rix_master_image_parse(rix_master_image **out, const void *desc, size_t n)
 	}
 	memcpy(im->desc, d, n);
 	im->ndesc = n;
-	im->seed = seed;
 	im->npacks = npacks;
 	im->nids = nids;
 	im->ids = (const rix_id *)(void *)(im->desc + DESC_FIXED);
-	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		im->count[t] = get32(d + 56 + 8 * t);
-		im->nb[t] = get32(d + 60 + 8 * t);
-		/* nb is count / FROZEN_LOAD when built; rix__frozen_drop_same lowers count, not nb. */
-		bool ok = im->count[t] == 0 ? im->nb[t] == 0 : im->nb[t] > 0 && im->nb[t] < 0xFFFFFFFFu && npacks > 0;
-		if (im->count[t] > 0xFFFFFFFEu || !ok) {
-			rix_master_image_free(im);
-			return rix_error_set(RIX_ECORRUPT, "master image: a table's counts do not agree");
-		}
+	int rc = 0;
+	for (int t = 0; rc == 0 && t < RIX_BLOB_TYPES; t++) {
+		im->count[t] = get32(d + 40 + 4 * t);
+		for (unsigned w = 0; w < RIX__RANKED_DESC_WORDS; w++)
+			im->tdesc[t][w] = get64(d + 40 + 4 * RIX_BLOB_TYPES + TABLE_DESC_BYTES * t + 8 * w);
+		/* count: the distinct IDs (the descriptor's first word) and the second locations */
+		bool ok = im->count[t] == 0 || (npacks > 0 && im->tdesc[t][0] > 0 &&
+						im->tdesc[t][0] + im->tdesc[t][1] == im->count[t]);
+		if (!ok)
+			rc = rix_error_set(RIX_ECORRUPT, "master image: a table's counts do not agree");
 	}
-	lay_out_sections(im);
+	if (rc == 0)
+		rc = lay_out_sections(im);
+	if (rc != 0) {
+		rix_master_image_free(im);
+		return rc;
+	}
 	*out = im;
 	return 0;
 }
@@ -264,36 +263,12 @@ int rix_master_image_alloc(rix_master_image *im)
 }
 
 /*
- * Checks what the sections hold before the tables are trusted with lookups: chains in order and
- * inside the table, every pack number inside the pack table (a lookup indexes the pack table
- * with it), and a sample of entries in the bucket their ID hashes to, filter bits set,
- * fingerprint right.
+ * Checks what the sections hold before the tables are trusted with lookups, by making the tables
+ * of them (rix__ranked_import checks all a lookup relies on: the set's shape and directory, the
+ * widths, every pack number inside the pack table). A table made owns its sections (which the
+ * image's section list still shows); a type whose sections fail keeps them as read, and a later
+ * check asks again of the types without a table.
  */
-static int check_table(const struct frozen *f, uint32_t npacks, uint64_t seed)
-{
-	const uint64_t *w = f->buckets;
-	if ((uint32_t)w[0] != 0 || w[f->nb] != f->count)
-		return -1;
-	for (uint32_t b = 0; b < f->nb; b++)
-		if ((uint32_t)w[b + 1] < (uint32_t)w[b])
-			return -1;
-	uint32_t bad = 0;
-	for (uint32_t i = 0; i < f->count; i++)
-		bad |= f->entries[i].loc.pack >= npacks;
-	if (bad)
-		return -1;
-	uint32_t step = f->count / 61 + 1;
-	for (uint32_t i = 0; i < f->count; i += step) {
-		uint64_t h = rix__hash_id(&f->entries[i].id, seed);
-		uint32_t want = rix__hash_bucket(h, f->nb);
-		uint64_t fl = rix__hash_filter(h);
-		if ((w[want] & fl) != fl || i < (uint32_t)w[want] || i >= (uint32_t)w[want + 1] ||
-		    f->fp[i] != rix__hash_fp(h))
-			return -1;
-	}
-	return 0;
-}
-
 int rix_master_image_check(rix_master_image *im)
 {
 	if (im->mi != NULL || !im->allocated)
@@ -304,12 +279,23 @@ int rix_master_image_check(rix_master_image *im)
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
 		if (im->count[t] == 0)
 			continue;
-		struct frozen f = { .buckets = im->sec[k].p, .entries = im->sec[k + 1].p, .fp = im->sec[k + 2].p,
-				    .nb = im->nb[t], .count = im->count[t] };
-		k += 3;
-		if (check_table(&f, im->npacks, im->seed) != 0)
-			return rix_error_set(RIX_ECORRUPT, "master image: a %s table is not well formed",
-					     t == RIX_BLOB_DATA ? "data" : "tree");
+		void *sec[RIX__RANKED_SECTIONS];
+		size_t size[RIX__RANKED_SECTIONS];
+		for (int j = 0; j < RIX__RANKED_SECTIONS; j++) {
+			sec[j] = im->sec[k + j].p;
+			size[j] = im->sec[k + j].n;
+		}
+		k += RIX__RANKED_SECTIONS;
+		if (im->tab[t] != NULL)
+			continue;
+		struct rix__ranked *tab;
+		int rc = rix__ranked_import(&tab, im->tdesc[t], sec, size, im->npacks);
+		/* (its count is the descriptor's: parse compared it with the table's words) */
+		if (rc != 0)
+			return rc == RIX_ECORRUPT ? rix_error_set(RIX_ECORRUPT, "master image: a %s table is not well formed",
+								 t == RIX_BLOB_DATA ? "data" : "tree")
+						  : rc;
+		im->tab[t] = tab;
 	}
 	im->checked = true;
 	return 0;
@@ -317,12 +303,11 @@ int rix_master_image_check(rix_master_image *im)
 
 /*
  * The image's tables, with the entries of the batches committed meanwhile (the index files
- * listed since the image was made) merged into them where they lie: no reader sees the image's
- * arrays yet, so a few entries are inserted in place (rix__frozen_insert: one pass of moves, no
- * rehash, no second table); many are merged by a rebuild. Caller holds wmu and bmu; on failure
- * the arrays taken so far are next's (freed with it), the rest the image's.
+ * listed since the image was made) merged into them: a table with new entries is built again
+ * from its entries and theirs (the ranked table is immutable). Caller holds wmu and bmu; on
+ * failure the tables and arrays taken so far are next's (freed with it), the rest the image's.
  */
-static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k, uint64_t seed, unsigned workers)
+static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k, unsigned workers)
 {
 	uint64_t packs_total = (uint64_t)im->npacks + k->npacks;
 	if (packs_total > 0xFFFFFFFEu || k->n[0] > 0xFFFFFFFEu || k->n[1] > 0xFFFFFFFEu)
@@ -342,47 +327,24 @@ static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k
 	int rep = k->npacks > 0 ? rix__packs_repeat(next->packs, next->npacks) : 0;
 	if (rep < 0)
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
-	size_t sec = 1;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		struct frozen *tab = NULL;
-		if (im->count[t] > 0) {
-			if ((tab = rix_calloc(1, sizeof(*tab))) == NULL)
-				return rix_error_set(RIX_ENOMEM, "master index: out of memory");
-			*tab = (struct frozen){ .buckets = im->sec[sec].p, .entries = im->sec[sec + 1].p,
-						.fp = im->sec[sec + 2].p, .nb = im->nb[t], .count = im->count[t] };
-			im->sec[sec].p = im->sec[sec + 1].p = im->sec[sec + 2].p = NULL; /* tab's (next's) from here */
-			sec += 3;
-			next->frozen[t] = tab;
-		}
-		if (k->n[t] == 0)
+		struct rix__ranked *tab = im->tab[t];
+		im->tab[t] = NULL; /* next's from here */
+		if (k->n[t] == 0) {
+			next->table[t] = tab;
 			continue;
+		}
 		for (size_t i = 0; i < k->n[t]; i++)
 			k->e[t][i].loc.pack += im->npacks;
-		int rc;
-		if (tab == NULL) {
-			rc = rix__frozen_in_place(&next->frozen[t], k->e[t], (uint32_t)k->n[t], seed, workers);
-			if (rc == 0) {
-				k->e[t] = NULL; /* the table's now */
-				k->n[t] = k->cap[t] = 0;
-			}
-		} else if (rix__frozen_insert_fits(tab, k->n[t])) {
-			struct frozen *same;
-			rc = rix__frozen_insert(&same, tab, k->e[t], (uint32_t)k->n[t], seed, true);
-		} else {
-			struct frozen flat = { .entries = k->e[t], .count = (uint32_t)k->n[t] };
-			struct merge_src src[2] = { { tab, NULL, 0 }, { &flat, NULL, 0 } };
-			struct frozen *built;
-			rc = rix__frozen_build(&built, src, 2, seed);
-			if (rc == 0) {
-				rix__frozen_free(tab);
-				next->frozen[t] = built;
-			}
-		}
+		struct fentry *e = k->e[t]; /* the build's from here */
+		size_t n = k->n[t];
+		k->e[t] = NULL;
+		k->n[t] = k->cap[t] = 0;
+		int rc = rix__ranked_merge_owned(&next->table[t], tab, e, n, rep > 0 ? next->packs : NULL, workers);
+		rix__ranked_free(tab);
 		if (rc != 0)
 			return rc;
 	}
-	for (int t = 0; t < RIX_BLOB_TYPES && rep > 0; t++)
-		(void)rix__frozen_drop_same(next->frozen[t], next->packs);
 	return 0;
 }
 
@@ -397,7 +359,7 @@ int rix_master_index_install(rix_master_index *mi, rix_master_image *im)
 	struct mstate *cur = atomic_load(&mi->state);
 	bool empty = cur->npacks == 0 && mi->nindex_ids == 0 && mi->nseparate == 0;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
-		empty = empty && cur->frozen[t] == NULL;
+		empty = empty && cur->table[t] == NULL;
 	struct mstate *next = NULL;
 	rix_id *nids = NULL;
 	if (!empty) {
@@ -421,12 +383,9 @@ int rix_master_index_install(rix_master_index *mi, rix_master_image *im)
 		memcpy(nids + im->nids, k->ids, k->nids * sizeof(rix_id));
 	/* From here the image's arrays move to next, whatever happens: the image is spent. */
 	im->allocated = false;
-	rc = build_state(next, im, k, im->seed, mi->workers);
+	rc = build_state(next, im, k, mi->workers);
 	if (rc != 0)
 		goto done;
-	/* No table uses the seed yet (the index is empty; the recent table has its own): the
-	 * image's tables were built with theirs. Readers see it through the state's publication. */
-	mi->seed = im->seed;
 	rix__master_index_publish(mi, cur, next, nids, (size_t)im->nids + k->nids, false);
 	next = NULL;
 	nids = NULL;
@@ -434,9 +393,14 @@ int rix_master_index_install(rix_master_index *mi, rix_master_image *im)
 done:
 	if (rc != 0 && !im->allocated) /* a failure after the image was taken apart: as bulk_finish's */
 		rix__bulk_clear(k);
-	for (size_t j = 0; !im->allocated && j < im->nsec; j++) { /* what build_state did not take */
-		rix_free(im->sec[j].p);
-		im->sec[j].p = NULL;
+	if (!im->allocated) { /* what build_state did not take: the pack table, tables */
+		rix_free(im->sec[0].p);
+		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+			rix__ranked_free(im->tab[t]);
+			im->tab[t] = NULL;
+		}
+		for (size_t j = 0; j < im->nsec; j++)
+			im->sec[j].p = NULL;
 	}
 	rix__mstate_free(next);
 	rix_free(nids);
@@ -483,8 +447,18 @@ void rix_master_image_free(rix_master_image *im)
 		pthread_cond_broadcast(&im->mi->pin_cv);
 		pthread_mutex_unlock(&im->mi->pin_mu);
 	} else if (im->allocated) {
-		for (size_t k = 0; k < im->nsec; k++)
-			rix_free(im->sec[k].p);
+		rix_free(im->sec[0].p);
+		size_t k = 1;
+		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+			if (im->count[t] == 0)
+				continue;
+			if (im->tab[t] != NULL) /* checked: the table owns its sections */
+				rix__ranked_free(im->tab[t]);
+			else
+				for (int j = 0; j < RIX__RANKED_SECTIONS; j++)
+					rix_free(im->sec[k + j].p);
+			k += RIX__RANKED_SECTIONS;
+		}
 	}
 	rix_free(im->desc);
 	rix_free(im);

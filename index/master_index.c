@@ -1,16 +1,18 @@
 /*
  * index/master_index.c — all indexes of a repository, merged: create/free, adding indexes, the
- * merge, counts and listings. The lookups are in master_lookup.c, the frozen table and its builders are in frozen.c, the
- * blobs stored since opening in recent.c, bulk loading in bulk_load.c; the struct they share is
- * in master_index_internal.h.
+ * merge, counts and listings. The lookups are in master_lookup.c, the ranked table in ranked.c
+ * (ranked.h), the blobs stored since opening in recent.c, bulk loading in bulk_load.c; the
+ * struct they share is in master_index_internal.h.
  *
  * State
  * -----
- *   frozen[type]   one read-only chaining table per blob type holding every merged entry
+ *   table[type]    one read-only ranked table per blob type holding every merged entry (about
+ *                  41 bytes an entry: a rix_idset of the IDs and their locations bit-packed by
+ *                  rank; ranked.h)
  *   dset           dedup-only (set before a bulk load): the bulk-loaded data blobs as a rix_idset,
  *                  IDs only; a data blob found there is known, its location is not (see
- *                  no_location). Shared by states like a frozen table, carried over by merges
- *   packs[]        global pack table; frozen entries' rix_loc.pack numbers point here
+ *                  no_location). Shared by states like a table, carried over by merges
+ *   packs[]        global pack table; the tables' rix_loc.pack numbers point here
  *   separate[]     indexes added and not merged: unfinished ones, and final ones added since the
  *                  last merge; each keeps its own pack table (a repository loads its index in
  *                  bulk, so there are none in a backup)
@@ -18,22 +20,21 @@
  *                  stored ones with their locations and packs, and which packs no index file
  *                  names yet. One entry per blob, read without a lock
  *
- * The frozen tables (frozen.c: layout, builders) hold every merged entry once, each chain in
- * one run of memory. A table a merge does not change is carried over to the new state as it is
- * (the states share it; it is freed with the last state holding it).
- *
- * A merge builds new frozen tables (a counting sort on bucket numbers: count, prefix sums,
- * place) from the old tables and the final indexes waiting, with a new global pack table, while
- * holding only the writers' mutex. Readers go on using the old state; the write lock is taken
- * just to swap pointers. Then the old tables and the merged indexes are freed.
+ * A table a merge does not change is carried over to the new state as it is (the states share
+ * it; it is freed with the last state holding it). A merge that adds entries of a type builds
+ * that type's table again from the old table's entries and the final indexes waiting (the
+ * table is immutable: no insertion in place), with a new global pack table, while holding only
+ * the writers' mutex. Readers go on using the old state; the write lock is taken just to swap
+ * pointers. Then the old tables and the merged indexes are freed. (A repository's index is
+ * loaded in bulk, bulk_load.c, in one build; merges are for indexes added one by one.)
  *
  * Readers and writers
  * -------------------
- * The frozen tables and the global pack table form one immutable `struct mstate`, published
+ * The tables and the global pack table form one immutable `struct mstate`, published
  * through an atomic pointer. A lookup reads it inside an RCU read section (rcu.h: two plain
- * stores, no lock), which answers every ID found in the frozen tables; a miss asks the recent
+ * stores, no lock), which answers every ID found in the tables; a miss asks the recent
  * table in the same read section, also without a lock. Only a miss while separate indexes
- * exist takes the rwlock `lock` and asks them (and the frozen tables again,
+ * exist takes the rwlock `lock` and asks them (and the tables again,
  * if a merge published new ones meanwhile); lookup_all, which must count each entry once,
  * then does all of its work under the read lock. The counts, listings and foreach always
  * take the read lock. A merge publishes the new state and shrinks the
@@ -60,6 +61,7 @@
 #include "rix/error.h"
 #include "index_internal.h"
 #include "master_index_internal.h"
+#include "ranked.h"
 #include "rcu.h"
 
 /* ---- Create / free ------------------------------------------------------------------------ */
@@ -69,7 +71,7 @@ void rix__mstate_free(struct mstate *st)
 	if (st == NULL)
 		return;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
-		rix__frozen_free(st->frozen[t]);
+		rix__ranked_free(st->table[t]);
 	rix_idset_free(st->dset);
 	rix_free(st->packs);
 	rix_free(st);
@@ -102,7 +104,6 @@ int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed)
 	pthread_mutex_init(&mi->bulk.bmu, NULL);
 	pthread_mutex_init(&mi->pin_mu, NULL);
 	pthread_cond_init(&mi->pin_cv, NULL);
-	mi->seed = seed;
 	atomic_init(&mi->state, st);
 	atomic_init(&mi->nsep, 0);
 	(void)rix__rcu_fast(); /* registers for membarrier before any reader runs */
@@ -231,8 +232,8 @@ int rix_master_index_mark_indexed(rix_master_index *mi, uint32_t upto, const rix
 void rix__mstate_forget_shared(struct mstate *from, const struct mstate *keep)
 {
 	for (int t = 0; from != NULL && keep != NULL && t < RIX_BLOB_TYPES; t++)
-		if (from->frozen[t] == keep->frozen[t])
-			from->frozen[t] = NULL;
+		if (from->table[t] == keep->table[t])
+			from->table[t] = NULL;
 	if (from != NULL && keep != NULL && from->dset == keep->dset)
 		from->dset = NULL;
 }
@@ -266,17 +267,48 @@ void rix__master_index_publish(rix_master_index *mi, struct mstate *cur, struct 
 	rix_free(old_ids);
 }
 
+/* The entries of the merged indexes' maps of type t, their pack numbers made global (the first
+ * merged index's packs from base): a new array (*out NULL when there are none). */
+static int collect_maps(struct fentry **out, size_t *n, rix_index *const *merged, size_t nmerge, rix_blob_type t,
+			uint32_t base)
+{
+	*out = NULL;
+	*n = 0;
+	size_t total = 0;
+	for (size_t k = 0; k < nmerge; k++)
+		if (merged[k]->maps[t] != NULL)
+			total += rix_indexmap_count(merged[k]->maps[t]);
+	if (total == 0)
+		return 0;
+	struct fentry *e = rix_malloc(total * sizeof(*e));
+	if (e == NULL)
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu entries", total);
+	size_t at = 0;
+	for (size_t k = 0; k < nmerge; k++) {
+		const rix_indexmap *m = merged[k]->maps[t];
+		for (size_t i = 0, c = m != NULL ? rix_indexmap_count(m) : 0; i < c; i++, at++) {
+			const rix_id *id;
+			rix_indexmap_entry(&id, &e[at].loc, m, (uint32_t)i);
+			e[at].id = *id;
+			e[at].loc.pack += base;
+		}
+		base += merged[k]->npacks;
+	}
+	*out = e;
+	*n = total;
+	return 0;
+}
+
 int rix_master_index_merge(rix_master_index *mi)
 {
 	pthread_mutex_lock(&mi->wmu);
 	struct mstate *cur = atomic_load(&mi->state); /* only writers change it; we hold wmu */
 	int rc = 0;
-	size_t nmerge = 0, nsrc_max = mi->nseparate + 1;
-	struct merge_src *srcs = rix_malloc(nsrc_max * sizeof(*srcs));
+	size_t nmerge = 0;
 	rix_index **merged = rix_malloc((mi->nseparate ? mi->nseparate : 1) * sizeof(*merged));
 	struct mstate *next = rix_calloc(1, sizeof(*next));
 	rix_id *nids = NULL;
-	if (srcs == NULL || merged == NULL || next == NULL) {
+	if (merged == NULL || next == NULL) {
 		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for merge");
 		goto done;
 	}
@@ -305,30 +337,24 @@ int rix_master_index_merge(rix_master_index *mi)
 	}
 	rix__advise_huge(next->packs, (size_t)packs_total * sizeof(rix_id)); /* read at random, as the tables */
 	next->npacks = (uint32_t)packs_total;
-	next->dset = cur->dset; /* carried over: merged indexes' data blobs go to the frozen table */
+	next->dset = cur->dset; /* carried over: merged indexes' data blobs go to the ranked table */
 	if (cur->npacks)
 		memcpy(next->packs, cur->packs, (size_t)cur->npacks * sizeof(rix_id));
 	if (mi->nindex_ids)
 		memcpy(nids, mi->index_ids, mi->nindex_ids * sizeof(rix_id));
-	uint32_t base = cur->npacks;
-	size_t idn = mi->nindex_ids;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		size_t ns = 0;
-		if (cur->frozen[t] != NULL)
-			srcs[ns++] = (struct merge_src){ cur->frozen[t], NULL, 0 };
-		uint32_t b = base;
-		for (size_t k = 0; k < nmerge; k++) {
-			if (merged[k]->maps[t] != NULL)
-				srcs[ns++] = (struct merge_src){ NULL, merged[k]->maps[t], b };
-			b += merged[k]->npacks;
-		}
-		if (ns == 1 && srcs[0].f != NULL) /* nothing new of this type: carried over */
-			next->frozen[t] = cur->frozen[t];
-		else
-			rc = rix__frozen_build(&next->frozen[t], srcs, ns, mi->seed);
+		struct fentry *add;
+		size_t nadd;
+		rc = collect_maps(&add, &nadd, merged, nmerge, (rix_blob_type)t, cur->npacks);
 		if (rc != 0)
 			goto done;
+		if (nadd == 0) /* nothing new of this type: carried over */
+			next->table[t] = cur->table[t];
+		else if ((rc = rix__ranked_merge_owned(&next->table[t], cur->table[t], add, nadd, NULL, mi->workers)) != 0)
+			goto done;
 	}
+	uint32_t base = cur->npacks;
+	size_t idn = mi->nindex_ids;
 	for (size_t k = 0; k < nmerge; k++) {
 		if (merged[k]->npacks)
 			memcpy(next->packs + base, merged[k]->packs, (size_t)merged[k]->npacks * sizeof(rix_id));
@@ -347,10 +373,33 @@ done:
 	rix__mstate_forget_shared(next, cur); /* on failure: tables carried over stay cur's */
 	rix__mstate_free(next);
 	rix_free(nids);
-	rix_free(srcs);
 	rix_free(merged);
 	pthread_mutex_unlock(&mi->wmu);
 	return rc;
+}
+
+int rix__packs_repeat(const rix_id *packs, uint32_t n)
+{
+	if (n < 2)
+		return 0;
+	uint32_t cap = 1024;
+	while (cap < 2 * (uint64_t)n)
+		cap *= 2;
+	uint32_t *slot = rix_malloc((size_t)cap * sizeof(*slot)); /* pack number + 1; 0: empty */
+	if (slot == NULL)
+		return -1;
+	memset(slot, 0, (size_t)cap * sizeof(*slot));
+	int repeat = 0;
+	for (uint32_t i = 0; i < n && !repeat; i++) {
+		uint64_t h;
+		memcpy(&h, packs[i].b, sizeof(h)); /* pack IDs are SHA-256 sums: their bits are spread */
+		uint32_t j = (uint32_t)h & (cap - 1);
+		while (slot[j] != 0 && !(repeat = rix__id_eq(&packs[slot[j] - 1], &packs[i])))
+			j = (j + 1) & (cap - 1);
+		slot[j] = i + 1;
+	}
+	rix_free(slot);
+	return repeat;
 }
 
 size_t rix_master_index_pack_count(rix_master_index *mi)
@@ -369,13 +418,28 @@ size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t)
 		return 0;
 	pthread_rwlock_rdlock(&mi->lock);
 	const struct mstate *st = rix__mstate_of(mi);
-	size_t n = (st->frozen[t] ? st->frozen[t]->count : 0) + rix__recent_count(mi->recent, t);
+	size_t n = rix__ranked_count(st->table[t]) + rix__recent_count(mi->recent, t);
 	if (t == RIX_BLOB_DATA)
 		n += rix_idset_count(st->dset);
 	for (size_t i = 0; i < mi->nseparate; i++)
 		n += rix_index_count(mi->separate[i], t);
 	pthread_rwlock_unlock(&mi->lock);
 	return n;
+}
+
+struct each {
+	const struct mstate *st;
+	rix_blob_type t;
+	rix_index_blob_fn fn;
+	void *arg;
+};
+
+static int each_one(void *payload, const rix_id *id, const rix_loc *loc)
+{
+	struct each *e = payload;
+	rix_packed_blob pb;
+	rix__mstate_fill(e->st, e->t, id, loc, &pb);
+	return e->fn(e->arg, &pb);
 }
 
 int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *arg)
@@ -389,12 +453,8 @@ int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *a
 						 "to list (load the full index)");
 	}
 	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++) {
-		const struct frozen *f = st->frozen[t];
-		for (uint32_t i = 0; f != NULL && i < f->count && rc == 0; i++) {
-			rix_packed_blob pb;
-			rix__mstate_fill(st, (rix_blob_type)t, &f->entries[i], &pb);
-			rc = fn(arg, &pb);
-		}
+		struct each e = { st, (rix_blob_type)t, fn, arg };
+		rc = rix__ranked_foreach(st->table[t], each_one, &e);
 	}
 	if (rc == 0)
 		rc = rix__recent_foreach(mi->recent, fn, arg);
@@ -492,7 +552,7 @@ size_t rix_master_index_memory(rix_master_index *mi)
 	size_t m = sizeof(*mi) + sizeof(*st) + (size_t)st->npacks * sizeof(rix_id) +
 		   mi->separate_cap * sizeof(rix_index *) + mi->nindex_ids * sizeof(rix_id);
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
-		m += rix__frozen_memory(st->frozen[t]);
+		m += rix__ranked_memory(st->table[t]);
 	m += rix_idset_memory(st->dset);
 	for (size_t i = 0; i < mi->nseparate; i++)
 		m += rix_index_memory(mi->separate[i]);

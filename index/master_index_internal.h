@@ -1,7 +1,7 @@
 /*
  * index/master_index_internal.h — private to the files of the master index: master_index.c (the
  * index itself: create, add, merge, counts and listings), master_lookup.c (its lookups),
- * frozen.c (the frozen table and its builders), recent.c (the blobs stored since opening, behind recent.h), bulk_load.c (bulk loading) and
+ * ranked.c (the ranked table, behind ranked.h), recent.c (the blobs stored since opening, behind recent.h), bulk_load.c (bulk loading) and
  * master_image.c (the merged state exported and installed whole). Holds the structs they share
  * and the functions one file lends another.
  */
@@ -21,29 +21,18 @@
 #include "hash.h"
 #include "recent.h"
 
-/* Entries per bucket in a frozen table. See bench/RESULTS.md for the sweep behind it. */
-#ifndef RIX_FROZEN_LOAD
-#define RIX_FROZEN_LOAD 4u
-#endif
-#define FROZEN_LOAD RIX_FROZEN_LOAD
-
+/* An entry as bulk loading collects it and the ranked table is built from. */
 struct fentry {
 	rix_id id;
 	rix_loc loc; /* loc.pack: global pack number */
 };
-_Static_assert(sizeof(struct fentry) == 48, "frozen entry must stay 48 bytes");
+_Static_assert(sizeof(struct fentry) == 48, "a collected entry must stay 48 bytes");
 
-struct frozen {
-	uint64_t *buckets; /* nb + 1 words: filter << 32 | start; word nb holds count */
-	struct fentry *entries;
-	uint8_t *fp; /* count: fp[i] = rix__hash_fp(hash of entries[i].id), one byte an entry */
-	uint32_t nb;
-	uint32_t count;
-};
+struct rix__ranked; /* ranked.h */
 
 /* What a merge publishes: immutable until freed after an RCU grace period. */
 struct mstate {
-	struct frozen *frozen[RIX_BLOB_TYPES]; /* NULL: nothing merged of that type yet */
+	struct rix__ranked *table[RIX_BLOB_TYPES]; /* ranked.h; NULL: nothing merged of that type yet */
 	rix_idset *dset; /* dedup-only: the data blobs bulk-loaded, IDs only (NULL: none) */
 	rix_id *packs;                          /* global pack table */
 	uint32_t npacks;
@@ -52,7 +41,6 @@ struct mstate {
 struct rix_master_index {
 	pthread_rwlock_t lock;
 	pthread_mutex_t wmu;
-	uint64_t seed;
 	unsigned workers; /* threads for the in-place build (0: one per CPU) */
 	bool dedup_only;  /* bulk loading keeps data blobs' IDs only (state->dset) */
 	_Atomic(struct mstate *) state; /* never NULL */
@@ -79,60 +67,8 @@ struct rix_master_index {
 	} bulk;
 };
 
-/* ---- Frozen tables (frozen.c) ------------------------------------------------------------- */
-
-/* One source of entries for a merge: a frozen table or an index's map. */
-struct merge_src {
-	const struct frozen *f;
-	const rix_indexmap *m;
-	uint32_t pack_base; /* added to an index map's local pack numbers */
-};
-
-/* Frees f (NULL is fine). */
-void rix__frozen_free(struct frozen *f);
-
-/* Bytes f takes (0 for NULL). */
-size_t rix__frozen_memory(const struct frozen *f);
-
-/*
- * Builds a frozen table of all entries of srcs[0..n) (a counting sort by bucket). Sources are
- * placed oldest first; placement fills each chain from its end, so the newest entry of a chain
- * comes first. *out NULL when there are no entries.
- */
-int rix__frozen_build(struct frozen **out, const struct merge_src *srcs, size_t n, uint64_t seed);
-
-/*
- * The frozen table over entries[0..count) themselves, permuted into bucket order (a counting
- * sort in place, its lower levels on `workers` threads: 0, one per CPU); the table owns entries
- * afterwards. @return 0, RIX_ENOMEM.
- */
-/*
- * Drops the entries of f that repeat another entry of their chain exactly: the same ID at the same
- * place (offset, lengths) of the same pack (packs[loc.pack] equal: one pack named by two index
- * files gets two numbers), as restic's index merge drops them. What an interrupted prune or
- * repair leaves (every pack in an old and a new index file) then reads as the repository it is.
- * Chains are compacted in place, bucket words rewritten. @return the entries dropped.
- */
-uint32_t rix__frozen_drop_same(struct frozen *f, const rix_id *packs);
 /* Whether packs[0..n) names some pack twice (n small enough to hash: the pack table). -1: no memory. */
 int rix__packs_repeat(const rix_id *packs, uint32_t n);
-
-int rix__frozen_in_place(struct frozen **out, struct fentry *entries, uint32_t count, uint64_t seed,
-			 unsigned workers);
-
-/*
- * f with add[0..k) inserted (loc.pack already global), the bucket count kept: in place (f's
- * entries array grown, f itself the result: only for a table no reader sees) or into new arrays
- * (f unchanged). A sequential pass over the entries instead of a rebuild's hashing of every one;
- * for a few entries against many (while the table stays within 2 x FROZEN_LOAD a bucket: see
- * rix__frozen_insert_fits). @return 0, RIX_ENOMEM (f unchanged, whole), RIX_ELIMIT.
- */
-int rix__frozen_insert(struct frozen **out, struct frozen *f, const struct fentry *add, uint32_t k, uint64_t seed,
-		       bool in_place);
-static inline bool rix__frozen_insert_fits(const struct frozen *f, size_t k)
-{
-	return k <= f->count / 2 + 1024 && (uint64_t)f->count + k <= (uint64_t)f->nb * FROZEN_LOAD * 2;
-}
 
 /* ---- The published state, as readers see it (master_index.c, master_lookup.c) ------------- */
 
@@ -142,15 +78,15 @@ static inline struct mstate *rix__mstate_of(rix_master_index *mi)
 	return atomic_load_explicit(&mi->state, memory_order_seq_cst);
 }
 
-/* *out = frozen entry e of type t, its pack number turned into the pack ID. */
-static inline void rix__mstate_fill(const struct mstate *st, rix_blob_type t, const struct fentry *e,
+/* *out = blob id of type t at loc, its pack number turned into the pack ID. */
+static inline void rix__mstate_fill(const struct mstate *st, rix_blob_type t, const rix_id *id, const rix_loc *loc,
 				    rix_packed_blob *out)
 {
-	out->id = e->id;
-	out->pack_id = st->packs[e->loc.pack];
+	out->id = *id;
+	out->pack_id = st->packs[loc->pack];
 	/* offset, length, uncompressed_length as one 16-byte copy of the location, whose pack
 	 * number lands where the type goes and is overwritten (4 moves, not 10 with shuffles). */
-	memcpy((char *)out + offsetof(rix_packed_blob, type), &e->loc, sizeof(e->loc));
+	memcpy((char *)out + offsetof(rix_packed_blob, type), loc, sizeof(*loc));
 	out->type = t;
 }
 _Static_assert(sizeof(rix_blob_type) == 4 && offsetof(rix_packed_blob, offset) == offsetof(rix_packed_blob, type) + 4 &&
@@ -162,10 +98,10 @@ _Static_assert(sizeof(rix_blob_type) == 4 && offsetof(rix_packed_blob, offset) =
 
 /* ---- The master index's state (master_index.c) -------------------------------------------- */
 
-/* Frees st and its frozen tables (NULL is fine); forget shared tables first. */
+/* Frees st and its tables (NULL is fine); forget shared tables first. */
 void rix__mstate_free(struct mstate *st);
 
-/* Forgets in `from` the frozen tables it shares with `keep` (so freeing `from` leaves them). */
+/* Forgets in `from` the tables it shares with `keep` (so freeing `from` leaves them). */
 void rix__mstate_forget_shared(struct mstate *from, const struct mstate *keep);
 
 /*

@@ -26,7 +26,7 @@
 #include "ranked.h"
 #include "idset_cmp.h"
 
-/* id_sort.h for the frozen entries: the ID is their first 32 bytes. */
+/* id_sort.h for the collected entries (struct fentry): the ID is their first 32 bytes. */
 void rix__ranked_sort_from(struct fentry *a, size_t n, unsigned d);
 void rix__ranked_sort(struct fentry *a, size_t n, unsigned workers);
 #define SORT_REC struct fentry
@@ -52,7 +52,7 @@ struct rix__ranked {
 	rix_idset *ids;
 	uint8_t *locs; /* distinct x width bits + LOC_PAD bytes */
 	size_t locs_size;
-	struct rdup *dups; /* second and later locations, by rank (stable: an ID's in build order) */
+	struct rdup *dups; /* second and later locations, by rank (an ID's in place order) */
 	uint32_t ndups;
 	uint32_t nd;    /* distinct IDs */
 	unsigned width; /* bits a location */
@@ -108,6 +108,11 @@ static inline void loc_put(struct rix__ranked *r, size_t rank, const rix_loc *lo
 	store64_le(p + 8, load64_le(p + 8) | (uint64_t)(v >> 64));
 }
 
+static inline bool place_less(const rix_loc *a, const rix_loc *b)
+{
+	return a->pack != b->pack ? a->pack < b->pack : a->offset < b->offset;
+}
+
 static bool same_place(const rix_loc *a, const rix_loc *b, const rix_id *packs)
 {
 	return a->offset == b->offset && a->length == b->length && a->uncompressed_length == b->uncompressed_length &&
@@ -135,15 +140,27 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 	}
 	rix__advise_huge(entries, (size_t)count * sizeof(*entries)); /* the set is built in this array */
 	rix__ranked_sort(entries, count, workers);
-	/* Pass 1: field widths, distinct IDs, second locations (an upper bound: some repeat). */
-	uint32_t mp = 0, mo = 0, ml = 0, mu = 0, nd = 0;
+	/* Pass 1: field widths, distinct IDs, second locations (an upper bound: some repeat). The
+	 * sort is not stable: an ID's locations are put in place order here (pack number, offset),
+	 * so that the first is the same whatever order they came in (the oldest pack's, as packs
+	 * are numbered in the order they are loaded). */
+	uint32_t mp = 0, mo = 0, ml = 0, mu = 0, nd = 0, run = 0;
 	for (uint32_t i = 0; i < count; i++) {
 		const rix_loc *l = &entries[i].loc;
 		mp |= l->pack;
 		mo |= l->offset;
 		ml |= l->length;
 		mu |= l->uncompressed_length;
-		nd += i == 0 || !rix__id_eq(&entries[i - 1].id, &entries[i].id);
+		if (i == 0 || !rix__id_eq(&entries[i - 1].id, &entries[i].id)) {
+			nd++;
+			run = i;
+			continue;
+		}
+		for (uint32_t j = i; j > run && place_less(&entries[j].loc, &entries[j - 1].loc); j--) {
+			rix_loc t = entries[j].loc;
+			entries[j].loc = entries[j - 1].loc;
+			entries[j - 1].loc = t;
+		}
 	}
 	r->pb = bits_of(mp);
 	r->ob = bits_of(mo);
@@ -212,6 +229,44 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 	}
 	*out = r;
 	return 0;
+}
+
+struct gather {
+	struct fentry *e;
+	size_t n;
+};
+
+static int gather_one(void *payload, const rix_id *id, const rix_loc *loc)
+{
+	struct gather *g = payload;
+	g->e[g->n++] = (struct fentry){ .id = *id, .loc = *loc };
+	return 0;
+}
+
+int rix__ranked_merge_owned(struct rix__ranked **out, const struct rix__ranked *old, struct fentry *add, size_t nadd,
+			    const rix_id *packs, unsigned workers)
+{
+	*out = NULL;
+	size_t n0 = rix__ranked_count(old), total = n0 + nadd;
+	if (total > 0xFFFFFFFEu) {
+		rix_free(add);
+		return rix_error_set(RIX_ELIMIT, "master index: %zu entries of one type is over the limit", total);
+	}
+	if (total == 0) {
+		rix_free(add);
+		return 0;
+	}
+	/* The old entries before the added ones, in the added ones' array grown. */
+	struct fentry *all = rix_realloc(add, total * sizeof(*all));
+	if (all == NULL) {
+		rix_free(add);
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu entries", total);
+	}
+	if (n0 > 0 && nadd > 0)
+		memmove(all + n0, all, nadd * sizeof(*all));
+	struct gather g = { .e = all };
+	(void)rix__ranked_foreach(old, gather_one, &g);
+	return rix__ranked_build_owned(out, all, (uint32_t)total, packs, workers);
 }
 
 uint32_t rix__ranked_count(const struct rix__ranked *r)
@@ -283,18 +338,18 @@ static uint32_t dups_of(const struct rix__ranked *r, size_t rank)
 	return lo;
 }
 
-size_t rix__ranked_find_all(const struct rix__ranked *r, const rix_id *id, rix_loc *out, size_t cap)
+size_t rix__ranked_find_all(const struct rix__ranked *r, const rix_id *id, size_t skip, rix_loc *out, size_t cap)
 {
 	size_t rank;
 	if (r == NULL || !rix_idset_rank(r->ids, id, &rank))
 		return 0;
 	size_t k = 0;
-	if (cap > 0)
+	if (skip == 0 && cap > 0)
 		loc_get(r, rank, &out[0]);
 	k++;
 	for (uint32_t d = dups_of(r, rank); d < r->ndups && r->dups[d].rank == rank; d++, k++)
-		if (k < cap)
-			out[k] = r->dups[d].loc;
+		if (k >= skip && k - skip < cap)
+			out[k - skip] = r->dups[d].loc;
 	return k;
 }
 
@@ -375,18 +430,15 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 {
 	*out = NULL;
 	size_t want[RIX__RANKED_SECTIONS];
-	struct rix__ranked *r = NULL;
 	int rc = rix__ranked_section_sizes(desc, want);
 	for (int k = 0; rc == 0 && k < RIX__RANKED_SECTIONS; k++)
 		if (size[k] != want[k] || (size[k] > 0 && sec[k] == NULL))
 			rc = rix_error_set(RIX_ECORRUPT, "master image: a ranked table's section is not its size");
-	if (rc == 0 && (r = rix_calloc(1, sizeof(*r))) == NULL)
-		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory");
-	if (rc != 0) {
-		for (int k = 0; k < RIX__RANKED_SECTIONS; k++)
-			rix_free(sec[k]);
+	if (rc != 0)
 		return rc;
-	}
+	struct rix__ranked *r = rix_calloc(1, sizeof(*r));
+	if (r == NULL)
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
 	r->locs = sec[1];
 	r->locs_size = size[1];
 	r->dups = sec[2];
@@ -397,11 +449,7 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 	r->lb = (unsigned)desc[R_LB];
 	r->ub = (unsigned)desc[R_UB];
 	set_width(r);
-	rc = rix__idset_import(&r->ids, desc + R_SET, sec[0], size[0]);
-	if (rc != 0) {
-		rix__ranked_free(r);
-		return rc;
-	}
+	/* The locations first (they need no set), the set last: on failure nothing is taken. */
 	bool ok = true;
 	if (r->pm >= npacks) /* some number the width allows is outside the pack table: ask each */
 		for (uint32_t i = 0; ok && i < r->nd; i++) {
@@ -411,9 +459,11 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 		}
 	for (uint32_t d = 0; ok && d < r->ndups; d++)
 		ok = r->dups[d].rank < r->nd && r->dups[d].loc.pack < npacks && (d == 0 || r->dups[d - 1].rank <= r->dups[d].rank);
-	if (!ok) {
-		rix__ranked_free(r);
-		return rix_error_set(RIX_ECORRUPT, "master image: a ranked table's locations are not well formed");
+	rc = ok ? rix__idset_import(&r->ids, desc + R_SET, sec[0], size[0])
+		: rix_error_set(RIX_ECORRUPT, "master image: a ranked table's locations are not well formed");
+	if (rc != 0) {
+		rix_free(r); /* the sections stay the caller's */
+		return rc;
 	}
 	*out = r;
 	return 0;

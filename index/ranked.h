@@ -1,16 +1,18 @@
 /*
  * index/ranked.h — the ranked table: a read-only map from blob ID to location keyed by the IDs'
- * own bits, in about 41 bytes an entry where the frozen table (frozen.c) takes 51.
+ * own bits, in about 41 bytes an entry (the chaining table it replaced in the master index took
+ * 51): the master index's table of merged entries, one a blob type.
  *
  * The distinct IDs are a rix_idset (29.4-29.9 bytes an ID: rix/idset.h); an ID's rank in the
  * set (its position in ascending order) indexes a bit-packed array of locations, each field
  * as wide as the table's largest value of it needs (pack number, offset, length, uncompressed
  * length: 93 bits for 10M blobs in 1.25M packs of 16 MiB), so a location costs 11-12 bytes
  * instead of 16. An ID with more than one location (the same blob in two packs) keeps its first
- * in the array and the others in a side array sorted by rank. When the build is given the pack
+ * in place order (pack number, then offset: the pack loaded first, as packs are numbered in the
+ * order they are loaded) in the array and the others in a side array sorted by rank. When the build is given the pack
  * table (a pack is named twice: an interrupted prune's state), locations that repeat another of
- * the same ID (the same place of the same pack) are dropped, as bulk loading drops them from the
- * frozen table then (rix__frozen_drop_same); otherwise every location is kept.
+ * the same ID (the same place of the same pack) are dropped, as restic's index merge drops them;
+ * otherwise every location is kept.
  *
  *   ids (rix_idset)                      locs: rank r's location at bit r * width
  *   +-----+-----+-----+-----+--         +--------+--------+--------+--
@@ -51,6 +53,14 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 
 void rix__ranked_free(struct rix__ranked *r);
 
+/*
+ * A new table of old's entries and add[0..nadd) (taken over in every case, as by the build). *out NULL when there are none at all.
+ * @return 0, RIX_ENOMEM, RIX_ELIMIT (old is unchanged either way).
+ */
+int rix__ranked_merge_owned(struct rix__ranked **out, const struct rix__ranked *old, struct fentry *add, size_t nadd,
+			    const rix_id *packs, unsigned workers);
+
+
 /* Entries held (distinct IDs plus second locations), distinct IDs, bytes held (0 for NULL). */
 uint32_t rix__ranked_count(const struct rix__ranked *r);
 uint32_t rix__ranked_distinct(const struct rix__ranked *r);
@@ -67,8 +77,11 @@ bool rix__ranked_find(const struct rix__ranked *r, const rix_id *id, rix_loc *lo
  */
 size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, size_t n, rix_loc *locs, bool *found);
 
-/* Every location of id, up to cap of them into out. @return how many it has (may exceed cap). */
-size_t rix__ranked_find_all(const struct rix__ranked *r, const rix_id *id, rix_loc *out, size_t cap);
+/*
+ * The locations of id from its skip-th on (its first is the one rix__ranked_find gives), up to
+ * cap of them into out. @return how many it has in all (may exceed skip + cap).
+ */
+size_t rix__ranked_find_all(const struct rix__ranked *r, const rix_id *id, size_t skip, rix_loc *out, size_t cap);
 
 /*
  * Calls fn for every entry in ascending ID order (an ID's locations one after another, its
@@ -92,7 +105,7 @@ int rix__ranked_section_sizes(const uint64_t desc[RIX__RANKED_DESC_WORDS], size_
 
 /*
  * The table again from desc and its sections (rix_malloc'd arrays of the sizes above, taken over
- * in every case). Checks all a lookup relies on: the set's shape and directory, the widths and
+ * when it succeeds; on failure they stay the caller's, untouched). Checks all a lookup relies on: the set's shape and directory, the widths and
  * sizes, the second locations in rank order, and every pack number below npacks (a lookup's
  * answer indexes the pack table with it). @return 0, RIX_ENOMEM, RIX_ECORRUPT.
  */

@@ -17,10 +17,11 @@
  *
  *   header (plaintext): repository ID (32) | chunk size (4) | chunks (4) | data bytes (8) |
  *                       descriptor bytes (4) | descriptor (the master image's, index/master_image.c:
- *                       layout, seed, counts, the index file IDs) | per chunk: IV (16) | MAC (16)
+ *                       layout, counts, tables' shapes, the index file IDs) | per chunk: IV (16) | MAC (16)
  *
- * The data are the image's sections (pack table, bucket words, entries) cut into chunks of
- * CHUNK bytes (a section's last chunk shorter; chunks never span sections), each sealed on its
+ * The data are the image's sections (the pack table; each ranked table's set, locations and
+ * second locations) cut into chunks of CHUNK bytes (a section's last chunk shorter; chunks never
+ * span sections), each sealed on its
  * own with the repository's master key (AES-256-CTR + Poly1305-AES, as every restic object) but
  * with its IV and MAC kept in the header, so that a chunk's ciphertext is read straight into the
  * array its plaintext is used in, and decrypted there: no copy, no parse. The header, sealed

@@ -1,7 +1,7 @@
 /*
  * repo/load_index.c — loading a repository's index: every index file, read, checked and decoded
  * by a pool of threads (sized to the machine and the memory budget) straight into batches of
- * the master index, which bulk_finish then turns into its frozen table.
+ * the master index, which bulk_finish then turns into its ranked tables.
  *
  * A thread's working memory: the file (read whole: its SHA-256 and its MAC are checked before
  * any of it is used; decrypted in place), and for a compressed file zstd's window and a JSON

@@ -424,6 +424,7 @@ static void image_round_trip(const rix_idset *s, const rix_id *ids, size_t n, ui
 		} else {
 			assert_int_equal(rc, RIX_ECORRUPT);
 			assert_null(back);
+			rix_free(copy); /* still the caller's */
 		}
 	}
 	free(ref);

@@ -506,7 +506,7 @@ static void test_image_api(void **state)
 	size_t nd, nsec;
 	const void *desc = rix_master_image_desc(&nd, ex);
 	rix_image_section *sec = rix_master_image_sections(&nsec, ex);
-	assert_int_equal(nsec, 7); /* packs; buckets, entries, fingerprints of each type */
+	assert_int_equal(nsec, 7); /* packs; each type's set, packed locations, second locations */
 	rix_master_image *im;
 	assert_int_equal(rix_master_image_parse(&im, desc, nd - 1), RIX_ECORRUPT);
 	assert_int_equal(rix_master_image_parse(&im, desc, nd), 0);
@@ -517,16 +517,24 @@ static void test_image_api(void **state)
 	rix_image_section *dst = rix_master_image_sections(&nsec2, im);
 	for (size_t k = 0; k < nsec; k++)
 		memcpy(dst[k].p, sec[k].p, sec[k].n);
-	/* A pack number out of range is refused before anything is installed. */
+	/* A pack number out of range is refused before anything is installed (a packed location's
+	 * bytes overwritten: a pack number's bits set, which names no pack when the pack count
+	 * is not a power of two; asserted, so that the refusal below is the check's). */
+	size_t npacks = sec[0].n / sizeof(rix_id);
+	assert_true(npacks > 1 && (npacks & (npacks - 1)) != 0);
 	uint32_t *pack0 = &((uint32_t *)dst[2].p)[8];
 	uint32_t keep = *pack0;
 	*pack0 = 0xFFFFFFF0u;
 	assert_int_equal(rix_master_index_install(rix_repo_master_index(r), im), RIX_ECORRUPT);
 	*pack0 = keep;
-	/* So is a wrong fingerprint (entry 0 is among those checked): lookups would miss it. */
-	((uint8_t *)dst[3].p)[0] ^= 0x40;
+	/* So is a data set whose directory does not add up (its block overwritten). */
+	uint8_t *saved = malloc(dst[1].n);
+	assert_non_null(saved);
+	memcpy(saved, dst[1].p, dst[1].n);
+	memset(dst[1].p, 0xFF, dst[1].n);
 	assert_int_equal(rix_master_index_install(rix_repo_master_index(r), im), RIX_ECORRUPT);
-	((uint8_t *)dst[3].p)[0] ^= 0x40;
+	memcpy(dst[1].p, saved, dst[1].n);
+	free(saved);
 	assert_int_equal(rix_master_image_check(im), 0);
 	assert_int_equal(rix_master_index_install(rix_repo_master_index(r), im), RIX_EINVAL); /* not empty */
 	rix_master_index *mi;

@@ -20,6 +20,7 @@
 #include "testutil.h"
 #include "index/rcu.h"
 #include "index/master_index_internal.h"
+#include "index/ranked.h"
 
 #define PER_PACK 8
 #define PACKS_PER_INDEX 50
@@ -101,20 +102,43 @@ static void check_unknown(rix_master_index *mi, uint64_t *st)
 	}
 }
 
-/* Every frozen table's fingerprints are its entries' (whichever builder made it). */
-static void check_fingerprints(rix_master_index *mi)
+/* Every ranked table is well formed: its walk gives IDs in ascending order, each ID's locations
+ * one after another, the first of them the one a lookup gives, as many as it counts. */
+struct walked {
+	const struct rix__ranked *r;
+	rix_id last;
+	size_t n, run;
+};
+
+static int walk_check(void *payload, const rix_id *id, const rix_loc *loc)
+{
+	struct walked *w = payload;
+	int c = w->n > 0 ? memcmp(w->last.b, id->b, RIX_ID_SIZE) : -1;
+	assert_true(c <= 0);
+	w->run = c == 0 ? w->run + 1 : 0;
+	if (w->run == 0) {
+		rix_loc first;
+		assert_true(rix__ranked_find(w->r, id, &first));
+		assert_memory_equal(&first, loc, sizeof(first));
+	}
+	w->last = *id;
+	w->n++;
+	return 0;
+}
+
+static void check_tables(rix_master_index *mi)
 {
 	const struct mstate *s = atomic_load(&mi->state);
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		const struct frozen *f = s->frozen[t];
-		for (uint32_t i = 0; f != NULL && i < f->count; i++)
-			assert_int_equal(f->fp[i], rix__hash_fp(rix__hash_id(&f->entries[i].id, mi->seed)));
+		struct walked w = { .r = s->table[t] };
+		assert_int_equal(rix__ranked_foreach(s->table[t], walk_check, &w), 0);
+		assert_int_equal(w.n, rix__ranked_count(s->table[t]));
 	}
 }
 
 static void check_batch(rix_master_index *mi, const struct idxdata *d, size_t nd, uint64_t *st)
 {
-	check_fingerprints(mi);
+	check_tables(mi);
 	enum { Q = 777 };
 	rix_id ids[Q];
 	rix_packed_blob out[Q];
@@ -168,7 +192,7 @@ static void test_merge_and_lookup(void **state)
 	check_batch(mi, d, N / 2, &st);
 	for (int i = N / 2; i < N; i++)
 		assert_int_equal(rix_master_index_add(mi, build_index(&d[i], 1)), 0);
-	check_batch(mi, d, N, &st); /* frozen + separate */
+	check_batch(mi, d, N, &st); /* table + separate */
 	assert_int_equal(rix_master_index_merge(mi), 0);
 	assert_int_equal(rix_master_index_merge(mi), 0); /* nothing to do */
 	for (int i = 0; i < N; i++)
@@ -197,10 +221,11 @@ static void test_merge_and_lookup(void **state)
 	assert_int_equal(rix_master_index_index_ids(&ids, &nids, mi), 0);
 	assert_int_equal(nids, N);
 	rix_free(ids);
-	/* Memory: merged entries cost 48 bytes plus buckets; pack table and the rest on top. */
+	/* Memory: merged entries cost 28-44 bytes in the ranked table (an ID's 32 bytes in about 29,
+	 * a location bit-packed); the pack table and the rest on top. */
 	size_t entries = (size_t)N * PACKS_PER_INDEX * PER_PACK;
-	assert_true(rix_master_index_memory(mi) >= entries * 48 + (size_t)N * PACKS_PER_INDEX * 32);
-	assert_true(rix_master_index_memory(mi) <= entries * 56 + (size_t)N * PACKS_PER_INDEX * 32 + 4096);
+	assert_true(rix_master_index_memory(mi) >= entries * 28 + (size_t)N * PACKS_PER_INDEX * 32);
+	assert_true(rix_master_index_memory(mi) <= entries * 44 + (size_t)N * PACKS_PER_INDEX * 32 + 16384);
 	rix_master_index_free(mi);
 }
 
@@ -639,7 +664,7 @@ static void test_bulk_same_pack_twice(void **state)
 	}
 	check_idxdata(mi, &a);
 	check_idxdata(mi, &b);
-	check_fingerprints(mi); /* the chains compacted by the drop */
+	check_tables(mi); /* the chains compacted by the drop */
 	/* Once more on top: the merge path. */
 	rix_test_random_id(&again.id, &st);
 	feed_batch(bt, &again);
@@ -649,16 +674,15 @@ static void test_bulk_same_pack_twice(void **state)
 	assert_int_equal(rix_master_index_foreach(mi, count_blob, &total), 0);
 	assert_int_equal(total, (size_t)2 * PACKS_PER_INDEX * PER_PACK);
 	check_idxdata(mi, &a);
-	check_fingerprints(mi);
+	check_tables(mi);
 	rix_master_batch_free(bt);
 	rix_master_index_free(mi);
 }
 
 /*
- * A frozen chain longer than the lookup's fixed window (8 entries), and IDs that share their
- * first 8 bytes (the window compares those first) in one chain: IDs chosen by brute force so
- * that their seeded hash puts them in one bucket. Every present ID found with its own place,
- * single and batched; absent IDs with a shared prefix not found.
+ * IDs that share long prefixes (the set's buckets are the IDs' first bits: here one bucket
+ * holds a long run of them, and some pairs differ only in their last bytes): every present ID
+ * found with its own place, single and batched; absent IDs sharing those prefixes not found.
  */
 static int put_blob(const rix_index_sink *k, uint32_t pack, const rix_id *id, uint32_t off)
 {
@@ -666,64 +690,31 @@ static int put_blob(const rix_index_sink *k, uint32_t pack, const rix_id *id, ui
 	return k->blob(k->payload, RIX_BLOB_DATA, id, &loc);
 }
 
-static void test_frozen_long_chain_and_shared_prefix(void **state)
+static void test_shared_prefixes(void **state)
 {
 	(void)state;
-	enum { TOTAL = 64, CHAIN = 20, SHORT = 5, SHARED = 3 };
-	uint64_t st = 4242, seed = 0x77;
-	uint32_t nb = (TOTAL + FROZEN_LOAD - 1) / FROZEN_LOAD;
-	rix_id ids[TOTAL], absent[8];
-	size_t n = 0;
-	rix_id base;
+	enum { TOTAL = 400, RUN = 120, TWINS = 20, NABSENT = 40 };
+	uint64_t st = 4242;
+	rix_id ids[TOTAL], absent[NABSENT], base;
 	rix_test_random_id(&base, &st);
-	/* CHAIN IDs in bucket 0 (the long chain, scanned), SHORT in bucket 1 (the window), SHARED of
-	 * those with base's first 8 bytes; the rest in other buckets. */
-	/* The first SAMEFP of the long chain share one fingerprint: a lookup of the last compares
-	 * past the others. */
-	enum { SAMEFP = 6 };
-	uint8_t fp0 = 0;
-	uint64_t fl0 = 0;
-	while (n < CHAIN + SHORT) {
-		rix_id id;
-		rix_test_random_id(&id, &st);
-		uint32_t want = n < CHAIN ? 0 : 1;
-		if (n >= CHAIN && n < CHAIN + SHARED)
-			memcpy(id.b, base.b, 8);
-		uint64_t h = rix__hash_id(&id, seed);
-		if (n > 0 && n < SAMEFP && rix__hash_fp(h) != fp0)
-			continue;
-		if (rix__hash_bucket(h, nb) == want) {
-			if (n == 0)
-				fp0 = rix__hash_fp(h);
-			if (want == 0)
-				fl0 |= rix__hash_filter(h);
-			ids[n++] = id;
+	for (size_t i = 0; i < TOTAL; i++) {
+		rix_test_random_id(&ids[i], &st);
+		if (i < RUN) /* one run: base's first 8 bytes */
+			memcpy(ids[i].b, base.b, 8);
+		if (i >= RUN && i < RUN + TWINS) { /* the twin of an ID of the run but for its last byte */
+			ids[i] = ids[i - RUN];
+			ids[i].b[RIX_ID_SIZE - 1] ^= 0x01;
 		}
 	}
-	rix_id absent0[4]; /* absent, in the long chain's bucket, past its filter, fp0's fingerprint */
-	for (size_t k = 0; k < 4;) {
-		rix_id id;
-		rix_test_random_id(&id, &st);
-		uint64_t h = rix__hash_id(&id, seed);
-		if (rix__hash_bucket(h, nb) == 0 && rix__hash_fp(h) == fp0 && (fl0 & rix__hash_filter(h)) == rix__hash_filter(h))
-			absent0[k++] = id;
-	}
-	size_t na = 0;
-	while (na < 8) { /* absent: bucket 1, base's first 8 bytes */
-		rix_id id;
-		rix_test_random_id(&id, &st);
-		memcpy(id.b, base.b, 8);
-		if (rix__hash_bucket(rix__hash_id(&id, seed), nb) == 1)
-			absent[na++] = id;
-	}
-	while (n < TOTAL) {
-		rix_id id;
-		rix_test_random_id(&id, &st);
-		if (rix__hash_bucket(rix__hash_id(&id, seed), nb) > 1)
-			ids[n++] = id;
+	for (size_t i = 0; i < NABSENT; i++) {
+		rix_test_random_id(&absent[i], &st);
+		if (i % 2 == 0) /* in the run's bucket */
+			memcpy(absent[i].b, base.b, 8);
+		else /* a present ID but for one bit of its middle */
+			(absent[i] = ids[i % RUN]).b[16] ^= 0x10;
 	}
 	rix_master_index *mi;
-	assert_int_equal(rix_master_index_new_seeded(&mi, seed), 0);
+	assert_int_equal(rix_master_index_new(&mi), 0);
 	rix_master_batch *bt;
 	assert_int_equal(rix_master_index_batch_new(&bt, mi), 0);
 	const rix_index_sink *k = rix_master_batch_sink(bt);
@@ -735,38 +726,33 @@ static void test_frozen_long_chain_and_shared_prefix(void **state)
 		assert_int_equal(put_blob(k, pn, &ids[i], (uint32_t)i * 1000), 0);
 	assert_int_equal(rix_master_batch_commit(bt, NULL), 0);
 	assert_int_equal(rix_master_index_bulk_finish(mi), 0);
-	const struct mstate *st0 = atomic_load(&mi->state);
-	assert_int_equal(st0->frozen[RIX_BLOB_DATA]->nb, nb); /* the bucket count the IDs were chosen for */
+	check_tables(mi);
 	for (size_t i = 0; i < TOTAL; i++) {
 		rix_packed_blob pb;
 		assert_int_equal(rix_master_index_lookup(&pb, mi, RIX_BLOB_DATA, &ids[i]), 0);
 		assert_memory_equal(pb.id.b, ids[i].b, RIX_ID_SIZE);
 		assert_int_equal(pb.offset, (uint32_t)i * 1000);
+		assert_int_equal(pb.length, 100 + (uint32_t)i * 1000);
 	}
-	rix_packed_blob many[TOTAL];
+	static rix_packed_blob many[TOTAL];
 	bool found[TOTAL];
 	assert_int_equal(rix_master_index_lookup_many(many, found, mi, RIX_BLOB_DATA, ids, TOTAL), TOTAL);
 	for (size_t i = 0; i < TOTAL; i++)
 		assert_int_equal(many[i].offset, (uint32_t)i * 1000);
-	for (size_t i = 0; i < na; i++) {
+	for (size_t i = 0; i < NABSENT; i++) {
 		assert_int_equal(rix_master_index_lookup(NULL, mi, RIX_BLOB_DATA, &absent[i]), RIX_ENOTFOUND);
 		assert_false(rix_master_index_has(mi, RIX_BLOB_DATA, &absent[i]));
 	}
-	assert_int_equal(rix_master_index_lookup_many(NULL, found, mi, RIX_BLOB_DATA, absent, na), 0);
-	for (size_t i = 0; i < 4; i++)
-		assert_int_equal(rix_master_index_lookup(NULL, mi, RIX_BLOB_DATA, &absent0[i]), RIX_ENOTFOUND);
-	assert_int_equal(rix_master_index_lookup_many(NULL, found, mi, RIX_BLOB_DATA, absent0, 4), 0);
-	/* Every fingerprint is its entry's. */
-	const struct frozen *fz = st0->frozen[RIX_BLOB_DATA];
-	for (uint32_t i = 0; i < fz->count; i++)
-		assert_int_equal(fz->fp[i], rix__hash_fp(rix__hash_id(&fz->entries[i].id, seed)));
+	assert_int_equal(rix_master_index_lookup_many(NULL, found, mi, RIX_BLOB_DATA, absent, NABSENT), 0);
+	for (size_t i = 0; i < NABSENT; i++)
+		assert_false(found[i]);
 	rix_master_batch_free(bt);
 	rix_master_index_free(mi);
 }
 
 /*
  * Bulk loading: batches committed from several threads' worth of files (one discarded), the
- * frozen table built in place; then a second bulk load on top (the merge path); answers equal
+ * ranked table built in place; then a second bulk load on top (the merge path); answers equal
  * those of the per-index path, counts and index IDs add up.
  */
 static void test_bulk_load(void **state)
@@ -804,7 +790,7 @@ static void test_bulk_load(void **state)
 	assert_int_equal(rix_master_index_foreach(mi, count_blob, &total), 0);
 	assert_int_equal(total, (size_t)(ND / 2) * PACKS_PER_INDEX * PER_PACK);
 	assert_int_equal(rix_master_index_pack_count(mi), (size_t)(ND / 2) * PACKS_PER_INDEX);
-	/* A second bulk load merges with the frozen table. */
+	/* A second bulk load merges with the table. */
 	for (int i = ND / 2; i < ND; i++) {
 		feed_batch(b1, &d[i]);
 		assert_int_equal(rix_master_batch_commit(b1, &d[i].id), 0);
@@ -831,7 +817,7 @@ struct bulk_arg {
 	rix_master_batch *b;
 };
 
-/* A frozen table holding d[0]. */
+/* A table holding d[0]. */
 static void bulk_setup(void *arg)
 {
 	struct bulk_arg *a = arg;
@@ -884,7 +870,7 @@ static void bulk_check(void *arg, const rix_test_oom_round *round)
 }
 
 /*
- * Allocation failure at every point of a bulk load on top of a frozen table (the merge path):
+ * Allocation failure at every point of a bulk load on top of a table (the merge path):
  * RIX_ENOMEM, and what was searchable before still answers the same (leaks: ASan; the batch and
  * the table are made outside the failing part, so the live count says nothing).
  */
@@ -947,99 +933,84 @@ static void test_bulk_small_and_carried_over(void **state)
 }
 
 
-/* ---- rix__frozen_insert: a few entries into a frozen table, in place and into a copy ---- */
-
-static int cmp_fentry(const void *a, const void *b)
-{
-	return memcmp(a, b, sizeof(struct fentry));
-}
-
-/* f is well formed, holds exactly want[0..n) (as a multiset), each in its bucket, filter set,
- * fingerprint its own. */
-static void check_frozen(const struct frozen *f, const struct fentry *want, uint32_t n, uint64_t seed)
-{
-	assert_int_equal(f->count, n);
-	assert_int_equal((uint32_t)f->buckets[0], 0);
-	assert_int_equal(f->buckets[f->nb], n);
-	for (uint32_t b = 0; b < f->nb; b++) {
-		uint32_t s0 = (uint32_t)f->buckets[b], s1 = (uint32_t)f->buckets[b + 1];
-		assert_true(s0 <= s1);
-		for (uint32_t i = s0; i < s1; i++) {
-			uint64_t h = rix__hash_id(&f->entries[i].id, seed);
-			assert_int_equal(rix__hash_bucket(h, f->nb), b);
-			assert_true((f->buckets[b] & rix__hash_filter(h)) == rix__hash_filter(h));
-			assert_int_equal(f->fp[i], rix__hash_fp(h));
-		}
-	}
-	struct fentry *a = malloc((size_t)n * sizeof(*a) + 1), *c = malloc((size_t)n * sizeof(*c) + 1);
-	assert_true(a != NULL && c != NULL);
-	memcpy(a, f->entries, (size_t)n * sizeof(*a));
-	memcpy(c, want, (size_t)n * sizeof(*c));
-	qsort(a, n, sizeof(*a), cmp_fentry);
-	qsort(c, n, sizeof(*c), cmp_fentry);
-	assert_memory_equal(a, c, (size_t)n * sizeof(*a));
-	free(a);
-	free(c);
-}
-
-static void test_frozen_insert(void **state)
+/*
+ * A load on top of a table (the table built again with the new entries): a few and many new
+ * entries, every third a copy of an old ID at another place. A copied ID answers with its old
+ * location first (lookup, lookup_all's first), then the new one; counts add up.
+ */
+static void test_load_on_top_copies(void **state)
 {
 	(void)state;
-	uint64_t st = 4242, seed = 0x5eed;
-	const uint32_t sizes[] = { 1, 7, 1000, 20000 }, adds[] = { 0, 1, 3, 500, 9000 };
-	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
-		for (size_t ai = 0; ai < sizeof(adds) / sizeof(adds[0]); ai++)
-			for (int in_place = 0; in_place < 2; in_place++) {
-				uint32_t n = sizes[si], k = adds[ai];
-				struct fentry *e = rix_malloc((size_t)n * sizeof(*e)), *all = malloc((size_t)(n + k) * sizeof(*all));
-				struct fentry *add = malloc((size_t)k * sizeof(*add) + 1);
-				assert_true(e != NULL && all != NULL && add != NULL);
-				for (uint32_t i = 0; i < n; i++) {
-					rix_test_random_id(&e[i].id, &st);
-					e[i].loc = (rix_loc){ i % 7, i, i + 1, 0 };
-				}
-				for (uint32_t i = 0; i < k; i++) { /* every third a copy of an old ID */
-					if (i % 3 == 0)
-						add[i].id = e[rix_test_next(&st) % n].id;
-					else
-						rix_test_random_id(&add[i].id, &st);
-					add[i].loc = (rix_loc){ 7 + i % 3, i, 5, 9 };
-				}
-				memcpy(all, e, (size_t)n * sizeof(*e));
-				memcpy(all + n, add, (size_t)k * sizeof(*add));
-				struct frozen *f, *g;
-				assert_int_equal(rix__frozen_in_place(&f, e, n, seed, 1), 0);
-				struct fentry *before = malloc((size_t)n * sizeof(*before));
-				uint64_t *wbefore = malloc(((size_t)f->nb + 1) * sizeof(*wbefore));
-				assert_true(before != NULL && wbefore != NULL);
-				check_frozen(f, all, n, seed); /* the in-place build's (all starts with e's) */
-				memcpy(before, f->entries, (size_t)n * sizeof(*before));
-				memcpy(wbefore, f->buckets, ((size_t)f->nb + 1) * sizeof(*wbefore));
-				assert_int_equal(rix__frozen_insert(&g, f, add, k, seed, in_place), 0);
-				check_frozen(g, all, n + k, seed);
-				if (in_place) {
-					assert_ptr_equal(g, f);
-				} else { /* the source is untouched */
-					assert_ptr_not_equal(g, f);
-					assert_memory_equal(f->entries, before, (size_t)n * sizeof(*before));
-					assert_memory_equal(f->buckets, wbefore, ((size_t)f->nb + 1) * sizeof(*wbefore));
-					rix__frozen_free(g);
-				}
-				rix__frozen_free(f);
-				free(before);
-				free(wbefore);
-				free(all);
-				free(add);
+	uint64_t st = 4243;
+	const uint32_t adds[] = { 1, 3, 500, 9000 };
+	enum { N = 3000 };
+	for (size_t ai = 0; ai < sizeof(adds) / sizeof(adds[0]); ai++) {
+		uint32_t kk = adds[ai];
+		rix_id *old = malloc(N * sizeof(*old)), *add = malloc(kk * sizeof(*add));
+		assert_true(old != NULL && add != NULL);
+		rix_master_index *mi;
+		assert_int_equal(rix_master_index_new(&mi), 0);
+		rix_master_batch *bt;
+		assert_int_equal(rix_master_index_batch_new(&bt, mi), 0);
+		const rix_index_sink *k = rix_master_batch_sink(bt);
+		rix_id pack[2];
+		rix_test_random_id(&pack[0], &st);
+		rix_test_random_id(&pack[1], &st);
+		uint32_t pn;
+		assert_int_equal(k->pack(k->payload, &pack[0], &pn), 0);
+		for (uint32_t i = 0; i < N; i++) {
+			rix_test_random_id(&old[i], &st);
+			assert_int_equal(put_blob(k, pn, &old[i], i), 0);
+		}
+		assert_int_equal(rix_master_batch_commit(bt, NULL), 0);
+		assert_int_equal(rix_master_index_bulk_finish(mi), 0);
+		assert_int_equal(k->pack(k->payload, &pack[1], &pn), 0);
+		for (uint32_t i = 0; i < kk; i++) {
+			if (i % 3 == 0)
+				add[i] = old[i / 3]; /* each old ID copied once at most */
+			else
+				rix_test_random_id(&add[i], &st);
+			assert_int_equal(put_blob(k, pn, &add[i], 50000 + i), 0);
+		}
+		assert_int_equal(rix_master_batch_commit(bt, NULL), 0);
+		assert_int_equal(rix_master_index_bulk_finish(mi), 0);
+		check_tables(mi);
+		assert_int_equal(rix_master_index_count(mi, RIX_BLOB_DATA), N + kk);
+		for (uint32_t i = 0; i < kk; i++) {
+			rix_packed_blob pb, all[3];
+			assert_int_equal(rix_master_index_lookup(&pb, mi, RIX_BLOB_DATA, &add[i]), 0);
+			size_t want = i % 3 == 0 ? 2 : 1;
+			assert_int_equal(rix_master_index_lookup_all(all, 3, mi, RIX_BLOB_DATA, &add[i]), want);
+			assert_memory_equal(&all[0], &pb, sizeof(pb));
+			if (want == 2) { /* the old copy first, the new one after it */
+				assert_int_equal(pb.offset, i / 3);
+				assert_memory_equal(pb.pack_id.b, pack[0].b, RIX_ID_SIZE);
+				assert_int_equal(all[1].offset, 50000 + i);
+				assert_memory_equal(all[1].pack_id.b, pack[1].b, RIX_ID_SIZE);
+			} else {
+				assert_int_equal(pb.offset, 50000 + i);
+				assert_memory_equal(pb.pack_id.b, pack[1].b, RIX_ID_SIZE);
 			}
+		}
+		for (uint32_t i = 0; i < N; i += 13) {
+			rix_packed_blob pb;
+			assert_int_equal(rix_master_index_lookup(&pb, mi, RIX_BLOB_DATA, &old[i]), 0);
+			assert_int_equal(pb.offset, i);
+		}
+		rix_master_batch_free(bt);
+		rix_master_index_free(mi);
+		free(old);
+		free(add);
+	}
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bulk_load),
-		cmocka_unit_test(test_frozen_insert),
+		cmocka_unit_test(test_load_on_top_copies),
 		cmocka_unit_test(test_bulk_same_pack_twice),
-		cmocka_unit_test(test_frozen_long_chain_and_shared_prefix),
+		cmocka_unit_test(test_shared_prefixes),
 		cmocka_unit_test(test_bulk_stream_rollback),
 		cmocka_unit_test(test_bulk_allocation_failure),
 		cmocka_unit_test(test_bulk_small_and_carried_over),

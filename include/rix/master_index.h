@@ -1,11 +1,14 @@
 /*
  * rix/master_index.h — all indexes of a repository, answering for them as one.
  *
- * Finalized indexes are merged (rix_master_index_merge) into one frozen table per blob type:
- * a chaining table whose chains are laid out contiguously, so a lookup is one probe and an
- * entry costs 48 bytes plus a share of an 8-byte bucket word. Unfinished indexes (and final
- * ones added after the last merge) stay separate and are searched after the frozen table.
- * Packs get global numbers in one pack table.
+ * Finalized indexes are merged (rix_master_index_merge) into one ranked table per blob type:
+ * the distinct blob IDs as a rix_idset (rix/idset.h: keyed by the IDs' own bits, exact) and each
+ * ID's location bit-packed at its rank in that set, each field as wide as the table's largest
+ * value needs: about 41 bytes an entry (10M blobs in packs of 8), where 48-byte entries in a
+ * chaining table took 51. A blob stored in more than one pack keeps every location. The table
+ * is immutable: a merge that adds entries of a type builds that type's table again. Unfinished
+ * indexes (and final ones added after the last merge) stay separate and are searched after the
+ * table. Packs get global numbers in one pack table.
  *
  * The blobs a process saves are kept in one more table: pending while being written (so that
  * two threads saving the same blob store it once: rix_master_index_add_pending returns 1 to
@@ -22,7 +25,7 @@
  * rix_master_index_add) are held with their locations as ever.
  *
  * Thread-safety: every function may be called from many threads at once. lookup, has, size,
- * lookup_many, lookup_all and add_pending take no lock (RCU read sections over the frozen
+ * lookup_many, lookup_all and add_pending take no lock (RCU read sections over the ranked
  * tables and the table of saved blobs) while no separate index exists, which is the case in a
  * repository (its index is loaded in bulk); with separate indexes, a miss (lookup_all: every
  * call) takes the read lock. count, pack_count, foreach, packs, index_ids and memory always
@@ -48,7 +51,7 @@ typedef struct rix_master_index rix_master_index;
 RIX_EXPORT RIX_NODISCARD int rix_master_index_new(rix_master_index **out);
 
 #ifdef RIX_ADVANCED /* reproducible tables (rix/common.h) */
-/* As rix_master_index_new with a fixed hash seed (tests, reproducible benchmarks). @return 0, RIX_ENOMEM. */
+/* As rix_master_index_new with a fixed seed for its hash of stored blobs (tests, reproducible benchmarks). @return 0, RIX_ENOMEM. */
 RIX_EXPORT RIX_NODISCARD int rix_master_index_new_seeded(rix_master_index **out, uint64_t seed);
 #endif /* RIX_ADVANCED */
 
@@ -63,7 +66,7 @@ RIX_EXPORT void rix_master_index_free(rix_master_index *mi);
 RIX_EXPORT RIX_NODISCARD int rix_master_index_add(rix_master_index *mi, rix_index *idx);
 
 /*
- * Merges every final index added since the last merge into the frozen tables, then frees those
+ * Merges every final index added since the last merge into the ranked tables, then frees those
  * indexes (their index-file IDs are kept; supersedes lists are not). Lookups during the merge see the state
  * before it; afterwards, the state after it.
  * @return 0, RIX_ENOMEM (nothing changed), RIX_ELIMIT.
@@ -134,8 +137,9 @@ RIX_EXPORT size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found
 RIX_EXPORT size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t);
 
 /*
- * Calls fn for every blob entry (frozen tables, the blobs stored since opening, then separate
- * indexes); pb is borrowed for the call. @return 0, or fn's nonzero value (it stops there);
+ * Calls fn for every blob entry (the ranked tables: data blobs, then trees, each in ascending ID
+ * order, a blob's locations one after another in pack order; then the blobs stored since
+ * opening, then separate indexes); pb is borrowed for the call. @return 0, or fn's nonzero value (it stops there);
  * RIX_EINVAL (fn not called) when a dedup-only set holds data blobs, whose locations it lacks.
  */
 RIX_EXPORT int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *payload);
@@ -169,11 +173,12 @@ RIX_EXPORT void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_t
  * loader thread has a batch, decodes a file into it through its sink (rix_index_decode_to, or
  * rix_index_stream_decode with rix_master_batch_stream_sink), then commits it (thread-safe;
  * index_id, may be NULL, is recorded as an index file ID) or discards it (a damaged file). rix_master_index_bulk_finish makes everything committed
- * searchable: when nothing of a type was merged before, the committed entries become the frozen
- * table in place (no copy); otherwise they are merged with it. Lookups see the committed
+ * searchable: the committed entries become the ranked table in place (sorted by ID where they
+ * lie, the set built inside the same array: no copy); when something of that type was merged
+ * before, its table's entries join them and the table is built again. Lookups see the committed
  * entries only after bulk_finish; a batch committed while bulk_finish runs waits for the next.
- * In a rebuilt-in-place table the order of duplicates in a chain is unspecified (a lookup
- * returns one of them, as ever). A pack named by two index files (what an interrupted prune
+ * A blob with copies in several packs answers a lookup with the copy in the pack loaded first
+ * (the lowest pack number), lookup_all with all of them in that order. A pack named by two index files (what an interrupted prune
  * leaves) has its entries kept once, as restic's index merge keeps them: an entry repeating
  * another's blob at the same place of the same pack is dropped; copies in other packs stay.
  * @return 0, RIX_ENOMEM, RIX_ELIMIT. On a failed commit the batch is dropped and nothing else
@@ -208,12 +213,12 @@ RIX_EXPORT bool rix_master_index_dedup_only(rix_master_index *mi);
 
 #ifdef RIX_ADVANCED /* the merged state as an image, for a binary cache (rix/common.h) */
 /*
- * The merged state (frozen tables, pack table, index file IDs) exported or installed whole, so
+ * The merged state (ranked tables, pack table, index file IDs) exported or installed whole, so
  * that a cache can store it and a later open install it without decoding index files (the
  * repository's index cache, repo/index_cache.c, stores and seals images). An image is a small
- * descriptor (layout, hash seed, counts, the index file IDs) and sections: arrays written and
- * read exactly as they lie in memory. An image is tied to the build's layout and hash function;
- * a descriptor of another is refused.
+ * descriptor (layout, counts, the tables' shapes, the index file IDs) and sections: arrays
+ * written and read exactly as they lie in memory. An image is tied to the build's layout; a
+ * descriptor of another is refused.
  *
  *   write:  export ─> desc, sections (read-only) ─> write them ─> free
  *   read:   parse(desc) ─> index_ids (compare) ─> alloc ─> sections: fill each p[0..n) ─> check
@@ -234,25 +239,25 @@ typedef struct rix_image_section {
 RIX_EXPORT RIX_NODISCARD int rix_master_index_export(rix_master_image **out, rix_master_index *mi);
 /*
  * An image to fill from a descriptor desc[0..n) (copied), checked against this build: nothing is
- * allocated for the sections yet. @return 0; RIX_ECORRUPT (not a descriptor, another layout or
- * hash function, counts that disagree); RIX_ENOMEM.
+ * allocated for the sections yet. @return 0; RIX_ECORRUPT (not a descriptor, another layout,
+ * counts or sizes that disagree); RIX_ENOMEM.
  */
 RIX_EXPORT RIX_NODISCARD int rix_master_image_parse(rix_master_image **out, const void *desc, size_t n);
 /* Allocates the sections of a parsed image. @return 0; RIX_EINVAL (an export, or twice); RIX_ENOMEM. */
 RIX_EXPORT RIX_NODISCARD int rix_master_image_alloc(rix_master_image *im);
 /*
- * Checks the filled sections of a parsed image before they are trusted with lookups: chains in
- * order and inside the table, every pack number inside the pack table, a sample of entries in the
- * bucket their IDs hash to. (install checks too, unless this passed.)
+ * Checks the filled sections of a parsed image before they are trusted with lookups: each set's
+ * shape and directory (every count it holds adds up), the locations' widths, every pack number
+ * inside the pack table, second locations in order. (install checks too, unless this passed.)
+ * A failed check leaves the sections as they were read.
  * @return 0; RIX_ECORRUPT (not well formed); RIX_EINVAL (an export, or not allocated).
  */
 RIX_EXPORT RIX_NODISCARD int rix_master_image_check(rix_master_image *im);
 /*
  * Installs a parsed image whose sections were filled into mi, which must have nothing merged or
- * added: its tables take the filled arrays (no copy) and the image's hash seed; batches committed
- * before (rix_master_batch_commit: index files listed since the image was made) are merged into
- * them as part of the install (a few entries inserted where the arrays lie, many by a rebuild), as
- * bulk_finish would. The image is spent once install started using it: free it after, either way.
+ * added: its tables take the filled arrays (no copy); batches committed before
+ * (rix_master_batch_commit: index files listed since the image was made) are merged into them as
+ * part of the install (the tables of a type with new entries built again), as bulk_finish would. The image is spent once install started using it: free it after, either way.
  * @return 0; RIX_EINVAL (mi not empty, or dedup-only (rix_master_index_set_dedup_only), or the
  * image not an import allocated: nothing changed);
  * RIX_ECORRUPT (the sections are not well formed: nothing changed); RIX_ENOMEM, RIX_ELIMIT (mi
