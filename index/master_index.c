@@ -283,6 +283,9 @@ static int collect_maps(struct fentry **out, size_t *n, rix_index *const *merged
 	struct fentry *e = rix_malloc(total * sizeof(*e));
 	if (e == NULL)
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu entries", total);
+	/* The table's set is built in this array: huge pages, advised before the pages are touched
+	 * (advice after leaves them to khugepaged, and the lookups to 4 KiB pages' TLB misses). */
+	rix__advise_huge(e, total * sizeof(*e));
 	size_t at = 0;
 	for (size_t k = 0; k < nmerge; k++) {
 		const rix_indexmap *m = merged[k]->maps[t];

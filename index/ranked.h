@@ -20,9 +20,12 @@
  *   +-----+-----+-----+-----+--         +--------+--------+--------+--
  *   dups: (rank, rix_loc) sorted by rank, for the second and later locations of an ID
  *
- * A known ID's lookup reads the set's directory line (about 0.4 bytes an ID: mostly in cache),
- * the line of its stored bits and the line of its location (independent of each other once the
- * directory gave the rank), then the caller reads the pack ID. Crafted IDs: see idset.c (a
+ * In front of the set, a filter of one byte an ID (FILTER_K bits of one word an ID, ranked.c)
+ * turns down most absent IDs with one load, before the set's directory decode.
+ *
+ * A known ID's lookup reads the filter's word and the set's directory line (about 0.4 bytes an
+ * ID: mostly in cache), the line of its stored bits and the line of its location (independent of
+ * each other once the directory gave the rank), then the caller reads the pack ID. Crafted IDs: see idset.c (a
  * lookup is at worst a binary search; the answers stay exact).
  *
  * Thread-safety: a built table is immutable; any number of threads may look it up at once.
@@ -92,11 +95,12 @@ int rix__ranked_foreach(const struct rix__ranked *r, rix__ranked_fn fn, void *pa
 
 /*
  * The table as an image (the master index's cache): RIX__RANKED_DESC_WORDS words of shape and
- * RIX__RANKED_SECTIONS arrays (the set's block, the packed locations, the second locations),
+ * RIX__RANKED_SECTIONS arrays (the set's block, the packed locations, the second locations, the
+ * filter),
  * borrowed from the table; a size may be 0 (its pointer then NULL).
  */
 #define RIX__RANKED_DESC_WORDS (7 + RIX__IDSET_DESC_WORDS)
-#define RIX__RANKED_SECTIONS 3
+#define RIX__RANKED_SECTIONS 4
 void rix__ranked_export(const struct rix__ranked *r, uint64_t desc[RIX__RANKED_DESC_WORDS],
 			const void *sec[RIX__RANKED_SECTIONS], size_t size[RIX__RANKED_SECTIONS]);
 

@@ -506,7 +506,7 @@ static void test_image_api(void **state)
 	size_t nd, nsec;
 	const void *desc = rix_master_image_desc(&nd, ex);
 	rix_image_section *sec = rix_master_image_sections(&nsec, ex);
-	assert_int_equal(nsec, 7); /* packs; each type's set, packed locations, second locations */
+	assert_int_equal(nsec, 9); /* packs; each type's set, packed locations, second locations, filter */
 	rix_master_image *im;
 	assert_int_equal(rix_master_image_parse(&im, desc, nd - 1), RIX_ECORRUPT);
 	assert_int_equal(rix_master_image_parse(&im, desc, nd), 0);

@@ -355,8 +355,8 @@ static void test_crafted(void **state)
 }
 
 /* 1M entries of the benchmarks' shape (8 a pack, offsets (i % 8) << 22, lengths up to 4 MiB,
- * uncompressed twice that): the set's ~29.9 bytes and a 89-bit location, under 42 bytes an
- * entry (the frozen table: 51, pack table aside in both). */
+ * uncompressed twice that): the set's ~29.9 bytes, a 89-bit location and the filter's byte,
+ * under 43 bytes an entry (the chaining table it replaced: 51, pack table aside in both). */
 static void test_memory_1m(void **state)
 {
 	(void)state;
@@ -375,7 +375,7 @@ static void test_memory_1m(void **state)
 	assert_int_equal(rix__ranked_build_owned(&r, e, (uint32_t)n, NULL, 0), 0);
 	double per = (double)rix__ranked_memory(r) / (double)n;
 	printf("ranked n=1000000: %.3f bytes/entry (location %u bits)\n", per, rix__ranked_loc_bits(r));
-	assert_true(per < 42.0);
+	assert_true(per < 43.0);
 	assert_int_equal(rix__ranked_loc_bits(r), 17 + 25 + 23 + 24);
 	rix_loc got;
 	assert_true(rix__ranked_find(r, &probe, &got));
