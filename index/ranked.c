@@ -332,6 +332,11 @@ unsigned rix__ranked_loc_bits(const struct rix__ranked *r)
 	return r ? r->width : 0;
 }
 
+bool rix__ranked_filter_passes(const struct rix__ranked *r, const rix_id *id)
+{
+	return r != NULL && filter_maybe(r, id);
+}
+
 bool rix__ranked_find(const struct rix__ranked *r, const rix_id *id, rix_loc *loc)
 {
 	size_t rank;

@@ -70,6 +70,8 @@ uint32_t rix__ranked_distinct(const struct rix__ranked *r);
 size_t rix__ranked_memory(const struct rix__ranked *r);
 /* Bits of one packed location (tests, benchmarks). */
 unsigned rix__ranked_loc_bits(const struct rix__ranked *r);
+/* Whether id passes the filter in front of the set (every ID of the table does; tests). */
+bool rix__ranked_filter_passes(const struct rix__ranked *r, const rix_id *id);
 
 /* Whether id is in the table; *loc = one of its locations when it is. r may be NULL. */
 bool rix__ranked_find(const struct rix__ranked *r, const rix_id *id, rix_loc *loc);

@@ -371,12 +371,29 @@ static void test_memory_1m(void **state)
 	}
 	rix_id probe = e[12345].id;
 	rix_loc want = e[12345].loc;
+	rix_id *kept = malloc((n / 97 + 1) * sizeof(*kept)); /* every 97th, as the build takes e */
+	assert_non_null(kept);
+	for (size_t i = 0; i < n; i += 97)
+		kept[i / 97] = e[i].id;
 	struct rix__ranked *r = NULL;
 	assert_int_equal(rix__ranked_build_owned(&r, e, (uint32_t)n, NULL, 0), 0);
 	double per = (double)rix__ranked_memory(r) / (double)n;
 	printf("ranked n=1000000: %.3f bytes/entry (location %u bits)\n", per, rix__ranked_loc_bits(r));
 	assert_true(per < 43.0);
 	assert_int_equal(rix__ranked_loc_bits(r), 17 + 25 + 23 + 24);
+	/* The filter: every present ID passes; random absent ones about one time in 30 (4 bits of a
+	 * word holding 8 IDs' bits), never more than one in 15. */
+	for (size_t i = 0; i < n; i += 97)
+		assert_true(rix__ranked_filter_passes(r, &kept[i / 97]));
+	free(kept);
+	size_t pass = 0;
+	for (int i = 0; i < 200000; i++) {
+		rix_id id;
+		rix_test_random_id(&id, &st);
+		pass += rix__ranked_filter_passes(r, &id);
+	}
+	printf("filter: %zu of 200000 absent IDs pass\n", pass);
+	assert_true(pass > 200000 / 100 && pass < 200000 / 15);
 	rix_loc got;
 	assert_true(rix__ranked_find(r, &probe, &got));
 	assert_memory_equal(&got, &want, sizeof(got));
