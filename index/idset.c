@@ -388,9 +388,13 @@ int rix_idset_foreach(const rix_idset *s, rix_idset_fn fn, void *payload)
 		unsigned q = CODE_START;
 		for (size_t j = 0; j < g; j++) {
 			size_t c = 0;
-			while ((blk[q >> 6] >> (q & 63)) & 1) {
-				c++;
-				q++;
+			for (;;) { /* the bucket's ones: a word's run at a time */
+				uint64_t x = ~(blk[q >> 6] >> (q & 63)); /* 0: a whole word of ones */
+				unsigned ones = x ? (unsigned)__builtin_ctzll(x) : 64u;
+				c += ones;
+				q += ones;
+				if (ones == 0 || (q & 63) != 0)
+					break;
 			}
 			q++; /* the bucket's 0 */
 			if (c > 0) {

@@ -124,6 +124,30 @@ void rix__advise_huge(void *p, size_t n)
 #endif
 }
 
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux 6.1; older kernels refuse it (EINVAL), which is ignored */
+#endif
+
+void rix__collapse_huge(void *p, size_t n)
+{
+	const uintptr_t huge = (uintptr_t)2 << 20;
+	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+	uintptr_t e = ((uintptr_t)p + n) & ~(huge - 1);
+	if (p != NULL && e > a)
+		(void)madvise((void *)a, e - a, MADV_COLLAPSE);
+}
+
+void rix__release_pages(void *p, size_t n)
+{
+	/* Whole huge pages inside [p, p + n): the kernel frees them at once (a part of one would be
+	 * split first); the bytes read as zeros afterwards. */
+	const uintptr_t huge = (uintptr_t)2 << 20;
+	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+	uintptr_t e = ((uintptr_t)p + n) & ~(huge - 1);
+	if (p != NULL && e > a)
+		(void)madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
 static inline struct entry *entry_at(const rix_indexmap *m, uint32_t e)
 {
 	return &m->blocks[e >> m->shift][e & ((1u << m->shift) - 1)];

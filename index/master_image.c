@@ -255,8 +255,7 @@ int rix_master_image_alloc(rix_master_image *im)
 			}
 			return rix_error_set(RIX_ENOMEM, "master image: out of memory for %zu bytes", im->sec[k].n);
 		}
-		if (k > 0)
-			rix__advise_huge(im->sec[k].p, im->sec[k].n);
+		rix__advise_huge(im->sec[k].p, im->sec[k].n); /* the pack table too: read at random */
 	}
 	im->allocated = true;
 	return 0;

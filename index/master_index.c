@@ -430,19 +430,41 @@ size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t)
 	return n;
 }
 
+/* The table's walk in rounds of EACH_ROUND entries: the round's pack IDs are requested before
+ * the first is read (ID order is no pack order: each a miss in the pack table, otherwise one
+ * after another), then the entries are handed to fn in the walk's order. */
+enum { EACH_ROUND = 64 };
+
 struct each {
 	const struct mstate *st;
 	rix_blob_type t;
 	rix_index_blob_fn fn;
 	void *arg;
+	size_t n;
+	rix_id id[EACH_ROUND];
+	rix_loc loc[EACH_ROUND];
 };
+
+static int each_flush(struct each *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		RIX_PREFETCH(&e->st->packs[e->loc[i].pack]);
+	int rc = 0;
+	for (size_t i = 0; i < e->n && rc == 0; i++) {
+		rix_packed_blob pb;
+		rix__mstate_fill(e->st, e->t, &e->id[i], &e->loc[i], &pb);
+		rc = e->fn(e->arg, &pb);
+	}
+	e->n = 0;
+	return rc;
+}
 
 static int each_one(void *payload, const rix_id *id, const rix_loc *loc)
 {
 	struct each *e = payload;
-	rix_packed_blob pb;
-	rix__mstate_fill(e->st, e->t, id, loc, &pb);
-	return e->fn(e->arg, &pb);
+	e->id[e->n] = *id;
+	e->loc[e->n] = *loc;
+	return ++e->n == EACH_ROUND ? each_flush(e) : 0;
 }
 
 int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *arg)
@@ -455,10 +477,18 @@ int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *a
 		return rix_error_set(RIX_EINVAL, "master index: a dedup-only index holds no data blob locations "
 						 "to list (load the full index)");
 	}
-	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++) {
-		struct each e = { st, (rix_blob_type)t, fn, arg };
-		rc = rix__ranked_foreach(st->table[t], each_one, &e);
+	struct each *e = rix_malloc(sizeof(*e));
+	if (e == NULL) {
+		pthread_rwlock_unlock(&mi->lock);
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
 	}
+	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++) {
+		*e = (struct each){ .st = st, .t = (rix_blob_type)t, .fn = fn, .arg = arg };
+		rc = rix__ranked_foreach(st->table[t], each_one, e);
+		if (rc == 0)
+			rc = each_flush(e);
+	}
+	rix_free(e);
 	if (rc == 0)
 		rc = rix__recent_foreach(mi->recent, fn, arg);
 	for (size_t i = 0; i < mi->nseparate && rc == 0; i++)

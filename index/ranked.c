@@ -172,6 +172,7 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
 	}
 	rix__advise_huge(entries, (size_t)count * sizeof(*entries)); /* the set is built in this array */
+	rix__collapse_huge(entries, (size_t)count * sizeof(*entries)); /* realloc's moves split them */
 	rix__ranked_sort(entries, count, workers);
 	/* Pass 1: field widths, distinct IDs, second locations (an upper bound: some repeat). The
 	 * sort is not stable: an ID's locations are put in place order here (pack number, offset),
@@ -216,10 +217,22 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 	rix__advise_huge(r->locs, r->locs_size);
 	rix__advise_huge(r->filter, filter_words(nd) * sizeof(uint64_t));
 	size_t nw = filter_words(nd);
-	/* Pass 2: IDs to the front, locations packed; second locations aside unless they repeat. */
+	/* Pass 2: IDs to the front, locations packed; second locations aside unless they repeat.
+	 * The bytes between the IDs written (32 j) and the next entry to read (48 i) are dead: given
+	 * back as the pass goes, so that the packed locations grow in the memory they free and the
+	 * peak stays the entries' array's (48 bytes an entry), not that plus the locations'. */
 	rix_id *ids = (rix_id *)(void *)entries;
 	uint32_t j = 0, first_dup = 0;
+	size_t released = 0; /* bytes of the array below which the dead pages are given back */
 	for (uint32_t i = 0; i < count; i++) {
+		if ((i & 0xFFFF) == 0 && i > 0) {
+			size_t lo = (size_t)j * sizeof(rix_id), hi = (size_t)i * sizeof(struct fentry);
+			lo = lo > released ? lo : released;
+			rix__release_pages((char *)entries + lo, hi - lo);
+			/* up to the last whole huge page given (the rest of hi's page, next time) */
+			size_t upto = (((uintptr_t)entries + hi) & ~(((uintptr_t)2 << 20) - 1)) - (uintptr_t)entries;
+			released = upto > released && upto <= hi ? upto : released;
+		}
 		struct fentry e = entries[i];
 		if (j > 0 && rix__id_eq(&ids[j - 1], &e.id)) {
 			bool repeat = false;
