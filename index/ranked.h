@@ -1,6 +1,6 @@
 /*
  * index/ranked.h — the ranked table: a read-only map from blob ID to location keyed by the IDs'
- * own bits, in about 41 bytes an entry (the chaining table it replaced in the master index took
+ * own bits, in about 42 bytes an entry (the chaining table it replaced in the master index took
  * 51): the master index's table of merged entries, one a blob type.
  *
  * The distinct IDs are a rix_idset (29.4-29.9 bytes an ID: rix/idset.h); an ID's rank in the
