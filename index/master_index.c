@@ -7,8 +7,8 @@
  * State
  * -----
  *   table[type]    one read-only ranked table per blob type holding every merged entry (about
- *                  41 bytes an entry: a rix_idset of the IDs and their locations bit-packed by
- *                  rank; ranked.h)
+ *                  42 bytes an entry: a rix_idset of the IDs, their locations bit-packed by
+ *                  rank, a filter of a byte an ID; ranked.h)
  *   dset           dedup-only (set before a bulk load): the bulk-loaded data blobs as a rix_idset,
  *                  IDs only; a data blob found there is known, its location is not (see
  *                  no_location). Shared by states like a table, carried over by merges
