@@ -128,24 +128,26 @@ void rix__advise_huge(void *p, size_t n)
 #define MADV_COLLAPSE 25 /* Linux 6.1; older kernels refuse it (EINVAL), which is ignored */
 #endif
 
-void rix__collapse_huge(void *p, size_t n)
+/* madvise(advice) on the whole 2 MiB pages inside [p, p + n), if any. */
+static void advise_inside(void *p, size_t n, int advice)
 {
 	const uintptr_t huge = (uintptr_t)2 << 20;
 	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
 	uintptr_t e = ((uintptr_t)p + n) & ~(huge - 1);
 	if (p != NULL && e > a)
-		(void)madvise((void *)a, e - a, MADV_COLLAPSE);
+		(void)madvise((void *)a, e - a, advice);
+}
+
+void rix__collapse_huge(void *p, size_t n)
+{
+	advise_inside(p, n, MADV_COLLAPSE);
 }
 
 void rix__release_pages(void *p, size_t n)
 {
-	/* Whole huge pages inside [p, p + n): the kernel frees them at once (a part of one would be
-	 * split first); the bytes read as zeros afterwards. */
-	const uintptr_t huge = (uintptr_t)2 << 20;
-	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
-	uintptr_t e = ((uintptr_t)p + n) & ~(huge - 1);
-	if (p != NULL && e > a)
-		(void)madvise((void *)a, e - a, MADV_DONTNEED);
+	/* Whole huge pages: the kernel frees them at once (a part of one would be split first);
+	 * the bytes read as zeros afterwards. */
+	advise_inside(p, n, MADV_DONTNEED);
 }
 
 static inline struct entry *entry_at(const rix_indexmap *m, uint32_t e)
