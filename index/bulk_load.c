@@ -10,7 +10,8 @@
  * bulk_finish hands the appended entries to the ranked build, which sorts them by ID in place and
  * builds the set of IDs inside the same array (no second copy of the entries); a load on top of
  * a table adds the old table's entries to the array first. Peak memory for N entries loaded:
- * 48 N (the entries) + 11-12 N (the packed locations) while the set is built, plus the
+ * about 49 N (the entries' array, and the filter's byte an ID; the packed locations grow into
+ * the pages the build gives back as it consumes the array), plus the pack table and the
  * batches in flight; the per-file indexes of rix_master_index_add cost 52 N more.
  *
  * Dedup-only (rix_master_index_set_dedup_only, captured by a batch when it is made): a batch
@@ -341,7 +342,7 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 		size_t n = k->n[t];
 		k->e[t] = NULL;
 		k->n[t] = k->cap[t] = 0;
-		rc = rix__ranked_merge_owned(&next->table[t], cur->table[t], e, n, rep > 0 ? next->packs : NULL,
+		rc = rix__ranked_merge_owned(&next->table[t], cur->table[t], false, e, n, rep > 0 ? next->packs : NULL,
 					     mi->workers);
 		if (rc != 0)
 			goto done;

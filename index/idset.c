@@ -341,52 +341,70 @@ void rix_idset_free(rix_idset *s)
 
 /* ---- Iteration ------------------------------------------------------------------------------ */
 
-/* Calls fn for IDs [lo, hi) of bucket b. */
-static int emit_run(const struct rix_idset *s, uint64_t b, size_t lo, size_t hi, rix_idset_fn fn, void *payload)
+/* A walk's IDs, gathered RIX__IDSET_ROUND at a time for a rix__idset_round_fn. */
+struct round {
+	rix__idset_round_fn fn;
+	void *payload;
+	size_t n;
+	rix_id id[RIX__IDSET_ROUND];
+};
+
+/* Puts IDs [lo, hi) of bucket b into the round, handing each full round to its function. */
+static int emit_run(const struct rix_idset *s, uint64_t b, size_t lo, size_t hi, struct round *r)
 {
-	rix_id id;
-	memset(&id, 0, sizeof(id));
+	uint8_t pre[4] = { 0 }; /* the bucket's bytes, kb of them (k <= 32) */
 	if (s->k > 0) {
 		uint64_t top = b << (64 - s->k);
 		for (unsigned i = 0; i < s->kb; i++)
-			id.b[i] = (uint8_t)(top >> (56 - 8 * i));
+			pre[i] = (uint8_t)(top >> (56 - 8 * i));
 	}
 	/* The bucket's bits of the last two bytes before the tail, the mid bits ORed in. */
-	unsigned two = s->kb >= 2 ? (unsigned)id.b[s->kb - 2] << 8 | id.b[s->kb - 1] : s->kb ? id.b[s->kb - 1] : 0;
+	unsigned two = s->kb >= 2 ? (unsigned)pre[s->kb - 2] << 8 | pre[s->kb - 1] : s->kb ? pre[s->kb - 1] : 0;
 	for (size_t i = lo; i < hi; i++) {
+		rix_id *id = &r->id[r->n];
+		memcpy(id->b, pre, sizeof(pre));
 		unsigned m = two | mid_get(s, i);
 		if (s->kb >= 2)
-			id.b[s->kb - 2] = (uint8_t)(m >> 8);
+			id->b[s->kb - 2] = (uint8_t)(m >> 8);
 		if (s->kb)
-			id.b[s->kb - 1] = (uint8_t)m;
-		memcpy(id.b + s->kb, tail_at(s, i), s->tail);
-		int rc = fn(payload, &id);
-		if (rc != 0)
-			return rc;
+			id->b[s->kb - 1] = (uint8_t)m;
+		/* the tail (28-32 bytes): its first and last 16, fixed-size copies */
+		const uint8_t *t = tail_at(s, i);
+		memcpy(id->b + s->kb, t, 16);
+		memcpy(id->b + RIX_ID_SIZE - 16, t + s->tail - 16, 16);
+		if (++r->n == RIX__IDSET_ROUND) {
+			int rc = r->fn(r->payload, r->id, r->n);
+			r->n = 0;
+			if (rc != 0)
+				return rc;
+		}
 	}
 	return 0;
 }
 
-int rix_idset_foreach(const rix_idset *s, rix_idset_fn fn, void *payload)
+int rix__idset_foreach_round(const rix_idset *s, rix__idset_round_fn fn, void *payload)
 {
 	if (s == NULL || s->n == 0)
 		return 0;
+	struct round rd; /* 2 KiB of IDs */
+	struct round *r = &rd;
+	r->fn = fn;
+	r->payload = payload;
+	r->n = 0;
+	int rc = 0;
 	size_t g = (size_t)1 << s->gshift;
-	for (size_t blkno = 0; blkno < s->nblocks; blkno++) {
+	for (size_t blkno = 0; blkno < s->nblocks && rc == 0; blkno++) {
 		const uint64_t *blk = s->dir + blkno * BLOCK_WORDS;
 		uint64_t b0 = (uint64_t)blkno << s->gshift;
 		size_t at = (size_t)(blk[0] & BASE_MASK);
 		if (blk[0] & OV_FLAG) {
 			const uint32_t *o = s->ov + blk[1];
-			for (size_t j = 0; j < g; j++) {
-				int rc = emit_run(s, b0 + j, o[j], o[j + 1], fn, payload);
-				if (rc != 0)
-					return rc;
-			}
+			for (size_t j = 0; j < g && rc == 0; j++)
+				rc = emit_run(s, b0 + j, o[j], o[j + 1], r);
 			continue;
 		}
 		unsigned q = CODE_START;
-		for (size_t j = 0; j < g; j++) {
+		for (size_t j = 0; j < g && rc == 0; j++) {
 			size_t c = 0;
 			for (;;) { /* the bucket's ones: a word's run at a time */
 				uint64_t x = ~(blk[q >> 6] >> (q & 63)); /* 0: a whole word of ones */
@@ -398,14 +416,34 @@ int rix_idset_foreach(const rix_idset *s, rix_idset_fn fn, void *payload)
 			}
 			q++; /* the bucket's 0 */
 			if (c > 0) {
-				int rc = emit_run(s, b0 + j, at, at + c, fn, payload);
-				if (rc != 0)
-					return rc;
+				rc = emit_run(s, b0 + j, at, at + c, r);
 				at += c;
 			}
 		}
 	}
-	return 0;
+	if (rc == 0 && r->n > 0)
+		rc = fn(payload, r->id, r->n);
+	return rc;
+}
+
+struct one_by_one {
+	rix_idset_fn fn;
+	void *payload;
+};
+
+static int each_of_round(void *payload, const rix_id *ids, size_t n)
+{
+	struct one_by_one *o = payload;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = o->fn(o->payload, &ids[i]);
+	return rc;
+}
+
+int rix_idset_foreach(const rix_idset *s, rix_idset_fn fn, void *payload)
+{
+	struct one_by_one o = { fn, payload };
+	return rix__idset_foreach_round(s, each_of_round, &o);
 }
 
 void rix_idset_get_shape(rix_idset_shape *shape, const rix_idset *s)

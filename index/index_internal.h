@@ -73,6 +73,15 @@ size_t rix__idset_rank_many_sat(size_t *ranks, const struct rix_idset *s, const 
  * lookup relies on (shape, offsets inside the block, every directory block's counts) and returns
  * RIX_ECORRUPT if anything is off.
  */
+/*
+ * rix_idset_foreach in rounds: fn gets the next RIX__IDSET_ROUND IDs (fewer at the end) in
+ * ascending order, their ranks following on from the round before's. @return 0, or fn's first
+ * nonzero value (the walk stops there).
+ */
+#define RIX__IDSET_ROUND 64
+typedef int (*rix__idset_round_fn)(void *payload, const rix_id *ids, size_t n);
+int rix__idset_foreach_round(const struct rix_idset *s, rix__idset_round_fn fn, void *payload);
+
 #define RIX__IDSET_DESC_WORDS 10
 void rix__idset_export(const struct rix_idset *s, uint64_t desc[RIX__IDSET_DESC_WORDS], const void **block,
 		       size_t *size);

@@ -11,9 +11,9 @@
  *   | magic "rixmimg\0"          8     |          | packs      npacks x 32 (rix_id)      |
  *   | order mark 0x01020304      4     |          | set[t]     the rix_idset's block  \ per type t
  *   | version                    4     |          | locs[t]    packed locations       | with
- *   | layout (sizes)             4     |          | dups[t]    second locations       / count > 0
- *   | blob types, 0          4 + 4 + 4 |          +--------------------------------------+
- *   | npacks, nids               4 + 4 |
+ *   | layout (sizes)             4     |          | dups[t]    second locations       | count > 0
+ *   | blob types, scheme, 0  4 + 4 + 4 |          | filter[t]  a byte an ID           /
+ *   | npacks, nids               4 + 4 |          +--------------------------------------+
  *   | count[t]                   4 x 2 |
  *   | table[t]: ranked desc     136 x 2 |  the table's shape (ranked.h: widths, sizes, the set's)
  *   | index file IDs             32 x nids
@@ -22,9 +22,10 @@
  * The sections are the ranked tables (ranked.h) and the global pack table as they lie: writing
  * is a few large writes, reading is a few large reads straight into the arrays the installed
  * state then owns (no parse, no sort, no copy). The image is therefore tied to this build's
- * layout: the descriptor says which (version, sizes); any difference refuses the image
- * (RIX_ECORRUPT), and the caller loads the index files instead. Changing the ranked table's or
- * the set's layout means bumping IMAGE_VERSION. The tables are keyed by the IDs' own bits (no
+ * layout: the descriptor says which (version, sizes, the ranked table's scheme); any difference
+ * refuses the image (RIX_ECORRUPT), and the caller loads the index files instead. Changing the
+ * set's layout means bumping IMAGE_VERSION; the ranked table's filter or packing,
+ * RIX__RANKED_SCHEME. The tables are keyed by the IDs' own bits (no
  * hash seed); an import is checked whole before a lookup trusts it (rix__ranked_import).
  *
  * Exporting pins the published state (mi->pinned): a merge or bulk load publishing meanwhile
@@ -155,6 +156,7 @@ int rix_master_index_export(rix_master_image **out, rix_master_index *mi)
 		put32(d + 12, IMAGE_VERSION);
 		put32(d + 16, LAYOUT_WORD);
 		put32(d + 20, RIX_BLOB_TYPES);
+		put32(d + 24, RIX__RANKED_SCHEME);
 		put32(d + 32, im->npacks);
 		put32(d + 36, im->nids);
 		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
@@ -203,7 +205,7 @@ int rix_master_image_parse(rix_master_image **out, const void *desc, size_t n)
 	if (n < DESC_FIXED || memcmp(d, IMAGE_MAGIC, 8) != 0)
 		return rix_error_set(RIX_ECORRUPT, "master image: not an image descriptor");
 	if (get32(d + 8) != IMAGE_ORDER || get32(d + 12) != IMAGE_VERSION || get32(d + 16) != LAYOUT_WORD ||
-	    get32(d + 20) != RIX_BLOB_TYPES || get32(d + 24) != 0 || get32(d + 28) != 0)
+	    get32(d + 20) != RIX_BLOB_TYPES || get32(d + 24) != RIX__RANKED_SCHEME || get32(d + 28) != 0)
 		return rix_error_set(RIX_ECORRUPT, "master image: made by a build of another layout");
 	uint32_t npacks = get32(d + 32), nids = get32(d + 36);
 	if (n != DESC_FIXED + (uint64_t)nids * sizeof(rix_id))
@@ -303,7 +305,8 @@ int rix_master_image_check(rix_master_image *im)
 /*
  * The image's tables, with the entries of the batches committed meanwhile (the index files
  * listed since the image was made) merged into them: a table with new entries is built again
- * from its entries and theirs (the ranked table is immutable). Caller holds wmu and bmu; on
+ * from its entries and theirs (the ranked table is immutable: a full build, its peak the old
+ * table's and the array's while the old entries are copied out). Caller holds wmu and bmu; on
  * failure the tables and arrays taken so far are next's (freed with it), the rest the image's.
  */
 static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k, unsigned workers)
@@ -339,8 +342,8 @@ static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k
 		size_t n = k->n[t];
 		k->e[t] = NULL;
 		k->n[t] = k->cap[t] = 0;
-		int rc = rix__ranked_merge_owned(&next->table[t], tab, e, n, rep > 0 ? next->packs : NULL, workers);
-		rix__ranked_free(tab);
+		/* tab is the image's (no reader sees it): freed as soon as its entries are copied out */
+		int rc = rix__ranked_merge_owned(&next->table[t], tab, true, e, n, rep > 0 ? next->packs : NULL, workers);
 		if (rc != 0)
 			return rc;
 	}

@@ -353,7 +353,7 @@ int rix_master_index_merge(rix_master_index *mi)
 			goto done;
 		if (nadd == 0) /* nothing new of this type: carried over */
 			next->table[t] = cur->table[t];
-		else if ((rc = rix__ranked_merge_owned(&next->table[t], cur->table[t], add, nadd, NULL, mi->workers)) != 0)
+		else if ((rc = rix__ranked_merge_owned(&next->table[t], cur->table[t], false, add, nadd, NULL, mi->workers)) != 0)
 			goto done;
 	}
 	uint32_t base = cur->npacks;
@@ -430,41 +430,28 @@ size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t)
 	return n;
 }
 
-/* The table's walk in rounds of EACH_ROUND entries: the round's pack IDs are requested before
- * the first is read (ID order is no pack order: each a miss in the pack table, otherwise one
- * after another), then the entries are handed to fn in the walk's order. */
-enum { EACH_ROUND = 64 };
-
+/* The table's walk in rounds: each round's pack IDs are requested before the first is read
+ * (ID order is no pack order: each a miss in the pack table, otherwise one after another), then
+ * the answers are handed to fn in the walk's order. */
 struct each {
 	const struct mstate *st;
 	rix_blob_type t;
 	rix_index_blob_fn fn;
 	void *arg;
-	size_t n;
-	rix_id id[EACH_ROUND];
-	rix_loc loc[EACH_ROUND];
 };
 
-static int each_flush(struct each *e)
+static int each_round(void *payload, const rix_id *ids, const rix_loc *locs, size_t n)
 {
-	for (size_t i = 0; i < e->n; i++)
-		RIX_PREFETCH(&e->st->packs[e->loc[i].pack]);
+	const struct each *e = payload;
+	for (size_t i = 0; i < n; i++)
+		RIX_PREFETCH(&e->st->packs[locs[i].pack]);
 	int rc = 0;
-	for (size_t i = 0; i < e->n && rc == 0; i++) {
+	for (size_t i = 0; i < n && rc == 0; i++) {
 		rix_packed_blob pb;
-		rix__mstate_fill(e->st, e->t, &e->id[i], &e->loc[i], &pb);
+		rix__mstate_fill(e->st, e->t, &ids[i], &locs[i], &pb);
 		rc = e->fn(e->arg, &pb);
 	}
-	e->n = 0;
 	return rc;
-}
-
-static int each_one(void *payload, const rix_id *id, const rix_loc *loc)
-{
-	struct each *e = payload;
-	e->id[e->n] = *id;
-	e->loc[e->n] = *loc;
-	return ++e->n == EACH_ROUND ? each_flush(e) : 0;
 }
 
 int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *arg)
@@ -477,18 +464,10 @@ int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *a
 		return rix_error_set(RIX_EINVAL, "master index: a dedup-only index holds no data blob locations "
 						 "to list (load the full index)");
 	}
-	struct each *e = rix_malloc(sizeof(*e));
-	if (e == NULL) {
-		pthread_rwlock_unlock(&mi->lock);
-		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
-	}
 	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++) {
-		*e = (struct each){ .st = st, .t = (rix_blob_type)t, .fn = fn, .arg = arg };
-		rc = rix__ranked_foreach(st->table[t], each_one, e);
-		if (rc == 0)
-			rc = each_flush(e);
+		struct each e = { st, (rix_blob_type)t, fn, arg };
+		rc = rix__ranked_foreach_round(st->table[t], each_round, &e);
 	}
-	rix_free(e);
 	if (rc == 0)
 		rc = rix__recent_foreach(mi->recent, fn, arg);
 	for (size_t i = 0; i < mi->nseparate && rc == 0; i++)

@@ -71,7 +71,7 @@ struct rix__ranked {
  * passes: the answers stay the set's, exact. IDs crafted to crowd one word (whose every bit
  * then passes) only bring their lookups back to the set's cost.
  */
-#define FILTER_K 4
+#define FILTER_K 4 /* changing it, filter_words or filter_mask: bump RIX__RANKED_SCHEME */
 
 static inline size_t filter_words(size_t nd)
 {
@@ -145,6 +145,28 @@ static inline bool place_less(const rix_loc *a, const rix_loc *b)
 	return a->pack != b->pack ? a->pack < b->pack : a->offset < b->offset;
 }
 
+static int cmp_place(const void *a, const void *b)
+{
+	const rix_loc *x = &((const struct fentry *)a)->loc, *y = &((const struct fentry *)b)->loc;
+	return place_less(x, y) ? -1 : place_less(y, x);
+}
+
+/* Entries of one ID in place order: a few by insertion, many (one blob listed in very many
+ * packs: an index file's choice) by qsort, so that no index makes the build quadratic. */
+static void sort_places(struct fentry *e, uint32_t n)
+{
+	if (n > 32) {
+		qsort(e, n, sizeof(*e), cmp_place);
+		return;
+	}
+	for (uint32_t i = 1; i < n; i++)
+		for (uint32_t j = i; j > 0 && place_less(&e[j].loc, &e[j - 1].loc); j--) {
+			rix_loc t = e[j].loc;
+			e[j].loc = e[j - 1].loc;
+			e[j - 1].loc = t;
+		}
+}
+
 static bool same_place(const rix_loc *a, const rix_loc *b, const rix_id *packs)
 {
 	return a->offset == b->offset && a->length == b->length && a->uncompressed_length == b->uncompressed_length &&
@@ -179,22 +201,20 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 	 * so that the first is the same whatever order they came in (the oldest pack's, as packs
 	 * are numbered in the order they are loaded). */
 	uint32_t mp = 0, mo = 0, ml = 0, mu = 0, nd = 0, run = 0;
-	for (uint32_t i = 0; i < count; i++) {
+	for (uint32_t i = 0; i <= count; i++) {
+		if (i == count || i == 0 || !rix__id_eq(&entries[i - 1].id, &entries[i].id)) {
+			if (i - run > 1) /* the run of the ID before: its locations in place order */
+				sort_places(entries + run, i - run);
+			if (i == count)
+				break;
+			nd++;
+			run = i;
+		}
 		const rix_loc *l = &entries[i].loc;
 		mp |= l->pack;
 		mo |= l->offset;
 		ml |= l->length;
 		mu |= l->uncompressed_length;
-		if (i == 0 || !rix__id_eq(&entries[i - 1].id, &entries[i].id)) {
-			nd++;
-			run = i;
-			continue;
-		}
-		for (uint32_t j = i; j > run && place_less(&entries[j].loc, &entries[j - 1].loc); j--) {
-			rix_loc t = entries[j].loc;
-			entries[j].loc = entries[j - 1].loc;
-			entries[j - 1].loc = t;
-		}
 	}
 	r->pb = bits_of(mp);
 	r->ob = bits_of(mo);
@@ -220,7 +240,8 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 	/* Pass 2: IDs to the front, locations packed; second locations aside unless they repeat.
 	 * The bytes between the IDs written (32 j) and the next entry to read (48 i) are dead: given
 	 * back as the pass goes, so that the packed locations grow in the memory they free and the
-	 * peak stays the entries' array's (48 bytes an entry), not that plus the locations'. */
+	 * peak stays the entries' array's and the filter's (49 bytes an entry), not that plus the
+	 * locations'. */
 	rix_id *ids = (rix_id *)(void *)entries;
 	uint32_t j = 0, first_dup = 0;
 	size_t released = 0; /* bytes of the array below which the dead pages are given back */
@@ -295,30 +316,33 @@ static int gather_one(void *payload, const rix_id *id, const rix_loc *loc)
 	return 0;
 }
 
-int rix__ranked_merge_owned(struct rix__ranked **out, const struct rix__ranked *old, struct fentry *add, size_t nadd,
-			    const rix_id *packs, unsigned workers)
+int rix__ranked_merge_owned(struct rix__ranked **out, struct rix__ranked *old, bool own_old, struct fentry *add,
+			    size_t nadd, const rix_id *packs, unsigned workers)
 {
 	*out = NULL;
 	size_t n0 = rix__ranked_count(old), total = n0 + nadd;
-	if (total > 0xFFFFFFFEu) {
+	if (total > 0xFFFFFFFEu || total == 0) {
 		rix_free(add);
-		return rix_error_set(RIX_ELIMIT, "master index: %zu entries of one type is over the limit", total);
-	}
-	if (total == 0) {
-		rix_free(add);
-		return 0;
+		if (own_old)
+			rix__ranked_free(old);
+		return total ? rix_error_set(RIX_ELIMIT, "master index: %zu entries of one type is over the limit", total)
+			     : 0;
 	}
 	/* The old entries before the added ones, in the added ones' array grown. */
 	struct fentry *all = rix_realloc(add, total * sizeof(*all));
 	if (all == NULL) {
 		rix_free(add);
+		if (own_old)
+			rix__ranked_free(old);
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu entries", total);
 	}
 	rix__advise_huge(all, total * sizeof(*all)); /* before the old entries' pages are touched */
 	if (n0 > 0 && nadd > 0)
 		memmove(all + n0, all, nadd * sizeof(*all));
 	struct gather g = { .e = all };
-	(void)rix__ranked_foreach(old, gather_one, &g);
+	(void)rix__ranked_foreach(old, gather_one, &g); /* gather_one never stops it */
+	if (own_old) /* its entries are in the array: not held beside it while it is built */
+		rix__ranked_free(old);
 	return rix__ranked_build_owned(out, all, (uint32_t)total, packs, workers);
 }
 
@@ -427,32 +451,73 @@ size_t rix__ranked_find_all(const struct rix__ranked *r, const rix_id *id, size_
 	return k;
 }
 
+/* A walk in rounds: the set's rounds of IDs, each with its locations (an ID's second ones
+ * after its first), handed on RIX__RANKED_ROUND entries at a time. */
 struct walk {
 	const struct rix__ranked *r;
-	rix__ranked_fn fn;
+	rix__ranked_round_fn fn;
 	void *payload;
 	size_t rank;
 	uint32_t dup;
+	size_t n;
+	rix_id id[RIX__RANKED_ROUND];
+	rix_loc loc[RIX__RANKED_ROUND];
 };
 
-static int walk_one(void *payload, const rix_id *id)
+static int walk_put(struct walk *w, const rix_id *id, const rix_loc *loc)
+{
+	w->id[w->n] = *id;
+	w->loc[w->n] = *loc;
+	if (++w->n < RIX__RANKED_ROUND)
+		return 0;
+	w->n = 0;
+	return w->fn(w->payload, w->id, w->loc, RIX__RANKED_ROUND);
+}
+
+static int walk_round(void *payload, const rix_id *ids, size_t n)
 {
 	struct walk *w = payload;
-	rix_loc loc;
-	loc_get(w->r, w->rank, &loc);
-	int rc = w->fn(w->payload, id, &loc);
-	for (; rc == 0 && w->dup < w->r->ndups && w->r->dups[w->dup].rank == w->rank; w->dup++)
-		rc = w->fn(w->payload, id, &w->r->dups[w->dup].loc);
-	w->rank++;
+	const struct rix__ranked *r = w->r;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++, w->rank++) {
+		rix_loc loc;
+		loc_get(r, w->rank, &loc);
+		rc = walk_put(w, &ids[i], &loc);
+		for (; rc == 0 && w->dup < r->ndups && r->dups[w->dup].rank == w->rank; w->dup++)
+			rc = walk_put(w, &ids[i], &r->dups[w->dup].loc);
+	}
+	return rc;
+}
+
+int rix__ranked_foreach_round(const struct rix__ranked *r, rix__ranked_round_fn fn, void *payload)
+{
+	if (r == NULL)
+		return 0;
+	struct walk w = { .r = r, .fn = fn, .payload = payload }; /* 3 KiB of entries */
+	int rc = rix__idset_foreach_round(r->ids, walk_round, &w);
+	if (rc == 0 && w.n > 0)
+		rc = fn(payload, w.id, w.loc, w.n);
+	return rc;
+}
+
+struct one_by_one {
+	rix__ranked_fn fn;
+	void *payload;
+};
+
+static int each_of_round(void *payload, const rix_id *ids, const rix_loc *locs, size_t n)
+{
+	struct one_by_one *o = payload;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = o->fn(o->payload, &ids[i], &locs[i]);
 	return rc;
 }
 
 int rix__ranked_foreach(const struct rix__ranked *r, rix__ranked_fn fn, void *payload)
 {
-	if (r == NULL)
-		return 0;
-	struct walk w = { .r = r, .fn = fn, .payload = payload };
-	return rix_idset_foreach(r->ids, walk_one, &w);
+	struct one_by_one o = { fn, payload };
+	return rix__ranked_foreach_round(r, each_of_round, &o);
 }
 
 /* ---- Image ---------------------------------------------------------------------------------- */

@@ -57,11 +57,13 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 void rix__ranked_free(struct rix__ranked *r);
 
 /*
- * A new table of old's entries and add[0..nadd) (taken over in every case, as by the build). *out NULL when there are none at all.
- * @return 0, RIX_ENOMEM, RIX_ELIMIT (old is unchanged either way).
+ * A new table of old's entries and add[0..nadd) (taken over in every case, as by the build). With
+ * own_old, old is freed as soon as its entries are copied out (before the build: the peak is the
+ * array's, not the array's and old's), and on every failure; without, old is left as it is.
+ * *out NULL when there are none at all. @return 0, RIX_ENOMEM, RIX_ELIMIT.
  */
-int rix__ranked_merge_owned(struct rix__ranked **out, const struct rix__ranked *old, struct fentry *add, size_t nadd,
-			    const rix_id *packs, unsigned workers);
+int rix__ranked_merge_owned(struct rix__ranked **out, struct rix__ranked *old, bool own_old, struct fentry *add,
+			    size_t nadd, const rix_id *packs, unsigned workers);
 
 
 /* Entries held (distinct IDs plus second locations), distinct IDs, bytes held (0 for NULL). */
@@ -96,11 +98,24 @@ typedef int (*rix__ranked_fn)(void *payload, const rix_id *id, const rix_loc *lo
 int rix__ranked_foreach(const struct rix__ranked *r, rix__ranked_fn fn, void *payload);
 
 /*
+ * The same walk in rounds: fn gets the next RIX__RANKED_ROUND entries (fewer at the end), ids[i]
+ * at locs[i], so that a caller may request what it will read of each round's entries before
+ * reading the first. @return 0, or fn's first nonzero value (it stops there).
+ */
+#define RIX__RANKED_ROUND 64
+typedef int (*rix__ranked_round_fn)(void *payload, const rix_id *ids, const rix_loc *locs, size_t n);
+int rix__ranked_foreach_round(const struct rix__ranked *r, rix__ranked_round_fn fn, void *payload);
+
+/*
  * The table as an image (the master index's cache): RIX__RANKED_DESC_WORDS words of shape and
  * RIX__RANKED_SECTIONS arrays (the set's block, the packed locations, the second locations, the
  * filter),
  * borrowed from the table; a size may be 0 (its pointer then NULL).
  */
+/* What an image of the table was made with beyond its descriptor's words: the filter's bits
+ * (FILTER_K, filter_words, filter_mask in ranked.c) and the locations' packing. Changing
+ * either means a new number, so that images made before are refused, not misread. */
+#define RIX__RANKED_SCHEME 1u
 #define RIX__RANKED_DESC_WORDS (7 + RIX__IDSET_DESC_WORDS)
 #define RIX__RANKED_SECTIONS 4
 void rix__ranked_export(const struct rix__ranked *r, uint64_t desc[RIX__RANKED_DESC_WORDS],

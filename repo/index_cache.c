@@ -19,8 +19,8 @@
  *                       descriptor bytes (4) | descriptor (the master image's, index/master_image.c:
  *                       layout, counts, tables' shapes, the index file IDs) | per chunk: IV (16) | MAC (16)
  *
- * The data are the image's sections (the pack table; each ranked table's set, locations and
- * second locations) cut into chunks of CHUNK bytes (a section's last chunk shorter; chunks never
+ * The data are the image's sections (the pack table; each ranked table's set, locations, second
+ * locations and filter) cut into chunks of CHUNK bytes (a section's last chunk shorter; chunks never
  * span sections), each sealed on its
  * own with the repository's master key (AES-256-CTR + Poly1305-AES, as every restic object) but
  * with its IV and MAC kept in the header, so that a chunk's ciphertext is read straight into the

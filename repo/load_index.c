@@ -172,8 +172,8 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 		return rc;
 	/*
 	 * The cache (index_cache.c), for an empty master index: the files it was made of are not
-	 * read; those listed since are loaded into batches, which its install merges into its
-	 * tables where they lie.
+	 * read; those listed since are loaded into batches, which its install merges with its
+	 * tables (a type with new entries has its table built again).
 	 */
 	rix_master_image *im = NULL;
 	size_t cached_files = 0;

@@ -236,6 +236,13 @@ static int count_blob(void *arg, const rix_packed_blob *pb)
 	return 0;
 }
 
+/* Stops the walk at its 100th entry (inside a round of the table's walk). */
+static int stop_at_100(void *arg, const rix_packed_blob *pb)
+{
+	(void)pb;
+	return ++*(size_t *)arg == 100 ? 7 : 0;
+}
+
 static void test_unfinished_and_own_index(void **state)
 {
 	(void)state;
@@ -256,6 +263,9 @@ static void test_unfinished_and_own_index(void **state)
 	size_t n = 0;
 	assert_int_equal(rix_master_index_foreach(mi, count_blob, &n), 0);
 	assert_int_equal(n, (size_t)3 * PACKS_PER_INDEX * PER_PACK);
+	n = 0; /* fn's nonzero value stops the walk and is returned */
+	assert_int_equal(rix_master_index_foreach(mi, stop_at_100, &n), 7);
+	assert_int_equal(n, 100);
 	rix_id *packs;
 	size_t np;
 	assert_int_equal(rix_master_index_packs(&packs, &np, mi), 0);

@@ -311,6 +311,37 @@ static void test_duplicates(void **state)
 	free(e);
 }
 
+/* One blob in 100000 places, listed in descending order, among others: built without a
+ * quadratic step, its locations given in place order (pack number, offset). */
+static void test_many_copies(void **state)
+{
+	(void)state;
+	uint64_t st = 9;
+	size_t n = 101000, copies = 100000;
+	struct fentry *e = malloc(n * sizeof(*e));
+	assert_non_null(e);
+	random_entries(e, n, &st, 999, 1u << 24, 1u << 20);
+	for (size_t i = 0; i < copies; i++) {
+		e[i].id = e[n - 1].id;
+		e[i].loc = (rix_loc){ (uint32_t)((copies - i) / 1000), (uint32_t)(copies - i), 10, 0 };
+	}
+	rix_id id = e[n - 1].id;
+	struct rix__ranked *r = NULL;
+	assert_int_equal(rix__ranked_build_owned(&r, e, (uint32_t)n, NULL, 0), 0);
+	assert_int_equal(rix__ranked_count(r), n);
+	rix_loc *all = malloc((copies + 1) * sizeof(*all));
+	assert_non_null(all);
+	assert_int_equal(rix__ranked_find_all(r, &id, 0, all, copies + 1), copies + 1);
+	for (size_t k = 1; k <= copies; k++)
+		assert_true(all[k - 1].pack < all[k].pack ||
+			    (all[k - 1].pack == all[k].pack && all[k - 1].offset <= all[k].offset));
+	rix_loc first;
+	assert_true(rix__ranked_find(r, &id, &first));
+	assert_memory_equal(&first, &all[0], sizeof(first));
+	free(all);
+	rix__ranked_free(r);
+}
+
 /* Field widths: all zero (0 bits), small, 120 bits (packed), 121 (the 128-bit layout), 128. */
 static void test_widths(void **state)
 {
@@ -371,10 +402,11 @@ static void test_memory_1m(void **state)
 	}
 	rix_id probe = e[12345].id;
 	rix_loc want = e[12345].loc;
-	rix_id *kept = malloc((n / 97 + 1) * sizeof(*kept)); /* every 97th, as the build takes e */
+	/* every 97th entry, as the build takes e (and gives pages of it back as it goes) */
+	struct fentry *kept = malloc((n / 97 + 1) * sizeof(*kept));
 	assert_non_null(kept);
 	for (size_t i = 0; i < n; i += 97)
-		kept[i / 97] = e[i].id;
+		kept[i / 97] = e[i];
 	struct rix__ranked *r = NULL;
 	assert_int_equal(rix__ranked_build_owned(&r, e, (uint32_t)n, NULL, 0), 0);
 	double per = (double)rix__ranked_memory(r) / (double)n;
@@ -383,8 +415,12 @@ static void test_memory_1m(void **state)
 	assert_int_equal(rix__ranked_loc_bits(r), 17 + 25 + 23 + 24);
 	/* The filter: every present ID passes; random absent ones about one time in 30 (4 bits of a
 	 * word holding 8 IDs' bits), never more than one in 15. */
-	for (size_t i = 0; i < n; i += 97)
-		assert_true(rix__ranked_filter_passes(r, &kept[i / 97]));
+	for (size_t i = 0; i < n; i += 97) {
+		assert_true(rix__ranked_filter_passes(r, &kept[i / 97].id));
+		rix_loc l;
+		assert_true(rix__ranked_find(r, &kept[i / 97].id, &l));
+		assert_memory_equal(&l, &kept[i / 97].loc, sizeof(l));
+	}
 	free(kept);
 	size_t pass = 0;
 	for (int i = 0; i < 200000; i++) {
@@ -481,6 +517,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_empty_and_one),
 		cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_many_copies),
 		cmocka_unit_test(test_widths),
 		cmocka_unit_test(test_crafted),
 		cmocka_unit_test(test_memory_1m),
