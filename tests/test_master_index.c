@@ -1014,11 +1014,50 @@ static void test_load_on_top_copies(void **state)
 	}
 }
 
+/* One blob in 40 packs (more than lookup_all's round of 16 locations): all 40 in pack order, and
+ * a smaller room filled with the first ones while the count stays 40. */
+static void test_lookup_all_many_copies(void **state)
+{
+	(void)state;
+	enum { COPIES = 40 };
+	uint64_t st = 4244;
+	rix_master_index *mi;
+	assert_int_equal(rix_master_index_new(&mi), 0);
+	rix_master_batch *bt;
+	assert_int_equal(rix_master_index_batch_new(&bt, mi), 0);
+	const rix_index_sink *k = rix_master_batch_sink(bt);
+	rix_id id, pack[COPIES];
+	rix_test_random_id(&id, &st);
+	for (int p = COPIES - 1; p >= 0; p--) { /* listed last pack first */
+		rix_test_random_id(&pack[p], &st);
+		uint32_t pn;
+		assert_int_equal(k->pack(k->payload, &pack[p], &pn), 0);
+		assert_int_equal(put_blob(k, pn, &id, (uint32_t)p), 0);
+	}
+	assert_int_equal(rix_master_batch_commit(bt, NULL), 0);
+	assert_int_equal(rix_master_index_bulk_finish(mi), 0);
+	rix_packed_blob all[COPIES];
+	assert_int_equal(rix_master_index_lookup_all(all, COPIES, mi, RIX_BLOB_DATA, &id), COPIES);
+	for (int i = 0; i < COPIES; i++) { /* pack numbers in load order: the last pack first */
+		assert_int_equal(all[i].offset, (uint32_t)(COPIES - 1 - i));
+		assert_memory_equal(all[i].pack_id.b, pack[COPIES - 1 - i].b, RIX_ID_SIZE);
+	}
+	rix_packed_blob some[COPIES];
+	memset(some, 0xAB, sizeof(some));
+	assert_int_equal(rix_master_index_lookup_all(some, 20, mi, RIX_BLOB_DATA, &id), COPIES);
+	assert_memory_equal(some, all, 20 * sizeof(some[0]));
+	for (size_t b = 20 * sizeof(some[0]); b < sizeof(some); b++)
+		assert_int_equal(((uint8_t *)some)[b], 0xAB); /* nothing past the room */
+	rix_master_batch_free(bt);
+	rix_master_index_free(mi);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bulk_load),
 		cmocka_unit_test(test_load_on_top_copies),
+		cmocka_unit_test(test_lookup_all_many_copies),
 		cmocka_unit_test(test_bulk_same_pack_twice),
 		cmocka_unit_test(test_shared_prefixes),
 		cmocka_unit_test(test_bulk_stream_rollback),
