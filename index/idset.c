@@ -349,26 +349,20 @@ struct round {
 	rix_id id[RIX__IDSET_ROUND];
 };
 
-/* Puts IDs [lo, hi) of bucket b into the round, handing each full round to its function. */
-static int emit_run(const struct rix_idset *s, uint64_t b, size_t lo, size_t hi, struct round *r)
+/* Puts IDs [lo, hi) of bucket b into the round, handing each full round to its function. An
+ * ID's first 8 bytes are one big-endian word (the bucket's k bits on top, the mid bits below
+ * them, ending at byte kb), then its tail (bytes kb..31, 28 to 32 of them: its first and last
+ * 16, fixed-size copies) goes over the word's bytes past kb. */
+static inline __attribute__((always_inline)) int emit_run(const struct rix_idset *s, uint64_t b, size_t lo, size_t hi,
+							   struct round *r)
 {
-	uint8_t pre[4] = { 0 }; /* the bucket's bytes, kb of them (k <= 32) */
-	if (s->k > 0) {
-		uint64_t top = b << (64 - s->k);
-		for (unsigned i = 0; i < s->kb; i++)
-			pre[i] = (uint8_t)(top >> (56 - 8 * i));
-	}
-	/* The bucket's bits of the last two bytes before the tail, the mid bits ORed in. */
-	unsigned two = s->kb >= 2 ? (unsigned)pre[s->kb - 2] << 8 | pre[s->kb - 1] : s->kb ? pre[s->kb - 1] : 0;
+	uint64_t top = s->k > 0 ? b << (64 - s->k) : 0;
+	unsigned mid_shift = 64 - 8 * s->kb; /* kb <= 4: 32 or more; kb 0 has no mid bits */
 	for (size_t i = lo; i < hi; i++) {
 		rix_id *id = &r->id[r->n];
-		memcpy(id->b, pre, sizeof(pre));
-		unsigned m = two | mid_get(s, i);
-		if (s->kb >= 2)
-			id->b[s->kb - 2] = (uint8_t)(m >> 8);
-		if (s->kb)
-			id->b[s->kb - 1] = (uint8_t)m;
-		/* the tail (28-32 bytes): its first and last 16, fixed-size copies */
+		uint64_t word = top | (s->kb > 0 ? (uint64_t)mid_get(s, i) << mid_shift : 0);
+		word = __builtin_bswap64(word);
+		memcpy(id->b, &word, 8);
 		const uint8_t *t = tail_at(s, i);
 		memcpy(id->b + s->kb, t, 16);
 		memcpy(id->b + RIX_ID_SIZE - 16, t + s->tail - 16, 16);

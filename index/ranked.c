@@ -451,6 +451,8 @@ size_t rix__ranked_find_all(const struct rix__ranked *r, const rix_id *id, size_
 	return k;
 }
 
+_Static_assert(RIX__IDSET_ROUND <= RIX__RANKED_ROUND, "a round of the set's IDs fits the walk's locations");
+
 /* A walk in rounds: the set's rounds of IDs, each with its locations (an ID's second ones
  * after its first), handed on RIX__RANKED_ROUND entries at a time. */
 struct walk {
@@ -478,6 +480,14 @@ static int walk_round(void *payload, const rix_id *ids, size_t n)
 {
 	struct walk *w = payload;
 	const struct rix__ranked *r = w->r;
+	/* No second location among this round's ranks, nothing waiting: the set's IDs as they are,
+	 * with their locations beside them (the common case: no copy of the IDs). */
+	if (w->n == 0 && (w->dup >= r->ndups || r->dups[w->dup].rank >= w->rank + n)) {
+		for (size_t i = 0; i < n; i++)
+			loc_get(r, w->rank + i, &w->loc[i]);
+		w->rank += n;
+		return w->fn(w->payload, ids, w->loc, n);
+	}
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++, w->rank++) {
 		rix_loc loc;
