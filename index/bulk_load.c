@@ -332,18 +332,14 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 		if (cur->npacks)
 			for (size_t i = 0; i < k->n[t]; i++)
 				k->e[t][i].loc.pack += cur->npacks;
-		if (k->n[t] == 0) {
-			next->table[t] = cur->table[t]; /* carried over */
-			continue;
-		}
 		/* The committed array is the build's from here (sorted and turned into the set in
-		 * place), whatever happens: a load on top adds the old table's entries to it. */
+		 * place), whatever happens: a load on top adds it to the top, or the old entries to it. */
 		struct fentry *e = k->e[t];
 		size_t n = k->n[t];
 		k->e[t] = NULL;
 		k->n[t] = k->cap[t] = 0;
-		rc = rix__ranked_merge_owned(&next->table[t], cur->table[t], false, e, n, rep > 0 ? next->packs : NULL,
-					     mi->workers);
+		rc = rix__mstate_add(next, (rix_blob_type)t, cur->table[t], cur->top[t], false, e, n,
+				     rep > 0 ? next->packs : NULL, mi->workers);
 		if (rc != 0)
 			goto done;
 	}

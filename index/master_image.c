@@ -9,13 +9,13 @@
  *   descriptor (bytes, host order)                sections (arrays, exactly as in memory)
  *   +----------------------------------+          +--------------------------------------+
  *   | magic "rixmimg\0"          8     |          | packs      npacks x 32 (rix_id)      |
- *   | order mark 0x01020304      4     |          | set[t]     the rix_idset's block  \ per type t
- *   | version                    4     |          | locs[t]    packed locations       | with
- *   | layout (sizes)             4     |          | dups[t]    second locations       | count > 0
- *   | blob types, scheme, 0  4 + 4 + 4 |          | filter[t]  a byte an ID           /
+ *   | order mark 0x01020304      4     |          | set[s]     the rix_idset's block  \ per slot s
+ *   | version                    4     |          | locs[s]    packed locations       | with
+ *   | layout (sizes)             4     |          | dups[s]    second locations       | count > 0
+ *   | blob types, scheme, 0  4 + 4 + 4 |          | filter[s]  a byte an ID           /
  *   | npacks, nids               4 + 4 |          +--------------------------------------+
- *   | count[t]                   4 x 2 |
- *   | table[t]: ranked desc     136 x 2 |  the table's shape (ranked.h: widths, sizes, the set's)
+ *   | count[s]                   4 x 4 |  slots s: each type's table, then each type's top
+ *   | table[s]: ranked desc    136 x 4 |  the table's shape (ranked.h: widths, sizes, the set's)
  *   | index file IDs             32 x nids
  *   +----------------------------------+
  *
@@ -45,11 +45,13 @@
 #include "ranked.h"
 
 #define IMAGE_MAGIC "rixmimg"  /* 8 bytes with its NUL */
-#define IMAGE_VERSION 4u /* 2: the tables' fingerprints; 3: the multiply-fold hash; 4: ranked tables */
+#define IMAGE_VERSION 5u /* 2: the tables' fingerprints; 3: the multiply-fold hash; 4: ranked tables; 5: tops */
 #define IMAGE_ORDER 0x01020304u
 #define TABLE_DESC_BYTES (RIX__RANKED_DESC_WORDS * 8u)
-#define DESC_FIXED (40u + RIX_BLOB_TYPES * (4u + TABLE_DESC_BYTES)) /* bytes before the index file IDs */
-#define MAX_SECTIONS (1 + RIX__RANKED_SECTIONS * RIX_BLOB_TYPES)
+/* A slot a ranked table: s < RIX_BLOB_TYPES the table of type s, then the top of type s - RIX_BLOB_TYPES. */
+#define SLOTS (2 * RIX_BLOB_TYPES)
+#define DESC_FIXED (40u + SLOTS * (4u + TABLE_DESC_BYTES)) /* bytes before the index file IDs */
+#define MAX_SECTIONS (1 + RIX__RANKED_SECTIONS * SLOTS)
 
 /* Sizes of the layout, in one word: a build that lays the tables out otherwise differs. */
 #define LAYOUT_WORD                                                                                    \
@@ -61,14 +63,14 @@ struct rix_master_image {
 	uint8_t *desc;
 	size_t ndesc;
 	uint32_t npacks, nids;
-	uint32_t count[RIX_BLOB_TYPES];
-	uint64_t tdesc[RIX_BLOB_TYPES][RIX__RANKED_DESC_WORDS];
+	uint32_t count[SLOTS];
+	uint64_t tdesc[SLOTS][RIX__RANKED_DESC_WORDS];
 	const rix_id *ids; /* into desc */
 	rix_image_section sec[MAX_SECTIONS];
 	size_t nsec;
 	bool allocated; /* import: the section arrays are this image's (until installed) */
 	/* import, once checked: the tables made of the sections (which they then own) */
-	struct rix__ranked *tab[RIX_BLOB_TYPES];
+	struct rix__ranked *tab[SLOTS];
 	bool checked;
 };
 
@@ -101,7 +103,7 @@ static int lay_out_sections(rix_master_image *im)
 {
 	im->nsec = 0;
 	im->sec[im->nsec++] = (rix_image_section){ NULL, (size_t)im->npacks * sizeof(rix_id) };
-	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+	for (int t = 0; t < SLOTS; t++) {
 		if (im->count[t] == 0)
 			continue;
 		size_t size[RIX__RANKED_SECTIONS];
@@ -147,8 +149,8 @@ int rix_master_index_export(rix_master_image **out, rix_master_index *mi)
 		im->mi = mi;
 		im->npacks = st->npacks;
 		im->nids = (uint32_t)mi->nindex_ids;
-		const void *tsec[RIX_BLOB_TYPES][RIX__RANKED_SECTIONS];
-		size_t tsize[RIX_BLOB_TYPES][RIX__RANKED_SECTIONS];
+		const void *tsec[SLOTS][RIX__RANKED_SECTIONS];
+		size_t tsize[SLOTS][RIX__RANKED_SECTIONS];
 		uint8_t *d = im->desc;
 		memset(d, 0, DESC_FIXED);
 		memcpy(d, IMAGE_MAGIC, 8);
@@ -159,14 +161,16 @@ int rix_master_index_export(rix_master_image **out, rix_master_index *mi)
 		put32(d + 24, RIX__RANKED_SCHEME);
 		put32(d + 32, im->npacks);
 		put32(d + 36, im->nids);
-		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-			im->count[t] = rix__ranked_count(st->table[t]);
+		for (int t = 0; t < SLOTS; t++) {
+			const struct rix__ranked *tab =
+				t < RIX_BLOB_TYPES ? st->table[t] : st->top[t - RIX_BLOB_TYPES];
+			im->count[t] = rix__ranked_count(tab);
 			put32(d + 40 + 4 * t, im->count[t]);
 			if (im->count[t] == 0)
 				continue;
-			rix__ranked_export(st->table[t], im->tdesc[t], tsec[t], tsize[t]);
+			rix__ranked_export(tab, im->tdesc[t], tsec[t], tsize[t]);
 			for (unsigned w = 0; w < RIX__RANKED_DESC_WORDS; w++)
-				put64(d + 40 + 4 * RIX_BLOB_TYPES + TABLE_DESC_BYTES * t + 8 * w, im->tdesc[t][w]);
+				put64(d + 40 + 4 * SLOTS + TABLE_DESC_BYTES * t + 8 * w, im->tdesc[t][w]);
 		}
 		if (im->nids)
 			memcpy(d + DESC_FIXED, mi->index_ids, (size_t)im->nids * sizeof(rix_id));
@@ -174,7 +178,7 @@ int rix_master_index_export(rix_master_image **out, rix_master_index *mi)
 		rc = lay_out_sections(im); /* the sizes the export gave, as an import will ask them */
 		size_t k = 0;
 		im->sec[k++].p = st->packs;
-		for (int t = 0; rc == 0 && t < RIX_BLOB_TYPES; t++)
+		for (int t = 0; rc == 0 && t < SLOTS; t++)
 			for (int j = 0; im->count[t] > 0 && j < RIX__RANKED_SECTIONS; j++, k++) {
 				im->sec[k].p = (void *)(uintptr_t)tsec[t][j];
 				if (im->sec[k].n != tsize[t][j])
@@ -223,10 +227,10 @@ int rix_master_image_parse(rix_master_image **out, const void *desc, size_t n)
 	im->nids = nids;
 	im->ids = (const rix_id *)(void *)(im->desc + DESC_FIXED);
 	int rc = 0;
-	for (int t = 0; rc == 0 && t < RIX_BLOB_TYPES; t++) {
+	for (int t = 0; rc == 0 && t < SLOTS; t++) {
 		im->count[t] = get32(d + 40 + 4 * t);
 		for (unsigned w = 0; w < RIX__RANKED_DESC_WORDS; w++)
-			im->tdesc[t][w] = get64(d + 40 + 4 * RIX_BLOB_TYPES + TABLE_DESC_BYTES * t + 8 * w);
+			im->tdesc[t][w] = get64(d + 40 + 4 * SLOTS + TABLE_DESC_BYTES * t + 8 * w);
 		/* count: the distinct IDs (the descriptor's first word) and the second locations */
 		bool ok = im->count[t] == 0 || (npacks > 0 && im->tdesc[t][0] > 0 &&
 						im->tdesc[t][0] + im->tdesc[t][1] == im->count[t]);
@@ -277,7 +281,7 @@ int rix_master_image_check(rix_master_image *im)
 	if (im->checked)
 		return 0;
 	size_t k = 1;
-	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+	for (int t = 0; t < SLOTS; t++) {
 		if (im->count[t] == 0)
 			continue;
 		void *sec[RIX__RANKED_SECTIONS];
@@ -294,7 +298,7 @@ int rix_master_image_check(rix_master_image *im)
 		/* (its count is the descriptor's: parse compared it with the table's words) */
 		if (rc != 0)
 			return rc == RIX_ECORRUPT ? rix_error_set(RIX_ECORRUPT, "master image: a %s table is not well formed",
-								 t == RIX_BLOB_DATA ? "data" : "tree")
+								 t % RIX_BLOB_TYPES == RIX_BLOB_DATA ? "data" : "tree")
 						  : rc;
 		im->tab[t] = tab;
 	}
@@ -330,20 +334,18 @@ static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k
 	if (rep < 0)
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		struct rix__ranked *tab = im->tab[t];
-		im->tab[t] = NULL; /* next's from here */
-		if (k->n[t] == 0) {
-			next->table[t] = tab;
-			continue;
-		}
+		struct rix__ranked *tab = im->tab[t], *top = im->tab[RIX_BLOB_TYPES + t];
+		im->tab[t] = im->tab[RIX_BLOB_TYPES + t] = NULL; /* next's from here */
 		for (size_t i = 0; i < k->n[t]; i++)
 			k->e[t][i].loc.pack += im->npacks;
 		struct fentry *e = k->e[t]; /* the build's from here */
 		size_t n = k->n[t];
 		k->e[t] = NULL;
 		k->n[t] = k->cap[t] = 0;
-		/* tab is the image's (no reader sees it): freed as soon as its entries are copied out */
-		int rc = rix__ranked_merge_owned(&next->table[t], tab, true, e, n, rep > 0 ? next->packs : NULL, workers);
+		/* The image's tables (no reader sees them): those not carried over are freed as soon
+		 * as their entries are copied out. */
+		int rc = rix__mstate_add(next, (rix_blob_type)t, tab, top, true, e, n, rep > 0 ? next->packs : NULL,
+					 workers);
 		if (rc != 0)
 			return rc;
 	}
@@ -361,7 +363,7 @@ int rix_master_index_install(rix_master_index *mi, rix_master_image *im)
 	struct mstate *cur = atomic_load(&mi->state);
 	bool empty = cur->npacks == 0 && mi->nindex_ids == 0 && mi->nseparate == 0;
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
-		empty = empty && cur->table[t] == NULL;
+		empty = empty && cur->table[t] == NULL && cur->top[t] == NULL;
 	struct mstate *next = NULL;
 	rix_id *nids = NULL;
 	if (!empty) {
@@ -397,7 +399,7 @@ done:
 		rix__bulk_clear(k);
 	if (!im->allocated) { /* what build_state did not take: the pack table, tables */
 		rix_free(im->sec[0].p);
-		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		for (int t = 0; t < SLOTS; t++) {
 			rix__ranked_free(im->tab[t]);
 			im->tab[t] = NULL;
 		}
@@ -434,7 +436,7 @@ const rix_id *rix_master_image_index_ids(size_t *n, const rix_master_image *im)
 size_t rix_master_image_blobs(const rix_master_image *im)
 {
 	size_t n = 0;
-	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+	for (int t = 0; t < SLOTS; t++)
 		n += im->count[t];
 	return n;
 }
@@ -451,7 +453,7 @@ void rix_master_image_free(rix_master_image *im)
 	} else if (im->allocated) {
 		rix_free(im->sec[0].p);
 		size_t k = 1;
-		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		for (int t = 0; t < SLOTS; t++) {
 			if (im->count[t] == 0)
 				continue;
 			if (im->tab[t] != NULL) /* checked: the table owns its sections */

@@ -70,8 +70,10 @@ void rix__mstate_free(struct mstate *st)
 {
 	if (st == NULL)
 		return;
-	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
 		rix__ranked_free(st->table[t]);
+		rix__ranked_free(st->top[t]);
+	}
 	rix_idset_free(st->dset);
 	rix_free(st->packs);
 	rix_free(st);
@@ -231,11 +233,32 @@ int rix_master_index_mark_indexed(rix_master_index *mi, uint32_t upto, const rix
 
 void rix__mstate_forget_shared(struct mstate *from, const struct mstate *keep)
 {
-	for (int t = 0; from != NULL && keep != NULL && t < RIX_BLOB_TYPES; t++)
+	for (int t = 0; from != NULL && keep != NULL && t < RIX_BLOB_TYPES; t++) {
 		if (from->table[t] == keep->table[t])
 			from->table[t] = NULL;
+		if (from->top[t] == keep->top[t])
+			from->top[t] = NULL;
+	}
 	if (from != NULL && keep != NULL && from->dset == keep->dset)
 		from->dset = NULL;
+}
+
+int rix__mstate_add(struct mstate *next, rix_blob_type t, struct rix__ranked *table, struct rix__ranked *top,
+		    bool own, struct fentry *add, size_t nadd, const rix_id *packs, unsigned workers)
+{
+	size_t nbase = rix__ranked_count(table), ntop = rix__ranked_count(top);
+	if (nadd == 0) { /* nothing new: both carried over */
+		rix_free(add);
+		next->table[t] = table;
+		next->top[t] = top;
+		return 0;
+	}
+	if (packs == NULL && nbase > 0 && ntop + nadd <= nbase / RIX__TOP_SHARE) {
+		next->table[t] = table;
+		return rix__ranked_merge_owned(&next->top[t], top, NULL, own, add, nadd, NULL, workers);
+	}
+	next->top[t] = NULL;
+	return rix__ranked_merge_owned(&next->table[t], table, top, own, add, nadd, packs, workers);
 }
 
 void rix__master_index_publish(rix_master_index *mi, struct mstate *cur, struct mstate *next, rix_id *nids,
@@ -351,9 +374,8 @@ int rix_master_index_merge(rix_master_index *mi)
 		rc = collect_maps(&add, &nadd, merged, nmerge, (rix_blob_type)t, cur->npacks);
 		if (rc != 0)
 			goto done;
-		if (nadd == 0) /* nothing new of this type: carried over */
-			next->table[t] = cur->table[t];
-		else if ((rc = rix__ranked_merge_owned(&next->table[t], cur->table[t], false, add, nadd, NULL, mi->workers)) != 0)
+		rc = rix__mstate_add(next, (rix_blob_type)t, cur->table[t], cur->top[t], false, add, nadd, NULL, mi->workers);
+		if (rc != 0)
 			goto done;
 	}
 	uint32_t base = cur->npacks;
@@ -421,7 +443,8 @@ size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t)
 		return 0;
 	pthread_rwlock_rdlock(&mi->lock);
 	const struct mstate *st = rix__mstate_of(mi);
-	size_t n = rix__ranked_count(st->table[t]) + rix__recent_count(mi->recent, t);
+	size_t n = (size_t)rix__ranked_count(st->table[t]) + rix__ranked_count(st->top[t]) +
+		   rix__recent_count(mi->recent, t);
 	if (t == RIX_BLOB_DATA)
 		n += rix_idset_count(st->dset);
 	for (size_t i = 0; i < mi->nseparate; i++)
@@ -467,6 +490,8 @@ int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *a
 	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++) {
 		struct each e = { st, (rix_blob_type)t, fn, arg };
 		rc = rix__ranked_foreach_round(st->table[t], each_round, &e);
+		if (rc == 0)
+			rc = rix__ranked_foreach_round(st->top[t], each_round, &e);
 	}
 	if (rc == 0)
 		rc = rix__recent_foreach(mi->recent, fn, arg);
@@ -564,7 +589,7 @@ size_t rix_master_index_memory(rix_master_index *mi)
 	size_t m = sizeof(*mi) + sizeof(*st) + (size_t)st->npacks * sizeof(rix_id) +
 		   mi->separate_cap * sizeof(rix_index *) + mi->nindex_ids * sizeof(rix_id);
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
-		m += rix__ranked_memory(st->table[t]);
+		m += rix__ranked_memory(st->table[t]) + rix__ranked_memory(st->top[t]);
 	m += rix_idset_memory(st->dset);
 	for (size_t i = 0; i < mi->nseparate; i++)
 		m += rix_index_memory(mi->separate[i]);

@@ -30,9 +30,22 @@ _Static_assert(sizeof(struct fentry) == 48, "a collected entry must stay 48 byte
 
 struct rix__ranked; /* ranked.h */
 
-/* What a merge publishes: immutable until freed after an RCU grace period. */
+/*
+ * What a merge publishes: immutable until freed after an RCU grace period.
+ *
+ * A type's entries are in table[t] and, loaded since that table was built, in top[t]: a second,
+ * smaller ranked table, so that adding a few entries (an index file a backup wrote, read on top
+ * of the cache) builds a table of those and the top's, not of all. Every pack number in top[t] is
+ * above every one in table[t] (packs are numbered in the order they come), so asking table[t]
+ * first gives the copy a single table of both would give (the lowest pack number), and
+ * table[t]'s copies then top[t]'s are an ID's copies in pack order. A top never holds a
+ * location that repeats one of its ID's in the table: entries that would (a pack named twice)
+ * go into one table with all the others (rix__mstate_add).
+ */
+#define RIX__TOP_SHARE 16 /* a top holds at most 1/RIX__TOP_SHARE of its table's entries */
 struct mstate {
 	struct rix__ranked *table[RIX_BLOB_TYPES]; /* ranked.h; NULL: nothing merged of that type yet */
+	struct rix__ranked *top[RIX_BLOB_TYPES];   /* entries on top of table[t] (NULL: none) */
 	rix_idset *dset; /* dedup-only: the data blobs bulk-loaded, IDs only (NULL: none) */
 	rix_id *packs;                          /* global pack table */
 	uint32_t npacks;
@@ -103,6 +116,19 @@ void rix__mstate_free(struct mstate *st);
 
 /* Forgets in `from` the tables it shares with `keep` (so freeing `from` leaves them). */
 void rix__mstate_forget_shared(struct mstate *from, const struct mstate *keep);
+
+/*
+ * next's tables of type t: table and top (cur's, shared with it, or, with own, the caller's to
+ * give) with add[0..nadd) (taken over in every case; loc.pack global). When the top and the added
+ * entries stay within 1/RIX__TOP_SHARE of the table and no pack is named twice (packs NULL), the
+ * table is carried over and a new top built of the top's entries and the added; otherwise one
+ * table of all (packs, when given, drops repeated locations: rix__ranked_build_owned). With own,
+ * what is not carried over is freed once copied out. On failure next holds what it carried
+ * over (forget it as shared, or free it with next, as the caller owns it). @return 0,
+ * RIX_ENOMEM, RIX_ELIMIT.
+ */
+int rix__mstate_add(struct mstate *next, rix_blob_type t, struct rix__ranked *table, struct rix__ranked *top,
+		    bool own, struct fentry *add, size_t nadd, const rix_id *packs, unsigned workers);
 
 /*
  * Publishes next (and the index-file IDs nids, nids_total of them): the state first, then, when

@@ -28,6 +28,13 @@ static inline bool dset_has(const struct mstate *st, rix_blob_type t, const rix_
 	return t == RIX_BLOB_DATA && st->dset != NULL && rix_idset_has(st->dset, id);
 }
 
+/* Whether id is in st's tables of type t (the table first: see struct mstate); *loc its first
+ * location when it is. */
+static inline bool tables_find(const struct mstate *st, rix_blob_type t, const rix_id *id, rix_loc *loc)
+{
+	return rix__ranked_find(st->table[t], id, loc) || (st->top[t] != NULL && rix__ranked_find(st->top[t], id, loc));
+}
+
 /*
  * A data blob known from the dedup-only set, whose location was asked: *out (may be NULL) gets
  * the blob's ID and type and no location (pack ID zero, offset and lengths 0: a stored blob is
@@ -55,7 +62,7 @@ static int lookup_locked(rix_master_index *mi, const struct mstate *seen, rix_bl
 {
 	const struct mstate *st = rix__mstate_of(mi);
 	rix_loc loc;
-	if (st != seen && rix__ranked_find(st->table[t], id, &loc)) {
+	if (st != seen && tables_find(st, t, id, &loc)) {
 		if (out != NULL)
 			rix__mstate_fill(st, t, id, &loc, out);
 		return 0;
@@ -103,7 +110,7 @@ int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob
 	size_t nsep = atomic_load(&mi->nsep); /* before the state: see "Why a lock-free miss is safe" */
 	const struct mstate *st = rix__mstate_of(mi);
 	rix_loc loc;
-	if (!rix__ranked_find(st->table[t], id, &loc)) {
+	if (!tables_find(st, t, id, &loc)) {
 		/* Nothing else to ask (no dedup-only set, nothing stored since, no separate index):
 		 * the common miss, without the call. */
 		if (nsep == 0 && st->dset == NULL && rix__recent_empty(mi->recent)) {
@@ -132,9 +139,21 @@ int rix_master_index_size(uint32_t *size, rix_master_index *mi, rix_blob_type t,
 	return rc;
 }
 
+/* The locations of id in st's tables of type t from its skip-th on (the table's, then the
+ * top's: pack order), up to cap into out. @return how many it has in all. */
+static size_t tables_find_all(const struct mstate *st, rix_blob_type t, const rix_id *id, size_t skip, rix_loc *out,
+			      size_t cap)
+{
+	size_t n0 = rix__ranked_find_all(st->table[t], id, skip, out, cap);
+	if (st->top[t] == NULL)
+		return n0;
+	size_t got = n0 > skip ? (n0 - skip < cap ? n0 - skip : cap) : 0;
+	return n0 + rix__ranked_find_all(st->top[t], id, skip > n0 ? skip - n0 : 0, out + got, cap - got);
+}
+
 /*
  * Every entry of id in st (the dedup-only set counts as one, given as no_location gives it, its
- * error set), then the table's: up to max into out (may be NULL); the count.
+ * error set), then the tables': up to max into out (may be NULL); the count.
  */
 static size_t table_find_all(const struct mstate *st, rix_blob_type t, const rix_id *id, rix_packed_blob *out,
 			     size_t max)
@@ -147,10 +166,10 @@ static size_t table_find_all(const struct mstate *st, rix_blob_type t, const rix
 	}
 	rix_loc loc[CHUNK];
 	size_t room = out != NULL && max > n ? max - n : 0;
-	size_t k = rix__ranked_find_all(st->table[t], id, 0, loc, room < CHUNK ? room : CHUNK);
+	size_t k = tables_find_all(st, t, id, 0, loc, room < CHUNK ? room : CHUNK);
 	for (size_t i = 0; i < k && i < room; i++) {
 		if (i > 0 && i % CHUNK == 0) /* a blob in more than CHUNK packs: the next ones */
-			(void)rix__ranked_find_all(st->table[t], id, i, loc, room - i < CHUNK ? room - i : CHUNK);
+			(void)tables_find_all(st, t, id, i, loc, room - i < CHUNK ? room - i : CHUNK);
 		rix__mstate_fill(st, t, id, &loc[i % CHUNK], &out[n + i]);
 	}
 	return n + k;
@@ -187,6 +206,29 @@ size_t rix_master_index_lookup_all(rix_packed_blob *out, size_t max, rix_master_
 	return n;
 }
 
+/* The keys of ids[0..g) without a hit asked of the top (batched too), their hits and locations
+ * set. g <= 256. */
+static void top_find_many(const struct rix__ranked *top, const rix_id *ids, size_t g, rix_loc *loc, bool *hit)
+{
+	rix_id miss[256];
+	uint16_t at[256];
+	rix_loc l2[256];
+	bool h2[256];
+	size_t m = 0;
+	for (size_t i = 0; i < g; i++) {
+		at[m] = (uint16_t)i;
+		miss[m] = ids[i];
+		m += !hit[i];
+	}
+	if (m == 0 || rix__ranked_find_many(top, miss, m, l2, h2) == 0)
+		return;
+	for (size_t j = 0; j < m; j++)
+		if (h2[j]) {
+			hit[at[j]] = true;
+			loc[at[j]] = l2[j];
+		}
+}
+
 /*
  * Batched: the table answers a group of 256 keys at once (rix__ranked_find_many: the loads of
  * many keys issued before they are used), the hits' pack IDs are prefetched, then copied out.
@@ -208,15 +250,18 @@ size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_maste
 	rix__rcu_read_lock();
 	size_t nsep = atomic_load(&mi->nsep);
 	const struct mstate *st = rix__mstate_of(mi);
-	const struct rix__ranked *tab = st->table[t];
+	const struct rix__ranked *tab = st->table[t], *top = st->top[t];
 	const rix_idset *set = t == RIX_BLOB_DATA ? st->dset : NULL;
 	for (size_t base = 0; base < n; base += GROUP) {
 		size_t g = n - base < GROUP ? n - base : GROUP;
 		rix_loc loc[GROUP];
 		bool hit[GROUP], in_set[GROUP];
-		if (tab == NULL || rix__ranked_find_many(tab, ids + base, g, loc, hit) == 0)
+		size_t nhit = tab != NULL ? rix__ranked_find_many(tab, ids + base, g, loc, hit) : 0;
+		if (tab == NULL)
 			memset(hit, 0, sizeof(hit));
-		else if (out != NULL)
+		if (top != NULL && nhit < g)
+			top_find_many(top, ids + base, g, loc, hit);
+		if (out != NULL)
 			for (size_t i = 0; i < g; i++)
 				if (hit[i])
 					RIX_PREFETCH(&st->packs[loc[i].pack]);
@@ -285,7 +330,7 @@ int rix_master_index_add_pending(rix_master_index *mi, rix_blob_type t, const ri
 	size_t nsep = atomic_load(&mi->nsep);
 	const struct mstate *st = rix__mstate_of(mi);
 	rix_loc loc;
-	int known = rix__ranked_find(st->table[t], id, &loc) || dset_has(st, t, id) ||
+	int known = tables_find(st, t, id, &loc) || dset_has(st, t, id) ||
 		    rix__recent_find(mi->recent, t, id, NULL);
 	rix__rcu_read_unlock();
 	if (known)

@@ -316,15 +316,17 @@ static int gather_one(void *payload, const rix_id *id, const rix_loc *loc)
 	return 0;
 }
 
-int rix__ranked_merge_owned(struct rix__ranked **out, struct rix__ranked *old, bool own_old, struct fentry *add,
-			    size_t nadd, const rix_id *packs, unsigned workers)
+int rix__ranked_merge_owned(struct rix__ranked **out, struct rix__ranked *old, struct rix__ranked *top, bool own_old,
+			    struct fentry *add, size_t nadd, const rix_id *packs, unsigned workers)
 {
 	*out = NULL;
-	size_t n0 = rix__ranked_count(old), total = n0 + nadd;
+	size_t n0 = (size_t)rix__ranked_count(old) + rix__ranked_count(top), total = n0 + nadd;
 	if (total > 0xFFFFFFFEu || total == 0) {
 		rix_free(add);
-		if (own_old)
+		if (own_old) {
 			rix__ranked_free(old);
+			rix__ranked_free(top);
+		}
 		return total ? rix_error_set(RIX_ELIMIT, "master index: %zu entries of one type is over the limit", total)
 			     : 0;
 	}
@@ -332,8 +334,10 @@ int rix__ranked_merge_owned(struct rix__ranked **out, struct rix__ranked *old, b
 	struct fentry *all = rix_realloc(add, total * sizeof(*all));
 	if (all == NULL) {
 		rix_free(add);
-		if (own_old)
+		if (own_old) {
 			rix__ranked_free(old);
+			rix__ranked_free(top);
+		}
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu entries", total);
 	}
 	rix__advise_huge(all, total * sizeof(*all)); /* before the old entries' pages are touched */
@@ -341,8 +345,11 @@ int rix__ranked_merge_owned(struct rix__ranked **out, struct rix__ranked *old, b
 		memmove(all + n0, all, nadd * sizeof(*all));
 	struct gather g = { .e = all };
 	(void)rix__ranked_foreach(old, gather_one, &g); /* gather_one never stops it */
-	if (own_old) /* its entries are in the array: not held beside it while it is built */
+	(void)rix__ranked_foreach(top, gather_one, &g);
+	if (own_old) { /* their entries are in the array: not held beside it while it is built */
 		rix__ranked_free(old);
+		rix__ranked_free(top);
+	}
 	return rix__ranked_build_owned(out, all, (uint32_t)total, packs, workers);
 }
 

@@ -57,14 +57,14 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 void rix__ranked_free(struct rix__ranked *r);
 
 /*
- * A new table of old's entries and add[0..nadd) (taken over in every case, as by the build). With
- * own_old, old is freed as soon as its entries are copied out (before the build: the peak is the
- * array's, not the array's and old's), and on every failure; without, old is left as it is.
- * *out NULL when there are none at all. @return 0, RIX_ENOMEM, RIX_ELIMIT.
+ * A new table of old's and top's entries (either may be NULL) and add[0..nadd) (taken over in
+ * every case, as by the build). With own_old, old and top are freed as soon as their entries are
+ * copied out (before the build: the peak is the array's, not the array's and theirs), and on
+ * every failure; without, they are left as they are. *out NULL when there are none at all.
+ * @return 0, RIX_ENOMEM, RIX_ELIMIT.
  */
-int rix__ranked_merge_owned(struct rix__ranked **out, struct rix__ranked *old, bool own_old, struct fentry *add,
-			    size_t nadd, const rix_id *packs, unsigned workers);
-
+int rix__ranked_merge_owned(struct rix__ranked **out, struct rix__ranked *old, struct rix__ranked *top, bool own_old,
+			    struct fentry *add, size_t nadd, const rix_id *packs, unsigned workers);
 
 /* Entries held (distinct IDs plus second locations), distinct IDs, bytes held (0 for NULL). */
 uint32_t rix__ranked_count(const struct rix__ranked *r);

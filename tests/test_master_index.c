@@ -133,6 +133,11 @@ static void check_tables(rix_master_index *mi)
 		struct walked w = { .r = s->table[t] };
 		assert_int_equal(rix__ranked_foreach(s->table[t], walk_check, &w), 0);
 		assert_int_equal(w.n, rix__ranked_count(s->table[t]));
+		struct walked wt = { .r = s->top[t] };
+		assert_int_equal(rix__ranked_foreach(s->top[t], walk_check, &wt), 0);
+		assert_int_equal(wt.n, rix__ranked_count(s->top[t]));
+		/* a top sits on a table, at most 1/RIX__TOP_SHARE of it */
+		assert_true(s->top[t] == NULL || rix__ranked_count(s->top[t]) <= rix__ranked_count(s->table[t]) / RIX__TOP_SHARE);
 	}
 }
 
@@ -376,6 +381,56 @@ static void test_merge_allocation_failure_n(void **state)
 	rix_test_oom o = { .what = "merge", .run = merge_run, .arg = &a, .max = 100000, .setup = merge_setup,
 			   .check = merge_check, .live = RIX_TEST_OOM_LIVE_ON_FAILURE };
 	rix_test_oom_run(&o);
+}
+
+/* A table of TOP_BASE indexes with a top of one more, and one more added: the merge under test
+ * builds the top again (its share allows it: 700 of 11900 data blobs, 100 of 1700 trees). */
+enum { TOP_BASE = 34, TOP_N = TOP_BASE + 2 };
+
+static void top_setup(void *arg)
+{
+	struct merge_arg *a = arg;
+	assert_int_equal(rix_master_index_new(&a->mi), 0);
+	for (int i = 0; i < TOP_BASE; i++)
+		assert_int_equal(rix_master_index_add(a->mi, build_index(&a->d[i], 1)), 0);
+	assert_int_equal(rix_master_index_merge(a->mi), 0);
+	assert_int_equal(rix_master_index_add(a->mi, build_index(&a->d[TOP_BASE], 1)), 0);
+	assert_int_equal(rix_master_index_merge(a->mi), 0);
+	const struct mstate *s = atomic_load(&a->mi->state);
+	assert_non_null(s->top[RIX_BLOB_DATA]);
+	assert_non_null(s->top[RIX_BLOB_TREE]);
+	assert_int_equal(rix_master_index_add(a->mi, build_index(&a->d[TOP_BASE + 1], 1)), 0);
+}
+
+static void top_check(void *arg, const rix_test_oom_round *round)
+{
+	struct merge_arg *a = arg;
+	const struct mstate *s = atomic_load(&a->mi->state);
+	size_t ntop = rix__ranked_count(s->top[RIX_BLOB_DATA]);
+	assert_int_equal(ntop, round->rc == 0 ? 700 : 350); /* built again, or as it was */
+	for (int i = 0; i < TOP_N; i++)
+		check_idxdata(a->mi, &a->d[i]);
+	assert_int_equal(rix_master_index_merge(a->mi), 0);
+	check_tables(a->mi);
+	for (int i = 0; i < TOP_N; i++)
+		check_idxdata(a->mi, &a->d[i]);
+	rix_master_index_free(a->mi);
+	a->mi = NULL;
+}
+
+/* Allocation failure at every point of a merge that builds the top again: RIX_ENOMEM, the state
+ * as it was (its table and top shared with the new state until then), and a merge after it. */
+static void test_top_allocation_failure(void **state)
+{
+	(void)state;
+	static struct idxdata d[TOP_N];
+	uint64_t st = 81;
+	for (int i = 0; i < TOP_N; i++)
+		make_idxdata(&d[i], &st, NULL);
+	struct merge_arg a = { d, NULL };
+	rix_test_oom o = { .what = "top merge", .run = merge_run, .arg = &a, .max = 100000, .setup = top_setup,
+			   .check = top_check, .live = RIX_TEST_OOM_LIVE_ON_FAILURE };
+	assert_true(rix_test_oom_run(&o) > 1);
 }
 
 /* ---- Concurrency: readers during merges, racing pending claims ---------------------------- */
@@ -943,10 +998,84 @@ static void test_bulk_small_and_carried_over(void **state)
 }
 
 
+/* Whether a and b answer alike for every ID of ids[0..n) and as many random ones: lookup,
+ * lookup_all (the same locations in the same order), lookup_many, counts, and the walk's count. */
+static void same_answers(rix_master_index *a, rix_master_index *b, const rix_id *ids, size_t n, uint64_t *st)
+{
+	for (size_t i = 0; i < 2 * n; i++) {
+		rix_id id = ids[i % n];
+		if (i >= n)
+			rix_test_random_id(&id, st);
+		rix_packed_blob pa, pb, alla[4], allb[4];
+		int ra = rix_master_index_lookup(&pa, a, RIX_BLOB_DATA, &id);
+		assert_int_equal(ra, rix_master_index_lookup(&pb, b, RIX_BLOB_DATA, &id));
+		assert_int_equal(ra == 0, i < n);
+		if (ra == 0)
+			assert_memory_equal(&pa, &pb, sizeof(pa));
+		size_t na = rix_master_index_lookup_all(alla, 4, a, RIX_BLOB_DATA, &id);
+		assert_int_equal(na, rix_master_index_lookup_all(allb, 4, b, RIX_BLOB_DATA, &id));
+		assert_memory_equal(alla, allb, (na < 4 ? na : 4) * sizeof(alla[0]));
+	}
+	enum { Q = 600 };
+	rix_id q[Q];
+	rix_packed_blob oa[Q], ob[Q];
+	bool fa[Q], fb[Q];
+	for (size_t i = 0; i < Q; i++) {
+		q[i] = ids[rix_test_next(st) % n];
+		if (i % 3 == 0)
+			rix_test_random_id(&q[i], st);
+	}
+	size_t ka = rix_master_index_lookup_many(oa, fa, a, RIX_BLOB_DATA, q, Q);
+	assert_int_equal(ka, rix_master_index_lookup_many(ob, fb, b, RIX_BLOB_DATA, q, Q));
+	for (size_t i = 0; i < Q; i++) {
+		rix_packed_blob one;
+		assert_int_equal(fa[i], fb[i]);
+		assert_int_equal(fa[i], rix_master_index_lookup(&one, a, RIX_BLOB_DATA, &q[i]) == 0);
+		if (fa[i]) {
+			assert_memory_equal(&oa[i], &ob[i], sizeof(oa[i]));
+			assert_memory_equal(&oa[i], &one, sizeof(one));
+		}
+	}
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		assert_int_equal(rix_master_index_count(a, t), rix_master_index_count(b, t));
+	size_t wa = 0, wb = 0;
+	assert_int_equal(rix_master_index_foreach(a, count_blob, &wa), 0);
+	assert_int_equal(rix_master_index_foreach(b, count_blob, &wb), 0);
+	assert_int_equal(wa, wb);
+	assert_int_equal(wa, rix_master_index_count(a, RIX_BLOB_DATA) + rix_master_index_count(a, RIX_BLOB_TREE));
+}
+
+/* mi's image, exported, its sections copied into fresh arrays (as a cache read gives them), and
+ * installed into a new master index. */
+static rix_master_index *image_copy(rix_master_index *mi)
+{
+	rix_master_image *ex, *im;
+	assert_int_equal(rix_master_index_export(&ex, mi), 0);
+	size_t nd, ns, ns2;
+	const void *desc = rix_master_image_desc(&nd, ex);
+	assert_int_equal(rix_master_image_parse(&im, desc, nd), 0);
+	assert_int_equal(rix_master_image_alloc(im), 0);
+	rix_image_section *from = rix_master_image_sections(&ns, ex), *to = rix_master_image_sections(&ns2, im);
+	assert_int_equal(ns, ns2);
+	for (size_t i = 0; i < ns; i++) {
+		assert_int_equal(from[i].n, to[i].n);
+		if (from[i].n)
+			memcpy(to[i].p, from[i].p, from[i].n);
+	}
+	rix_master_image_free(ex);
+	rix_master_index *copy;
+	assert_int_equal(rix_master_index_new(&copy), 0);
+	assert_int_equal(rix_master_index_install(copy, im), 0);
+	rix_master_image_free(im);
+	return copy;
+}
+
 /*
- * A load on top of a table (the table built again with the new entries): a few and many new
- * entries, every third a copy of an old ID at another place. A copied ID answers with its old
- * location first (lookup, lookup_all's first), then the new one; counts add up.
+ * A load on top of a table: a few new entries (the top: a second table of them, the table carried
+ * over) and many (the table built again with them), every third a copy of an old ID at another
+ * place. A copied ID answers with its old location first (lookup, lookup_all's first), then the
+ * new one; counts add up. An image of a table with a top installs with the same answers; loads
+ * on top of a top build the top again, until it would pass its share of the table.
  */
 static void test_load_on_top_copies(void **state)
 {
@@ -1007,6 +1136,66 @@ static void test_load_on_top_copies(void **state)
 			assert_int_equal(rix_master_index_lookup(&pb, mi, RIX_BLOB_DATA, &old[i]), 0);
 			assert_int_equal(pb.offset, i);
 		}
+		const struct mstate *s = atomic_load(&mi->state);
+		const struct rix__ranked *table = s->table[RIX_BLOB_DATA];
+		bool on_top = kk <= N / RIX__TOP_SHARE;
+		assert_int_equal(s->top[RIX_BLOB_DATA] != NULL, on_top);
+		rix_master_index *copy = image_copy(mi);
+		const struct mstate *cs = atomic_load(&copy->state);
+		assert_int_equal(cs->top[RIX_BLOB_DATA] != NULL, on_top);
+		rix_id *all_ids = malloc((N + kk) * sizeof(*all_ids));
+		assert_non_null(all_ids);
+		memcpy(all_ids, old, N * sizeof(*old));
+		memcpy(all_ids + N, add, kk * sizeof(*add));
+		same_answers(mi, copy, all_ids, N + kk, &st);
+		rix_master_index_free(copy);
+		if (on_top) {
+			/* Loads on top of the top, of 20 new IDs each (the first a copy of an old ID),
+			 * while the top stays within its share: the table stays, the top grows. */
+			uint32_t at = N + kk, nbase = N, ntop = kk, merged_all = 0;
+			all_ids = realloc(all_ids, (N + kk + 400) * sizeof(*all_ids));
+			assert_non_null(all_ids);
+			for (int round = 0; round < 20; round++) {
+				uint32_t pn3;
+				rix_id pk;
+				rix_test_random_id(&pk, &st);
+				assert_int_equal(k->pack(k->payload, &pk, &pn3), 0);
+				for (uint32_t i = 0; i < 20; i++, at++) {
+					if (i == 0)
+						all_ids[at] = old[N - 1 - (uint32_t)round];
+					else
+						rix_test_random_id(&all_ids[at], &st);
+					assert_int_equal(put_blob(k, pn3, &all_ids[at], i), 0);
+				}
+				assert_int_equal(rix_master_batch_commit(bt, NULL), 0);
+				assert_int_equal(rix_master_index_bulk_finish(mi), 0);
+				check_tables(mi);
+				s = atomic_load(&mi->state);
+				assert_int_equal(rix_master_index_count(mi, RIX_BLOB_DATA), nbase + ntop + 20);
+				if (ntop + 20 <= nbase / RIX__TOP_SHARE) {
+					assert_ptr_equal(s->table[RIX_BLOB_DATA], table);
+					ntop += 20;
+				} else { /* past its share: one table of all */
+					assert_null(s->top[RIX_BLOB_DATA]);
+					nbase += ntop + 20;
+					ntop = 0;
+					merged_all++;
+					table = s->table[RIX_BLOB_DATA];
+				}
+				assert_int_equal(rix__ranked_count(s->table[RIX_BLOB_DATA]), nbase);
+				assert_int_equal(rix__ranked_count(s->top[RIX_BLOB_DATA]), ntop);
+				/* the old copy of an ID copied again answers first, in table or top */
+				rix_packed_blob pb;
+				assert_int_equal(rix_master_index_lookup(&pb, mi, RIX_BLOB_DATA, &old[N - 1 - (uint32_t)round]), 0);
+				assert_int_equal(pb.offset, N - 1 - (uint32_t)round);
+				assert_memory_equal(pb.pack_id.b, pack[0].b, RIX_ID_SIZE);
+			}
+			assert_int_equal(merged_all, 1); /* 3000 / 16: the top passed its share once */
+			copy = image_copy(mi);
+			same_answers(mi, copy, all_ids, at, &st);
+			rix_master_index_free(copy);
+		}
+		free(all_ids);
 		rix_master_batch_free(bt);
 		rix_master_index_free(mi);
 		free(old);
@@ -1067,6 +1256,7 @@ int main(void)
 		cmocka_unit_test(test_unfinished_and_own_index),
 		cmocka_unit_test(test_pending),
 		cmocka_unit_test(test_merge_allocation_failure_n),
+		cmocka_unit_test(test_top_allocation_failure),
 		cmocka_unit_test(test_readers_during_merges),
 		cmocka_unit_test(test_pending_race),
 	};
