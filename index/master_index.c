@@ -6,9 +6,12 @@
  *
  * State
  * -----
- *   table[type]    one read-only ranked table per blob type holding every merged entry (about
+ *   table[type]    one read-only ranked table per blob type holding the merged entries (about
  *                  42 bytes an entry: a rix_idset of the IDs, their locations bit-packed by
  *                  rank, a filter of a byte an ID; ranked.h)
+ *   top[type]      entries merged since that table was built, while they are few (at most
+ *                  1/RIX__TOP_SHARE of it): a second, small ranked table, so that adding them
+ *                  builds only it again (see struct mstate)
  *   dset           dedup-only (set before a bulk load): the bulk-loaded data blobs as a rix_idset,
  *                  IDs only; a data blob found there is known, its location is not (see
  *                  no_location). Shared by states like a table, carried over by merges
@@ -22,9 +25,9 @@
  *
  * A table a merge does not change is carried over to the new state as it is (the states share
  * it; it is freed with the last state holding it). A merge that adds entries of a type builds
- * that type's table again from the old table's entries and the final indexes waiting (the
- * table is immutable: no insertion in place), with a new global pack table, while holding only
- * the writers' mutex. Readers go on using the old state; the write lock is taken just to swap
+ * that type's top again from the old top's entries and the final indexes waiting, or, when they
+ * would pass the top's share, the table from all of them (a ranked table is immutable: no
+ * insertion in place), with a new global pack table, while holding only the writers' mutex. Readers go on using the old state; the write lock is taken just to swap
  * pointers. Then the old tables and the merged indexes are freed. (A repository's index is
  * loaded in bulk, bulk_load.c, in one build; merges are for indexes added one by one.)
  *

@@ -231,8 +231,8 @@ static void top_find_many(const struct rix__ranked *top, const rix_id *ids, size
 
 /*
  * Batched: the table answers a group of 256 keys at once (rix__ranked_find_many: the loads of
- * many keys issued before they are used), the hits' pack IDs are prefetched, then copied out.
- * Keys the table lacks are asked of the recent table (lock-free), then of the separate indexes
+ * many keys issued before they are used), its top the keys it lacks (batched too), the hits'
+ * pack IDs are prefetched, then copied out. Keys the tables lack are asked of the recent table (lock-free), then of the separate indexes
  * under the read lock (taken once, at the first such miss), one by one: there are few separate
  * indexes, and they are small.
  */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@
 #include "rix/rix.h"
 #include "repo_fixture.h"
 #include "testutil.h"
+#include "index/master_index_internal.h"
+#include "index/ranked.h"
 
 #define NFILES 7 /* index files the fixture writes */
 
@@ -87,7 +90,9 @@ static rix_repo_options with_cache(const struct fixture *f)
 	return o;
 }
 
-static int setup(void **state)
+/* The fixture: NFILES index files, a pack named by two of them when repeat (else NFILES - 1 files,
+ * none named twice: loads on top of the cache then keep their entries in a top, struct mstate). */
+static int setup_files(void **state, bool repeat)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
@@ -104,6 +109,11 @@ static int setup(void **state)
 	/* A pack named by two index files (an interrupted prune's state): the first file written
 	 * again with a trailing space, so that its name differs. */
 	rix_id first = write_index(f, r, 3, 20, 0);
+	if (!repeat) {
+		rix_repo_free(r);
+		*state = f;
+		return 0;
+	}
 	uint8_t *js;
 	size_t n;
 	assert_int_equal(rix_repo_read_file(&js, &n, r, RIX_FILE_INDEX, &first), 0);
@@ -117,6 +127,16 @@ static int setup(void **state)
 	rix_repo_free(r);
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_files(state, true);
+}
+
+static int setup_no_repeat(void **state)
+{
+	return setup_files(state, false);
 }
 
 static int teardown(void **state)
@@ -342,10 +362,76 @@ static void test_added_files(void **state)
 	rix_repo_load_stats s = check_same(f); /* the cache, then the two new files alone */
 	assert_int_equal(s.bytes, index_bytes(f->dir) - before);
 	assert_int_equal(s.loaded, NFILES + 2);
+	/* 600 blobs on top of 14460: within the cache's share (RIX__CACHE_REWRITE_SHARE), so it is
+	 * not written again, and the next load reads the two files again. */
+	stat_cache(f, &st2);
+	assert_int_equal(st.st_ino, st2.st_ino);
+	assert_int_equal(st.st_mtime, st2.st_mtime);
+	s = check_same(f);
+	assert_int_equal(s.bytes, index_bytes(f->dir) - before);
+	/* Two more: 1200 on top, past the share: the cache is written again, then a hit. */
+	r = open_repo(f->dir, NULL);
+	(void)write_index(f, r, 10, 30, 1);
+	(void)write_index(f, r, 10, 30, 1);
+	rix_repo_free(r);
+	s = check_same(f);
+	assert_int_equal(s.loaded, NFILES + 4);
 	stat_cache(f, &st2);
 	assert_int_not_equal(st.st_ino, st2.st_ino); /* rewritten */
 	s = check_same(f);
 	assert_int_equal(s.bytes, 0);
+	assert_int_equal(s.loaded, NFILES + 4);
+}
+
+static const struct rix__ranked *top_of(rix_repo *r, rix_blob_type t)
+{
+	const struct mstate *st = atomic_load(&rix_repo_master_index(r)->state);
+	return st->top[t];
+}
+
+/*
+ * Loads on top of the cache of a repository whose packs are each named once: a small file's
+ * entries go into a top (the cache's table carried over), with every answer as without the
+ * cache; a load on top of a loaded repository writes a cache holding a table and a top, which a
+ * later load installs as it lies (a hit) with the same answers.
+ */
+static void test_tops(void **state)
+{
+	struct fixture *f = *state;
+	const size_t nfiles = NFILES - 1;
+	(void)check_same(f); /* a full load, the cache written: a table, no top */
+	rix_repo_options o = with_cache(f);
+	rix_repo *r = load(f->dir, &o, NULL);
+	assert_null(top_of(r, RIX_BLOB_DATA));
+	(void)write_index(f, r, 10, 30, 1); /* 300 blobs, some copies of earlier ones */
+	rix_repo_free(r);
+	struct stat st, st2;
+	stat_cache(f, &st);
+	rix_repo_load_stats s = check_same(f);
+	assert_int_equal(s.loaded, nfiles + 1);
+	assert_true(s.bytes > 0);
+	stat_cache(f, &st2);
+	assert_int_equal(st.st_ino, st2.st_ino); /* within the share: not written again */
+	r = load(f->dir, &o, NULL);
+	assert_non_null(top_of(r, RIX_BLOB_DATA));
+	assert_non_null(top_of(r, RIX_BLOB_TREE));
+	size_t ntop = rix__ranked_count(top_of(r, RIX_BLOB_DATA));
+	assert_true(ntop > 200 && ntop < 300);
+	/* One more file loaded by this repository: its top built again, and a cache of it written. */
+	(void)write_index(f, r, 10, 30, 1);
+	rix_repo_load_stats s2;
+	assert_int_equal(rix_repo_load_index(&s2, r, NULL, NULL), 0);
+	assert_int_equal(s2.loaded, 1);
+	assert_true(rix__ranked_count(top_of(r, RIX_BLOB_DATA)) > ntop);
+	rix_repo_free(r); /* waits for the writer */
+	stat_cache(f, &st2);
+	assert_int_not_equal(st.st_ino, st2.st_ino);
+	s = check_same(f); /* a hit: the table and the top as they lie */
+	assert_int_equal(s.bytes, 0);
+	assert_int_equal(s.loaded, nfiles + 2);
+	r = load(f->dir, &o, NULL);
+	assert_non_null(top_of(r, RIX_BLOB_DATA));
+	rix_repo_free(r);
 }
 
 static void test_vanished_file(void **state)
@@ -767,6 +853,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_empty_index_twice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dedup_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_added_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tops, setup_no_repeat, teardown),
 		cmocka_unit_test_setup_teardown(test_vanished_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tampered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),

@@ -137,9 +137,9 @@ RIX_EXPORT size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found
 RIX_EXPORT size_t rix_master_index_count(rix_master_index *mi, rix_blob_type t);
 
 /*
- * Calls fn for every blob entry (the ranked tables: data blobs, then trees, each in ascending ID
- * order, a blob's locations one after another in pack order; then the blobs stored since
- * opening, then separate indexes); pb is borrowed for the call. @return 0, or fn's nonzero value (it stops there);
+ * Calls fn for every blob entry (the ranked tables: data blobs, then trees, each type's table
+ * then its top (the entries merged since the table was built) in ascending ID order, a blob's
+ * locations in pack order; then the blobs stored since opening, then separate indexes); pb is borrowed for the call. @return 0, or fn's nonzero value (it stops there);
  * RIX_EINVAL (fn not called) when a dedup-only set holds data blobs, whose locations it lacks.
  */
 RIX_EXPORT int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *payload);
@@ -175,7 +175,8 @@ RIX_EXPORT void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_t
  * index_id, may be NULL, is recorded as an index file ID) or discards it (a damaged file). rix_master_index_bulk_finish makes everything committed
  * searchable: the committed entries become the ranked table in place (sorted by ID where they
  * lie, the set built inside the same array: no copy); when something of that type was merged
- * before, its table's entries join them and the table is built again. Lookups see the committed
+ * before, they go into a second, small table on top of it while they are few (at most 1/16 of
+ * it, with no pack named twice), else the table is built again of all. Lookups see the committed
  * entries only after bulk_finish; a batch committed while bulk_finish runs waits for the next.
  * A blob with copies in several packs answers a lookup with the copy in the pack loaded first
  * (the lowest pack number), lookup_all with all of them in that order. A pack named by two index files (what an interrupted prune
