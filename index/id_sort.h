@@ -45,7 +45,14 @@ static void SORT_FN(insertion_sort)(SORT_REC *a, size_t n, unsigned d)
 	}
 }
 
-/* Moves every ID into its byte-d bucket (American flag sort's permutation). */
+/*
+ * Moves every ID into its byte-d bucket (American flag sort's permutation). Each swap's
+ * destination is the next free record of a bucket picked by the record just swapped in: a chain
+ * of dependent loads, each a miss in a large array, unless every bucket's next record is already
+ * on its way. So each bucket's next record is requested when its head moves (and all of them at
+ * the start): 256 records stay in the caches, and the chain runs at their speed (10M 48-byte
+ * entries of the ranked table on a 2-core Xeon: about a third less of the permutation's time).
+ */
 static __attribute__((noinline)) void SORT_FN(flag_permute)(SORT_REC *a, const size_t cnt[256], unsigned d)
 {
 	size_t head[256], end[256], at = 0;
@@ -53,6 +60,8 @@ static __attribute__((noinline)) void SORT_FN(flag_permute)(SORT_REC *a, const s
 		head[c] = at;
 		at += cnt[c];
 		end[c] = at;
+		__builtin_prefetch(&a[head[c]], 1, 3);
+		__builtin_prefetch((const char *)&a[head[c]] + sizeof(SORT_REC) - 1, 1, 3);
 	}
 	for (unsigned c = 0; c < 256; c++) {
 		while (head[c] < end[c]) {
@@ -65,6 +74,9 @@ static __attribute__((noinline)) void SORT_FN(flag_permute)(SORT_REC *a, const s
 			a[head[c]] = a[head[x]];
 			a[head[x]] = t;
 			head[x]++;
+			/* (past the bucket's end: a prefetch never faults, and a wasted one is cheap) */
+			__builtin_prefetch(&a[head[x]], 1, 3);
+			__builtin_prefetch((const char *)&a[head[x]] + sizeof(SORT_REC) - 1, 1, 3);
 		}
 	}
 }

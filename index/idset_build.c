@@ -206,29 +206,54 @@ static void build_from_records(struct rix_idset *s, uint8_t *base, size_t have, 
 	s->dir = (uint64_t *)(void *)(base + dir_at);
 	s->ov = s->ov_blocks ? (uint32_t *)(void *)(base + ov_at) : NULL;
 
-	/* Phase B: tails (tail j at j * tail <= 31 j: never past record j), mid bits, directory. */
+	/*
+	 * Phase B: tails (tail j at j * tail <= 31 j: never past record j), mid bits, directory.
+	 * One pass over the records, which runs at the memory's speed only if nothing in it waits:
+	 * the bucket is read from the record (not from the ID just stored: a load spanning two
+	 * stores waits for both), the mid bits gather in a word stored when full (a load of bits
+	 * stored a moment before, at an offset, waits likewise), and a tail is copied as 32 bytes
+	 * where the bytes past it are free (before record j + 1: j (31 - tail) >= 1), not by a call.
+	 */
 	struct builder build, *bd = &build;
 	memset(bd, 0, sizeof(*bd));
 	bd->s = s;
-	rix_id id;
+	uint8_t id[64] = { 0 }; /* the ID, and room for a 32-byte copy from kb */
+	const bool wide = s->tail <= RIX_ID_SIZE - 2;
+	uint64_t acc = 0; /* mid bits not stored yet: nbits of them */
+	unsigned nbits = 0;
+	uint8_t *mp = s->mid;
 	size_t j = 0;
 	for (unsigned c = 0; c < 256; c++) {
 		for (size_t e = 0; e < cnt0[c]; e++, j++) {
-			id.b[0] = (uint8_t)c;
-			memcpy(id.b + 1, base + j * (RIX_ID_SIZE - 1), RIX_ID_SIZE - 1);
-			uint64_t b = bucket_of(id.b, s->k);
+			const uint8_t *r = base + j * (RIX_ID_SIZE - 1);
+			RIX_PREFETCH(r + 1024);
+			id[0] = (uint8_t)c;
+			memcpy(id + 1, r, RIX_ID_SIZE - 1);
+			uint64_t head = (uint64_t)c << 56 | load64_be(r) >> 8; /* the ID's bytes 0..7 */
+			uint64_t b = s->k ? head >> (64 - s->k) : 0;
 			while ((b >> s->gshift) != bd->blkno)
 				finish_block(bd);
 			bd->cnt[b & (g - 1)]++;
 			bd->total++;
 			if (s->w) {
-				size_t bit = j * s->w;
-				uint8_t *p = s->mid + (bit >> 3);
-				store64_le(p, load64_le(p) | ((uint64_t)mid_key(s, id.b) << (bit & 7)));
+				uint64_t key = mid_key(s, id);
+				acc |= key << nbits;
+				nbits += s->w;
+				if (nbits >= 64) {
+					store64_le(mp, acc);
+					mp += 8;
+					nbits -= 64;
+					acc = key >> (s->w - nbits);
+				}
 			}
-			memmove(base + j * s->tail, id.b + s->kb, s->tail);
+			if (wide && j > 0)
+				memcpy(base + j * s->tail, id + s->kb, RIX_ID_SIZE);
+			else
+				memmove(base + j * s->tail, id + s->kb, s->tail);
 		}
 	}
+	if (nbits > 0) /* the last word (the mid array has 8 bytes of room past its bits) */
+		store64_le(mp, acc);
 	while (bd->blkno < s->nblocks)
 		finish_block(bd);
 
