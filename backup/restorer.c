@@ -11,8 +11,8 @@
  *      with hard links (which the walk links to it as it meets them), is made here, empty at its
  *      size (O_CREAT | O_EXCL | O_NOFOLLOW); one with content is left to the batch. Every (file,
  *      offset, blob) goes into the plan with the blob's place from the master index.
- *   2. A batch, when the plan passes opt.memory or the walk ends: the plan is sorted by (pack,
- *      offset); workers take a pack at a time, rix_repo_load_pack_blobs reads it in few ranged
+ *   2. A batch (restore_batch.c), when the plan passes opt.memory or the walk ends: the plan
+ *      is sorted by (pack, offset); workers take a pack at a time, rix_repo_load_pack_blobs reads it in few ranged
  *      reads and checks each blob once, and every (file, offset) that needs the blob gets it
  *      with pwrite (files opened beneath the target, a few kept open per worker). The first
  *      worker to write into a file not made yet makes it, empty at its size (make_file: O_CREAT
@@ -64,45 +64,9 @@
 #include "rix/walker.h"
 #include "rix/tree.h"
 #include "../common/pool.h"
+#include "restorer_internal.h"
 
-/* Frames up to this depth keep their directory open; deeper ones are opened when needed. */
-#define FD_DEPTH 64
-/* Files each worker keeps open (by file number modulo this). */
-#define FD_CACHE 16
-/* Locks the workers take to make a file (by file number modulo this): one file made once. */
-#define MK_LOCKS 64
-/* The longest path restored, "/" and the NUL included (PATH_MAX, which restic meets first): a
- * deeper or longer one is an error naming it. It bounds the walk's frames (depth <= 2048, each
- * path < 4096 bytes) whatever the trees hold. */
-#define PATH_LIMIT 4096
-
-/* ---- metadata ------------------------------------------------------------------------------ */
-
-/* An entry's metadata: a copy of its node's (meta_copy, meta_free), or a view of them for what
- * is set at once (meta_view: nothing copied, nothing to free). */
-struct meta {
-	uint32_t mode; /* Go FileMode */
-	uint32_t uid, gid;
-	const char *user, *group;
-	rix_time mtime, atime;
-	const rix_xattr *xattrs;
-	size_t nxattrs;
-	uint8_t own; /* a copy: OWN_USER, OWN_GROUP: user, group its own (else shared names) */
-};
-#define OWN_USER 1u
-#define OWN_GROUP 2u
-
-/*
- * User and group names, each held once for the whole restore (a snapshot's files name a few, and
- * a copy a file would cost as much as its path): the first NAMES_MAX distinct ones are shared by
- * every copy of metadata that names them; past that a copy holds its own (a crafted tree of
- * many names costs no search longer than NAMES_MAX).
- */
-#define NAMES_MAX 64
-struct names {
-	char *v[NAMES_MAX];
-	size_t n;
-};
+/* ---- metadata (struct meta: restorer_internal.h) ------------------------------------------- */
 
 static char *dup_n(const char *s, size_t n)
 {
@@ -120,7 +84,7 @@ static void meta_view(struct meta *m, const rix_node *n)
 			    .mtime = n->mtime, .atime = n->atime, .xattrs = n->xattrs, .nxattrs = n->nxattrs };
 }
 
-static void meta_free(struct meta *m)
+void rix__rs_meta_free(struct meta *m)
 {
 	if (m->own & OWN_USER)
 		rix_free((void *)m->user);
@@ -190,7 +154,7 @@ static int meta_copy(struct names *nm, struct meta *m, const rix_node *n)
 	}
 	return 0;
 nomem:
-	meta_free(m);
+	rix__rs_meta_free(m);
 	return rix_error_set(RIX_ENOMEM, "restore: out of memory for metadata");
 }
 
@@ -222,107 +186,6 @@ static struct timespec ts_of(const rix_time *t)
 	return (struct timespec){ .tv_sec = (time_t)t->sec, .tv_nsec = (long)t->nsec };
 }
 
-/* ---- the restore's state ------------------------------------------------------------------ */
-
-struct rfile {
-	char *rel;
-	struct meta m;
-	uint64_t size;
-	rix_id *content; /* with verify: the blobs, and their sizes */
-	uint32_t *sizes;
-	size_t ncontent;
-	atomic_int failed;
-	/* Made in the target: by the walk (a file with no content, or hard links, which the walk
-	 * links to it), else by the first worker that writes into it (under the lock mk[file %
-	 * MK_LOCKS]); set once the making was tried, tdev and tino then written (release). */
-	atomic_bool made;
-	size_t nrefs;    /* its refs in the plan (0: no content, or kept) */
-	atomic_size_t left; /* refs not written (or failed) yet: the worker that takes it to 0 sets
-			     * the metadata (after every write to the file is done) */
-	bool keep;       /* if-changed: the file there is kept, its metadata restored */
-	bool linked;     /* links > 1: ino and dev name its entry in the hard link table */
-	uint64_t ino, dev;
-	bool existed;    /* "updated" rather than "restored" */
-	uint64_t tdev, tino; /* the file in the target: the one made (O_EXCL), or the one kept (made) */
-};
-
-struct ref {
-	rix_id blob;
-	uint64_t at;
-	uint32_t pack; /* in rs.packids: the plan holds a pack's ID once, not once a blob */
-	uint32_t off, len, ulen;
-	uint32_t file;
-};
-
-struct frame {
-	rix_tree *t;
-	size_t next;
-	char *rel; /* "" for the target */
-	size_t rel_len;
-	int fd;    /* -1: not open (deeper than FD_DEPTH, or not made yet) */
-	bool created, selected;
-	struct meta m;
-};
-
-struct dmeta {
-	char *rel;
-	struct meta m;
-};
-
-struct link_ent {
-	uint64_t ino, dev;
-	char *rel;      /* the first path restored; NULL: an empty slot */
-	bool failed;    /* its content could not be restored */
-	bool done;      /* its batch is over: links made later need no record */
-	char **others;  /* the links made to it since (reported if it fails) */
-	size_t nothers, capothers;
-};
-
-struct rs {
-	rix_repo *r;
-	rix_master_index *mi;
-	rix_restore_options o;
-	rix_patterns *includes, *excludes; /* o's, compiled */
-	int tfd;
-	bool root;
-	struct timespec start;
-	/* plan */
-	struct rfile *files;
-	size_t nfiles, capfiles;
-	struct ref *refs;
-	size_t nrefs, caprefs;
-	rix_id *packids;       /* the packs the refs name, numbered as met (the whole restore) */
-	size_t npackids, cappackids;
-	rix_indexmap *packnum; /* pack ID -> its number (loc.pack) */
-	uint32_t lastpack;     /* the number pack_number gave last (a file's blobs share packs) */
-	struct names names;    /* user and group names of the metadata held */
-	uint64_t plan_bytes;
-	/* walk */
-	struct frame *st;
-	size_t depth, capst;
-	struct dmeta *dirs;
-	size_t ndirs, capdirs;
-	struct link_ent *links;
-	size_t nlinks, caplinks;
-	/* batch execution */
-	size_t *jobs; /* start of each pack's refs in refs; njobs + 1 entries */
-	size_t njobs;
-	atomic_size_t next_job;
-	pthread_mutex_t mk[MK_LOCKS];
-	/* counts */
-	_Atomic uint64_t files_total, files_restored, files_skipped, files_deleted;
-	_Atomic uint64_t bytes_total, bytes_restored, bytes_skipped, errors, verified, packs;
-	uint64_t batches;
-	atomic_bool nomem; /* an allocation failed somewhere: the restore returns RIX_ENOMEM */
-	atomic_bool xattr_warned;
-	pthread_mutex_t cb; /* one callback at a time */
-	/* progress thread */
-	pthread_t pt;
-	bool pt_running, pt_stop;
-	pthread_mutex_t pmu;
-	pthread_cond_t pcv;
-};
-
 static double elapsed(const struct rs *s)
 {
 	struct timespec now;
@@ -337,8 +200,8 @@ static const char *loc_of(char *buf, size_t cap, const char *rel)
 	return buf;
 }
 
-static void report(struct rs *s, const char *rel, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void report(struct rs *s, const char *rel, const char *fmt, ...)
+void rix__rs_report(struct rs *s, const char *rel, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void rix__rs_report(struct rs *s, const char *rel, const char *fmt, ...)
 {
 	char msg[1024], loc[8192];
 	va_list ap;
@@ -368,7 +231,7 @@ static void warn(struct rs *s, const char *rel, const char *fmt, ...)
 	}
 }
 
-static void item(struct rs *s, const char *action, const char *rel, bool file, uint64_t size)
+void rix__rs_item(struct rs *s, const char *action, const char *rel, bool file, uint64_t size)
 {
 	char loc[8192];
 	if (s->o.item != NULL) {
@@ -379,7 +242,7 @@ static void item(struct rs *s, const char *action, const char *rel, bool file, u
 }
 
 /* Grows *v (of *cap elements of size sz) to hold n. */
-static int reserve(void **v, size_t *cap, size_t n, size_t sz)
+int rix__rs_reserve(void **v, size_t *cap, size_t n, size_t sz)
 {
 	if (n <= *cap)
 		return 0;
@@ -397,9 +260,9 @@ static int reserve(void **v, size_t *cap, size_t n, size_t sz)
 }
 
 /* Grows *v (of *cap elements of size sz) to hold n + 1. */
-static int grow(void **v, size_t *cap, size_t n, size_t sz)
+int rix__rs_grow(void **v, size_t *cap, size_t n, size_t sz)
 {
-	return reserve(v, cap, n + 1, sz);
+	return rix__rs_reserve(v, cap, n + 1, sz);
 }
 
 static bool valid_name(const char *name, size_t n)
@@ -416,7 +279,7 @@ static bool valid_name(const char *name, size_t n)
  * symlink: openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS when the kernel has it, else one
  * component at a time with O_NOFOLLOW. -1 with errno on failure.
  */
-static int open_beneath_mode(const struct rs *s, const char *rel, int flags, mode_t mode)
+int rix__rs_open_beneath_mode(const struct rs *s, const char *rel, int flags, mode_t mode)
 {
 	flags |= O_NOFOLLOW | O_CLOEXEC;
 #ifdef HAVE_OPENAT2
@@ -466,7 +329,7 @@ static int open_beneath_mode(const struct rs *s, const char *rel, int flags, mod
 
 static int open_beneath(const struct rs *s, const char *rel, int flags)
 {
-	return open_beneath_mode(s, rel, flags, 0);
+	return rix__rs_open_beneath_mode(s, rel, flags, 0);
 }
 
 /*
@@ -477,7 +340,7 @@ static int open_beneath(const struct rs *s, const char *rel, int flags)
  * failure, -2 when the name is now something else.
  */
 #define REPLACED (-2)
-static int open_planned(const struct rs *s, const struct rfile *f, int flags)
+int rix__rs_open_planned(const struct rs *s, const struct rfile *f, int flags)
 {
 	int fd = open_beneath(s, f->rel, flags | O_NONBLOCK);
 	if (fd < 0)
@@ -491,7 +354,7 @@ static int open_planned(const struct rs *s, const struct rfile *f, int flags)
 	return fd;
 }
 
-static const char *open_error(int rc)
+const char *rix__rs_open_error(int rc)
 {
 	return rc == REPLACED ? "no longer the file the restore made (replaced during the restore): nothing written"
 			      : strerror(errno);
@@ -524,24 +387,24 @@ static void xattr_failed(struct rs *s, const char *rel, const char *name, int e)
 			atomic_store(&s->xattr_warned, true); /* once: the file system takes none */
 		return;
 	}
-	report(s, rel, "extended attribute %s: %s", name, strerror(e));
+	rix__rs_report(s, rel, "extended attribute %s: %s", name, strerror(e));
 }
 
 /* Ownership, mode, xattrs and times of an open regular file or directory. */
-static void meta_fd(struct rs *s, int fd, const struct meta *m, const char *rel)
+void rix__rs_meta_fd(struct rs *s, int fd, const struct meta *m, const char *rel)
 {
 	uid_t uid;
 	gid_t gid;
 	if (owner_of(s, m, &uid, &gid) && fchown(fd, uid, gid) != 0)
-		report(s, rel, "chown: %s", strerror(errno));
+		rix__rs_report(s, rel, "chown: %s", strerror(errno));
 	if (fchmod(fd, perm_of(m->mode)) != 0)
-		report(s, rel, "chmod: %s", strerror(errno));
+		rix__rs_report(s, rel, "chmod: %s", strerror(errno));
 	for (size_t i = 0; i < m->nxattrs; i++)
 		if (fsetxattr(fd, m->xattrs[i].name, m->xattrs[i].value, m->xattrs[i].len, 0) != 0)
 			xattr_failed(s, rel, m->xattrs[i].name, errno);
 	struct timespec ts[2] = { ts_of(&m->atime), ts_of(&m->mtime) };
 	if (futimens(fd, ts) != 0)
-		report(s, rel, "set times: %s", strerror(errno));
+		rix__rs_report(s, rel, "set times: %s", strerror(errno));
 }
 
 /*
@@ -581,9 +444,9 @@ static void meta_at(struct rs *s, int pfd, const char *name, const struct meta *
 	uid_t uid;
 	gid_t gid;
 	if (owner_of(s, m, &uid, &gid) && fchownat(pfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
-		report(s, rel, "lchown: %s", strerror(errno));
+		rix__rs_report(s, rel, "lchown: %s", strerror(errno));
 	if (!symlink && chmod_nofollow(pfd, name, perm_of(m->mode)) != 0)
-		report(s, rel, "chmod: %s", strerror(errno));
+		rix__rs_report(s, rel, "chmod: %s", strerror(errno));
 	if (m->nxattrs > 0) {
 		char path[4096];
 		snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", pfd, name);
@@ -593,7 +456,7 @@ static void meta_at(struct rs *s, int pfd, const char *name, const struct meta *
 	}
 	struct timespec ts[2] = { ts_of(&m->atime), ts_of(&m->mtime) };
 	if (utimensat(pfd, name, ts, AT_SYMLINK_NOFOLLOW) != 0)
-		report(s, rel, "set times: %s", strerror(errno));
+		rix__rs_report(s, rel, "set times: %s", strerror(errno));
 }
 
 /* ---- selection ----------------------------------------------------------------------------- */
@@ -627,7 +490,7 @@ static int mkdir_here(struct rs *s, int pfd, const char *name, const char *rel)
 	if (mkdirat(pfd, name, 0700) == 0)
 		return 0;
 	if (errno != EEXIST) {
-		report(s, rel, "mkdir: %s", strerror(errno));
+		rix__rs_report(s, rel, "mkdir: %s", strerror(errno));
 		return -1;
 	}
 	struct stat st;
@@ -635,11 +498,11 @@ static int mkdir_here(struct rs *s, int pfd, const char *name, const char *rel)
 		return 0;
 	/* something else is there (a symlink, perhaps to outside): replaced, never followed */
 	if (s->o.overwrite == RIX_OVERWRITE_NEVER || s->o.overwrite == RIX_OVERWRITE_IF_NEWER) {
-		report(s, rel, "not a directory in the target, and --overwrite keeps it");
+		rix__rs_report(s, rel, "not a directory in the target, and --overwrite keeps it");
 		return -1;
 	}
 	if (unlinkat(pfd, name, 0) != 0 || mkdirat(pfd, name, 0700) != 0) {
-		report(s, rel, "replacing a non-directory: %s", strerror(errno));
+		rix__rs_report(s, rel, "replacing a non-directory: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -674,7 +537,7 @@ static int frame_fd(struct rs *s, size_t d, bool *owned)
 		}
 		int nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (nfd < 0) {
-			report(s, f->rel, "open directory: %s", strerror(errno));
+			rix__rs_report(s, f->rel, "open directory: %s", strerror(errno));
 			goto fail;
 		}
 		if (own)
@@ -740,7 +603,7 @@ static int link_find_or_add(struct rs *s, uint64_t ino, uint64_t dev, const char
 	return 0;
 }
 
-static struct link_ent *link_find(struct rs *s, uint64_t ino, uint64_t dev)
+struct link_ent *rix__rs_link_find(struct rs *s, uint64_t ino, uint64_t dev)
 {
 	if (s->caplinks == 0)
 		return NULL;
@@ -748,469 +611,6 @@ static struct link_ent *link_find(struct rs *s, uint64_t ino, uint64_t dev)
 		if (s->links[j].ino == ino && s->links[j].dev == dev)
 			return &s->links[j];
 	return NULL;
-}
-
-/* ---- the batch: read packs, write files ------------------------------------------------------ */
-
-struct worker {
-	struct rs *s;
-	size_t job;               /* refs[first..end) of one pack */
-	size_t first, end;
-	size_t handled;           /* refs[first..handled) written or failed (each counted in left) */
-	size_t *uniq;             /* start in refs of each distinct blob of the pack */
-	size_t nuniq, capuniq;
-	rix_blob *blobs;
-	size_t capblobs;
-	int fd[FD_CACHE];
-	uint32_t fdfile[FD_CACHE];
-};
-
-static void fail_file(struct rs *s, uint32_t f, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fail_file(struct rs *s, uint32_t f, const char *fmt, ...)
-{
-	/* (out of memory is recorded by the callers that see RIX_ENOMEM: this thread's last error
-	 * code may be a stale one) */
-	if (atomic_exchange(&s->files[f].failed, 1) != 0)
-		return; /* reported once */
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	report(s, s->files[f].rel, "%s", msg);
-}
-
-/*
- * File f made in the target, empty at its size, if no worker made it yet (under its lock, so
- * once): O_CREAT | O_EXCL beneath the target and never through a symlink, so whatever took the
- * name since the walk unlinked what was there (a FIFO, a link to a file elsewhere) is an error
- * naming the file, never written to. Its (st_dev, st_ino) recorded for the reopens. The fd
- * (write-only), -1 if it could not be made (reported), -2 if another worker made it (or tried).
- */
-#define MADE_ELSEWHERE (-2)
-static int make_file(struct rs *s, uint32_t fi)
-{
-	struct rfile *f = &s->files[fi];
-	pthread_mutex_t *mu = &s->mk[fi % MK_LOCKS];
-	pthread_mutex_lock(mu);
-	int fd = MADE_ELSEWHERE;
-	if (!atomic_load_explicit(&f->made, memory_order_relaxed)) {
-		fd = open_beneath_mode(s, f->rel, O_WRONLY | O_CREAT | O_EXCL, 0600);
-		int e = errno;
-		struct stat st;
-		if (fd >= 0 && (fstat(fd, &st) != 0 || ftruncate(fd, (off_t)f->size) != 0)) {
-			e = errno;
-			close(fd);
-			fd = -1;
-		}
-		if (fd >= 0) {
-			f->tdev = (uint64_t)st.st_dev;
-			f->tino = (uint64_t)st.st_ino;
-		} else {
-			fail_file(s, fi, "create: %s", strerror(e));
-		}
-		atomic_store_explicit(&f->made, true, memory_order_release);
-	}
-	pthread_mutex_unlock(mu);
-	return fd;
-}
-
-/* An fd (write-only) of file f, from the worker's few open ones, else made or reopened; < 0
- * when it cannot be (open_error says why; a file that could not be made is reported already). */
-static int worker_fd(struct worker *w, uint32_t f)
-{
-	size_t k = f % FD_CACHE;
-	if (w->fd[k] >= 0 && w->fdfile[k] == f)
-		return w->fd[k];
-	if (w->fd[k] >= 0 && close(w->fd[k]) != 0) /* EIO, EDQUOT: what was written may be lost */
-		fail_file(w->s, w->fdfile[k], "close: %s", strerror(errno));
-	w->fd[k] = -1;
-	struct rfile *rf = &w->s->files[f];
-	int fd = MADE_ELSEWHERE;
-	if (!atomic_load_explicit(&rf->made, memory_order_acquire))
-		fd = make_file(w->s, f);
-	if (fd == MADE_ELSEWHERE) {
-		if (atomic_load(&rf->failed)) {
-			errno = ENOENT;
-			return -1;
-		}
-		fd = open_planned(w->s, rf, O_WRONLY);
-	}
-	w->fd[k] = fd < 0 ? -1 : fd;
-	w->fdfile[k] = f;
-	return fd;
-}
-
-static void finish_file(struct worker *w, uint32_t fi);
-
-/* One ref of file fi written or failed: the last one finishes the file. */
-static void ref_done(struct worker *w, uint32_t fi)
-{
-	if (atomic_fetch_sub_explicit(&w->s->files[fi].left, 1, memory_order_acq_rel) == 1)
-		finish_file(w, fi);
-}
-
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
-}
-
-/* data[0..n) at off of fd; with sparse, 4 KiB blocks of zeros are left as holes. */
-static int write_at(int fd, const uint8_t *data, size_t n, uint64_t off, bool sparse)
-{
-	size_t i = 0;
-	while (i < n) {
-		size_t len = n - i;
-		if (sparse) {
-			/* one run of blocks that are zero, or not, up to the next 4 KiB boundary each */
-			size_t blk = 4096 - (size_t)((off + i) % 4096);
-			if (blk > len)
-				blk = len;
-			bool z = all_zero(data + i, blk);
-			len = blk;
-			while (i + len < n) {
-				size_t b2 = n - i - len < 4096 ? n - i - len : 4096;
-				if (all_zero(data + i + len, b2) != z)
-					break;
-				len += b2;
-			}
-			if (z) {
-				i += len;
-				continue;
-			}
-		}
-		ssize_t w = pwrite(fd, data + i, len, (off_t)(off + i));
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (w == 0) {
-			errno = EIO;
-			return -1;
-		}
-		i += (size_t)w;
-	}
-	return 0;
-}
-
-static int on_blob(void *payload, size_t i, int code, const uint8_t *data, size_t n)
-{
-	struct worker *w = payload;
-	struct rs *s = w->s;
-	size_t a = w->uniq[i], b = i + 1 < w->nuniq ? w->uniq[i + 1] : w->end;
-	for (size_t k = a; k < b; k++) {
-		const struct ref *rf = &s->refs[k];
-		if (code != 0) {
-			if (code == RIX_ENOMEM)
-				atomic_store(&s->nomem, true);
-			fail_file(s, rf->file, "%s", rix_error_last());
-		} else if (!atomic_load(&s->files[rf->file].failed)) {
-			int fd = worker_fd(w, rf->file);
-			if (fd < 0)
-				fail_file(s, rf->file, "open: %s", open_error(fd));
-			else if (write_at(fd, data, n, rf->at, s->o.sparse) != 0)
-				fail_file(s, rf->file, "write: %s", strerror(errno));
-			else
-				atomic_fetch_add(&s->bytes_restored, n);
-		}
-		w->handled = k + 1;
-		ref_done(w, rf->file);
-	}
-	return 0;
-}
-
-/* The number of pack_id in s->packs, given it when first met. @return 0, RIX_ENOMEM, RIX_ELIMIT. */
-static int pack_number(struct rs *s, const rix_id *pack_id, uint32_t *num)
-{
-	rix_loc loc;
-	if (s->npackids > s->lastpack && memcmp(&s->packids[s->lastpack], pack_id, sizeof(rix_id)) == 0) {
-		*num = s->lastpack;
-		return 0;
-	}
-	if (s->packnum != NULL && rix_indexmap_lookup(&loc, s->packnum, pack_id) == 0) {
-		*num = s->lastpack = loc.pack;
-		return 0;
-	}
-	if (s->npackids >= UINT32_MAX)
-		return rix_error_set(RIX_ELIMIT, "restore: too many packs");
-	int rc = s->packnum == NULL ? rix_indexmap_new(&s->packnum) : 0;
-	if (rc == 0)
-		rc = reserve((void **)&s->packids, &s->cappackids, s->npackids + 1, sizeof(*s->packids));
-	loc = (rix_loc){ .pack = (uint32_t)s->npackids };
-	if (rc == 0)
-		rc = rix_indexmap_add(s->packnum, pack_id, &loc);
-	if (rc != 0)
-		return rc;
-	s->packids[s->npackids] = *pack_id;
-	*num = s->lastpack = (uint32_t)s->npackids++;
-	return 0;
-}
-
-static int ref_cmp(const void *x, const void *y)
-{
-	const struct ref *a = x, *b = y;
-	int c;
-	if (a->pack != b->pack)
-		return a->pack < b->pack ? -1 : 1;
-	if (a->off != b->off)
-		return a->off < b->off ? -1 : 1;
-	if ((c = memcmp(a->blob.b, b->blob.b, RIX_ID_SIZE)) != 0)
-		return c;
-	if (a->file != b->file)
-		return a->file < b->file ? -1 : 1;
-	return (a->at > b->at) - (a->at < b->at);
-}
-
-static void *batch_worker(void *arg)
-{
-	struct worker w = { .s = arg };
-	struct rs *s = w.s;
-	for (size_t k = 0; k < FD_CACHE; k++)
-		w.fd[k] = -1;
-	for (;;) {
-		size_t j = atomic_fetch_add(&s->next_job, 1);
-		if (j >= s->njobs)
-			break;
-		w.first = w.handled = s->jobs[j];
-		w.end = s->jobs[j + 1];
-		w.nuniq = 0;
-		bool nomem = false;
-		for (size_t k = w.first; k < w.end; k++) {
-			/* one read per distinct (offset, blob): two blob IDs the index puts at one place
-			 * are two blobs, and found overlapping below */
-			if (k > w.first && s->refs[k].off == s->refs[k - 1].off &&
-			    memcmp(&s->refs[k].blob, &s->refs[k - 1].blob, sizeof(rix_id)) == 0)
-				continue;
-			if (grow((void **)&w.uniq, &w.capuniq, w.nuniq, sizeof(*w.uniq)) != 0 ||
-			    grow((void **)&w.blobs, &w.capblobs, w.nuniq, sizeof(*w.blobs)) != 0) {
-				nomem = true;
-				break;
-			}
-			const struct ref *rf = &s->refs[k];
-			w.uniq[w.nuniq] = k;
-			w.blobs[w.nuniq++] = (rix_blob){ .id = rf->blob, .type = RIX_BLOB_DATA, .offset = rf->off,
-							 .length = rf->len, .uncompressed_length = rf->ulen };
-		}
-		int rc = nomem ? rix_error_set(RIX_ENOMEM, "restore: out of memory") : 0;
-		for (size_t i = 1; rc == 0 && i < w.nuniq; i++)
-			if ((uint64_t)w.blobs[i].offset < (uint64_t)w.blobs[i - 1].offset + w.blobs[i - 1].length) {
-				char a[65], b[65], p[65];
-				rix_id_to_hex(a, &w.blobs[i - 1].id);
-				rix_id_to_hex(b, &w.blobs[i].id);
-				rix_id_to_hex(p, &s->packids[s->refs[w.first].pack]);
-				rc = rix_error_set(RIX_ECORRUPT, "the index puts blobs %.8s and %.8s at overlapping places of pack %.8s",
-						   a, b, p);
-			}
-		if (rc == 0)
-			rc = rix_repo_load_pack_blobs(s->r, &s->packids[s->refs[w.first].pack], w.blobs, w.nuniq, on_blob, &w);
-		if (rc == RIX_ENOMEM)
-			atomic_store(&s->nomem, true);
-		if (rc != 0) /* the refs not handled (all of them: the reads' errors go to on_blob) */
-			for (size_t k = w.handled; k < w.end; k++) {
-				fail_file(s, s->refs[k].file, "%s", rix_error_last());
-				ref_done(&w, s->refs[k].file);
-			}
-		atomic_fetch_add(&s->packs, 1);
-	}
-	for (size_t k = 0; k < FD_CACHE; k++)
-		if (w.fd[k] >= 0 && close(w.fd[k]) != 0)
-			fail_file(s, w.fdfile[k], "close: %s", strerror(errno));
-	rix_free(w.uniq);
-	rix_free(w.blobs);
-	return NULL;
-}
-
-/* Rereads file f: each blob's bytes must hash to its ID. */
-static void verify_file(struct rs *s, struct rfile *f)
-{
-	int fd = open_planned(s, f, O_RDONLY);
-	if (fd < 0) {
-		atomic_store(&f->failed, 1);
-		report(s, f->rel, "verify: %s", open_error(fd));
-		return;
-	}
-	uint8_t *buf = NULL;
-	size_t cap = 0;
-	uint64_t off = 0;
-	bool bad = false;
-	for (size_t i = 0; i < f->ncontent && !bad; i++) {
-		size_t n = f->sizes[i];
-		if (cap < n) {
-			rix_free(buf);
-			cap = n;
-			if ((buf = rix_malloc(cap ? cap : 1)) == NULL) {
-				cap = 0;
-				atomic_store(&s->nomem, true);
-				report(s, f->rel, "verify: out of memory");
-				bad = true;
-				break;
-			}
-		}
-		ssize_t got = n > 0 ? pread(fd, buf, n, (off_t)off) : 0;
-		rix_id id;
-		rix_sha256(&id, buf, got > 0 ? (size_t)got : 0);
-		if (got != (ssize_t)n || memcmp(&id, &f->content[i], sizeof(id)) != 0) {
-			report(s, f->rel, "verify: the content at offset %llu is not what the snapshot holds",
-			       (unsigned long long)off);
-			bad = true;
-		}
-		off += n;
-	}
-	struct stat st;
-	if (!bad && fstat(fd, &st) == 0 && (uint64_t)st.st_size != off) {
-		report(s, f->rel, "verify: the file has %lld bytes, the snapshot %llu", (long long)st.st_size,
-		       (unsigned long long)off);
-		bad = true;
-	}
-	if (!bad)
-		atomic_fetch_add(&s->verified, 1);
-	rix_free(buf);
-	close(fd);
-}
-
-/*
- * File f's content is all written (or failed): verified (opt.verify), then its metadata set
- * through fd (write-only, the caller's to close) or, if fd < 0, a reopen. Called by the worker
- * that handled its last ref, or by the batch's end for a file with none (empty, kept).
- */
-static void set_file_meta(struct rs *s, struct rfile *f, int fd)
-{
-	if (atomic_load(&f->failed))
-		return;
-	if (s->o.verify && !f->keep)
-		verify_file(s, f);
-	if (atomic_load(&f->failed))
-		return; /* reported by verify */
-	int own = fd < 0 ? open_planned(s, f, O_RDONLY) : -1;
-	if (fd < 0 && own < 0) {
-		atomic_store(&f->failed, 1);
-		report(s, f->rel, "open: %s", open_error(own));
-		return;
-	}
-	meta_fd(s, fd >= 0 ? fd : own, &f->m, f->rel);
-	if (own >= 0 && close(own) != 0) {
-		atomic_store(&f->failed, 1);
-		report(s, f->rel, "close: %s", strerror(errno));
-	}
-}
-
-/* The last ref of file fi handled by w: its metadata, then the worker's fd of it closed (the
- * other workers' fds of it, written through before, are closed when they need the slot). */
-static void finish_file(struct worker *w, uint32_t fi)
-{
-	struct rs *s = w->s;
-	size_t k = fi % FD_CACHE;
-	int fd = -1;
-	if (w->fd[k] >= 0 && w->fdfile[k] == fi) {
-		fd = w->fd[k];
-		w->fd[k] = -1;
-	}
-	set_file_meta(s, &s->files[fi], fd);
-	if (fd >= 0 && close(fd) != 0)
-		fail_file(s, fi, "close: %s", strerror(errno));
-}
-
-/* Carries out the plan of the files walked so far, then forgets it. */
-static int run_batch(struct rs *s)
-{
-	if (s->nfiles == 0)
-		return 0;
-	s->batches++;
-	int rc = 0;
-	if (s->nrefs > 0) {
-		qsort(s->refs, s->nrefs, sizeof(*s->refs), ref_cmp);
-		/* one job per pack */
-		size_t nj = 0;
-		for (size_t k = 0; k < s->nrefs; k++)
-			nj += k == 0 || s->refs[k].pack != s->refs[k - 1].pack;
-		s->jobs = rix_malloc((nj + 1) * sizeof(*s->jobs));
-		if (s->jobs == NULL) { /* nothing written: the files are failed and freed below */
-			rc = rix_error_set(RIX_ENOMEM, "restore: out of memory for %zu packs", nj);
-			atomic_store(&s->nomem, true);
-			for (size_t i = 0; i < s->nfiles; i++)
-				atomic_store(&s->files[i].failed, 1);
-		}
-	}
-	if (s->nrefs > 0 && s->jobs != NULL) {
-		s->njobs = 0;
-		for (size_t k = 0; k < s->nrefs; k++)
-			if (k == 0 || s->refs[k].pack != s->refs[k - 1].pack)
-				s->jobs[s->njobs++] = k;
-		s->jobs[s->njobs] = s->nrefs;
-		atomic_store(&s->next_job, 0);
-		unsigned want = s->o.workers ? s->o.workers : rix_repo_workers(s->r);
-		/* each worker holds a read of its pack (at most RIX_REPO_PACK_READ_MAX) and a blob's
-		 * plaintext: no more workers than opt.memory holds such buffers (one at least) */
-		uint64_t per = 1;
-		for (size_t j = 0; j < s->njobs; j++) {
-			const struct ref *a = &s->refs[s->jobs[j]], *z = &s->refs[s->jobs[j + 1] - 1];
-			uint64_t span = (uint64_t)z->off + z->len - a->off, plain = 0;
-			for (size_t k = s->jobs[j]; k < s->jobs[j + 1]; k++) {
-				uint64_t p = rix_blob_plain_size(s->refs[k].len, s->refs[k].ulen);
-				plain = p > plain ? p : plain;
-			}
-			span = span < RIX_REPO_PACK_READ_MAX ? span : RIX_REPO_PACK_READ_MAX;
-			per = span + plain > per ? span + plain : per;
-		}
-		uint64_t budget = s->o.memory ? s->o.memory : RIX_RESTORE_MEMORY_DEFAULT;
-		uint64_t fit = budget / per > 0 ? budget / per : 1;
-		unsigned max = s->njobs < 64 ? (unsigned)s->njobs : 64;
-		if (fit < max)
-			max = (unsigned)fit;
-		/* and no more than the open-file limit leaves room for, beside the walk's FD_DEPTH
-		 * directories and a margin (the pack reads, the caller's): FD_CACHE + 1 each */
-		struct rlimit rl;
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-			uint64_t room = rl.rlim_cur > 2 * FD_DEPTH ? (uint64_t)rl.rlim_cur - 2 * FD_DEPTH : 0;
-			uint64_t nw = room / (FD_CACHE + 1) > 0 ? room / (FD_CACHE + 1) : 1;
-			if (nw < max)
-				max = (unsigned)nw;
-		}
-		rix__pool_run(rix__pool_size(want, max), batch_worker, s);
-		rix_free(s->jobs);
-		s->jobs = NULL;
-	}
-	for (size_t i = 0; i < s->nfiles; i++) {
-		struct rfile *f = &s->files[i];
-		/* a file with content was finished by the worker of its last ref; the others here */
-		if (f->nrefs == 0)
-			set_file_meta(s, f, -1);
-		else if (atomic_load(&f->left) != 0 && atomic_exchange(&f->failed, 1) == 0)
-			report(s, f->rel, "not all of its content was written"); /* (a batch out of memory) */
-		if (!atomic_load(&f->failed)) {
-			if (!f->keep) {
-				atomic_fetch_add(&s->files_restored, 1);
-				item(s, f->existed ? "updated" : "restored", f->rel, true, f->size);
-			} else {
-				item(s, "unchanged", f->rel, true, f->size);
-			}
-		}
-		struct link_ent *le = f->linked ? link_find(s, f->ino, f->dev) : NULL;
-		if (le != NULL && atomic_load(&f->failed)) { /* its links share the damage */
-			le->failed = true;
-			for (size_t k = 0; k < le->nothers; k++) {
-				report(s, le->others[k], "hard link to /%s, whose content could not be restored", f->rel);
-				atomic_fetch_sub(&s->files_restored, 1);
-			}
-		}
-		if (le != NULL) {
-			le->done = true;
-			for (size_t k = 0; k < le->nothers; k++)
-				rix_free(le->others[k]);
-			rix_free(le->others);
-			le->others = NULL;
-			le->nothers = le->capothers = 0;
-		}
-		rix_free(f->rel);
-		rix_free(f->content);
-		rix_free(f->sizes);
-		meta_free(&f->m);
-	}
-	s->nfiles = 0;
-	s->nrefs = 0;
-	s->plan_bytes = 0;
-	return rc;
 }
 
 /* ---- entries ----------------------------------------------------------------------------------- */
@@ -1233,7 +633,7 @@ static int replace_entry(struct rs *s, int pfd, const char *name, const rix_node
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 		if (errno == ENOENT)
 			return 1;
-		report(s, rel, "lstat: %s", strerror(errno));
+		rix__rs_report(s, rel, "lstat: %s", strerror(errno));
 		return -1;
 	}
 	*existed = true;
@@ -1257,11 +657,11 @@ static int replace_entry(struct rs *s, int pfd, const char *name, const rix_node
 		break;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		report(s, rel, "a directory is in the way");
+		rix__rs_report(s, rel, "a directory is in the way");
 		return -1;
 	}
 	if (unlinkat(pfd, name, 0) != 0) {
-		report(s, rel, "remove what was there: %s", strerror(errno));
+		rix__rs_report(s, rel, "remove what was there: %s", strerror(errno));
 		return -1;
 	}
 	return 1;
@@ -1288,7 +688,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			atomic_fetch_sub(&s->bytes_total, n->size);
 			if (s->o.dry_run) {
 				if (le->failed)
-					report(s, rel, "hard link to /%s, whose content could not be restored", first);
+					rix__rs_report(s, rel, "hard link to /%s, whose content could not be restored", first);
 				else
 					atomic_fetch_add(&s->files_restored, 1);
 				return 0;
@@ -1309,23 +709,23 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 				rix_free(dir);
 			}
 			if (ffd < 0 || linkat(ffd, slash ? slash + 1 : first, pfd, name, 0) != 0) {
-				report(s, rel, "hard link to /%s: %s", first, strerror(errno));
+				rix__rs_report(s, rel, "hard link to /%s: %s", first, strerror(errno));
 			} else if (le->failed) {
-				report(s, rel, "hard link to /%s, whose content could not be restored", first);
+				rix__rs_report(s, rel, "hard link to /%s, whose content could not be restored", first);
 			} else if (le->done) {
 				atomic_fetch_add(&s->files_restored, 1);
-				item(s, "restored", rel, false, 0);
+				rix__rs_item(s, "restored", rel, false, 0);
 			} else {
 				/* told when the first fails later in its batch */
 				char *copy = dup_n(rel, strlen(rel));
-				if (copy != NULL && grow((void **)&le->others, &le->capothers, le->nothers, sizeof(char *)) == 0) {
+				if (copy != NULL && rix__rs_grow((void **)&le->others, &le->capothers, le->nothers, sizeof(char *)) == 0) {
 					le->others[le->nothers++] = copy;
 				} else {
 					rix_free(copy);
 					atomic_store(&s->nomem, true);
 				}
 				atomic_fetch_add(&s->files_restored, 1);
-				item(s, "restored", rel, false, 0);
+				rix__rs_item(s, "restored", rel, false, 0);
 			}
 			if (ffd >= 0 && ffd != s->tfd)
 				close(ffd);
@@ -1334,7 +734,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 	}
 	/* its blobs: where they are, and their sizes (which must add up to the node's), into the
 	 * refs past nrefs (the plan's only once the file is: nrefs grows at the end) */
-	int rc = reserve((void **)&s->refs, &s->caprefs, s->nrefs + n->content_len, sizeof(*s->refs));
+	int rc = rix__rs_reserve((void **)&s->refs, &s->caprefs, s->nrefs + n->content_len, sizeof(*s->refs));
 	if (rc != 0)
 		return rc;
 	struct ref *refs = n->content_len > 0 ? s->refs + s->nrefs : NULL; /* refs is NULL before the first blob */
@@ -1345,24 +745,24 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 		if (rix_master_index_lookup(&pb, s->mi, RIX_BLOB_DATA, &n->content[i]) != 0) {
 			char hex[65];
 			rix_id_to_hex(hex, &n->content[i]);
-			report(s, rel, "data blob %s is not in the index", hex);
+			rix__rs_report(s, rel, "data blob %s is not in the index", hex);
 			missing = true;
 			break;
 		}
 		uint32_t pn = 0;
-		if ((rc = pack_number(s, &pb.pack_id, &pn)) != 0)
+		if ((rc = rix__rs_pack_number(s, &pb.pack_id, &pn)) != 0)
 			return rc;
 		refs[i] = (struct ref){ .pack = pn, .blob = pb.id, .off = pb.offset, .len = pb.length,
 					.ulen = pb.uncompressed_length, .file = (uint32_t)s->nfiles, .at = sum };
 		sum += rix_blob_plain_size(pb.length, pb.uncompressed_length);
 	}
 	if (!missing && sum != n->size) {
-		report(s, rel, "the snapshot gives the file %llu bytes and its content %llu", (unsigned long long)n->size,
+		rix__rs_report(s, rel, "the snapshot gives the file %llu bytes and its content %llu", (unsigned long long)n->size,
 		       (unsigned long long)sum);
 		missing = true;
 	}
 	/* the hard links to a file not restored share its failure */
-	struct link_ent *self = n->links > 1 ? link_find(s, n->inode, n->device_id) : NULL;
+	struct link_ent *self = n->links > 1 ? rix__rs_link_find(s, n->inode, n->device_id) : NULL;
 	if (missing && self != NULL)
 		self->failed = true;
 	if (s->o.dry_run) {
@@ -1403,7 +803,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			fd = c == 0 ? 0 : -1;
 		}
 		if (fd < 0) {
-			report(s, rel, "create: %s", strerror(e));
+			rix__rs_report(s, rel, "create: %s", strerror(e));
 			if (self != NULL)
 				self->failed = true;
 			return 0;
@@ -1412,7 +812,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			return 0;
 	}
 	/* into the plan */
-	rc = grow((void **)&s->files, &s->capfiles, s->nfiles, sizeof(*s->files));
+	rc = rix__rs_grow((void **)&s->files, &s->capfiles, s->nfiles, sizeof(*s->files));
 	if (rc != 0)
 		return rc;
 	struct rfile *f = &s->files[s->nfiles];
@@ -1439,7 +839,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			rix_free(f->content);
 			rix_free(f->sizes);
 			rix_free(f->rel);
-			meta_free(&f->m);
+			rix__rs_meta_free(&f->m);
 			return rix_error_set(RIX_ENOMEM, "restore: out of memory");
 		}
 		memcpy(f->content, n->content, n->content_len * sizeof(*f->content));
@@ -1458,7 +858,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 			f->sizes[i] = rix_blob_plain_size(refs[i].len, refs[i].ulen);
 	s->nrefs += n->content_len;
 	if (s->plan_bytes >= (s->o.memory ? s->o.memory : RIX_RESTORE_MEMORY_DEFAULT))
-		return run_batch(s);
+		return rix__rs_run_batch(s);
 	return 0;
 }
 
@@ -1486,14 +886,14 @@ static void made_entry(struct rs *s, int pfd, const char *name, const rix_node *
 	meta_view(&m, n);
 	meta_at(s, pfd, name, &m, rel, symlink);
 	atomic_fetch_add(&s->files_restored, 1);
-	item(s, "restored", rel, false, 0);
+	rix__rs_item(s, "restored", rel, false, 0);
 }
 
 static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node *n, const char *rel)
 {
 	if (n->linktarget == NULL || memchr(n->linktarget, '\0', n->linktarget_len) != NULL || n->linktarget_len >= 65536) {
 		atomic_fetch_add(&s->files_total, 1);
-		report(s, rel, "a symlink target that no file system can hold");
+		rix__rs_report(s, rel, "a symlink target that no file system can hold");
 		return;
 	}
 	if (!make_entry(s, pfd, name, n, rel))
@@ -1501,11 +901,11 @@ static void add_symlink(struct rs *s, int pfd, const char *name, const rix_node 
 	char *t = dup_n(n->linktarget, n->linktarget_len);
 	if (t == NULL) {
 		atomic_store(&s->nomem, true);
-		report(s, rel, "out of memory");
+		rix__rs_report(s, rel, "out of memory");
 		return;
 	}
 	if (symlinkat(t, pfd, name) != 0)
-		report(s, rel, "symlink: %s", strerror(errno));
+		rix__rs_report(s, rel, "symlink: %s", strerror(errno));
 	else
 		made_entry(s, pfd, name, n, rel, true);
 	rix_free(t);
@@ -1518,13 +918,13 @@ static void add_special(struct rs *s, int pfd, const char *name, const rix_node 
 	mode_t type = n->type == RIX_NODE_FIFO ? S_IFIFO : n->type == RIX_NODE_CHARDEV ? S_IFCHR : S_IFBLK;
 	if (type != S_IFIFO && !s->root && !s->o.dry_run) {
 		atomic_fetch_add(&s->files_total, 1);
-		report(s, rel, "a device node is only restored by root");
+		rix__rs_report(s, rel, "a device node is only restored by root");
 		return;
 	}
 	if (!make_entry(s, pfd, name, n, rel))
 		return;
 	if (mknodat(pfd, name, type | 0600, (dev_t)n->device) != 0)
-		report(s, rel, "mknod: %s", strerror(errno));
+		rix__rs_report(s, rel, "mknod: %s", strerror(errno));
 	else
 		made_entry(s, pfd, name, n, rel, false);
 }
@@ -1567,7 +967,7 @@ static void delete_extra(struct rs *s, const struct frame *f, int fd)
 	if (d == NULL) {
 		if (dfd >= 0)
 			close(dfd);
-		report(s, f->rel, "list for --delete: %s", strerror(errno));
+		rix__rs_report(s, f->rel, "list for --delete: %s", strerror(errno));
 		return;
 	}
 	/* names first (removing while reading a directory skips entries) */
@@ -1577,7 +977,7 @@ static void delete_extra(struct rs *s, const struct frame *f, int fd)
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
 		    rix_tree_find(f->t, e->d_name, strlen(e->d_name)) != NULL)
 			continue;
-		if (grow((void **)&names, &cap, nn, sizeof(*names)) != 0 ||
+		if (rix__rs_grow((void **)&names, &cap, nn, sizeof(*names)) != 0 ||
 		    (names[nn] = dup_n(e->d_name, strlen(e->d_name))) == NULL) {
 			atomic_store(&s->nomem, true);
 			break;
@@ -1596,13 +996,13 @@ static void delete_extra(struct rs *s, const struct frame *f, int fd)
 			if (selected(s, loc_of(loc, sizeof(loc), rel), isdir, &sel, &child) != 0) {
 				/* not known to be selected: kept (an excluded path is never deleted) */
 				atomic_store(&s->nomem, true);
-				report(s, rel, "delete: %s", rix_error_last());
+				rix__rs_report(s, rel, "delete: %s", rix_error_last());
 			} else if (sel) {
 				if (s->o.dry_run || remove_all(fd, names[i], 0) == 0) {
 					atomic_fetch_add(&s->files_deleted, 1);
-					item(s, "deleted", rel, false, 0);
+					rix__rs_item(s, "deleted", rel, false, 0);
 				} else {
-					report(s, rel, "delete: %s", strerror(errno));
+					rix__rs_report(s, rel, "delete: %s", strerror(errno));
 				}
 			}
 			rix_free(rel);
@@ -1618,7 +1018,7 @@ static void delete_extra(struct rs *s, const struct frame *f, int fd)
 
 static int push(struct rs *s, rix_tree *t, const char *rel, size_t rel_len, bool sel, const rix_node *n)
 {
-	int rc = grow((void **)&s->st, &s->capst, s->depth + 1, sizeof(*s->st));
+	int rc = rix__rs_grow((void **)&s->st, &s->capst, s->depth + 1, sizeof(*s->st));
 	if (rc != 0)
 		return rc;
 	struct frame *f = &s->st[++s->depth];
@@ -1659,7 +1059,7 @@ static int pop(struct rs *s)
 	/* restic's leaveDir: a directory selected, or made for an entry restored beneath it (a
 	 * directory an --include passes through), gets its metadata */
 	if (s->depth > 0 && f->created && !s->o.dry_run) {
-		rc = grow((void **)&s->dirs, &s->capdirs, s->ndirs, sizeof(*s->dirs));
+		rc = rix__rs_grow((void **)&s->dirs, &s->capdirs, s->ndirs, sizeof(*s->dirs));
 		if (rc == 0) {
 			s->dirs[s->ndirs].rel = f->rel;
 			s->dirs[s->ndirs++].m = f->m;
@@ -1674,7 +1074,7 @@ static int pop(struct rs *s)
 	f->t = NULL;
 	rix_free(f->rel);
 	f->rel = NULL;
-	meta_free(&f->m);
+	rix__rs_meta_free(&f->m);
 	if (s->depth > 0)
 		s->depth--;
 	return rc;
@@ -1683,7 +1083,7 @@ static int pop(struct rs *s)
 static int walk(struct rs *s, rix_tree *root)
 {
 	/* frame 0: the target itself */
-	int rc = grow((void **)&s->st, &s->capst, 0, sizeof(*s->st));
+	int rc = rix__rs_grow((void **)&s->st, &s->capst, 0, sizeof(*s->st));
 	if (rc != 0) {
 		rix_tree_free(root);
 		return rc;
@@ -1732,11 +1132,11 @@ static int walk(struct rs *s, rix_tree *root)
 		rl += n->name_len;
 		rel[rl] = '\0';
 		if (!valid_name(n->name, n->name_len)) {
-			report(s, f->rel, "refused: a name no directory entry can have in this directory");
+			rix__rs_report(s, f->rel, "refused: a name no directory entry can have in this directory");
 			continue;
 		}
 		if (rl + 2 > PATH_LIMIT) { /* "/" + rel + NUL */
-			report(s, rel, "a path of %zu bytes, longer than the %d paths may have: not restored", rl + 1,
+			rix__rs_report(s, rel, "a path of %zu bytes, longer than the %d paths may have: not restored", rl + 1,
 			       PATH_LIMIT - 1);
 			continue;
 		}
@@ -1751,13 +1151,13 @@ static int walk(struct rs *s, rix_tree *root)
 				continue;
 			rix_tree *t;
 			if (n->subtree == NULL) {
-				report(s, rel, "a directory without a subtree");
+				rix__rs_report(s, rel, "a directory without a subtree");
 				continue;
 			}
 			if ((rc = rix_tree_load(&t, s->r, n->subtree)) != 0) {
 				if (rc == RIX_ENOMEM)
 					break;
-				report(s, rel, "%s", rix_error_last());
+				rix__rs_report(s, rel, "%s", rix_error_last());
 				rc = 0;
 				continue;
 			}
@@ -1779,7 +1179,7 @@ static int walk(struct rs *s, rix_tree *root)
 					}
 				}
 				atomic_fetch_add(&s->files_restored, 1); /* made (or there) */
-				item(s, "restored", rel, false, 0);
+				rix__rs_item(s, "restored", rel, false, 0);
 			}
 			continue;
 		}
@@ -1813,7 +1213,7 @@ static int walk(struct rs *s, rix_tree *root)
 		rix_tree_free(f->t);
 		f->t = NULL;
 		rix_free(f->rel);
-		meta_free(&f->m);
+		rix__rs_meta_free(&f->m);
 		if (last)
 			break;
 		s->depth--;
@@ -1960,9 +1360,9 @@ int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const
 		rc = walk(s, root);
 		root = NULL;
 		if (rc == 0)
-			rc = run_batch(s);
+			rc = rix__rs_run_batch(s);
 		else
-			run_batch(s); /* what was planned is still written and freed */
+			rix__rs_run_batch(s); /* what was planned is still written and freed */
 	}
 	rix_tree_free(root);
 	/* the directories' metadata, children before parents */
@@ -1971,14 +1371,14 @@ int rix_restore(rix_restore_summary *sum, rix_repo *r, const rix_id *tree, const
 		if (rc == 0) {
 			int fd = open_beneath(s, d->rel, O_RDONLY | O_DIRECTORY);
 			if (fd < 0) {
-				report(s, d->rel, "open directory: %s", strerror(errno));
+				rix__rs_report(s, d->rel, "open directory: %s", strerror(errno));
 			} else {
-				meta_fd(s, fd, &d->m, d->rel);
+				rix__rs_meta_fd(s, fd, &d->m, d->rel);
 				close(fd);
 			}
 		}
 		rix_free(d->rel);
-		meta_free(&d->m);
+		rix__rs_meta_free(&d->m);
 	}
 	if (s->pt_running) {
 		pthread_mutex_lock(&s->pmu);
