@@ -17,6 +17,8 @@
  *             its tree and releases the directory above. A trie node waits (drain) for the
  *             targets under it before its own tree.
  *   then rix_repo_flush, then the snapshot file: nothing names a blob before it is indexed.
+ *   progress (opt.progress): a scanner thread counts what there is to do, a reporter thread
+ *             tells how far it is (backup_progress.c).
  *
  * Node metadata follows restic 0.14 (node.go's fillExtra): size and links for files, links
  * for symlinks and devices, the device number for devices, inode and device_id for all, user
@@ -53,117 +55,7 @@
 #include "rix/walker.h"
 #include "rix/master_index.h"
 #include "snapshot_internal.h"
-
-#define READ_PIECE ((size_t)256 << 10) /* what moves after a cut is less than this */
-
-/* uid/gid -> name, looked up once each; names stay put until the backup ends (nodes point at
- * them until their tree is encoded). */
-struct names_cache {
-	struct {
-		uint32_t id;
-		char *name;
-	} *v;
-	size_t n, cap;
-};
-
-/* What one thread needs to read and cut files. */
-struct worker {
-	rix_chunker *ch;
-	uint8_t *chunk; /* RIX_CHUNK_MAX: the current chunk, read straight into */
-	pthread_mutex_t cur_mu; /* cur, with progress on: the reporter copies it */
-	const char *cur;        /* the file being read (borrowed from its job), or NULL */
-};
-
-/*
- * A directory in flight. The walker lists it and goes on (into its subdirectories, then
- * elsewhere) without waiting; its files are read by the workers. Whichever thread finishes its
- * last file or subdirectory saves its tree, puts the subtree ID into its node in the directory
- * above, and releases that one in turn.
- */
-struct dir {
-	struct dir *up;    /* the directory holding it; NULL: a top one (counted in arch.top) */
-	struct held *slot; /* its node (in up's entries, or the caller's) */
-	bool count;        /* counted in the summary's dirs (all but the snapshot's root) */
-	bool has_ps;       /* the parent snapshot had it: ps its subtree there */
-	rix_id ps;
-	struct held *h;    /* its entries, in name order; h[i].name NULL: none */
-	size_t n;
-	rix_tree *old;     /* its tree in the parent snapshot (queued jobs point into it), or NULL */
-	size_t pending;    /* files and subdirectories not done, +1 while the walker lists it (mu) */
-	char *path;        /* with opt.item: its path and when it was begun, for the item event */
-	struct timespec start;
-};
-
-/* A file to read, handed to the workers by the directory that holds it. */
-struct job {
-	struct job *next;
-	char *path;
-	struct held *h;
-	const rix_node *old; /* its node in the parent (changed, not new), or NULL */
-	struct dir *d;       /* the directory it is in */
-};
-
-/* Files queued at most; past it the walker reads files too (memory stays bounded). */
-#define QUEUE_MAX 128
-
-/*
- * The summary's counters, added to by every thread with relaxed atomics (one add per file or
- * stored blob, never a lock), read by the progress reporter meanwhile and copied into the
- * caller's rix_backup_summary at the end.
- */
-struct tally {
-	_Atomic uint64_t others, files_new, files_changed, files_unmodified, dirs_new, dirs_changed,
-		dirs_unmodified, bytes, bytes_total, data_blobs, data_added, tree_blobs, tree_added, added_packed, errors, excluded;
-	_Atomic uint64_t bytes_done; /* progress: bytes read so far (per chunk) and unchanged files' sizes */
-	_Atomic uint64_t files_total, dirs_total, bytes_total_scanned; /* the scanner's */
-	atomic_int scan_final, scan_stop;
-};
-#define ADD(a, field, v) atomic_fetch_add_explicit(&(a)->t.field, (uint64_t)(v), memory_order_relaxed)
-#define GET(a, field) atomic_load_explicit(&(a)->t.field, memory_order_relaxed)
-/* Files and directories done: each is counted once, as new, changed or unmodified. */
-#define FILES_DONE(a) (GET(a, files_new) + GET(a, files_changed) + GET(a, files_unmodified))
-#define DIRS_DONE(a) (GET(a, dirs_new) + GET(a, dirs_changed) + GET(a, dirs_unmodified))
-
-/* A dry run's blobs: what it would have stored, so that each counts once (256 shards by the
- * first ID byte, each an open-addressing table under its own mutex). */
-struct dry_shard {
-	pthread_mutex_t mu;
-	struct dry_entry {
-		rix_id id;
-		uint8_t used; /* 0: empty; 1 + blob type */
-	} *v;
-	size_t n, cap;
-};
-
-struct arch {
-	dev_t dev;      /* the current target's device (one_file_system) */
-	pthread_mutex_t mu; /* warnings, the job queue, the directories' counts, rc */
-	pthread_cond_t work; /* a job queued, or stop */
-	pthread_cond_t idle; /* the top directories all done */
-	struct job *head, **tail;
-	size_t queued;  /* jobs in the queue */
-	size_t top;     /* top directories not done */
-	int stop;
-	int rc;         /* the first repository error (of any thread), its message in msg; set
-			 * under mu with an atomic store, so failed() reads it without the lock */
-	char msg[512];
-	struct worker main; /* the calling thread's */
-	rix_repo *r;
-	rix_backup_options opt;
-	rix_backup_summary *sum; /* has_parent, parent_id, skipped; the counts are in t until the end */
-	struct tally t;
-	struct names_cache users, groups;
-	char start[RIX_TIME_MAX]; /* when the backup began (the snapshot's time) */
-	rix_time start_time;      /* the same, as a time (no parent from after it, as restic) */
-	struct timespec t0;       /* the same, monotonic */
-	bool progress_on;         /* opt.progress: workers publish their current file */
-	pthread_mutex_t cbmu;     /* item and warn callbacks, one at a time */
-	struct worker **readers;  /* every worker and main: their current files */
-	size_t nreaders;
-	struct dry_shard *dry;    /* opt.dry_run: 256 shards */
-	char *cwd;                /* the working directory at the start (relative paths' base) */
-	rix_patterns *excl;       /* opt's excludes and iexcludes, compiled once (NULL: none) */
-};
+#include "archiver_internal.h"
 
 /* A warning that leaves nothing out (not counted as an error); one at a time, whichever thread. */
 static void notice(struct arch *a, const char *path, const char *msg)
@@ -234,16 +126,16 @@ static rix_time to_time(struct timespec t)
 	return rix_time_local(t.tv_sec, (uint32_t)t.tv_nsec);
 }
 
-static struct timespec now_mono(void)
+struct timespec rix__arch_now_mono(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t;
 }
 
-static double since(const struct timespec *t0)
+double rix__arch_since(const struct timespec *t0)
 {
-	struct timespec t = now_mono();
+	struct timespec t = rix__arch_now_mono();
 	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
@@ -268,7 +160,7 @@ static void item_done(struct arch *a, const char *path, bool dir, rix_backup_act
 	if (dir && (pl == 0 || path[pl - 1] != '/'))
 		p[pl++] = '/';
 	p[pl] = '\0';
-	rix_backup_item it = { p, dir, act, act == RIX_BACKUP_UNCHANGED || start == NULL ? 0 : since(start), data.plain,
+	rix_backup_item it = { p, dir, act, act == RIX_BACKUP_UNCHANGED || start == NULL ? 0 : rix__arch_since(start), data.plain,
 			       meta.plain, data.packed, meta.packed };
 	pthread_mutex_lock(&a->cbmu);
 	a->opt.item(a->opt.payload, &it);
@@ -499,7 +391,7 @@ static void fail_with(struct arch *a, int rc);
 
 /* Whether the clean absolute path is excluded (out of memory: the backup fails, the entry is left
  * out, so that nothing excluded is ever stored by a failed match). */
-static int is_excluded(struct arch *a, const char *path)
+int rix__arch_is_excluded(struct arch *a, const char *path)
 {
 	bool m = false;
 	if (rix_patterns_match(a->excl, &m, NULL, path) != 0) {
@@ -530,7 +422,7 @@ static int holds(const char *path, const char *name, const char *text)
  * A directory marked to be left out (restic keeps it and its marker file, nothing else): the
  * marker's name into only[cap], 1; else 0.
  */
-static int dir_marked(struct arch *a, const char *path, char *only, size_t cap)
+int rix__arch_dir_marked(struct arch *a, const char *path, char *only, size_t cap)
 {
 	if (a->opt.exclude_caches && holds(path, "CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55")) {
 		snprintf(only, cap, "CACHEDIR.TAG");
@@ -576,7 +468,7 @@ static __attribute__((noinline)) int marked_only(char **only, struct arch *a, co
 {
 	char name[1024];
 	*only = NULL;
-	if (dir_marked(a, path, name, sizeof(name)) && (*only = strdup(name)) == NULL)
+	if (rix__arch_dir_marked(a, path, name, sizeof(name)) && (*only = strdup(name)) == NULL)
 		return rix_error_set(RIX_ENOMEM, "backup: out of memory");
 	return 0;
 }
@@ -585,7 +477,7 @@ static __attribute__((noinline)) int marked_only(char **only, struct arch *a, co
 static __attribute__((noinline)) bool entry_excluded(struct arch *a, const char *child)
 {
 	char absbuf[8192];
-	return a->excl != NULL && abs_clean(absbuf, sizeof(absbuf), a->cwd, child) == 0 && is_excluded(a, absbuf);
+	return a->excl != NULL && abs_clean(absbuf, sizeof(absbuf), a->cwd, child) == 0 && rix__arch_is_excluded(a, absbuf);
 }
 
 /* The parent's tree id, decoded (NULL when there is none or it cannot be read: warned). */
@@ -712,7 +604,7 @@ static int read_file_counted(struct arch *a, struct worker *w, const char *path,
 {
 	struct timespec start = { 0, 0 };
 	if (a->opt.item != NULL)
-		start = now_mono();
+		start = rix__arch_now_mono();
 	set_current(a, w, path);
 	int rc = save_file(a, w, path, h);
 	set_current(a, w, NULL);
@@ -740,7 +632,7 @@ static int save_entry(struct arch *a, const char *path, const char *name, struct
 	struct stat st;
 	struct timespec start = { 0, 0 };
 	if (a->opt.item != NULL)
-		start = now_mono();
+		start = rix__arch_now_mono();
 	if (lstat(path, &st) != 0) {
 		warn(a, path, "lstat: %s", strerror(errno));
 		return 1;
@@ -1069,7 +961,7 @@ static int walk_dir(struct arch *a, struct dir *up, const char *path, struct hel
 		d->ps = *parent;
 	if (a->opt.item != NULL) { /* (no path when memory runs out: the event names none) */
 		d->path = strdup(path);
-		d->start = now_mono();
+		d->start = rix__arch_now_mono();
 	}
 	pthread_mutex_lock(&a->mu);
 	if (up != NULL)
@@ -1403,7 +1295,7 @@ static int save_stdin(struct arch *a, rix_id *tree)
 	n->group = cached_name(&a->groups, n->gid, 1);
 	char path[4096];
 	snprintf(path, sizeof(path), "/%s", a->opt.stdin_name); /* what the snapshot calls it */
-	struct timespec start = now_mono();
+	struct timespec start = rix__arch_now_mono();
 	set_current(a, &a->main, path);
 	int rc = save_fd(a, &a->main, "<stdin>", &h, 0);
 	set_current(a, &a->main, NULL);
@@ -1418,12 +1310,6 @@ static int save_stdin(struct arch *a, rix_id *tree)
 	return rc;
 }
 
-static int cmp_str(const void *x, const void *y)
-{
-	return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
-/* A snapshot's JSON: its tree and time, and whether host and sorted paths are these. */
 /*
  * The parent's tree into *tree: opt->parent's, or restic's choice: the latest snapshot (by its
  * instant) of this host whose paths hold every target, no later than this backup's start.
@@ -1469,203 +1355,6 @@ static int find_parent(struct arch *a, char *const *abs, size_t n, rix_id *tree)
 	}
 	rix_snapshot_list_free(l);
 	return best != NULL;
-}
-
-/* ---- progress: the scanner and the reporter ---------------------------------------------- */
-
-static void scan_dir(struct arch *a, char *path, size_t len, size_t cap, dev_t dev, bool marker_ok);
-
-/* Counts an entry at path[0..len) (its stat st) as the walk will back it up: a file, or a
- * directory and what is under it. */
-static void scan_entry(struct arch *a, char *path, size_t len, size_t cap, const struct stat *st, dev_t dev)
-{
-	if (S_ISREG(st->st_mode)) {
-		ADD(a, files_total, 1);
-		ADD(a, bytes_total_scanned, st->st_size);
-	} else if (S_ISDIR(st->st_mode)) {
-		ADD(a, dirs_total, 1);
-		if (!(a->opt.one_file_system && st->st_dev != dev)) /* a mount point: kept empty */
-			scan_dir(a, path, len, cap, dev, true);
-	}
-}
-
-static bool scan_stopped(struct arch *a)
-{
-	return atomic_load_explicit(&a->t.scan_stop, memory_order_relaxed) != 0;
-}
-
-/*
- * What is in directory path[0..len) (a clean absolute path in a buffer of cap bytes, restored
- * on return), by the walk's rules: excludes, marked directories (marker_ok), one file system.
- * Errors are the walk's to report: here an entry that cannot be read is not counted.
- */
-static void scan_dir(struct arch *a, char *path, size_t len, size_t cap, dev_t dev, bool marker_ok)
-{
-	if (scan_stopped(a))
-		return;
-	DIR *d = opendir(path);
-	if (d == NULL)
-		return;
-	char only[1024];
-	const char *marker = marker_ok && dir_marked(a, path, only, sizeof(only)) ? only : NULL;
-	bool ex = a->excl != NULL;
-	size_t at = len > 0 && path[len - 1] == '/' ? len : len + 1; /* where a name goes */
-	for (struct dirent *e; !scan_stopped(a) && (e = readdir(d)) != NULL;) {
-		const char *nm = e->d_name;
-		size_t nl = strlen(nm);
-		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 || (marker != NULL && strcmp(nm, marker) != 0) ||
-		    at + nl + 1 > cap)
-			continue;
-		path[len] = '/';
-		memcpy(path + at, nm, nl + 1);
-		struct stat st;
-		if (!(ex && is_excluded(a, path)) && fstatat(dirfd(d), nm, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			scan_entry(a, path, at + nl, cap, &st, dev);
-		path[len] = '\0';
-	}
-	closedir(d);
-}
-
-struct scan_arg {
-	struct arch *a;
-	char **targets; /* clean absolute paths (borrowed) */
-	size_t n;
-	bool dot;       /* targets[0] is the snapshot's root ("."): not counted itself, not marked */
-};
-
-/* Whether p is q or under it. */
-static bool path_within(const char *p, const char *q)
-{
-	size_t ql = strlen(q);
-	return strncmp(p, q, ql) == 0 && (p[ql] == '\0' || p[ql] == '/' || (ql > 0 && q[ql - 1] == '/'));
-}
-
-/* The scanner thread: counts files, directories and bytes of every target (one nested in
- * another once), totals marked final at the end unless stopped. */
-static void *scanner_main(void *p)
-{
-	struct scan_arg *sa = p;
-	struct arch *a = sa->a;
-	size_t cap = 8192;
-	char *path = malloc(cap);
-	for (size_t i = 0; path != NULL && i < sa->n && !scan_stopped(a); i++) {
-		bool nested = false;
-		for (size_t k = 0; k < sa->n && !nested; k++)
-			nested = k != i && path_within(sa->targets[i], sa->targets[k]) &&
-				 (strcmp(sa->targets[i], sa->targets[k]) != 0 || k < i);
-		struct stat st;
-		size_t len = strlen(sa->targets[i]);
-		if (nested || len + 1 > cap || lstat(sa->targets[i], &st) != 0)
-			continue;
-		memcpy(path, sa->targets[i], len + 1);
-		if (sa->dot && S_ISDIR(st.st_mode))
-			scan_dir(a, path, len, cap, st.st_dev, false);
-		else
-			scan_entry(a, path, len, cap, &st, st.st_dev);
-	}
-	free(path);
-	if (!scan_stopped(a))
-		atomic_store(&a->t.scan_final, 1);
-	return NULL;
-}
-
-/* The progress reporter's wait, and the order to stop. */
-struct reporter {
-	struct arch *a;
-	pthread_mutex_t mu;
-	pthread_cond_t cv; /* on CLOCK_MONOTONIC */
-	int stop;
-};
-
-/* One call of opt.progress with the counts as they are now. */
-static void report(struct arch *a, bool done)
-{
-	rix_backup_progress p;
-	memset(&p, 0, sizeof(p));
-	p.seconds = since(&a->t0);
-	p.files_done = FILES_DONE(a);
-	p.dirs_done = DIRS_DONE(a);
-	p.bytes_done = GET(a, bytes_done);
-	p.errors = GET(a, errors);
-	p.totals_final = atomic_load(&a->t.scan_final) != 0; /* before the totals: they are whole then */
-	p.files_total = GET(a, files_total);
-	p.dirs_total = GET(a, dirs_total);
-	p.bytes_total = GET(a, bytes_total_scanned);
-	p.done = done;
-	if (done && !p.totals_final) { /* no scanner (stdin), or one stopped short: what was done is all */
-		p.files_total = p.files_done;
-		p.dirs_total = p.dirs_done;
-		p.bytes_total = p.bytes_done;
-		p.totals_final = true;
-	}
-	char *cur[65];
-	size_t nc = 0;
-	for (size_t i = 0; i < a->nreaders && nc < 65; i++) {
-		struct worker *w = a->readers[i];
-		pthread_mutex_lock(&w->cur_mu);
-		if (w->cur != NULL && (cur[nc] = strdup(w->cur)) != NULL)
-			nc++;
-		pthread_mutex_unlock(&w->cur_mu);
-	}
-	qsort(cur, nc, sizeof(cur[0]), cmp_str);
-	p.current = (const char *const *)cur;
-	p.ncurrent = nc;
-	a->opt.progress(a->opt.payload, &p);
-	for (size_t i = 0; i < nc; i++)
-		free(cur[i]);
-}
-
-/* The reporter thread: a report every interval until told to stop, then the last one. */
-static void *reporter_main(void *p)
-{
-	struct reporter *rp = p;
-	struct arch *a = rp->a;
-	unsigned ms = a->opt.progress_interval_ms ? a->opt.progress_interval_ms : 250;
-	pthread_mutex_lock(&rp->mu);
-	while (!rp->stop) {
-		struct timespec dl = now_mono();
-		dl.tv_sec += (time_t)(ms / 1000);
-		dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-		while (!rp->stop && pthread_cond_timedwait(&rp->cv, &rp->mu, &dl) != ETIMEDOUT)
-			;
-		if (rp->stop)
-			break;
-		pthread_mutex_unlock(&rp->mu);
-		report(a, false);
-		pthread_mutex_lock(&rp->mu);
-	}
-	pthread_mutex_unlock(&rp->mu);
-	report(a, true);
-	return NULL;
-}
-
-/* The tally into the summary (the fields rix_backup_summary has). */
-static void tally_out(struct arch *a)
-{
-	rix_backup_summary *m = a->sum;
-	m->files = FILES_DONE(a);
-	m->dirs = DIRS_DONE(a);
-	m->others = GET(a, others);
-	m->files_new = GET(a, files_new);
-	m->files_changed = GET(a, files_changed);
-	m->files_unmodified = GET(a, files_unmodified);
-	m->dirs_new = GET(a, dirs_new);
-	m->dirs_changed = GET(a, dirs_changed);
-	m->dirs_unmodified = GET(a, dirs_unmodified);
-	m->bytes = GET(a, bytes);
-	m->bytes_total = GET(a, bytes_total);
-	m->data_blobs = GET(a, data_blobs);
-	m->data_added = GET(a, data_added);
-	m->tree_blobs = GET(a, tree_blobs);
-	m->tree_added = GET(a, tree_added);
-	m->data_added_packed = GET(a, added_packed);
-	m->errors = GET(a, errors);
-	m->excluded = GET(a, excluded);
-	m->seconds = since(&a->t0);
 }
 
 /* ---- the backup -------------------------------------------------------------------------- */
@@ -1716,7 +1405,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	pthread_cond_init(&a.work, NULL);
 	pthread_cond_init(&a.idle, NULL);
 	a.tail = &a.head;
-	a.t0 = now_mono();
+	a.t0 = rix__arch_now_mono();
 	a.progress_on = a.opt.progress != NULL;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -1820,14 +1509,14 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	pthread_t scanner, reporter;
 	bool scanning = false, reporting = false;
 	if (rc == 0 && a.progress_on) {
-		scanning = sa.n > 0 && pthread_create(&scanner, NULL, scanner_main, &sa) == 0;
+		scanning = sa.n > 0 && pthread_create(&scanner, NULL, rix__arch_scanner_main, &sa) == 0;
 		pthread_condattr_t ca;
 		pthread_condattr_init(&ca);
 		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 		pthread_cond_init(&rp.cv, &ca);
 		pthread_condattr_destroy(&ca);
 		pthread_mutex_init(&rp.mu, NULL);
-		reporting = pthread_create(&reporter, NULL, reporter_main, &rp) == 0;
+		reporting = pthread_create(&reporter, NULL, rix__arch_reporter_main, &rp) == 0;
 		if (!reporting) {
 			pthread_cond_destroy(&rp.cv);
 			pthread_mutex_destroy(&rp.mu);
@@ -1874,7 +1563,7 @@ int rix_backup(rix_id *snapshot_id, rix_backup_summary *summary, rix_repo *r, co
 	/* Packs, then index files, then the snapshot that names them. */
 	if (rc == 0)
 		rc = rix_repo_flush(r);
-	tally_out(&a);
+	rix__arch_tally_out(&a);
 	if (rc == 0)
 		rc = snapshot_json(&json, &json_len, &a, &tree, abs, nabs);
 	if (rc == 0)
@@ -1893,7 +1582,7 @@ done:
 		pthread_cond_destroy(&rp.cv);
 		pthread_mutex_destroy(&rp.mu);
 	}
-	tally_out(&a);
+	rix__arch_tally_out(&a);
 	if (summary != NULL)
 		memcpy(summary, &full, sum_size);
 	rix_free(json);
