@@ -125,8 +125,11 @@ static IDSET_ATTR size_t IDSET_FN(find_many)(const struct rix_idset *s, const ri
 			RIX_PREFETCH(tail_at(s, lo[x_]));                                \
 			if (s->w)                                                        \
 				RIX_PREFETCH(s->mid + ((lo[x_] * s->w) >> 3));           \
-			if (sat != NULL)                                                 \
-				RIX_PREFETCH(sat + (((uint64_t)lo[x_] * sat_bits) >> 3)); \
+			if (sat != NULL) { /* the location's 16 bytes: two lines at times */ \
+				const uint8_t *p_ = sat + (((uint64_t)lo[x_] * sat_bits) >> 3); \
+				RIX_PREFETCH(p_);                                        \
+				RIX_PREFETCH(p_ + 15);                                   \
+			}                                                                \
 		}                                                                        \
 	} while (0)
 #define STAGE_C(k)                                                                       \
