@@ -123,6 +123,7 @@ static IDSET_ATTR size_t IDSET_FN(find_many)(const struct rix_idset *s, const ri
 		IDSET_FN(bucket_range)(s, b[x_], &lo[x_], &hi[x_]);                      \
 		if (lo[x_] < hi[x_]) {                                                   \
 			RIX_PREFETCH(tail_at(s, lo[x_]));                                \
+			RIX_PREFETCH(tail_at(s, lo[x_]) + s->tail - 1); /* its end */    \
 			if (s->w)                                                        \
 				RIX_PREFETCH(s->mid + ((lo[x_] * s->w) >> 3));           \
 			if (sat != NULL) { /* the location's 16 bytes: two lines at times */ \
