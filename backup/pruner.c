@@ -6,8 +6,8 @@
  *   pack info:    one pass over the master index: used (first copy), duplicate (later copies of
  *                 a used blob, resolved in a second pass, as restic) or unused, summed per pack
  *   decision:     the packs the backend lists, classified and sorted as restic's decidePackAction
- *   run:          unreferenced packs removed; blobs to keep read from the packs to repack
- *                 (verified: MAC, zstd, SHA-256) and copied into new packs as they are stored
+ *   run:          (prune_run.c) unreferenced packs removed; blobs to keep read from the packs
+ *                 to repack (verified: MAC, zstd, SHA-256) and copied into new packs as they are stored
  *                 (rix_repo_save_blob_stored: compressed ones are not compressed again), or, an
  *                 uncompressed blob that restic would compress, saved again from the plaintext
  *                 (rix_repo_save_blob_copy); flushed; the index rewritten without the packs
@@ -40,6 +40,7 @@
 #include "rix/snapshot.h"
 #include "rix/walker.h"
 #include "../common/pool.h"
+#include "pruner_internal.h"
 
 /* ---- option values -------------------------------------------------------------------------- */
 
@@ -112,40 +113,7 @@ int rix_prune_parse_max_unused(rix_prune_options *o, const char *s)
 	return 0;
 }
 
-/* ---- the plan --------------------------------------------------------------------------------- */
-
-enum { TPE_UNSET = 2, TPE_MIXED = 3 };                                    /* beside RIX_BLOB_DATA / _TREE */
-enum { A_NONE = 0, A_KEEP, A_REPACK, A_REMOVE, A_IGNORE /* missing, unneeded: dropped from the index */ };
-
-struct pinfo {
-	rix_id id;
-	uint64_t used_size, unused_size;
-	uint64_t used_blobs, unused_blobs;
-	uint8_t tpe;
-	bool uncompressed; /* holds an uncompressed blob; after the decision: must be compressed */
-	bool listed;       /* the backend has it */
-	bool small;        /* under the size a pack should reach (the repack order's second key) */
-	uint8_t action;
-};
-
-/* A used blob with more than one copy in the index (restic's duplicateBlobs): open addressing. */
-struct dup {
-	rix_id id;
-	uint8_t type, count, used; /* used: the slot is taken */
-	uint8_t undone;            /* its first copy's count as used taken back (undo_first) */
-};
-
-/*
- * A set of data blob IDs as keyed 63-bit fingerprints: open addressing, 0 is an empty slot. The
- * top bit of a slot marks a fingerprint met by the first pass (fp_meet): a used blob met again
- * is a copy.
- */
-#define FP_MET ((uint64_t)1 << 63)
-struct fpset {
-	uint64_t *slot;
-	size_t cap, n; /* cap: a power of two, or 0 */
-	uint64_t seed;
-};
+/* ---- the plan (its structs: pruner_internal.h) ------------------------------------------------ */
 
 static uint64_t fp_of(const struct fpset *s, const rix_id *id)
 {
@@ -214,31 +182,13 @@ static int fp_add(struct fpset *s, const rix_id *id)
 	return 0;
 }
 
-struct rix_prune_plan {
-	rix_repo *r;
-	rix_master_index *mi;
-	rix_prune_options o;
-	rix_prune_stats st;
-	struct fpset data;                  /* the used data blobs */
-	rix_indexmap *trees;                /* the used trees (locations unused) */
-	rix_indexmap *met_trees;            /* the used trees the first pass met */
-	rix_indexmap *packmap;              /* pack ID -> loc.pack = its number in packs */
-	struct pinfo *packs;
-	size_t npacks, packs_cap;
-	struct dup *dups;
-	size_t dups_cap, ndups; /* cap: a power of two, or 0 */
-	rix_id *lists[3];       /* RIX_PRUNE_UNREFERENCED, _REPACK, _REMOVE */
-	size_t nlists[3], lists_cap[3];
-	bool ran;
-};
-
-static int oom(void)
+int rix__prune_oom(void)
 {
 	return rix_error_set(RIX_ENOMEM, "prune: out of memory");
 }
 
-static void say(const rix_prune_plan *p, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(const rix_prune_plan *p, int level, const char *fmt, ...)
+void rix__prune_say(const rix_prune_plan *p, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void rix__prune_say(const rix_prune_plan *p, int level, const char *fmt, ...)
 {
 	if (p->o.msg == NULL)
 		return;
@@ -250,7 +200,7 @@ static void say(const rix_prune_plan *p, int level, const char *fmt, ...)
 	p->o.msg(p->o.payload, level, line);
 }
 
-static void progress(const rix_prune_plan *p, const char *phase, uint64_t done, uint64_t total)
+void rix__prune_progress(const rix_prune_plan *p, const char *phase, uint64_t done, uint64_t total)
 {
 	if (p->o.progress != NULL)
 		p->o.progress(p->o.payload, phase, done, total);
@@ -262,7 +212,7 @@ static int push_id(rix_prune_plan *p, int which, const rix_id *id)
 		size_t cap = p->lists_cap[which] ? 2 * p->lists_cap[which] : 64;
 		rix_id *v = rix_realloc(p->lists[which], cap * sizeof(*v));
 		if (v == NULL)
-			return oom();
+			return rix__prune_oom();
 		p->lists[which] = v;
 		p->lists_cap[which] = cap;
 	}
@@ -321,7 +271,7 @@ struct walk {
 	rix_id first_missing;
 };
 
-static bool used_has(const rix_prune_plan *p, rix_blob_type t, const rix_id *id)
+bool rix__prune_used_has(const rix_prune_plan *p, rix_blob_type t, const rix_id *id)
 {
 	return t == RIX_BLOB_DATA ? fp_has(&p->data, id) : rix_indexmap_lookup(NULL, p->trees, id) == 0;
 }
@@ -339,7 +289,7 @@ static int add_tree(struct walk *w, const rix_id *id)
 		size_t cap = w->cap ? 2 * w->cap : 256;
 		rix_id *v = rix_realloc(w->stack, cap * sizeof(*v));
 		if (v == NULL)
-			return oom();
+			return rix__prune_oom();
 		w->stack = v;
 		w->cap = cap;
 	}
@@ -407,7 +357,7 @@ static void *walk_worker(void *arg)
 		pthread_mutex_unlock(&w->mu);
 		rix_tree_free(t);
 		if (trees % 256 == 0)
-			progress(w->p, "trees", trees, 0);
+			rix__prune_progress(w->p, "trees", trees, 0);
 		pthread_mutex_lock(&w->mu);
 	}
 	pthread_cond_broadcast(&w->cv);
@@ -425,7 +375,7 @@ static bool ignored(const rix_prune_plan *p, const rix_id *id)
 
 static int find_used(rix_prune_plan *p)
 {
-	say(p, 1, "loading all snapshots...");
+	rix__prune_say(p, 1, "loading all snapshots...");
 	rix_snapshot_list *l = NULL;
 	int rc = rix_snapshot_list_load(&l, p->r, NULL, NULL);
 	if (rc != 0)
@@ -450,7 +400,7 @@ static int find_used(rix_prune_plan *p)
 		rc = add_tree(&w, &l->items[i]->tree);
 	}
 	rix_snapshot_list_free(l);
-	say(p, 1, "finding data that is still in use for %zu snapshots", p->st.snapshots);
+	rix__prune_say(p, 1, "finding data that is still in use for %zu snapshots", p->st.snapshots);
 	if (rc == 0) {
 		unsigned want = p->o.workers ? p->o.workers : rix_repo_workers(p->r);
 		rix__pool_run(rix__pool_size(want ? want : 4, 16), walk_worker, &w);
@@ -460,14 +410,14 @@ static int find_used(rix_prune_plan *p)
 	if (rc == 0 && w.missing > 0) {
 		char hex[65];
 		rix_id_to_hex(hex, &w.first_missing);
-		say(p, 0, "data blob %s not found in the index", hex);
+		rix__prune_say(p, 0, "data blob %s not found in the index", hex);
 		rc = rix_error_set(RIX_ECORRUPT,
 				   "index is not complete: %" PRIu64 " trees name data blobs no index names (%s, ...); will not start "
 				   "prune to prevent (additional) data loss; run 'rix repair index', then 'rix check'",
 				   w.missing, hex);
 	}
 	p->st.trees = w.trees;
-	progress(p, "trees", w.trees, w.trees);
+	rix__prune_progress(p, "trees", w.trees, w.trees);
 	rix_free(w.stack);
 	pthread_mutex_destroy(&w.mu);
 	pthread_cond_destroy(&w.cv);
@@ -478,7 +428,7 @@ static int find_used(rix_prune_plan *p)
 
 /* The number of pack pack_id in p->packs, made when new (with restic's header size: the crypto
  * overhead and the length field). UINT32_MAX: out of memory. */
-static uint32_t pack_slot(rix_prune_plan *p, const rix_id *pack_id)
+uint32_t rix__prune_pack_slot(rix_prune_plan *p, const rix_id *pack_id)
 {
 	rix_loc loc;
 	if (rix_indexmap_lookup(&loc, p->packmap, pack_id) == 0)
@@ -533,7 +483,7 @@ static int dup_add(rix_prune_plan *p, rix_blob_type t, const rix_id *id, uint8_t
 		size_t cap = p->dups_cap ? 2 * p->dups_cap : 64;
 		struct dup *v = rix_calloc(cap, sizeof(*v)), *old = p->dups;
 		if (v == NULL)
-			return oom();
+			return rix__prune_oom();
 		size_t oldcap = p->dups_cap;
 		p->dups = v;
 		p->dups_cap = cap;
@@ -569,7 +519,7 @@ static int used_meet(rix_prune_plan *p, rix_blob_type t, const rix_id *id)
 	if (rix_indexmap_lookup(NULL, p->met_trees, id) == 0)
 		return 1;
 	static const rix_loc none = { 0 };
-	return rix_indexmap_add(p->met_trees, id, &none) == 0 ? 0 : oom();
+	return rix_indexmap_add(p->met_trees, id, &none) == 0 ? 0 : rix__prune_oom();
 }
 
 /*
@@ -581,9 +531,9 @@ static int used_meet(rix_prune_plan *p, rix_blob_type t, const rix_id *id)
 static int first_pass(void *arg, const rix_packed_blob *pb)
 {
 	rix_prune_plan *p = arg;
-	uint32_t s = pack_slot(p, &pb->pack_id);
+	uint32_t s = rix__prune_pack_slot(p, &pb->pack_id);
 	if (s == UINT32_MAX)
-		return oom();
+		return rix__prune_oom();
 	struct pinfo *ip = &p->packs[s];
 	pack_blob(ip, pb);
 	int met = used_meet(p, pb->type, &pb->id);
@@ -660,7 +610,7 @@ static int second_pass(void *arg, const rix_packed_blob *pb)
 
 static int pack_info(rix_prune_plan *p)
 {
-	say(p, 1, "searching used packs...");
+	rix__prune_say(p, 1, "searching used packs...");
 	int rc = rix_master_index_foreach(p->mi, first_pass, p);
 	if (rc == 0 && p->ndups > 0)
 		rc = rix_master_index_foreach(p->mi, undo_first, p);
@@ -688,14 +638,14 @@ static int list_pack(void *arg, const char *name, uint64_t size)
 		return 0; /* not a pack file's name */
 	rix_loc loc;
 	if (rix_indexmap_lookup(&loc, p->packmap, &id) != 0) {
-		say(p, 2, "will remove pack %.8s as it is unused and not indexed", name);
+		rix__prune_say(p, 2, "will remove pack %.8s as it is unused and not indexed", name);
 		p->st.size.unref += size;
 		return push_id(p, RIX_PRUNE_UNREFERENCED, &id);
 	}
 	struct pinfo *ip = &p->packs[loc.pack];
 	ip->listed = true;
 	if (ip->used_size + ip->unused_size != size && ip->used_blobs != 0) {
-		say(p, 0, "pack %.8s: calculated size %" PRIu64 " does not match real size %" PRIu64, name,
+		rix__prune_say(p, 0, "pack %.8s: calculated size %" PRIu64 " does not match real size %" PRIu64, name,
 		    ip->used_size + ip->unused_size, size);
 		return rix_error_set(RIX_ECORRUPT,
 				     "pack size does not match calculated size from index (pack %.8s: %" PRIu64 " in the index, %" PRIu64
@@ -737,7 +687,7 @@ static void repack(rix_prune_plan *p, struct pinfo *ip)
 
 static int decide(rix_prune_plan *p)
 {
-	say(p, 1, "collecting packs for deletion and repacking");
+	rix__prune_say(p, 1, "collecting packs for deletion and repacking");
 	struct listed ls = { .p = p };
 	int rc = rix_backend_list(rix_repo_backend(p->r), RIX_FILE_PACK, list_pack, &ls);
 	if (rc != 0)
@@ -749,7 +699,7 @@ static int decide(rix_prune_plan *p)
 	if (cand == NULL || small == NULL) {
 		rix_free(cand);
 		rix_free(small);
-		return oom();
+		return rix__prune_oom();
 	}
 	size_t ncand = 0, nsmall = 0, nmissing = 0;
 	for (size_t i = 0; i < p->npacks; i++) {
@@ -761,7 +711,7 @@ static int decide(rix_prune_plan *p)
 				p->st.size.remove += ip->unused_size;
 				char hex[65];
 				rix_id_to_hex(hex, &ip->id);
-				say(p, 0, "will forget missing pack file %s", hex);
+				rix__prune_say(p, 0, "will forget missing pack file %s", hex);
 			} else {
 				nmissing++;
 			}
@@ -794,12 +744,12 @@ static int decide(rix_prune_plan *p)
 		}
 	}
 	if (nmissing > 0) {
-		say(p, 0, "The index references %zu needed pack files which are missing from the repository:", nmissing);
+		rix__prune_say(p, 0, "The index references %zu needed pack files which are missing from the repository:", nmissing);
 		for (size_t i = 0; i < p->npacks; i++)
 			if (!p->packs[i].listed && p->packs[i].used_blobs != 0) {
 				char hex[65];
 				rix_id_to_hex(hex, &p->packs[i].id);
-				say(p, 0, "  %s", hex);
+				rix__prune_say(p, 0, "  %s", hex);
 			}
 		rix_free(cand);
 		rix_free(small);
@@ -870,7 +820,7 @@ int rix_prune_plan_new(rix_prune_plan **out, rix_repo *r, const rix_prune_option
 		return rix_error_set(RIX_EINVAL, "compression requires at least repository format version 2");
 	rix_prune_plan *p = rix_calloc(1, sizeof(*p));
 	if (p == NULL)
-		return oom();
+		return rix__prune_oom();
 	p->r = r;
 	p->mi = rix_repo_master_index(r);
 	p->o = *opt;
@@ -895,502 +845,3 @@ int rix_prune_plan_new(rix_prune_plan **out, rix_repo *r, const rix_prune_option
 	return 0;
 }
 
-/* ---- running it --------------------------------------------------------------------------------- */
-
-/* A blob to read from a pack being repacked. */
-struct rblob {
-	uint32_t slot; /* its pack */
-	rix_blob b;
-};
-
-struct repacker {
-	rix_prune_plan *p;
-	pthread_mutex_t mu;
-	struct rblob *v;
-	size_t n, cap;
-	size_t *starts; /* the first blob of each pack to read: starts[0..npacks], starts[npacks] = n */
-	size_t npacks, next, done;
-	rix_indexmap *saved[RIX_BLOB_TYPES]; /* blobs saved again: each once */
-	uint64_t nsaved;
-	int err;
-	char errmsg[512];
-};
-
-/* Whether a copy of (t, id) is in a pack that is kept. */
-static bool kept_elsewhere(rix_prune_plan *p, rix_blob_type t, const rix_id *id)
-{
-	rix_packed_blob loc[8];
-	size_t n = rix_master_index_lookup_all(loc, 8, p->mi, t, id);
-	rix_packed_blob *all = loc;
-	if (n > 8) {
-		all = rix_malloc(n * sizeof(*all));
-		if (all == NULL)
-			return false; /* repacked again: a copy too many, never one too few */
-		size_t m = rix_master_index_lookup_all(all, n, p->mi, t, id);
-		n = m < n ? m : n;
-	}
-	bool kept = false;
-	for (size_t i = 0; i < n && !kept; i++) {
-		rix_loc l;
-		kept = rix_indexmap_lookup(&l, p->packmap, &all[i].pack_id) == 0 && p->packs[l.pack].action == A_KEEP;
-	}
-	if (all != loc)
-		rix_free(all);
-	return kept;
-}
-
-static int collect_repack(void *arg, const rix_packed_blob *pb)
-{
-	struct repacker *rp = arg;
-	rix_prune_plan *p = rp->p;
-	rix_loc l;
-	if (rix_indexmap_lookup(&l, p->packmap, &pb->pack_id) != 0 || p->packs[l.pack].action != A_REPACK)
-		return 0;
-	if (!used_has(p, pb->type, &pb->id) || kept_elsewhere(p, pb->type, &pb->id))
-		return 0;
-	if (rp->n == rp->cap) {
-		size_t cap = rp->cap ? 2 * rp->cap : 1024;
-		struct rblob *v = rix_realloc(rp->v, cap * sizeof(*v));
-		if (v == NULL)
-			return oom();
-		rp->v = v;
-		rp->cap = cap;
-	}
-	rp->v[rp->n++] = (struct rblob){ .slot = l.pack, .b = rix_blob_in_pack(pb) };
-	return 0;
-}
-
-static int cmp_rblob(const void *a, const void *b)
-{
-	const struct rblob *x = a, *y = b;
-	if (x->slot != y->slot)
-		return x->slot < y->slot ? -1 : 1;
-	return (x->b.offset > y->b.offset) - (x->b.offset < y->b.offset);
-}
-
-static void repack_fail(struct repacker *rp, int rc, const char *msg)
-{
-	pthread_mutex_lock(&rp->mu);
-	if (rp->err == 0) {
-		rp->err = rc;
-		snprintf(rp->errmsg, sizeof(rp->errmsg), "%s", msg);
-	}
-	pthread_mutex_unlock(&rp->mu);
-}
-
-struct repack_job {
-	struct repacker *rp;
-	rix_blob *list;
-	int version;           /* the repository's */
-	rix_compression mode;  /* how it saves data blobs */
-};
-
-/*
- * Whether blob b (n plaintext bytes, verified) goes into its new pack as it is stored, rather than
- * being saved again from its plaintext. restic 0.14's repack saves every blob through
- * saveAndEncrypt, which in version 2 compresses tree blobs always and data blobs unless
- * compression is off, and in version 1 nothing. Copied as stored:
- *  - a compressed blob: its frame (libzstd's or Go's, as written) holds the plaintext a new frame
- *    would, and its size stays (restic writes a new frame, of another size; with compression off
- *    it would store the plaintext, larger);
- *  - a version 1 blob, an uncompressed data blob where compression is off, an empty blob (the
- *    codec never compresses one): saved again, each would get the same form.
- * The rest, uncompressed blobs restic would compress (trees; data blobs where compression is on:
- * what tree packs and --repack-uncompressed are repacked for), are compressed now.
- */
-static bool copy_as_stored(const struct repack_job *j, const rix_blob *b, size_t n)
-{
-	if (b->uncompressed_length != 0 || j->version < 2 || n == 0)
-		return true;
-	return b->type == RIX_BLOB_DATA && j->mode == RIX_COMPRESSION_OFF;
-}
-
-/* A blob read from a pack being repacked (verified; stored: its form in the pack): saved again,
- * unless saved already. */
-static int repack_blob(void *arg, size_t i, int code, const uint8_t *data, size_t n, const uint8_t *stored)
-{
-	struct repack_job *j = arg;
-	struct repacker *rp = j->rp;
-	const rix_blob *b = &j->list[i];
-	uint8_t *other = NULL;
-	if (code != 0) { /* a damaged copy: another one, if the index has one that reads (saved from
-			  * its plaintext: rix_repo_load_blob gives no stored form) */
-		char msg[400];
-		snprintf(msg, sizeof(msg), "%s", rix_error_last());
-		size_t on = 0;
-		if (rix_repo_load_blob(&other, &on, rp->p->r, b->type, &b->id) != 0) {
-			repack_fail(rp, code, msg);
-			return code;
-		}
-		data = other;
-		n = on;
-		stored = NULL;
-	}
-	pthread_mutex_lock(&rp->mu);
-	static const rix_loc none = { 0 };
-	bool todo = rix_indexmap_lookup(NULL, rp->saved[b->type], &b->id) != 0;
-	int rc = todo ? rix_indexmap_add(rp->saved[b->type], &b->id, &none) : 0;
-	if (rc == 0 && todo)
-		rp->nsaved++;
-	pthread_mutex_unlock(&rp->mu);
-	if (rc == 0 && todo && stored != NULL && copy_as_stored(j, b, n))
-		rc = rix_repo_save_blob_stored(rp->p->r, b, stored);
-	else if (rc == 0 && todo)
-		rc = rix_repo_save_blob_copy(NULL, NULL, rp->p->r, b->type, data, n);
-	rix_free(other);
-	if (rc != 0)
-		repack_fail(rp, rc, rix_error_last());
-	return rc;
-}
-
-static void *repack_worker(void *arg)
-{
-	struct repacker *rp = arg;
-	rix_blob *list = NULL;
-	size_t cap = 0;
-	for (;;) {
-		pthread_mutex_lock(&rp->mu);
-		size_t k = rp->err == 0 && rp->next < rp->npacks ? rp->next++ : SIZE_MAX;
-		pthread_mutex_unlock(&rp->mu);
-		if (k == SIZE_MAX)
-			break;
-		size_t a = rp->starts[k], b = rp->starts[k + 1];
-		if (b - a > cap) {
-			rix_free(list);
-			cap = b - a;
-			list = rix_malloc(cap * sizeof(*list));
-			if (list == NULL) {
-				cap = 0;
-				repack_fail(rp, RIX_ENOMEM, "prune: out of memory");
-				break;
-			}
-		}
-		for (size_t i = a; i < b; i++)
-			list[i - a] = rp->v[i].b;
-		struct repack_job j = { rp, list, rix_repo_config(rp->p->r)->version, rix_repo_compression(rp->p->r) };
-		const rix_id *pack = &rp->p->packs[rp->v[a].slot].id;
-		int rc = rix_repo_load_pack_blobs_stored(rp->p->r, pack, list, b - a, repack_blob, &j);
-		if (rc != 0)
-			repack_fail(rp, rc, rix_error_last());
-		pthread_mutex_lock(&rp->mu);
-		size_t done = ++rp->done;
-		pthread_mutex_unlock(&rp->mu);
-		progress(rp->p, "packs repacked", done, rp->npacks);
-	}
-	rix_free(list);
-	return NULL;
-}
-
-static int run_repack(rix_prune_plan *p)
-{
-	struct repacker rp = { .p = p };
-	pthread_mutex_init(&rp.mu, NULL);
-	int rc = rix_master_index_foreach(p->mi, collect_repack, &rp);
-	for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++)
-		rc = rix_indexmap_new(&rp.saved[t]);
-	if (rc == 0) {
-		if (rp.n > 1)
-			qsort(rp.v, rp.n, sizeof(*rp.v), cmp_rblob);
-		rp.starts = rix_malloc((rp.n + 1) * sizeof(*rp.starts));
-		if (rp.starts == NULL)
-			rc = oom();
-	}
-	if (rc == 0) {
-		for (size_t i = 0; i < rp.n; i++)
-			if (i == 0 || rp.v[i].slot != rp.v[i - 1].slot)
-				rp.starts[rp.npacks++] = i;
-		rp.starts[rp.npacks] = rp.n;
-		/* the distinct blobs to keep: each must be saved once */
-		uint64_t distinct = 0;
-		rix_indexmap *seen[RIX_BLOB_TYPES] = { NULL, NULL };
-		for (int t = 0; t < RIX_BLOB_TYPES && rc == 0; t++)
-			rc = rix_indexmap_new(&seen[t]);
-		static const rix_loc none = { 0 };
-		for (size_t i = 0; i < rp.n && rc == 0; i++) {
-			rix_blob *b = &rp.v[i].b;
-			if (rix_indexmap_lookup(NULL, seen[b->type], &b->id) != 0) {
-				rc = rix_indexmap_add(seen[b->type], &b->id, &none);
-				distinct++;
-			}
-		}
-		rix_indexmap_free(seen[0]);
-		rix_indexmap_free(seen[1]);
-		if (rc == 0 && rp.npacks > 0) {
-			unsigned want = p->o.workers ? p->o.workers : rix_repo_workers(p->r);
-			rix__pool_run(rix__pool_size(want, 8), repack_worker, &rp);
-			rc = rp.err != 0 ? rix_error_set(rp.err, "repack: %s", rp.errmsg) : 0;
-		}
-		/* What the workers held goes before the flush writes the new packs' index files. */
-		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-			rix_indexmap_free(rp.saved[t]);
-			rp.saved[t] = NULL;
-		}
-		rix_free(rp.v);
-		rp.v = NULL;
-		rix_free(rp.starts);
-		rp.starts = NULL;
-		(void)rix_repo_release_buffers(p->r);
-		if (rc == 0)
-			rc = rix_repo_flush(p->r);
-		if (rc == 0 && rp.nsaved != distinct)
-			rc = rix_error_set(RIX_ECORRUPT, "internal error: %" PRIu64 " of %" PRIu64 " blobs were not repacked",
-					   distinct - rp.nsaved, distinct);
-	}
-	rix_indexmap_free(rp.saved[0]);
-	rix_indexmap_free(rp.saved[1]);
-	rix_free(rp.v);
-	rix_free(rp.starts);
-	pthread_mutex_destroy(&rp.mu);
-	return rc;
-}
-
-/* ---- the new index ------------------------------------------------------------------------------ */
-
-/* Packs of the index as it is now (the repack's new ones too), for the rewrite. */
-/* A pack in the rewrite, by its number in p->packs (the plan's, with the repack's new packs). */
-struct rpack {
-	uint32_t n;    /* its blobs */
-	uint32_t fill; /* filled in this batch */
-	size_t off;    /* its first blob in the batch */
-};
-
-/*
- * The first pass over the master index finds each entry's pack in the plan's pack table (adding
- * the repack's new packs to it) and records its number (order[i] for the i-th entry of the
- * walk), so that the passes that fill the batches look nothing up: they read the next number,
- * and check that the entry's pack ID is that pack's (the walk's order holds while the index does
- * not change).
- */
-struct rewrite {
-	rix_prune_plan *p;
-	struct rpack *packs; /* [p->npacks] */
-	size_t cap;
-	uint32_t *order; /* each entry's pack number, in the walk's order */
-	size_t nentries, order_cap;
-	size_t next;        /* the entry the fill pass is at */
-	size_t first, last; /* the batch: packs [first, last) */
-	rix_blob *blobs;
-};
-
-/* Whether pack s leaves the index: repacked, removed, or missing and not needed. */
-static bool pack_goes(const rix_prune_plan *p, uint32_t s)
-{
-	uint8_t a = p->packs[s].action;
-	return a == A_REPACK || a == A_REMOVE || a == A_IGNORE;
-}
-
-static int count_pack(void *arg, const rix_packed_blob *pb)
-{
-	struct rewrite *w = arg;
-	rix_prune_plan *p = w->p;
-	size_t before = p->npacks;
-	uint32_t s = pack_slot(p, &pb->pack_id);
-	if (s == UINT32_MAX)
-		return oom();
-	if (p->npacks > before)
-		p->st.packs_written++; /* a pack of the repack */
-	if (p->npacks > w->cap) {
-		size_t cap = p->packs_cap;
-		struct rpack *v = rix_realloc(w->packs, cap * sizeof(*v));
-		if (v == NULL)
-			return oom();
-		memset(v + w->cap, 0, (cap - w->cap) * sizeof(*v));
-		w->packs = v;
-		w->cap = cap;
-	}
-	if (w->nentries == w->order_cap) {
-		size_t cap = w->order_cap ? 2 * w->order_cap : 4096;
-		uint32_t *v = rix_realloc(w->order, cap * sizeof(*v));
-		if (v == NULL)
-			return oom();
-		w->order = v;
-		w->order_cap = cap;
-	}
-	w->order[w->nentries++] = s;
-	w->packs[s].n++;
-	return 0;
-}
-
-static int changed(void)
-{
-	return rix_error_set(RIX_ECORRUPT, "prune: the index changed while prune rewrote it");
-}
-
-static int fill_batch(void *arg, const rix_packed_blob *pb)
-{
-	struct rewrite *w = arg;
-	if (w->next >= w->nentries)
-		return changed();
-	uint32_t s = w->order[w->next++];
-	if (s < w->first || s >= w->last || pack_goes(w->p, s))
-		return 0;
-	struct rpack *rp = &w->packs[s];
-	if (rp->fill >= rp->n || memcmp(&w->p->packs[s].id, &pb->pack_id, sizeof(rix_id)) != 0)
-		return changed();
-	w->blobs[rp->off + rp->fill++] = rix_blob_in_pack(pb);
-	return 0;
-}
-
-static int cmp_blob_offset(const void *a, const void *b)
-{
-	const rix_blob *x = a, *y = b;
-	return (x->offset > y->offset) - (x->offset < y->offset);
-}
-
-/* Blobs held at once while rewriting: batches of packs of about a quarter of the blobs kept (so
- * at most about four passes over the master index, one a batch; 12 MiB of rix_blob a million
- * blobs kept), at least 256 Ki blobs. One buffer serves every batch. */
-#define REWRITE_PASSES 4
-#define REWRITE_BATCH_MIN ((uint64_t)1 << 18)
-
-static int rewrite_index(rix_prune_plan *p, rix_id **old, size_t *nold)
-{
-	say(p, 1, "rebuilding index");
-	struct rewrite w = { .p = p };
-	rix_index_writer *iw = NULL;
-	int rc = rix_master_index_index_ids(old, nold, p->mi);
-	/* One slot a pack of the plan at least: count_pack grows it as the repack's packs come. */
-	w.cap = p->packs_cap > 0 ? p->packs_cap : 1;
-	if (rc == 0 && (w.packs = rix_calloc(w.cap, sizeof(*w.packs))) == NULL)
-		rc = oom();
-	/* And one number an entry (grown by count_pack should the index hold more by then). */
-	w.order_cap = rix_master_index_count(p->mi, RIX_BLOB_DATA) + rix_master_index_count(p->mi, RIX_BLOB_TREE);
-	if (rc == 0 && w.order_cap > 0 && (w.order = rix_malloc(w.order_cap * sizeof(*w.order))) == NULL)
-		rc = oom();
-	if (rc == 0)
-		rc = rix_master_index_foreach(p->mi, count_pack, &w);
-	if (rc == 0)
-		rc = rix_index_writer_new(&iw, p->r, *old, *nold);
-	size_t npacks = rc == 0 ? p->npacks : 0;
-	uint64_t total = 0;
-	for (size_t i = 0; i < npacks; i++)
-		total += pack_goes(p, (uint32_t)i) ? 0 : w.packs[i].n;
-	uint64_t done = 0, batch = total / REWRITE_PASSES + 1, blobs_cap = 0;
-	if (batch < REWRITE_BATCH_MIN)
-		batch = REWRITE_BATCH_MIN;
-	if (p->o.rewrite_batch != 0)
-		batch = p->o.rewrite_batch;
-	for (size_t first = 0; rc == 0 && first < npacks;) {
-		size_t last = first;
-		uint64_t sum = 0;
-		while (last < npacks && (last == first || sum + w.packs[last].n <= batch)) {
-			if (!pack_goes(p, (uint32_t)last)) {
-				w.packs[last].off = (size_t)sum;
-				w.packs[last].fill = 0;
-				sum += w.packs[last].n;
-			}
-			last++;
-		}
-		w.first = first;
-		w.last = last;
-		if (sum > blobs_cap) {
-			rix_free(w.blobs);
-			w.blobs = rix_malloc((size_t)sum * sizeof(*w.blobs));
-			blobs_cap = w.blobs != NULL ? sum : 0;
-			if (w.blobs == NULL)
-				rc = oom();
-		}
-		if (rc == 0 && sum > 0) {
-			w.next = 0;
-			rc = rix_master_index_foreach(p->mi, fill_batch, &w);
-			if (rc == 0 && w.next != w.nentries)
-				rc = changed();
-			for (size_t i = first; rc == 0 && i < last; i++) {
-				struct rpack *rp = &w.packs[i];
-				if (pack_goes(p, (uint32_t)i) || rp->n == 0)
-					continue;
-				if (rp->fill > 1)
-					qsort(w.blobs + rp->off, rp->fill, sizeof(rix_blob), cmp_blob_offset);
-				rc = rix_index_writer_add(iw, &p->packs[i].id, w.blobs + rp->off, rp->fill);
-				done += rp->fill;
-			}
-			progress(p, "blobs indexed", done, total);
-		}
-		first = last;
-	}
-	if (rc == 0)
-		rc = rix_index_writer_finish(iw);
-	if (iw != NULL) {
-		size_t n;
-		(void)rix_index_writer_files(&n, iw);
-		p->st.index_written = n;
-	}
-	rix_index_writer_free(iw);
-	rix_free(w.packs);
-	rix_free(w.order);
-	rix_free(w.blobs);
-	return rc;
-}
-
-/* Removes files[0..n) of type t; failures counted and said, not errors. */
-static void remove_files(rix_prune_plan *p, rix_file_type t, const rix_id *files, size_t n, uint64_t *removed,
-			 const char *phase)
-{
-	rix_backend *b = rix_repo_backend(p->r);
-	for (size_t i = 0; i < n; i++) {
-		char hex[65];
-		rix_id_to_hex(hex, &files[i]);
-		int rc = rix_backend_remove(b, t, hex);
-		if (rc == 0 || rc == RIX_ENOTFOUND) {
-			(*removed)++;
-		} else {
-			p->st.remove_failures++;
-			say(p, 0, "unable to remove %s/%s from the repository: %s", rix_file_type_name(t), hex, rix_error_last());
-		}
-		progress(p, phase, i + 1, n);
-	}
-}
-
-int rix_prune_run(rix_prune_plan *p)
-{
-	if (p->ran)
-		return rix_error_set(RIX_EINVAL, "prune: the plan was run already");
-	p->ran = true;
-	const rix_id *unref = p->lists[RIX_PRUNE_UNREFERENCED];
-	size_t nunref = p->nlists[RIX_PRUNE_UNREFERENCED];
-	int rc = rix_repo_flush(p->r); /* nothing to flush: the lock's check */
-	if (rc != 0)
-		return rc;
-	if (nunref > 0) {
-		say(p, 1, "deleting unreferenced packs");
-		remove_files(p, RIX_FILE_PACK, unref, nunref, &p->st.packs_removed, "packs deleted");
-	}
-	if (p->nlists[RIX_PRUNE_REPACK] > 0) {
-		say(p, 1, "repacking packs");
-		rc = run_repack(p);
-		if (rc != 0)
-			return rc;
-	}
-	/* The used sets are done with: their memory goes before the index is rewritten. */
-	rix_free(p->data.slot);
-	p->data = (struct fpset){ 0 };
-	rix_indexmap_free(p->trees);
-	p->trees = NULL;
-	bool rewrite = p->nlists[RIX_PRUNE_REPACK] + p->nlists[RIX_PRUNE_REMOVE] > 0;
-	for (size_t i = 0; i < p->npacks && !rewrite; i++)
-		rewrite = p->packs[i].action == A_IGNORE;
-	if (rewrite) {
-		rix_id *old = NULL;
-		size_t nold = 0;
-		rc = rewrite_index(p, &old, &nold);
-		if (rc == 0)
-			rc = rix_repo_flush(p->r); /* the lock is still ours */
-		if (rc == 0) {
-			say(p, 1, "deleting obsolete index files");
-			remove_files(p, RIX_FILE_INDEX, old, nold, &p->st.index_removed, "index files deleted");
-		}
-		rix_free(old);
-		if (rc != 0)
-			return rc;
-	}
-	size_t nrm = p->nlists[RIX_PRUNE_REMOVE] + p->nlists[RIX_PRUNE_REPACK];
-	if (nrm > 0) {
-		say(p, 1, "removing %zu old packs", nrm);
-		remove_files(p, RIX_FILE_PACK, p->lists[RIX_PRUNE_REPACK], p->nlists[RIX_PRUNE_REPACK], &p->st.packs_removed,
-			     "packs deleted");
-		remove_files(p, RIX_FILE_PACK, p->lists[RIX_PRUNE_REMOVE], p->nlists[RIX_PRUNE_REMOVE], &p->st.packs_removed,
-			     "packs deleted");
-	}
-	say(p, 1, "done");
-	return 0;
-}
