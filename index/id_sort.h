@@ -61,7 +61,7 @@ static __attribute__((noinline)) void SORT_FN(flag_permute)(SORT_REC *a, const s
 		at += cnt[c];
 		end[c] = at;
 		__builtin_prefetch(&a[head[c]], 1, 3);
-		__builtin_prefetch((const char *)&a[head[c]] + sizeof(SORT_REC) - 1, 1, 3);
+		__builtin_prefetch((const void *)((uintptr_t)&a[head[c]] + sizeof(SORT_REC) - 1), 1, 3);
 	}
 	for (unsigned c = 0; c < 256; c++) {
 		while (head[c] < end[c]) {
@@ -74,9 +74,10 @@ static __attribute__((noinline)) void SORT_FN(flag_permute)(SORT_REC *a, const s
 			a[head[c]] = a[head[x]];
 			a[head[x]] = t;
 			head[x]++;
-			/* (past the bucket's end: a prefetch never faults, and a wasted one is cheap) */
+			/* (at the array's end: a prefetch never faults; computed as an integer, not as a
+			 * pointer past the end) */
 			__builtin_prefetch(&a[head[x]], 1, 3);
-			__builtin_prefetch((const char *)&a[head[x]] + sizeof(SORT_REC) - 1, 1, 3);
+			__builtin_prefetch((const void *)((uintptr_t)&a[head[x]] + sizeof(SORT_REC) - 1), 1, 3);
 		}
 	}
 }

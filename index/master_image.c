@@ -72,6 +72,7 @@ struct rix_master_image {
 	/* import, once checked: the tables made of the sections (which they then own) */
 	struct rix__ranked *tab[SLOTS];
 	bool checked;
+	bool rebuilt; /* install built a table again (rix_master_image_rebuilt) */
 };
 
 static void put32(uint8_t *p, uint32_t v)
@@ -237,6 +238,9 @@ int rix_master_image_parse(rix_master_image **out, const void *desc, size_t n)
 		if (!ok)
 			rc = rix_error_set(RIX_ECORRUPT, "master image: a table's counts do not agree");
 	}
+	for (int t = 0; rc == 0 && t < RIX_BLOB_TYPES; t++)
+		if (im->count[RIX_BLOB_TYPES + t] > 0 && im->count[t] == 0) /* a top sits on a table */
+			rc = rix_error_set(RIX_ECORRUPT, "master image: a top without its table");
 	if (rc == 0)
 		rc = lay_out_sections(im);
 	if (rc != 0) {
@@ -348,6 +352,8 @@ static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k
 					 workers);
 		if (rc != 0)
 			return rc;
+		if (n > 0 && next->table[t] != tab) /* not carried over: built again of all */
+			im->rebuilt = true;
 	}
 	return 0;
 }
@@ -439,6 +445,11 @@ size_t rix_master_image_blobs(const rix_master_image *im)
 	for (int t = 0; t < SLOTS; t++)
 		n += im->count[t];
 	return n;
+}
+
+bool rix_master_image_rebuilt(const rix_master_image *im)
+{
+	return im != NULL && im->rebuilt;
 }
 
 void rix_master_image_free(rix_master_image *im)

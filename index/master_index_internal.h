@@ -38,9 +38,10 @@ struct rix__ranked; /* ranked.h */
  * of the cache) builds a table of those and the top's, not of all. Every pack number in top[t] is
  * above every one in table[t] (packs are numbered in the order they come), so asking table[t]
  * first gives the copy a single table of both would give (the lowest pack number), and
- * table[t]'s copies then top[t]'s are an ID's copies in pack order. A top never holds a
- * location that repeats one of its ID's in the table: entries that would (a pack named twice)
- * go into one table with all the others (rix__mstate_add).
+ * table[t]'s copies then top[t]'s are an ID's copies in pack order. A bulk load or install never
+ * puts in a top a location that repeats one of its ID's in the table: with a pack named twice
+ * its entries go into one table with all the others, repeats dropped (rix__mstate_add); a merge
+ * of separate indexes keeps every location, in a top as it did in the table.
  */
 #define RIX__TOP_SHARE 16 /* a top holds at most 1/RIX__TOP_SHARE of its table's entries */
 struct mstate {

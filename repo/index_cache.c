@@ -36,8 +36,9 @@
  * entries of one file cannot be taken out of the merged table). Index files listed and not in
  * the cache are loaded on top of it.
  *
- * Writing: after a load that read index files (on top of a cache: only once they pass a share of
- * it, RIX__CACHE_REWRITE_SHARE in repo_internal.h), the merged state is exported (pinned: see
+ * Writing: after a load that read index files (on top of a cache: only when they did not fit on
+ * top of its tables, or were many: RIX__CACHE_REWRITE_FILES in repo_internal.h), the merged
+ * state is exported (pinned: see
  * master_image.c) and a thread writes it to a temporary file in the same folder, then renames
  * it over the old one: a reader sees the old file or the new one, never a part. No fsync: a
  * machine crash may leave a damaged file under the final name, which the next open finds

@@ -236,9 +236,10 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 	pthread_mutex_destroy(&l.mu);
 	rix_free(l.names.v);
 	size_t before = rix_master_index_count(r->mi, RIX_BLOB_DATA) + rix_master_index_count(r->mi, RIX_BLOB_TREE);
-	size_t cached_blobs = im != NULL ? rix_master_image_blobs(im) : 0;
+	bool rebuilt = false;
 	if (im != NULL) {
 		rc = rix_master_index_install(r->mi, im); /* with the batches committed: the files added */
+		rebuilt = rix_master_image_rebuilt(im);
 		rix_master_image_free(im);
 	} else {
 		rc = rix_master_index_bulk_finish(r->mi);
@@ -257,11 +258,11 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 		return rix_error_set(l.stop, "%s", l.stop_msg);
 	if (l.first_error != 0 && r->opt.strict)
 		return l.first_error;
-	/* A new cache when index files were read now: without a cache, or on top of one when they
-	 * passed its share (RIX__CACHE_REWRITE_SHARE); never from a dedup-only index, which lacks
-	 * data blobs' locations. */
-	bool grown = cached_files == 0 || read_now >= RIX__CACHE_REWRITE_FILES ||
-		     (l.stats.blobs > cached_blobs ? l.stats.blobs - cached_blobs : 0) * RIX__CACHE_REWRITE_SHARE > cached_blobs;
+	/* A new cache when index files were read now: without a cache, or on top of one when the
+	 * install built a table again (their entries did not fit on top of the cache's tables: the
+	 * next open would build it again) or RIX__CACHE_REWRITE_FILES of them were read; never from
+	 * a dedup-only index, which lacks data blobs' locations. */
+	bool grown = cached_files == 0 || rebuilt || read_now >= RIX__CACHE_REWRITE_FILES;
 	if (read_now > 0 && grown && !rix_master_index_dedup_only(r->mi))
 		rix__index_cache_save(r);
 	return 0;

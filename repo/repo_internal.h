@@ -84,13 +84,12 @@ void rix__index_cache_open(struct rix_repo *r);
  */
 rix_master_image *rix__index_cache_read(struct rix_repo *r, const struct rix__names *names);
 /*
- * A cache that answered a load is written again only when what the load read on top of it has
- * grown past a share of it: more than 1/RIX__CACHE_REWRITE_SHARE of its blobs, or
- * RIX__CACHE_REWRITE_FILES index files. Below that, the next load reads those files again (a
- * backup's one file: milliseconds), which costs less than sealing and writing the whole cache
- * (about 0.7 s at 10M blobs) after every backup.
+ * A cache that answered a load is written again only when the install built a table again (the
+ * entries read on top of it did not fit in the small table kept on top: rix_master_image_rebuilt)
+ * or RIX__CACHE_REWRITE_FILES index files were read on top of it. Otherwise the next load reads
+ * those files again (a backup's one file: milliseconds) and puts them on top again, which costs
+ * less than sealing and writing the whole cache (about 0.7 s at 10M blobs) after every backup.
  */
-#define RIX__CACHE_REWRITE_SHARE 16
 #define RIX__CACHE_REWRITE_FILES 64
 /* Exports r's merged state and writes it as the new cache file on a thread of its own (waits for
  * a writer still running first). Failures are warnings. */

@@ -1140,6 +1140,19 @@ static void test_load_on_top_copies(void **state)
 		const struct rix__ranked *table = s->table[RIX_BLOB_DATA];
 		bool on_top = kk <= N / RIX__TOP_SHARE;
 		assert_int_equal(s->top[RIX_BLOB_DATA] != NULL, on_top);
+		if (on_top) { /* a descriptor naming a top without its table is refused */
+			rix_master_image *ex, *bad;
+			assert_int_equal(rix_master_index_export(&ex, mi), 0);
+			size_t nd;
+			const uint8_t *desc = rix_master_image_desc(&nd, ex);
+			uint8_t *d2 = malloc(nd);
+			assert_non_null(d2);
+			memcpy(d2, desc, nd);
+			memset(d2 + 40 + 4 * RIX_BLOB_DATA, 0, 4); /* the data table's count */
+			assert_int_equal(rix_master_image_parse(&bad, d2, nd), RIX_ECORRUPT);
+			free(d2);
+			rix_master_image_free(ex);
+		}
 		rix_master_index *copy = image_copy(mi);
 		const struct mstate *cs = atomic_load(&copy->state);
 		assert_int_equal(cs->top[RIX_BLOB_DATA] != NULL, on_top);

@@ -258,7 +258,8 @@ RIX_EXPORT RIX_NODISCARD int rix_master_image_check(rix_master_image *im);
  * Installs a parsed image whose sections were filled into mi, which must have nothing merged or
  * added: its tables take the filled arrays (no copy); batches committed before
  * (rix_master_batch_commit: index files listed since the image was made) are merged into them as
- * part of the install (the tables of a type with new entries built again), as bulk_finish would. The image is spent once install started using it: free it after, either way.
+ * part of the install, as bulk_finish would (a few on top of the image's tables, else the tables
+ * of a type with new entries built again: rix_master_image_rebuilt). The image is spent once install started using it: free it after, either way.
  * @return 0; RIX_EINVAL (mi not empty, or dedup-only (rix_master_index_set_dedup_only), or the
  * image not an import allocated: nothing changed);
  * RIX_ECORRUPT (the sections are not well formed: nothing changed); RIX_ENOMEM, RIX_ELIMIT (mi
@@ -273,6 +274,13 @@ RIX_EXPORT rix_image_section *rix_master_image_sections(size_t *n, rix_master_im
 RIX_EXPORT const rix_id *rix_master_image_index_ids(size_t *n, const rix_master_image *im);
 /* Blob entries the image holds (both types). */
 RIX_EXPORT size_t rix_master_image_blobs(const rix_master_image *im);
+/*
+ * After rix_master_index_install: whether it built a table again (the entries committed since
+ * the image was made did not fit in the small table kept on top of the image's, or a pack is
+ * named twice), so that an image of the new state is worth writing; false when they went on top
+ * (or there were none), or before an install.
+ */
+RIX_EXPORT bool rix_master_image_rebuilt(const rix_master_image *im);
 /* Frees the image (an export's pin is released; an import's arrays, unless installed). NULL-safe. */
 RIX_EXPORT void rix_master_image_free(rix_master_image *im);
 #endif /* RIX_ADVANCED */

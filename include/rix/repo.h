@@ -154,9 +154,10 @@ typedef struct rix_repo_load_stats {
  * (the index files are loaded, as without a cache): a cache never changes an answer. After a
  * load that read index files, a new cache file is written (sealed, to a temporary file renamed
  * over the old one) by a thread of its own; rix_repo_free (or the next load) waits for it. A
- * load on top of a cache writes it again only when what it read passes 1/16 of the cache's
- * blobs or 64 files (below that the next load reads those few files again, which costs less
- * than writing the whole cache after every backup). Failing to write it is a warning (rix_repo_options.warn), never an error. rix_repo_check
+ * load on top of a cache writes it again only when what it read did not fit on top of the
+ * cache's tables (past 1/16 of a type's table, or a pack named twice: a table built again) or
+ * was 64 files (else the next load reads those few files again, which costs less than writing
+ * the whole cache after every backup). Failing to write it is a warning (rix_repo_options.warn), never an error. rix_repo_check
  * reads every index file whatever the cache holds.
  * @return 0; the first error when strict; RIX_EIO (the backend failed: the index is partial;
  * the message names the file); backend errors from listing; RIX_ENOMEM.
