@@ -352,7 +352,9 @@ static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k
 					 workers);
 		if (rc != 0)
 			return rc;
-		if (n > 0 && next->table[t] != tab) /* not carried over: built again of all */
+		/* The image's table not carried over: built again of all (a type the image had none of
+		 * gets a table of the new entries alone: as cheap to build again as a top) */
+		if (n > 0 && tab != NULL && next->table[t] != tab)
 			im->rebuilt = true;
 	}
 	return 0;

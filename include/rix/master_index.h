@@ -275,10 +275,10 @@ RIX_EXPORT const rix_id *rix_master_image_index_ids(size_t *n, const rix_master_
 /* Blob entries the image holds (both types). */
 RIX_EXPORT size_t rix_master_image_blobs(const rix_master_image *im);
 /*
- * After rix_master_index_install: whether it built a table again (the entries committed since
- * the image was made did not fit in the small table kept on top of the image's, or a pack is
- * named twice), so that an image of the new state is worth writing; false when they went on top
- * (or there were none), or before an install.
+ * After rix_master_index_install: whether it built one of the image's tables again (the entries
+ * committed since the image was made did not fit in the small table kept on top of it, or a pack
+ * is named twice), so that an image of the new state is worth writing; false when they went on
+ * top or into a table of a type the image had none of (or there were none), or before an install.
  */
 RIX_EXPORT bool rix_master_image_rebuilt(const rix_master_image *im);
 /* Frees the image (an export's pin is released; an import's arrays, unless installed). NULL-safe. */
