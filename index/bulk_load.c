@@ -339,7 +339,7 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 		k->e[t] = NULL;
 		k->n[t] = k->cap[t] = 0;
 		rc = rix__mstate_add(next, (rix_blob_type)t, cur->table[t], cur->top[t], false, e, n,
-				     rep > 0 ? next->packs : NULL, mi->workers);
+				     rep > 0 ? next->packs : NULL, mi->workers, NULL);
 		if (rc != 0)
 			goto done;
 	}

@@ -247,9 +247,11 @@ void rix__mstate_forget_shared(struct mstate *from, const struct mstate *keep)
 }
 
 int rix__mstate_add(struct mstate *next, rix_blob_type t, struct rix__ranked *table, struct rix__ranked *top,
-		    bool own, struct fentry *add, size_t nadd, const rix_id *packs, unsigned workers)
+		    bool own, struct fentry *add, size_t nadd, const rix_id *packs, unsigned workers, bool *rebuilt)
 {
 	size_t nbase = rix__ranked_count(table), ntop = rix__ranked_count(top);
+	if (rebuilt != NULL)
+		*rebuilt = false;
 	if (nadd == 0) { /* nothing new: both carried over */
 		rix_free(add);
 		next->table[t] = table;
@@ -261,6 +263,8 @@ int rix__mstate_add(struct mstate *next, rix_blob_type t, struct rix__ranked *ta
 		return rix__ranked_merge_owned(&next->top[t], top, NULL, own, add, nadd, NULL, workers);
 	}
 	next->top[t] = NULL;
+	if (rebuilt != NULL)
+		*rebuilt = table != NULL;
 	return rix__ranked_merge_owned(&next->table[t], table, top, own, add, nadd, packs, workers);
 }
 
@@ -377,7 +381,8 @@ int rix_master_index_merge(rix_master_index *mi)
 		rc = collect_maps(&add, &nadd, merged, nmerge, (rix_blob_type)t, cur->npacks);
 		if (rc != 0)
 			goto done;
-		rc = rix__mstate_add(next, (rix_blob_type)t, cur->table[t], cur->top[t], false, add, nadd, NULL, mi->workers);
+		rc = rix__mstate_add(next, (rix_blob_type)t, cur->table[t], cur->top[t], false, add, nadd, NULL, mi->workers,
+				     NULL);
 		if (rc != 0)
 			goto done;
 	}

@@ -125,11 +125,13 @@ void rix__mstate_forget_shared(struct mstate *from, const struct mstate *keep);
  * table is carried over and a new top built of the top's entries and the added; otherwise one
  * table of all (packs, when given, drops repeated locations: rix__ranked_build_owned). With own,
  * what is not carried over is freed once copied out. On failure next holds what it carried
- * over (forget it as shared, or free it with next, as the caller owns it). @return 0,
- * RIX_ENOMEM, RIX_ELIMIT.
+ * over (forget it as shared, or free it with next, as the caller owns it). *rebuilt (may be
+ * NULL): whether an existing table is built again of all (told by the path taken: a table's
+ * address says nothing, as a new one may take a freed one's). @return 0, RIX_ENOMEM,
+ * RIX_ELIMIT.
  */
 int rix__mstate_add(struct mstate *next, rix_blob_type t, struct rix__ranked *table, struct rix__ranked *top,
-		    bool own, struct fentry *add, size_t nadd, const rix_id *packs, unsigned workers);
+		    bool own, struct fentry *add, size_t nadd, const rix_id *packs, unsigned workers, bool *rebuilt);
 
 /*
  * Publishes next (and the index-file IDs nids, nids_total of them): the state first, then, when
