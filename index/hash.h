@@ -91,6 +91,7 @@ static inline int rix__id_prefix_eq(const rix_id *a, const rix_id *b)
 }
 
 #define RIX_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#define RIX_PREFETCH_W(p) __builtin_prefetch((p), 1, 3) /* a line about to be written */
 
 /*
  * Asks the kernel to back the 2 MiB-aligned interior of [p, p + n) with huge pages (when

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "rix/alloc.h"
+#include "hash.h"
 #include "idset_cmp.h"
 #include "../common/pool.h"
 
@@ -60,8 +61,8 @@ static __attribute__((noinline)) void SORT_FN(flag_permute)(SORT_REC *a, const s
 		head[c] = at;
 		at += cnt[c];
 		end[c] = at;
-		__builtin_prefetch(&a[head[c]], 1, 3);
-		__builtin_prefetch((const void *)((uintptr_t)&a[head[c]] + sizeof(SORT_REC) - 1), 1, 3);
+		RIX_PREFETCH_W(&a[head[c]]);
+		RIX_PREFETCH_W((const void *)((uintptr_t)&a[head[c]] + sizeof(SORT_REC) - 1));
 	}
 	for (unsigned c = 0; c < 256; c++) {
 		while (head[c] < end[c]) {
@@ -76,8 +77,8 @@ static __attribute__((noinline)) void SORT_FN(flag_permute)(SORT_REC *a, const s
 			head[x]++;
 			/* (at the array's end: a prefetch never faults; computed as an integer, not as a
 			 * pointer past the end) */
-			__builtin_prefetch(&a[head[x]], 1, 3);
-			__builtin_prefetch((const void *)((uintptr_t)&a[head[x]] + sizeof(SORT_REC) - 1), 1, 3);
+			RIX_PREFETCH_W(&a[head[x]]);
+			RIX_PREFETCH_W((const void *)((uintptr_t)&a[head[x]] + sizeof(SORT_REC) - 1));
 		}
 	}
 }

@@ -347,9 +347,8 @@ static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k
 		k->e[t] = NULL;
 		k->n[t] = k->cap[t] = 0;
 		/* The image's tables (no reader sees them): those not carried over are freed as soon
-		 * as their entries are copied out. */
-		/* (a type the image had none of gets a table of the new entries alone, as cheap to
-		 * build again next time as a top: not counted as built again) */
+		 * as their entries are copied out. (A type the image had none of gets a table of the
+		 * new entries alone, as cheap to build again next time as a top: not counted.) */
 		bool rebuilt;
 		int rc = rix__mstate_add(next, (rix_blob_type)t, tab, top, true, e, n, rep > 0 ? next->packs : NULL,
 					 workers, &rebuilt);

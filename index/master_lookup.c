@@ -256,8 +256,10 @@ size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_maste
 		size_t g = n - base < GROUP ? n - base : GROUP;
 		rix_loc loc[GROUP];
 		bool hit[GROUP], in_set[GROUP];
-		size_t nhit = tab != NULL ? rix__ranked_find_many(tab, ids + base, g, loc, hit) : 0;
-		if (tab == NULL)
+		size_t nhit = 0;
+		if (tab != NULL)
+			nhit = rix__ranked_find_many(tab, ids + base, g, loc, hit); /* sets every hit[i] */
+		else
 			memset(hit, 0, sizeof(hit));
 		if (top != NULL && nhit < g)
 			top_find_many(top, ids + base, g, loc, hit);

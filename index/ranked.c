@@ -80,12 +80,17 @@ static inline size_t filter_words(size_t nd)
 
 /* Entries ahead of the build's pass whose filter word it requests (ranked build, pass 2). */
 #define FILTER_AHEAD 16
-#define RIX_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
+
+/* The filter's word of id, of nw. */
+static inline size_t filter_word(const uint8_t *id, size_t nw)
+{
+	return (size_t)(((u128)load64_le(id + 8) * nw) >> 64);
+}
 
 static inline uint64_t filter_mask(const uint8_t *id, size_t nw, size_t *word)
 {
-	uint64_t a = load64_le(id + 8), b = load64_le(id + 16);
-	*word = (size_t)(((u128)a * nw) >> 64);
+	uint64_t b = load64_le(id + 16);
+	*word = filter_word(id, nw);
 	return (1ull << (b & 63)) | (1ull << ((b >> 6) & 63)) | (1ull << ((b >> 12) & 63)) | (1ull << ((b >> 18) & 63));
 }
 
@@ -261,7 +266,7 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 		/* The filter's word of an entry further on requested now: a set bit is a read and a
 		 * write at random in the filter, which would otherwise wait for each word in turn. */
 		if (i + FILTER_AHEAD < count)
-			RIX_PREFETCH_W(&r->filter[(size_t)(((u128)load64_le(entries[i + FILTER_AHEAD].id.b + 8) * nw) >> 64)]);
+			RIX_PREFETCH_W(&r->filter[filter_word(entries[i + FILTER_AHEAD].id.b, nw)]);
 		struct fentry e = entries[i];
 		if (j > 0 && rix__id_eq(&ids[j - 1], &e.id)) {
 			bool repeat = false;
