@@ -187,7 +187,8 @@ struct link_ent *rix__rs_link_find(struct rs *s, uint64_t ino, uint64_t dev);
 
 /* ---- restore_batch.c ---------------------------------------------------------------------------- */
 
-/* The number of pack_id in the plan's pack table (added when new). @return 0, RIX_ENOMEM. */
+/* The number of pack_id in the plan's pack table (added when new). @return 0, RIX_ENOMEM,
+ * RIX_ELIMIT. */
 int rix__rs_pack_number(struct rs *s, const rix_id *pack_id, uint32_t *num);
 /* Runs the batch the plan holds (see atop restorer.c, 2.), then empties the plan. @return 0, or
  * RIX_ENOMEM; errors of files are reported, not returned. */
