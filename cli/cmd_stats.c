@@ -3,19 +3,6 @@
  */
 #include "cli.h"
 
-struct sums {
-	uint64_t count[RIX_BLOB_TYPES], stored, plain;
-};
-
-static int sum_blob(void *arg, const rix_packed_blob *pb)
-{
-	struct sums *s = arg;
-	s->count[pb->type]++;
-	s->stored += pb->length;
-	s->plain += rix_blob_plain_size(pb->length, pb->uncompressed_length);
-	return 0;
-}
-
 int cmd_stats(int argc, char **argv)
 {
 	(void)argv;
@@ -34,8 +21,8 @@ int cmd_stats(int argc, char **argv)
 		return rc;
 	}
 	rix_master_index *mi = rix_repo_master_index(r);
-	struct sums s = { 0 };
-	rc = rix_master_index_foreach(mi, sum_blob, &s);
+	rix_index_totals tot;
+	rc = rix_master_index_totals(mi, &tot); /* the sums alone: no blob walked */
 	size_t npacks = rix_master_index_pack_count(mi); /* no sort: restic names each pack once */
 	if (rc != 0) {
 		close_repo(r, lock);
@@ -51,25 +38,30 @@ int cmd_stats(int argc, char **argv)
 	size_t mem = rix_master_index_memory(mi);
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	uint64_t blobs = s.count[0] + s.count[1];
+	uint64_t blobs = 0, stored = 0, plain = 0;
+	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		blobs += tot.count[t];
+		stored += tot.stored[t];
+		plain += tot.plain[t];
+	}
 	if (g.json) {
 		printf("{\"total_blob_count\":%llu,\"data_blobs\":%llu,\"tree_blobs\":%llu,\"total_size\":%llu,"
 		       "\"total_uncompressed_size\":%llu,\"packs\":%zu,\"index_files\":%zu,\"index_bytes\":%llu,"
 		       "\"index_memory\":%zu,\"load_seconds\":%.3f,\"max_rss_kib\":%ld,\"snapshots\":%zu,"
 		       "\"files\":%llu,\"logical_size\":%llu,\"referenced_size\":%llu,\"dedup_ratio\":%.3f,"
 		       "\"missing_blobs\":%llu}\n",
-		       (unsigned long long)blobs, (unsigned long long)s.count[0], (unsigned long long)s.count[1],
-		       (unsigned long long)s.stored, (unsigned long long)s.plain, npacks, st.loaded,
+		       (unsigned long long)blobs, (unsigned long long)tot.count[0], (unsigned long long)tot.count[1],
+		       (unsigned long long)stored, (unsigned long long)plain, npacks, st.loaded,
 		       (unsigned long long)st.bytes, mem, secs, ru.ru_maxrss, u.snapshots,
 		       (unsigned long long)u.files, (unsigned long long)u.logical_bytes,
 		       (unsigned long long)u.unique_bytes, dedup, (unsigned long long)u.missing_blobs);
 	} else {
 		printf("Total Blob Count:         %llu (data %llu, tree %llu)\n", (unsigned long long)blobs,
-		       (unsigned long long)s.count[0], (unsigned long long)s.count[1]);
-		printf("Total Size:               %.3f MiB stored in %zu packs\n", (double)s.stored / 1048576.0, npacks);
-		printf("Total Uncompressed Size:  %.3f MiB\n", (double)s.plain / 1048576.0);
-		if (s.stored > 0)
-			printf("Compression Ratio:        %.2fx\n", (double)s.plain / (double)s.stored);
+		       (unsigned long long)tot.count[0], (unsigned long long)tot.count[1]);
+		printf("Total Size:               %.3f MiB stored in %zu packs\n", (double)stored / 1048576.0, npacks);
+		printf("Total Uncompressed Size:  %.3f MiB\n", (double)plain / 1048576.0);
+		if (stored > 0)
+			printf("Compression Ratio:        %.2fx\n", (double)plain / (double)stored);
 		printf("Snapshots:                %zu (%llu files, %.3f MiB if restored)\n", u.snapshots,
 		       (unsigned long long)u.files, (double)u.logical_bytes / 1048576.0);
 		if (u.unique_bytes > 0)

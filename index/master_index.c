@@ -509,6 +509,37 @@ int rix_master_index_foreach(rix_master_index *mi, rix_index_blob_fn fn, void *a
 	return rc;
 }
 
+static int add_totals(void *arg, const rix_packed_blob *pb)
+{
+	rix_index_totals *t = arg;
+	t->count[pb->type]++;
+	t->stored[pb->type] += pb->length;
+	t->plain[pb->type] += rix_blob_plain_size(pb->length, pb->uncompressed_length);
+	return 0;
+}
+
+int rix_master_index_totals(rix_master_index *mi, rix_index_totals *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_rwlock_rdlock(&mi->lock);
+	const struct mstate *st = rix__mstate_of(mi);
+	if (rix_idset_count(st->dset) > 0) {
+		pthread_rwlock_unlock(&mi->lock);
+		return rix_error_set(RIX_EINVAL, "master index: a dedup-only index holds no data blob sizes "
+						 "to add up (load the full index)");
+	}
+	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		rix__ranked_totals(st->table[t], &out->count[t], &out->stored[t], &out->plain[t]);
+		rix__ranked_totals(st->top[t], &out->count[t], &out->stored[t], &out->plain[t]);
+	}
+	/* The few entries beside the tables, as foreach lists them (add_totals never stops it). */
+	(void)rix__recent_foreach(mi->recent, add_totals, out);
+	for (size_t i = 0; i < mi->nseparate; i++)
+		(void)rix_index_foreach(mi->separate[i], add_totals, out);
+	pthread_rwlock_unlock(&mi->lock);
+	return 0;
+}
+
 static int cmp_id(const void *a, const void *b)
 {
 	return memcmp(a, b, RIX_ID_SIZE);

@@ -442,6 +442,26 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 	return hits;
 }
 
+void rix__ranked_totals(const struct rix__ranked *r, uint64_t *count, uint64_t *stored, uint64_t *plain)
+{
+	if (r == NULL)
+		return;
+	uint64_t len = 0, pl = 0;
+	for (uint32_t i = 0; i < r->nd; i++) { /* the packed array in order: no ID, no pack ID */
+		rix_loc l;
+		loc_get(r, i, &l);
+		len += l.length;
+		pl += rix_blob_plain_size(l.length, l.uncompressed_length);
+	}
+	for (uint32_t d = 0; d < r->ndups; d++) {
+		len += r->dups[d].loc.length;
+		pl += rix_blob_plain_size(r->dups[d].loc.length, r->dups[d].loc.uncompressed_length);
+	}
+	*count += (uint64_t)r->nd + r->ndups;
+	*stored += len;
+	*plain += pl;
+}
+
 /* The first second location of rank (ndups if none). */
 static uint32_t dups_of(const struct rix__ranked *r, size_t rank)
 {

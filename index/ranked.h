@@ -91,6 +91,12 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 size_t rix__ranked_find_all(const struct rix__ranked *r, const rix_id *id, size_t skip, rix_loc *out, size_t cap);
 
 /*
+ * Adds the table's entries (every location, second ones too) to *count, their lengths to
+ * *stored and their plaintext sizes (rix_blob_plain_size) to *plain. r may be NULL.
+ */
+void rix__ranked_totals(const struct rix__ranked *r, uint64_t *count, uint64_t *stored, uint64_t *plain);
+
+/*
  * Calls fn for every entry in ascending ID order (an ID's locations one after another, its
  * array location first). @return 0, or fn's first nonzero value (it stops there).
  */

@@ -227,6 +227,11 @@ static void test_dedup_vs_full(void **state)
 	assert_int_equal(rix_master_index_foreach(dd, count_cb, &seen), RIX_EINVAL);
 	assert_int_equal(seen, 0);
 	assert_int_equal(rix_master_index_foreach(full, count_cb, &seen), 0);
+	rix_index_totals tot;
+	assert_int_equal(rix_master_index_totals(dd, &tot), RIX_EINVAL); /* no sizes of data blobs */
+	assert_int_equal(tot.count[RIX_BLOB_TREE], 0);
+	assert_int_equal(rix_master_index_totals(full, &tot), 0);
+	assert_int_equal(tot.count[RIX_BLOB_DATA] + tot.count[RIX_BLOB_TREE], seen);
 	rix_id *a, *b;
 	size_t na, nb;
 	assert_int_equal(rix_master_index_index_ids(&a, &na, full), 0);

@@ -126,8 +126,29 @@ static int walk_check(void *payload, const rix_id *id, const rix_loc *loc)
 	return 0;
 }
 
+/* rix_master_index_totals gives what summing foreach's entries gives. */
+static int sum_entry(void *arg, const rix_packed_blob *pb)
+{
+	rix_index_totals *t = arg;
+	t->count[pb->type]++;
+	t->stored[pb->type] += pb->length;
+	t->plain[pb->type] += rix_blob_plain_size(pb->length, pb->uncompressed_length);
+	return 0;
+}
+
+static void check_totals(rix_master_index *mi)
+{
+	rix_index_totals want = { 0 }, got;
+	assert_int_equal(rix_master_index_foreach(mi, sum_entry, &want), 0);
+	assert_int_equal(rix_master_index_totals(mi, &got), 0);
+	assert_memory_equal(&got, &want, sizeof(got));
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		assert_int_equal(got.count[t], rix_master_index_count(mi, (rix_blob_type)t));
+}
+
 static void check_tables(rix_master_index *mi)
 {
+	check_totals(mi);
 	const struct mstate *s = atomic_load(&mi->state);
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
 		struct walked w = { .r = s->table[t] };
@@ -261,6 +282,7 @@ static void test_unfinished_and_own_index(void **state)
 	assert_int_equal(rix_master_index_add(mi, build_index(&d[1], 0)), 0); /* unfinished */
 	for (int p = 0; p < PACKS_PER_INDEX; p++)
 		assert_int_equal(rix_master_index_store_pack(mi, &d[2].packs[p], d[2].blobs[p], PER_PACK), 0);
+	check_totals(mi); /* before the merge: every entry in a separate index or the recent table */
 	assert_int_equal(rix_master_index_merge(mi), 0);
 	for (int i = 0; i < 3; i++)
 		check_idxdata(mi, &d[i]);
