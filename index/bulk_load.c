@@ -12,7 +12,10 @@
  * a table adds the old table's entries to the array first. Peak memory for N entries loaded:
  * about 49 N (the entries' array, and the filter's byte an ID; the packed locations grow into
  * the pages the build gives back as it consumes the array), plus the pack table and the
- * batches in flight; the per-file indexes of rix_master_index_add cost 52 N more.
+ * batches in flight; the per-file indexes of rix_master_index_add cost 52 N more. A loader that
+ * knows about how many entries are coming reserves their room first (bulk_reserve: the
+ * repository's loader, from the files' sizes), so that the array never moves as it grows: a
+ * move splits its huge pages, which the build would copy together again into new memory.
  *
  * Dedup-only (rix_master_index_set_dedup_only, captured by a batch when it is made): a batch
  * keeps only the ID of a data blob (32 bytes, no location); on commit the IDs go to bulk.dids,
@@ -200,6 +203,30 @@ void rix_master_batch_free(rix_master_batch *b)
 	for (int t = 0; t < RIX_BLOB_TYPES; t++)
 		rix_free(b->e[t]);
 	rix_free(b);
+}
+
+int rix_master_index_bulk_reserve(rix_master_index *mi, rix_blob_type t, size_t n)
+{
+	if ((unsigned)t >= RIX_BLOB_TYPES)
+		return rix_error_set(RIX_EINVAL, "master index: no blob type %d", (int)t);
+	struct bulk *k = &mi->bulk;
+	int rc = 0;
+	pthread_mutex_lock(&k->bmu);
+	bool ids_only = t == RIX_BLOB_DATA && mi->dedup_only;
+	if (!ids_only && n > 0 && n <= SIZE_MAX / sizeof(struct fentry) - k->n[t] && k->n[t] + n > k->cap[t]) {
+		/* exactly what was asked (grow would round it up to a power of two) */
+		size_t cap = k->n[t] + n;
+		void *q = rix_realloc(k->e[t], cap * sizeof(struct fentry));
+		if (q == NULL) {
+			rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu bulk entries", cap);
+		} else {
+			rix__advise_huge(q, cap * sizeof(struct fentry));
+			k->e[t] = q;
+			k->cap[t] = cap;
+		}
+	}
+	pthread_mutex_unlock(&k->bmu);
+	return rc;
 }
 
 int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id)

@@ -681,6 +681,12 @@ static void test_bulk_stream_rollback(void **state)
 		assert_int_equal(rix_master_index_new(&streamed), 0);
 		rix_master_index_set_dedup_only(whole, dedup);
 		rix_master_index_set_dedup_only(streamed, dedup);
+		/* room for the streamed load's entries: none for data blobs a dedup-only index
+		 * collects as IDs, the trees' always */
+		assert_int_equal(rix_master_index_bulk_reserve(streamed, RIX_BLOB_DATA, 5000), 0);
+		assert_int_equal(rix_master_index_bulk_reserve(streamed, RIX_BLOB_TREE, 300), 0);
+		assert_int_equal(streamed->bulk.cap[RIX_BLOB_DATA], dedup ? 0 : 5000);
+		assert_int_equal(streamed->bulk.cap[RIX_BLOB_TREE], 300);
 		rix_master_batch *bw, *bs;
 		assert_int_equal(rix_master_index_batch_new(&bw, whole), 0);
 		assert_int_equal(rix_master_index_batch_new(&bs, streamed), 0);
@@ -877,11 +883,20 @@ static void test_bulk_load(void **state)
 	assert_int_equal(rix_master_index_foreach(mi, count_blob, &total), 0);
 	assert_int_equal(total, (size_t)(ND / 2) * PACKS_PER_INDEX * PER_PACK);
 	assert_int_equal(rix_master_index_pack_count(mi), (size_t)(ND / 2) * PACKS_PER_INDEX);
-	/* A second bulk load merges with the table. */
+	/* A second bulk load merges with the table, its room reserved first: the committed entries
+	 * then stay where they are (their array never moves). */
+	size_t want = (size_t)(ND / 2) * PACKS_PER_INDEX * PER_PACK;
+	assert_int_equal(rix_master_index_bulk_reserve(mi, (rix_blob_type)RIX_BLOB_TYPES, want), RIX_EINVAL);
+	assert_int_equal(rix_master_index_bulk_reserve(mi, RIX_BLOB_DATA, want), 0);
+	assert_true(mi->bulk.cap[RIX_BLOB_DATA] >= want);
+	const struct fentry *room = mi->bulk.e[RIX_BLOB_DATA];
+	assert_non_null(room);
 	for (int i = ND / 2; i < ND; i++) {
 		feed_batch(b1, &d[i]);
 		assert_int_equal(rix_master_batch_commit(b1, &d[i].id), 0);
+		assert_ptr_equal(mi->bulk.e[RIX_BLOB_DATA], room);
 	}
+	assert_int_equal(mi->bulk.cap[RIX_BLOB_DATA], want); /* exactly the room asked: never grown */
 	assert_int_equal(rix_master_index_bulk_finish(mi), 0);
 	assert_int_equal(rix_master_index_bulk_finish(mi), 0); /* nothing pending: a no-op */
 	for (int i = 0; i < ND; i++)
@@ -921,6 +936,8 @@ static int bulk_run(void *arg)
 {
 	struct bulk_arg *a = arg;
 	struct idxdata *d = a->d;
+	/* a hint: when its allocation fails, the entries grow as they come */
+	(void)rix_master_index_bulk_reserve(a->mi, RIX_BLOB_DATA, 2 * PACKS_PER_INDEX * PER_PACK);
 	int rc = 0;
 	for (int i = 1; rc == 0 && i < 3; i++) {
 		const rix_index_sink *sk = rix_master_batch_sink(a->b);

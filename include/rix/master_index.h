@@ -212,6 +212,16 @@ RIX_EXPORT void rix_master_batch_discard(rix_master_batch *b);
 /* NULL-safe. */
 RIX_EXPORT void rix_master_batch_free(rix_master_batch *b);
 RIX_EXPORT RIX_NODISCARD int rix_master_index_bulk_finish(rix_master_index *mi);
+/*
+ * Room for n more committed entries of type t, made before the loaders start from an estimate
+ * (a hint): the committed entries then never move. An array moved as it grows (realloc's
+ * mremap to another address) has its huge pages split, which the build has to put together
+ * again by copying them into new memory (384 MiB of a 10M-blob load). Room not used costs
+ * address space, not memory, and is given back by bulk_finish. Nothing is reserved for the
+ * data blobs of a dedup-only index (collected as IDs, not entries).
+ * @return 0, RIX_EINVAL (t), RIX_ENOMEM (nothing changed: the entries grow as they come).
+ */
+RIX_EXPORT int rix_master_index_bulk_reserve(rix_master_index *mi, rix_blob_type t, size_t n);
 /* Threads bulk_finish's in-place build may use (0, the default: one per CPU, at most 16). */
 RIX_EXPORT void rix_master_index_set_workers(rix_master_index *mi, unsigned workers);
 /*
