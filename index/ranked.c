@@ -63,8 +63,11 @@ struct rix__ranked {
 
 /*
  * The filter in front of the set: a register-blocked Bloom filter of 8 bits an ID (one byte an
- * entry), FILTER_K bits of one 64-bit word for each ID, chosen by ID bytes 8-23 (SHA-256 bits
- * apart from the set's, which start at byte 0). An absent ID passes it about one time in 30
+ * entry), FILTER_K bits of one 64-bit word for each ID: the word by the ID's first 8 bytes (its
+ * place among the IDs: the build, walking them in order, sets the words in order, where words
+ * chosen at random kept every line fill buffer waiting on a read-modify-write of a line of the
+ * filter), the bits in it by bytes 16-23 (SHA-256 bits apart from the set's, which are the ID's
+ * first ones: a random absent ID meets a word as full as any). An absent ID passes it about one time in 30
  * (bench/RESULTS.md): the rest are answered by one load of a word of an array of nd bytes
  * (mostly in cache), without the set's directory decode and run scan, which cost an absent ID
  * three times the instructions of the chaining table this table replaced. A present ID always
@@ -78,13 +81,14 @@ static inline size_t filter_words(size_t nd)
 	return nd / 8 + 1;
 }
 
-/* Entries ahead of the build's pass whose filter word it requests (ranked build, pass 2). */
-#define FILTER_AHEAD 16
+/* Entries ahead of the build's pass whose lines it requests (ranked build, pass 2): the
+ * hardware's prefetcher stops at each 4 KiB page of the sorted entries. */
+#define ENTRIES_AHEAD 96
 
-/* The filter's word of id, of nw. */
+/* The filter's word of id, of nw: ascending with the ID. */
 static inline size_t filter_word(const uint8_t *id, size_t nw)
 {
-	return (size_t)(((u128)load64_le(id + 8) * nw) >> 64);
+	return (size_t)(((u128)load64_be(id) * nw) >> 64);
 }
 
 static inline uint64_t filter_mask(const uint8_t *id, size_t nw, size_t *word)
@@ -263,10 +267,8 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 			size_t upto = (((uintptr_t)entries + hi) & ~(((uintptr_t)2 << 20) - 1)) - (uintptr_t)entries;
 			released = upto > released && upto <= hi ? upto : released;
 		}
-		/* The filter's word of an entry further on requested now: a set bit is a read and a
-		 * write at random in the filter, which would otherwise wait for each word in turn. */
-		if (i + FILTER_AHEAD < count)
-			RIX_PREFETCH_W(&r->filter[filter_word(entries[i + FILTER_AHEAD].id.b, nw)]);
+		if (i + ENTRIES_AHEAD < count)
+			RIX_PREFETCH(&entries[i + ENTRIES_AHEAD]);
 		struct fentry e = entries[i];
 		if (j > 0 && rix__id_eq(&ids[j - 1], &e.id)) {
 			bool repeat = false;

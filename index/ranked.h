@@ -121,7 +121,7 @@ int rix__ranked_foreach_round(const struct rix__ranked *r, rix__ranked_round_fn 
 /* What an image of the table was made with beyond its descriptor's words: the filter's bits
  * (FILTER_K, filter_words, filter_mask in ranked.c) and the locations' packing. Changing
  * either means a new number, so that images made before are refused, not misread. */
-#define RIX__RANKED_SCHEME 1u
+#define RIX__RANKED_SCHEME 2u /* 2: the filter's word by the ID's first bytes */
 #define RIX__RANKED_DESC_WORDS (7 + RIX__IDSET_DESC_WORDS)
 #define RIX__RANKED_SECTIONS 4
 void rix__ranked_export(const struct rix__ranked *r, uint64_t desc[RIX__RANKED_DESC_WORDS],
