@@ -58,6 +58,10 @@ int rix__idset_build_owned(struct rix_idset **out, rix_id *ids, size_t n, unsign
  * build's room grows by up to 1 byte an ID: give it with rix__idset_build_owned_in.
  */
 #define RIX__IDSET_MID8 (1u << 16)
+/* rix__idset_build_owned_in: the IDs are sorted and distinct, as the caller made them (the
+ * ranked build): the pass that counts them and checks their order is skipped (with
+ * RIX_IDSET_SORTED only). */
+#define RIX__IDSET_DISTINCT (1u << 17)
 /* Makes s use the lookups' instance `level` (0 portable, 1 POPCNT and BMI2, 2 AVX-512 too):
  * tests. -1 when this processor lacks it (s unchanged). */
 int rix__idset_use_level(struct rix_idset *s, int level);

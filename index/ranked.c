@@ -309,7 +309,7 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 			have = room;
 		}
 	}
-	int rc = rix__idset_build_owned_in(&r->ids, ids, nd, have, RIX_IDSET_SORTED | RIX__IDSET_MID8, workers);
+	int rc = rix__idset_build_owned_in(&r->ids, ids, nd, have, RIX_IDSET_SORTED | RIX__IDSET_DISTINCT | RIX__IDSET_MID8, workers);
 	if (rc != 0) {
 		rix_free(ids);
 		rix__ranked_free(r);

@@ -262,6 +262,20 @@ static void build_and_check(const rix_id *ids, size_t n, uint64_t *st)
 	rix_idset_free(s);
 	assert_int_equal(rix_idset_build_owned(&s, NULL, 0, RIX__IDSET_MID8), RIX_EINVAL); /* not public */
 
+	/* Taken over, sorted and distinct as the ranked build makes them (RIX__IDSET_DISTINCT: the
+	 * counting pass skipped): the same set. Said distinct but not sorted: refused. */
+	own = rix_malloc((d ? d : 1) * sizeof(*own));
+	assert_non_null(own);
+	memcpy(own, ref, d * sizeof(*own));
+	assert_int_equal(rix__idset_build_owned_in(&s, own, d, (d ? d : 1) * sizeof(*own), RIX__IDSET_DISTINCT, 1),
+			 RIX_EINVAL);
+	assert_null(s);
+	assert_int_equal(rix__idset_build_owned_in(&s, own, d, (d ? d : 1) * sizeof(*own),
+						   RIX_IDSET_SORTED | RIX__IDSET_DISTINCT | RIX__IDSET_MID8, 1),
+			 0);
+	check_set(s, ref, d, st);
+	rix_idset_free(s);
+
 	/* Taken over, said to be sorted (with its duplicates). */
 	own = rix_malloc((n ? n : 1) * sizeof(*own));
 	assert_non_null(own);
