@@ -62,15 +62,27 @@ static bool dir_valid(const struct rix_idset *s)
 					return false;
 			run = o[g];
 		} else {
-			/* the G-th zero of the code, and the ones before it */
+			/* the G-th zero of the code, and the ones before it: counted a word at a time
+			 * (bit by bit, a branch on each of a block's ~400 bits mispredicted every other
+			 * time: a sixth of a warm 10M open) */
 			size_t zeros = 0, ones = 0;
-			for (unsigned bit = CODE_START; bit < 512 && zeros < g; bit++) {
-				if ((blk[bit / 64] >> (bit % 64)) & 1)
-					ones++;
-				else
-					zeros++;
+			bool found = false;
+			for (unsigned w = 0; w < BLOCK_WORDS && !found; w++) {
+				uint64_t code = w == 0 ? ~0ull << CODE_START : ~0ull; /* the code's bits */
+				uint64_t z = ~blk[w] & code, o = blk[w] & code;
+				size_t zc = (size_t)__builtin_popcountll(z);
+				if (zeros + zc < g) {
+					zeros += zc;
+					ones += (size_t)__builtin_popcountll(o);
+					continue;
+				}
+				for (size_t r = g - zeros - 1; r > 0; r--) /* the word's G - zeros'th zero */
+					z &= z - 1;
+				unsigned at = (unsigned)__builtin_ctzll(z);
+				ones += (size_t)__builtin_popcountll(o & ((1ull << at) - 1));
+				found = true;
 			}
-			if (zeros < g)
+			if (!found)
 				return false;
 			run += ones;
 		}

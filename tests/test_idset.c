@@ -413,7 +413,7 @@ static void image_round_trip(const rix_idset *s, const rix_id *ids, size_t n, ui
 	size_t d = ref_make(ref, n);
 	rix_idset_shape sh;
 	rix_idset_get_shape(&sh, s);
-	for (int bad = 0; bad < 4; bad++) {
+	for (int bad = 0; bad < 6; bad++) {
 		uint8_t *copy = rix_malloc(size);
 		assert_non_null(copy);
 		memcpy(copy, block, size);
@@ -429,6 +429,25 @@ static void image_round_trip(const rix_idset *s, const rix_id *ids, size_t n, ui
 		}
 		if (bad == 3)
 			dd[1] = 33; /* k */
+		/* The first block's code (when it is not held as overflow starts): its first zero made
+		 * a one (an ID more: the runs no longer end at n, or the next block's base is off),
+		 * or every bit of it ones (fewer zeros than buckets). */
+		uint64_t *blk0 = (uint64_t *)(void *)(copy + desc[7]); /* D_DIR */
+		bool coded = (blk0[0] & 0x80000000u) == 0;
+		if (bad == 4 && coded) {
+			uint64_t z = ~blk0[0] & ~0xFFFFFFFFull;
+			unsigned w = 0;
+			while (w < 7 && z == 0)
+				z = ~blk0[++w];
+			blk0[w] |= z & -z;
+		}
+		if (bad == 5 && coded) {
+			blk0[0] |= ~0xFFFFFFFFull;
+			for (unsigned w = 1; w < 8; w++)
+				blk0[w] = ~0ull;
+		}
+		if (bad >= 4 && !coded)
+			dd[0]++; /* an overflow block: refused as bad == 1 */
 		rix_idset *back = NULL;
 		int rc = rix__idset_import(&back, dd, copy, size);
 		if (bad == 0) {
