@@ -133,6 +133,17 @@ static void check_table(const struct rix__ranked *r, const struct fentry *e, siz
 	assert_int_equal(rix__ranked_foreach(r, walk_fn, &w), 0);
 	assert_int_equal(w.at, m);
 
+	/* The totals: the reference's entries counted and summed (every width: test_widths). */
+	uint64_t count = 0, stored = 0, plain = 0, want_stored = 0, want_plain = 0;
+	rix__ranked_totals(r, &count, &stored, &plain);
+	for (size_t i = 0; i < m; i++) {
+		want_stored += ref[i].loc.length;
+		want_plain += rix_blob_plain_size(ref[i].loc.length, ref[i].loc.uncompressed_length);
+	}
+	assert_int_equal(count, m);
+	assert_int_equal(stored, want_stored);
+	assert_int_equal(plain, want_plain);
+
 	/* Every ID: one of its locations, all of them (each place once), batched. */
 	rix_id *keys = malloc((m ? m : 1) * sizeof(*keys));
 	rix_loc *got = malloc((m ? m : 1) * sizeof(*got));
