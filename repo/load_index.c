@@ -28,8 +28,6 @@
 #include "../common/pool.h"
 
 #define INDEX_FILE_MAX ((size_t)1 << 31)
-/* Below this many entries (64 MiB of them) the array's moves cost little: nothing reserved. */
-#define RIX_REPO_RESERVE_MIN_ENTRIES ((uint64_t)1 << 20)
 
 struct loader {
 	rix_repo *r;
@@ -220,13 +218,17 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 	l.names.n = keep;
 	/* Room for the data blobs of the files to read, so that their entries never move as they
 	 * are committed (see rix_master_index_bulk_reserve; a hint, its failure ignored): an entry
-	 * of an encrypted, compressed file takes at least its ID's 32 bytes (~50 in practice).
-	 * Sizes a backend does not list (0) add nothing. */
+	 * of a compressed file (repository version 2) takes at least its ID's 32 bytes (~50 in
+	 * practice), one of a version 1 file's plain JSON at least 64 (its hex ID; ~140 in
+	 * practice). Room not used is address space, not memory (but counted where the kernel
+	 * refuses to overcommit: hence no more than that). Sizes a backend does not list (0) add
+	 * nothing. */
 	uint64_t file_bytes = 0;
 	for (size_t i = 0; i < l.names.n; i++)
 		file_bytes += l.names.v[i].size;
-	if (file_bytes / RIX_ID_SIZE >= RIX_REPO_RESERVE_MIN_ENTRIES && file_bytes / RIX_ID_SIZE <= SIZE_MAX)
-		(void)rix_master_index_bulk_reserve(r->mi, RIX_BLOB_DATA, (size_t)(file_bytes / RIX_ID_SIZE));
+	uint64_t room = file_bytes / (r->cfg.version >= 2 ? RIX_ID_SIZE : 2 * RIX_ID_SIZE);
+	if (room > 0 && room <= SIZE_MAX)
+		(void)rix_master_index_bulk_reserve(r->mi, RIX_BLOB_DATA, (size_t)room);
 	pthread_mutex_init(&l.mu, NULL);
 	unsigned workers = rix__pool_size(r->opt.workers, 256);
 	if (r->opt.workers == 0) {
