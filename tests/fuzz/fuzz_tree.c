@@ -1,5 +1,5 @@
 /*
- * tests/fuzz/fuzz_tree.c — libFuzzer target for the tree blob decoder (backup/tree.c): the input
+ * tests/fuzz/fuzz_tree.c — libFuzzer target for the tree blob decoder (backup/tree_decode.c): the input
  * is a tree blob's plaintext; see fuzz_tree_checks.h for the properties.
  */
 #include <stdio.h>

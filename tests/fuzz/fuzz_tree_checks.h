@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_tree_checks.h — the property of the fuzz_tree target (the tree blob decoder,
- * backup/tree.c), shared with tests/test_fuzz_replay.c. Header-only, static inline; returns NULL
+ * backup/tree_decode.c), shared with tests/test_fuzz_replay.c. Header-only, static inline; returns NULL
  * when the property holds, or a description of the violation.
  *
  * The input is a tree blob's plaintext (any bytes).
