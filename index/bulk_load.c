@@ -314,8 +314,14 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 	struct mstate *next = NULL;
 	rix_id *nids = NULL;
 	int rc = 0;
-	if (k->npacks == 0 && k->nids == 0 && k->n[0] == 0 && k->n[1] == 0 && rix__idcollect_count(k->dids) == 0)
+	if (k->npacks == 0 && k->nids == 0 && k->n[0] == 0 && k->n[1] == 0 && rix__idcollect_count(k->dids) == 0) {
+		for (int t = 0; t < RIX_BLOB_TYPES; t++) { /* room reserved for nothing: given back */
+			rix_free(k->e[t]);
+			k->e[t] = NULL;
+			k->cap[t] = 0;
+		}
 		goto done;
+	}
 	uint64_t packs_total = (uint64_t)cur->npacks + k->npacks;
 	if (packs_total > 0xFFFFFFFEu || k->n[0] > 0xFFFFFFFEu || k->n[1] > 0xFFFFFFFEu) {
 		rc = rix_error_set(RIX_ELIMIT, "master index: over the limit of entries or packs");

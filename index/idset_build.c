@@ -306,8 +306,18 @@ int rix__idset_build_owned_in(rix_idset **out, rix_id *ids, size_t n, size_t hav
 	 * passes over the array request its lines ahead: the hardware's prefetcher stops at each
 	 * 4 KiB page. */
 	size_t nd = (flags & RIX__IDSET_DISTINCT) ? n : 0;
+#ifndef NDEBUG
+	/* Debug builds check what the caller said (the ranked build's sort and its dropping of
+	 * repeats): a set built on IDs out of order would answer wrongly, not fail. */
+	for (size_t i = 1; i < n && (flags & RIX__IDSET_DISTINCT); i++)
+		if (tail_cmp(ids[i - 1].b, ids[i].b, RIX_ID_SIZE) >= 0) {
+			rix_free(s);
+			return rix_error_set(RIX_EINVAL, "id set: IDs said to be sorted and distinct are not (at %zu)", i);
+		}
+#endif
 	for (size_t i = 0; i < n && !(flags & RIX__IDSET_DISTINCT); i++) {
-		RIX_PREFETCH(&ids[i + IDS_AHEAD]); /* past the end: a hint, never a fault */
+		if (i + IDS_AHEAD < n)
+			RIX_PREFETCH(&ids[i + IDS_AHEAD]);
 		if (i > 0) {
 			int c = tail_cmp(ids[i - 1].b, ids[i].b, RIX_ID_SIZE);
 			if (c > 0) {
@@ -333,7 +343,8 @@ int rix__idset_build_owned_in(rix_idset **out, rix_id *ids, size_t n, size_t hav
 	/* Pass 2: the blocks that overflow, the longest run. */
 	struct shape_scan sc = { .s = s, .cur_b = UINT64_MAX };
 	for (size_t i = 0; i < n; i++) {
-		RIX_PREFETCH(&ids[i + IDS_AHEAD]);
+		if (i + IDS_AHEAD < n)
+			RIX_PREFETCH(&ids[i + IDS_AHEAD]);
 		if (rix__id_is_new(ids, i))
 			scan_add(&sc, bucket_of(ids[i].b, s->k));
 	}
@@ -366,7 +377,8 @@ int rix__idset_build_owned_in(rix_idset **out, rix_id *ids, size_t n, size_t hav
 	rix_id id;
 	size_t j = 0;
 	for (size_t i = 0; i < n; i++) {
-		RIX_PREFETCH(&ids[i + IDS_AHEAD]);
+		if (i + IDS_AHEAD < n)
+			RIX_PREFETCH(&ids[i + IDS_AHEAD]);
 		if (i > 0 && rix__id_eq(&id, &ids[i]))
 			continue;
 		id = ids[i];

@@ -453,10 +453,10 @@ void rix__ranked_totals(const struct rix__ranked *r, uint64_t *count, uint64_t *
 	if (r->lb + r->ub + 7 <= 64) {
 		/* The packed array in order, no ID, no pack ID: the length and uncompressed length of
 		 * each location from one 8-byte load at the length's first byte. */
-		uint64_t lm = r->lm, um = r->um, ub = r->lb;
+		uint64_t lm = r->lm, um = r->um, ushift = r->lb;
 		for (uint64_t bit = skip, i = 0; i < r->nd; i++, bit += r->width) {
 			uint64_t v = load64_le(r->locs + (bit >> 3)) >> (bit & 7);
-			uint64_t l = v & lm, u = (v >> ub) & um;
+			uint64_t l = v & lm, u = (v >> ushift) & um;
 			len += l;
 			pl += u != 0 ? u : l >= 32 ? l - 32 : 0; /* rix_blob_plain_size, without branches */
 		}

@@ -859,6 +859,11 @@ static void test_bulk_load(void **state)
 	make_idxdata(&junk, &st, NULL);
 	rix_master_index *mi;
 	assert_int_equal(rix_master_index_new_seeded(&mi, 0xb01c), 0); /* reproducible layout */
+	/* Room reserved and nothing committed (every file damaged): given back by bulk_finish. */
+	assert_int_equal(rix_master_index_bulk_reserve(mi, RIX_BLOB_DATA, 1000), 0);
+	assert_int_equal(rix_master_index_bulk_finish(mi), 0);
+	assert_null(mi->bulk.e[RIX_BLOB_DATA]);
+	assert_int_equal(mi->bulk.cap[RIX_BLOB_DATA], 0);
 	rix_master_batch *b1, *b2;
 	assert_int_equal(rix_master_index_batch_new(&b1, mi), 0);
 	assert_int_equal(rix_master_index_batch_new(&b2, mi), 0);
