@@ -56,13 +56,9 @@ struct rix_master_batch {
 	size_t mark_npacks, mark_nd, mark_nsp, mark_n[RIX_BLOB_TYPES];
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+/* *p resized to room for exactly c elements (*cap = c); unchanged on failure. */
+static int resize(void **p, size_t *cap, size_t c, size_t elem)
 {
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 1024;
-	while (c < need)
-		c *= 2;
 	void *q = rix_realloc(*p, c * elem);
 	if (q == NULL)
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu bulk entries", c);
@@ -72,6 +68,17 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	*p = q;
 	*cap = c;
 	return 0;
+}
+
+/* Room for need elements at least, doubling from 1024. */
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 1024;
+	while (c < need)
+		c *= 2;
+	return resize(p, cap, c, elem);
 }
 
 /* Appends a pack to the batch's table: its number there in *num. */
@@ -213,18 +220,9 @@ int rix_master_index_bulk_reserve(rix_master_index *mi, rix_blob_type t, size_t 
 	int rc = 0;
 	pthread_mutex_lock(&k->bmu);
 	bool ids_only = t == RIX_BLOB_DATA && mi->dedup_only;
-	if (!ids_only && n > 0 && n <= SIZE_MAX / sizeof(struct fentry) - k->n[t] && k->n[t] + n > k->cap[t]) {
-		/* exactly what was asked (grow would round it up to a power of two) */
-		size_t cap = k->n[t] + n;
-		void *q = rix_realloc(k->e[t], cap * sizeof(struct fentry));
-		if (q == NULL) {
-			rc = rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu bulk entries", cap);
-		} else {
-			rix__advise_huge(q, cap * sizeof(struct fentry));
-			k->e[t] = q;
-			k->cap[t] = cap;
-		}
-	}
+	/* exactly what was asked (grow would round it up to a power of two) */
+	if (!ids_only && n > 0 && n <= SIZE_MAX / sizeof(struct fentry) - k->n[t] && k->n[t] + n > k->cap[t])
+		rc = resize((void **)&k->e[t], &k->cap[t], k->n[t] + n, sizeof(struct fentry));
 	pthread_mutex_unlock(&k->bmu);
 	return rc;
 }

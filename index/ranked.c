@@ -456,9 +456,9 @@ void rix__ranked_totals(const struct rix__ranked *r, uint64_t *count, uint64_t *
 		uint64_t lm = r->lm, um = r->um, ushift = r->lb;
 		for (uint64_t bit = skip, i = 0; i < r->nd; i++, bit += r->width) {
 			uint64_t v = load64_le(r->locs + (bit >> 3)) >> (bit & 7);
-			uint64_t l = v & lm, u = (v >> ushift) & um;
+			uint32_t l = (uint32_t)(v & lm), u = (uint32_t)((v >> ushift) & um);
 			len += l;
-			pl += u != 0 ? u : l >= 32 ? l - 32 : 0; /* rix_blob_plain_size, without branches */
+			pl += rix_blob_plain_size(l, u);
 		}
 	} else {
 		for (uint32_t i = 0; i < r->nd; i++) {

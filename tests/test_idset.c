@@ -275,6 +275,19 @@ static void build_and_check(const rix_id *ids, size_t n, uint64_t *st)
 			 0);
 	check_set(s, ref, d, st);
 	rix_idset_free(s);
+#ifndef NDEBUG
+	/* Debug builds check the caller's word: a repeat said absent is refused. */
+	if (d >= 2) {
+		own = rix_malloc(d * sizeof(*own));
+		assert_non_null(own);
+		memcpy(own, ref, d * sizeof(*own));
+		own[1] = own[0];
+		assert_int_equal(rix__idset_build_owned_in(&s, own, d, d * sizeof(*own),
+							   RIX_IDSET_SORTED | RIX__IDSET_DISTINCT, 1),
+				 RIX_EINVAL);
+		rix_free(own);
+	}
+#endif
 
 	/* Taken over, said to be sorted (with its duplicates). */
 	own = rix_malloc((n ? n : 1) * sizeof(*own));
