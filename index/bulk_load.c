@@ -4,18 +4,17 @@
  * committed.
  *
  * Batches: a loader thread decodes one index file into its batch (local pack numbers), then
- * commits it: the batch's packs and entries are appended to mi->bulk under bmu, pack numbers
- * shifted. (A streaming decode, rix_index_stream_decode, may take back a pack object it gave the
- * batch: the batch's mark and rollback keep and restore its counts, before each pack.)
- * bulk_finish hands the appended entries to the ranked build, which sorts them by ID in place and
- * builds the set of IDs inside the same array (no second copy of the entries); a load on top of
- * a table adds the old table's entries to the array first. Peak memory for N entries loaded:
- * about 49 N (the entries' array, and the filter's byte an ID; the packed locations grow into
- * the pages the build gives back as it consumes the array), plus the pack table and the
- * batches in flight; the per-file indexes of rix_master_index_add cost 52 N more. A loader that
- * knows about how many entries are coming reserves their room first (bulk_reserve: the
- * repository's loader, from the files' sizes), so that the array never moves as it grows: a
- * move splits its huge pages, which the build would copy together again into new memory.
+ * commits it: the batch's packs are appended to mi->bulk under bmu, and its entries collected in
+ * 43 bytes each (entry_collect.h: 256 parts by the ID's first byte), pack numbers shifted. (A
+ * streaming decode, rix_index_stream_decode, may take back a pack object it gave the batch: the
+ * batch's mark and rollback keep and restore its counts, before each pack.) bulk_finish hands
+ * the collections to the ranked build, which sorts each part in place and gives it back as its
+ * entries land in the table; a load on top of a table collects the old table's entries too.
+ * Peak memory for N entries loaded: about 43 N (the collection; the table, about 42 N, grows as
+ * the parts are given back), plus the pack table and the batches in flight; the per-file
+ * indexes of rix_master_index_add cost 52 N more. A loader that knows about how many entries
+ * are coming reserves their room first (bulk_reserve: the repository's loader, from the files'
+ * sizes), so that the parts do not move as they grow.
  *
  * Dedup-only (rix_master_index_set_dedup_only, captured by a batch when it is made): a batch
  * keeps only the ID of a data blob (32 bytes, no location); on commit the IDs go to bulk.dids,
@@ -32,6 +31,7 @@
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "rix/idset.h"
+#include "entry_collect.h"
 #include "index_internal.h"
 #include "master_index_internal.h"
 #include "ranked.h"
@@ -56,20 +56,6 @@ struct rix_master_batch {
 	size_t mark_npacks, mark_nd, mark_nsp, mark_n[RIX_BLOB_TYPES];
 };
 
-/* *p resized to room for exactly c elements (*cap = c); unchanged on failure. */
-static int resize(void **p, size_t *cap, size_t c, size_t elem)
-{
-	void *q = rix_realloc(*p, c * elem);
-	if (q == NULL)
-		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu bulk entries", c);
-	/* The committed entries become a table read at random: huge pages for what is not
-	 * faulted in yet (advice only; small arrays are left alone by the kernel). */
-	rix__advise_huge(q, c * elem);
-	*p = q;
-	*cap = c;
-	return 0;
-}
-
 /* Room for need elements at least, doubling from 1024. */
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
@@ -78,7 +64,12 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	size_t c = *cap ? *cap : 1024;
 	while (c < need)
 		c *= 2;
-	return resize(p, cap, c, elem);
+	void *q = rix_realloc(*p, c * elem);
+	if (q == NULL)
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu bulk entries", c);
+	*p = q;
+	*cap = c;
+	return 0;
 }
 
 /* Appends a pack to the batch's table: its number there in *num. */
@@ -220,9 +211,10 @@ int rix_master_index_bulk_reserve(rix_master_index *mi, rix_blob_type t, size_t 
 	int rc = 0;
 	pthread_mutex_lock(&k->bmu);
 	bool ids_only = t == RIX_BLOB_DATA && mi->dedup_only;
-	/* exactly what was asked (grow would round it up to a power of two) */
-	if (!ids_only && n > 0 && n <= SIZE_MAX / sizeof(struct fentry) - k->n[t] && k->n[t] + n > k->cap[t])
-		rc = resize((void **)&k->e[t], &k->cap[t], k->n[t] + n, sizeof(struct fentry));
+	if (!ids_only && n > 0 && k->c[t] == NULL)
+		rc = rix__ecollect_new(&k->c[t]);
+	if (!ids_only && n > 0 && rc == 0)
+		rc = rix__ecollect_reserve(k->c[t], n);
 	pthread_mutex_unlock(&k->bmu);
 	return rc;
 }
@@ -232,8 +224,13 @@ int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id)
 	struct bulk *k = &b->mi->bulk;
 	pthread_mutex_lock(&k->bmu);
 	int rc = grow((void **)&k->packs, &k->packs_cap, k->npacks + b->npacks, sizeof(rix_id));
-	for (int t = 0; rc == 0 && t < RIX_BLOB_TYPES; t++)
-		rc = grow((void **)&k->e[t], &k->cap[t], k->n[t] + b->n[t], sizeof(struct fentry));
+	uint32_t base = (uint32_t)k->npacks;
+	for (int t = 0; rc == 0 && t < RIX_BLOB_TYPES; t++) {
+		if (b->n[t] > 0 && k->c[t] == NULL)
+			rc = rix__ecollect_new(&k->c[t]);
+		if (rc == 0 && b->n[t] > 0)
+			rc = rix__ecollect_room(k->c[t], b->e[t], b->n[t], base);
+	}
 	if (rc == 0 && index_id != NULL)
 		rc = grow((void **)&k->ids, &k->ids_cap, k->nids + 1, sizeof(rix_id));
 	if (rc == 0 && k->npacks + b->npacks > 0xFFFFFFFEu)
@@ -243,18 +240,12 @@ int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id)
 	if (rc == 0 && b->nd > 0) /* last: nothing fails after it, so a batch goes in whole or not */
 		rc = rix__idcollect_add(k->dids, b->d, b->nd);
 	if (rc == 0) {
-		uint32_t base = (uint32_t)k->npacks;
 		if (b->npacks)
 			memcpy(k->packs + k->npacks, b->packs, b->npacks * sizeof(rix_id));
 		k->npacks += b->npacks;
-		for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-			struct fentry *dst = k->e[t] + k->n[t];
-			for (size_t i = 0; i < b->n[t]; i++) {
-				dst[i] = b->e[t][i];
-				dst[i].loc.pack += base;
-			}
-			k->n[t] += b->n[t];
-		}
+		for (int t = 0; t < RIX_BLOB_TYPES; t++)
+			if (b->n[t] > 0)
+				rix__ecollect_put(k->c[t], b->e[t], b->n[t], base);
 		if (index_id != NULL)
 			k->ids[k->nids++] = *index_id;
 	}
@@ -266,9 +257,8 @@ int rix_master_batch_commit(rix_master_batch *b, const rix_id *index_id)
 void rix__bulk_clear(struct bulk *k)
 {
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		rix_free(k->e[t]);
-		k->e[t] = NULL;
-		k->n[t] = k->cap[t] = 0;
+		rix__ecollect_free(k->c[t]);
+		k->c[t] = NULL;
 	}
 	rix_free(k->packs);
 	rix_free(k->ids);
@@ -312,16 +302,17 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 	struct mstate *next = NULL;
 	rix_id *nids = NULL;
 	int rc = 0;
-	if (k->npacks == 0 && k->nids == 0 && k->n[0] == 0 && k->n[1] == 0 && rix__idcollect_count(k->dids) == 0) {
+	if (k->npacks == 0 && k->nids == 0 && rix__ecollect_count(k->c[0]) == 0 && rix__ecollect_count(k->c[1]) == 0 &&
+	    rix__idcollect_count(k->dids) == 0) {
 		for (int t = 0; t < RIX_BLOB_TYPES; t++) { /* room reserved for nothing: given back */
-			rix_free(k->e[t]);
-			k->e[t] = NULL;
-			k->cap[t] = 0;
+			rix__ecollect_free(k->c[t]);
+			k->c[t] = NULL;
 		}
 		goto done;
 	}
 	uint64_t packs_total = (uint64_t)cur->npacks + k->npacks;
-	if (packs_total > 0xFFFFFFFEu || k->n[0] > 0xFFFFFFFEu || k->n[1] > 0xFFFFFFFEu) {
+	if (packs_total > 0xFFFFFFFEu || rix__ecollect_count(k->c[0]) > 0xFFFFFFFEu ||
+	    rix__ecollect_count(k->c[1]) > 0xFFFFFFFEu) {
 		rc = rix_error_set(RIX_ELIMIT, "master index: over the limit of entries or packs");
 		goto done;
 	}
@@ -360,16 +351,16 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 		goto done;
 	}
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		if (cur->npacks)
-			for (size_t i = 0; i < k->n[t]; i++)
-				k->e[t][i].loc.pack += cur->npacks;
-		/* The committed array is the build's from here (sorted and turned into the set in
-		 * place), whatever happens: a load on top adds it to the top, or the old entries to it. */
-		struct fentry *e = k->e[t];
-		size_t n = k->n[t];
-		k->e[t] = NULL;
-		k->n[t] = k->cap[t] = 0;
-		rc = rix__mstate_add(next, (rix_blob_type)t, cur->table[t], cur->top[t], false, e, n,
+		/* The collection is the build's from here (sorted in place, given back as the table
+		 * grows), whatever happens: a load on top adds it to the top, or the old entries to it. */
+		struct rix__ecollect *c = k->c[t];
+		k->c[t] = NULL;
+		rc = rix__ecollect_shift_packs(c, cur->npacks);
+		if (rc != 0) {
+			rix__ecollect_free(c);
+			goto done;
+		}
+		rc = rix__mstate_add(next, (rix_blob_type)t, cur->table[t], cur->top[t], false, c,
 				     rep > 0 ? next->packs : NULL, mi->workers, NULL);
 		if (rc != 0)
 			goto done;

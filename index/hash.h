@@ -100,12 +100,6 @@ static inline int rix__id_prefix_eq(const rix_id *a, const rix_id *b)
  * nothing is done below 2 MiB. Defined in indexmap.c.
  */
 void rix__advise_huge(void *p, size_t n);
-/*
- * Puts the whole 2 MiB pages inside [p, p + n) of a written array on huge pages now (Linux's
- * MADV_COLLAPSE; nothing where the kernel lacks it): an array grown by realloc, whose moves split
- * its huge pages, before a pass that reads it at random.
- */
-void rix__collapse_huge(void *p, size_t n);
 /* Gives the whole 2 MiB pages inside [p, p + n) of an array back to the kernel (their bytes
  * will read as zeros): the part of an array a pass in place has consumed, while it goes on. */
 void rix__release_pages(void *p, size_t n);

@@ -2,11 +2,12 @@
  * index/id_sort.h — an MSD radix sort of records by the blob ID they hold (American flag
  * permutation a byte at a time, insertion sort below SORT_SMALL records, the 256 sub-sorts after
  * the first byte that differs spread over the CPUs for large arrays), written once and compiled
- * for each record type that needs it: rix_idset's IDs (idset_sort.c) and the ranked table's
- * entries (ranked.c). The includer defines before including:
+ * for each record type that needs it: rix_idset's IDs (idset_sort.c) and the 43-byte records
+ * of the ranked table's entries (entry_collect.c). The includer defines before including:
  *   SORT_REC          the record type
  *   SORT_ID(r)        the ID bytes (const uint8_t[32]) of record r (an lvalue)
  *   SORT_FN(name)     the name of this instance's version of name
+ *   SORT_FROM_ONLY    (optional) only sort_from: no parallel sort of the whole array
  * Recursion depth is at most 32 (one level a byte), whatever the IDs.
  */
 #include <stdatomic.h>
@@ -108,6 +109,7 @@ void SORT_FN(sort_from)(SORT_REC *a, size_t n, unsigned d)
 		SORT_FN(insertion_sort)(a, n, d);
 }
 
+#ifndef SORT_FROM_ONLY
 /* The sub-sorts of the top level, shared by the workers: bucket c is a[start[c], start[c + 1]). */
 struct SORT_FN(sort_job) {
 	SORT_REC *a;
@@ -166,3 +168,4 @@ void SORT_FN(sort)(SORT_REC *a, size_t n, unsigned workers)
 	}
 	rix_free(j);
 }
+#endif

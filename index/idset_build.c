@@ -291,8 +291,7 @@ int rix__idset_build_owned_in(rix_idset **out, rix_id *ids, size_t n, size_t hav
 			      unsigned workers)
 {
 	*out = NULL;
-	if ((flags & ~(unsigned)(RIX_IDSET_SORTED | RIX__IDSET_MID8 | RIX__IDSET_DISTINCT)) != 0 ||
-	    ((flags & RIX__IDSET_DISTINCT) && !(flags & RIX_IDSET_SORTED)))
+	if ((flags & ~(unsigned)(RIX_IDSET_SORTED | RIX__IDSET_MID8)) != 0)
 		return rix_error_set(RIX_EINVAL, "id set: unknown flags 0x%x", flags);
 	if (n > 0 && ids == NULL)
 		return rix_error_set(RIX_EINVAL, "id set: no array for %zu IDs", n);
@@ -302,17 +301,11 @@ int rix__idset_build_owned_in(rix_idset **out, rix_id *ids, size_t n, size_t hav
 	if (!(flags & RIX_IDSET_SORTED))
 		rix__idset_sort(ids, n, workers);
 
-	/* Pass 1: distinct IDs; the order. Skipped when the caller knows both
-	 * (RIX__IDSET_DISTINCT), except in debug builds, which check what it said: a set built on
-	 * IDs out of order would answer wrongly, not fail. The passes over the array request its
-	 * lines ahead: the hardware's prefetcher stops at each 4 KiB page. */
-#ifdef NDEBUG
-	bool counted = (flags & RIX__IDSET_DISTINCT) != 0;
-#else
-	bool counted = false;
-#endif
-	size_t nd = counted ? n : 0;
-	for (size_t i = 0; i < n && !counted; i++) {
+	/* Pass 1: distinct IDs; the order (a set built on IDs out of order would answer wrongly,
+	 * not fail). The passes over the array request its lines ahead: the hardware's prefetcher
+	 * stops at each 4 KiB page. */
+	size_t nd = 0;
+	for (size_t i = 0; i < n; i++) {
 		if (i + IDS_AHEAD < n)
 			RIX_PREFETCH(&ids[i + IDS_AHEAD]);
 		if (i > 0) {
@@ -325,10 +318,6 @@ int rix__idset_build_owned_in(rix_idset **out, rix_id *ids, size_t n, size_t hav
 				continue;
 		}
 		nd++;
-	}
-	if ((flags & RIX__IDSET_DISTINCT) && nd != n) { /* debug builds: repeats said absent */
-		rix_free(s);
-		return rix_error_set(RIX_EINVAL, "id set: IDs said to be distinct are not");
 	}
 	if (nd > RIX_IDSET_MAX_IDS) {
 		rix_free(s);
@@ -418,9 +407,9 @@ int rix_idset_build(rix_idset **out, const rix_id *ids, size_t n)
 	return rc;
 }
 
-/* ---- Building from records (for idset_collect.c) -------------------------------------------- */
+/* ---- Building from records (idset_collect.c, ranked.c) -------------------------------------------- */
 
-int rix__idset_from_records(rix_idset **out, uint8_t *base, size_t have, const size_t cnt0[256], size_t nd)
+int rix__idset_from_records(rix_idset **out, uint8_t *base, size_t have, const size_t cnt0[256], size_t nd, bool mid8)
 {
 	*out = NULL;
 	struct rix_idset *s = rix_calloc(1, sizeof(*s));
@@ -438,7 +427,7 @@ int rix__idset_from_records(rix_idset **out, uint8_t *base, size_t have, const s
 		rix_free(s);
 		return rix_error_set(RIX_ELIMIT, "id set: %zu IDs are over the limit of %u", nd, RIX_IDSET_MAX_IDS);
 	}
-	set_shape(s, nd, false);
+	set_shape(s, nd, mid8);
 	struct shape_scan sc = { .s = s, .cur_b = UINT64_MAX };
 	uint8_t head[8];
 	size_t r = 0;

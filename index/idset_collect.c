@@ -9,35 +9,23 @@
  * back to the system at once, so that collection and build together never hold much more than
  * 31 bytes an ID (the block fills as the parts empty).
  *
- * The parts are anonymous mappings grown with mremap, not rix_malloc'd blocks: their memory must
- * return to the system part by part during the build, which free() of a heap block need not do
- * (and glibc's realloc of a heap block copies it). Only touched pages cost memory, so a part's
- * unused room costs under a page. They are kept off transparent huge pages, where each part's
- * last, partly filled page would cost 2 MiB.
+ * The parts are anonymous mappings (parts.h), given back one at a time.
  */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "rix/alloc.h"
 #include "rix/error.h"
 #include "rix/idset.h"
 #include "hash.h"
 #include "index_internal.h"
+#include "parts.h"
 #include "../common/pool.h"
 
 #define PART_REC (RIX_ID_SIZE - 1)
-#define PART_FIRST ((size_t)64 << 10) /* a part's first mapping, bytes */
-
-struct part {
-	uint8_t *p;
-	size_t n;   /* IDs */
-	size_t cap; /* bytes mapped */
-};
-
 struct rix__idcollect {
-	struct part part[256];
+	struct rix__part part[256];
 	size_t n;
 };
 
@@ -47,43 +35,18 @@ int rix__idcollect_new(struct rix__idcollect **out)
 	return *out != NULL ? 0 : rix_error_set(RIX_ENOMEM, "id set: out of memory");
 }
 
-static void part_release(struct part *pt)
-{
-	if (pt->p != NULL)
-		munmap(pt->p, pt->cap);
-	pt->p = NULL;
-	pt->cap = 0;
-}
-
 void rix__idcollect_free(struct rix__idcollect *c)
 {
 	if (c == NULL)
 		return;
 	for (unsigned i = 0; i < 256; i++)
-		part_release(&c->part[i]);
+		rix__part_release(&c->part[i]);
 	rix_free(c);
 }
 
 size_t rix__idcollect_count(const struct rix__idcollect *c)
 {
 	return c != NULL ? c->n : 0;
-}
-
-static int part_grow(struct part *pt, size_t need)
-{
-	size_t cap = pt->cap ? pt->cap : PART_FIRST;
-	while (cap < need)
-		cap *= 2;
-	void *q = pt->p == NULL ? mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-				: mremap(pt->p, pt->cap, cap, MREMAP_MAYMOVE);
-	if (q == MAP_FAILED)
-		return rix_error_set(RIX_ENOMEM, "id set: out of memory collecting %zu IDs", need / PART_REC);
-#ifdef MADV_NOHUGEPAGE
-	(void)madvise(q, cap, MADV_NOHUGEPAGE);
-#endif
-	pt->p = q;
-	pt->cap = cap;
-	return 0;
 }
 
 int rix__idcollect_add(struct rix__idcollect *c, const rix_id *ids, size_t n)
@@ -94,15 +57,12 @@ int rix__idcollect_add(struct rix__idcollect *c, const rix_id *ids, size_t n)
 	for (size_t i = 0; i < n; i++)
 		cnt[ids[i].b[0]]++;
 	for (unsigned b = 0; b < 256; b++) {
-		struct part *pt = &c->part[b];
-		if (cnt[b] > 0 && (pt->n + cnt[b]) * PART_REC > pt->cap) {
-			int rc = part_grow(pt, (pt->n + cnt[b]) * PART_REC);
-			if (rc != 0)
-				return rc;
-		}
+		int rc = cnt[b] > 0 ? rix__part_grow(&c->part[b], (c->part[b].n + cnt[b]) * PART_REC) : 0;
+		if (rc != 0)
+			return rc;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct part *pt = &c->part[ids[i].b[0]];
+		struct rix__part *pt = &c->part[ids[i].b[0]];
 		memcpy(pt->p + pt->n * PART_REC, ids[i].b + 1, PART_REC);
 		pt->n++;
 	}
@@ -130,7 +90,7 @@ static void *collect_worker(void *arg)
 		unsigned c = atomic_fetch_add(&j->next, 1);
 		if (c >= 256)
 			break;
-		struct part *pt = &j->c->part[c];
+		struct rix__part *pt = &j->c->part[c];
 		size_t m = pt->n;
 		if (m == 0)
 			continue;
@@ -147,7 +107,7 @@ static void *collect_worker(void *arg)
 			tmp[i].b[0] = (uint8_t)c;
 			memcpy(tmp[i].b + 1, pt->p + i * PART_REC, PART_REC);
 		}
-		part_release(pt); /* back to the system before its records land in the block */
+		rix__part_release(pt); /* back to the system before its records land in the block */
 		rix__idset_sort_from(tmp, m, 1);
 		uint8_t *dst = j->base + j->at[c] * PART_REC;
 		size_t k = 0;
@@ -165,9 +125,11 @@ int rix__idset_build_collected(rix_idset **out, struct rix__idcollect *c, unsign
 	*out = NULL;
 	size_t n = c->n;
 	struct collect_job *j = rix_calloc(1, sizeof(*j));
-	/* The block: 32 bytes an ID, as the array a plain build starts from; only what is written
-	 * (31 bytes an ID, then the set's smaller form) costs memory. */
-	uint8_t *base = n > 0 ? rix_malloc(n * sizeof(rix_id)) : NULL;
+	/* The block: room for the records (31 bytes an ID) and what the set's build adds behind
+	 * them (mid bits, directory: under 4 bytes an ID), so that it never grows (a move would
+	 * split its huge pages); only what is written costs memory. */
+	size_t room = n * (sizeof(rix_id) + 3) + 4096;
+	uint8_t *base = n > 0 ? rix_malloc(room) : NULL;
 	int rc = 0;
 	if (j == NULL || (n > 0 && base == NULL)) {
 		rc = rix_error_set(RIX_ENOMEM, "id set: out of memory for %zu IDs", n);
@@ -176,9 +138,9 @@ int rix__idset_build_collected(rix_idset **out, struct rix__idcollect *c, unsign
 	if (n == 0) {
 		rix__idcollect_free(c);
 		rix_free(j);
-		return rix__idset_from_records(out, NULL, 0, (size_t[256]){ 0 }, 0);
+		return rix__idset_from_records(out, NULL, 0, (size_t[256]){ 0 }, 0, false);
 	}
-	rix__advise_huge(base, n * sizeof(rix_id));
+	rix__advise_huge(base, room);
 	j->c = c;
 	j->base = base;
 	size_t at = 0;
@@ -203,7 +165,7 @@ int rix__idset_build_collected(rix_idset **out, struct rix__idcollect *c, unsign
 	}
 	rix__idcollect_free(c);
 	rix_free(j);
-	return rix__idset_from_records(out, base, n * sizeof(rix_id), cnt0, nd); /* owns base */
+	return rix__idset_from_records(out, base, room, cnt0, nd, false); /* owns base */
 fail:
 	rix__idcollect_free(c);
 	rix_free(base);

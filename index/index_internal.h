@@ -58,10 +58,6 @@ int rix__idset_build_owned(struct rix_idset **out, rix_id *ids, size_t n, unsign
  * build's room grows by up to 1 byte an ID: give it with rix__idset_build_owned_in.
  */
 #define RIX__IDSET_MID8 (1u << 16)
-/* rix__idset_build_owned_in: the IDs are sorted and distinct, as the caller made them (the
- * ranked build): the pass that counts them and checks their order is skipped (with
- * RIX_IDSET_SORTED only). */
-#define RIX__IDSET_DISTINCT (1u << 17)
 /* Makes s use the lookups' instance `level` (0 portable, 1 POPCNT and BMI2, 2 AVX-512 too):
  * tests. -1 when this processor lacks it (s unchanged). */
 int rix__idset_use_level(struct rix_idset *s, int level);
@@ -108,10 +104,12 @@ size_t rix__idcollect_count(const struct rix__idcollect *c);
 void rix__idcollect_free(struct rix__idcollect *c);
 int rix__idset_build_collected(struct rix_idset **out, struct rix__idcollect *c, unsigned workers);
 
-/* For idset_collect.c (idset_build.c): the set from records as phase A leaves them (base[0, have): nd
- * distinct IDs in ascending order, bytes 1..31 each, cnt0[c] with first byte c), base taken over
- * (freed on failure); and the sort of IDs that agree on their first d bytes. */
-int rix__idset_from_records(struct rix_idset **out, uint8_t *base, size_t have, const size_t cnt0[256], size_t nd);
+/* For idset_collect.c and ranked.c (idset_build.c): the set from records as phase A leaves them
+ * (base[0, have): nd distinct IDs in ascending order, bytes 1..31 each, cnt0[c] with first byte
+ * c), base taken over (freed on failure), with 8 or more mid bits when mid8 (RIX__IDSET_MID8);
+ * and the sort of IDs that agree on their first d bytes. */
+int rix__idset_from_records(struct rix_idset **out, uint8_t *base, size_t have, const size_t cnt0[256], size_t nd,
+			    bool mid8);
 void rix__idset_sort_from(rix_id *a, size_t n, unsigned d);
 /* idset_sort.c: IDs sorted in memcmp order, from 64Ki IDs on up to `workers` threads (0: one a CPU). */
 void rix__idset_sort(rix_id *a, size_t n, unsigned workers);

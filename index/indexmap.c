@@ -124,10 +124,6 @@ void rix__advise_huge(void *p, size_t n)
 #endif
 }
 
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25 /* Linux 6.1; older kernels refuse it (EINVAL), which is ignored */
-#endif
-
 /* madvise(advice) on the whole 2 MiB pages inside [p, p + n), if any. */
 static void advise_inside(void *p, size_t n, int advice)
 {
@@ -136,11 +132,6 @@ static void advise_inside(void *p, size_t n, int advice)
 	uintptr_t e = ((uintptr_t)p + n) & ~(huge - 1);
 	if (p != NULL && e > a)
 		(void)madvise((void *)a, e - a, advice);
-}
-
-void rix__collapse_huge(void *p, size_t n)
-{
-	advise_inside(p, n, MADV_COLLAPSE);
 }
 
 void rix__release_pages(void *p, size_t n)

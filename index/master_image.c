@@ -40,6 +40,7 @@
 
 #include "rix/alloc.h"
 #include "rix/error.h"
+#include "entry_collect.h"
 #include "index_internal.h"
 #include "master_index_internal.h"
 #include "ranked.h"
@@ -314,13 +315,14 @@ int rix_master_image_check(rix_master_image *im)
  * The image's tables, with the entries of the batches committed meanwhile (the index files
  * listed since the image was made) merged into them: a table with new entries is built again
  * from its entries and theirs (the ranked table is immutable: a full build, its peak the old
- * table's and the array's while the old entries are copied out). Caller holds wmu and bmu; on
- * failure the tables and arrays taken so far are next's (freed with it), the rest the image's.
+ * table's and the collection's while the old entries are collected). Caller holds wmu and bmu; on
+ * failure the tables and collections taken so far are next's (freed with it), the rest the image's.
  */
 static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k, unsigned workers)
 {
 	uint64_t packs_total = (uint64_t)im->npacks + k->npacks;
-	if (packs_total > 0xFFFFFFFEu || k->n[0] > 0xFFFFFFFEu || k->n[1] > 0xFFFFFFFEu)
+	if (packs_total > 0xFFFFFFFEu || rix__ecollect_count(k->c[0]) > 0xFFFFFFFEu ||
+	    rix__ecollect_count(k->c[1]) > 0xFFFFFFFEu)
 		return rix_error_set(RIX_ELIMIT, "master index: over the limit of entries or packs");
 	if (k->npacks > 0) {
 		rix_id *p = rix_realloc(im->sec[0].p, (size_t)packs_total * sizeof(rix_id));
@@ -340,18 +342,21 @@ static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
 		struct rix__ranked *tab = im->tab[t], *top = im->tab[RIX_BLOB_TYPES + t];
 		im->tab[t] = im->tab[RIX_BLOB_TYPES + t] = NULL; /* next's from here */
-		for (size_t i = 0; i < k->n[t]; i++)
-			k->e[t][i].loc.pack += im->npacks;
-		struct fentry *e = k->e[t]; /* the build's from here */
-		size_t n = k->n[t];
-		k->e[t] = NULL;
-		k->n[t] = k->cap[t] = 0;
+		struct rix__ecollect *c = k->c[t]; /* the build's from here */
+		k->c[t] = NULL;
+		int rc = rix__ecollect_shift_packs(c, im->npacks);
+		if (rc != 0) {
+			rix__ecollect_free(c);
+			rix__ranked_free(tab);
+			rix__ranked_free(top);
+			return rc;
+		}
 		/* The image's tables (no reader sees them): those not carried over are freed as soon
 		 * as their entries are copied out. (A type the image had none of gets a table of the
 		 * new entries alone, as cheap to build again next time as a top: not counted.) */
 		bool rebuilt;
-		int rc = rix__mstate_add(next, (rix_blob_type)t, tab, top, true, e, n, rep > 0 ? next->packs : NULL,
-					 workers, &rebuilt);
+		rc = rix__mstate_add(next, (rix_blob_type)t, tab, top, true, c, rep > 0 ? next->packs : NULL, workers,
+				     &rebuilt);
 		im->rebuilt = im->rebuilt || rebuilt;
 		if (rc != 0)
 			return rc;

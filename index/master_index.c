@@ -62,6 +62,7 @@
 
 #include "rix/alloc.h"
 #include "rix/error.h"
+#include "entry_collect.h"
 #include "index_internal.h"
 #include "master_index_internal.h"
 #include "ranked.h"
@@ -247,25 +248,25 @@ void rix__mstate_forget_shared(struct mstate *from, const struct mstate *keep)
 }
 
 int rix__mstate_add(struct mstate *next, rix_blob_type t, struct rix__ranked *table, struct rix__ranked *top,
-		    bool own, struct fentry *add, size_t nadd, const rix_id *packs, unsigned workers, bool *rebuilt)
+		    bool own, struct rix__ecollect *add, const rix_id *packs, unsigned workers, bool *rebuilt)
 {
-	size_t nbase = rix__ranked_count(table), ntop = rix__ranked_count(top);
+	size_t nbase = rix__ranked_count(table), ntop = rix__ranked_count(top), nadd = rix__ecollect_count(add);
 	if (rebuilt != NULL)
 		*rebuilt = false;
 	if (nadd == 0) { /* nothing new: both carried over */
-		rix_free(add);
+		rix__ecollect_free(add);
 		next->table[t] = table;
 		next->top[t] = top;
 		return 0;
 	}
 	if (packs == NULL && nbase > 0 && ntop + nadd <= nbase / RIX__TOP_SHARE) {
 		next->table[t] = table;
-		return rix__ranked_merge_owned(&next->top[t], top, NULL, own, add, nadd, NULL, workers);
+		return rix__ranked_merge_owned(&next->top[t], top, NULL, own, add, NULL, workers);
 	}
 	next->top[t] = NULL;
 	if (rebuilt != NULL)
 		*rebuilt = table != NULL;
-	return rix__ranked_merge_owned(&next->table[t], table, top, own, add, nadd, packs, workers);
+	return rix__ranked_merge_owned(&next->table[t], table, top, own, add, packs, workers);
 }
 
 void rix__master_index_publish(rix_master_index *mi, struct mstate *cur, struct mstate *next, rix_id *nids,
@@ -298,37 +299,41 @@ void rix__master_index_publish(rix_master_index *mi, struct mstate *cur, struct 
 }
 
 /* The entries of the merged indexes' maps of type t, their pack numbers made global (the first
- * merged index's packs from base): a new array (*out NULL when there are none). */
-static int collect_maps(struct fentry **out, size_t *n, rix_index *const *merged, size_t nmerge, rix_blob_type t,
+ * merged index's packs from base): a new collection (*out NULL when there are none). */
+static int collect_maps(struct rix__ecollect **out, rix_index *const *merged, size_t nmerge, rix_blob_type t,
 			uint32_t base)
 {
 	*out = NULL;
-	*n = 0;
 	size_t total = 0;
 	for (size_t k = 0; k < nmerge; k++)
 		if (merged[k]->maps[t] != NULL)
 			total += rix_indexmap_count(merged[k]->maps[t]);
 	if (total == 0)
 		return 0;
-	struct fentry *e = rix_malloc(total * sizeof(*e));
-	if (e == NULL)
-		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu entries", total);
-	/* The table's set is built in this array: huge pages, advised before the pages are touched
-	 * (advice after leaves them to khugepaged, and the lookups to 4 KiB pages' TLB misses). */
-	rix__advise_huge(e, total * sizeof(*e));
-	size_t at = 0;
-	for (size_t k = 0; k < nmerge; k++) {
+	struct rix__ecollect *c;
+	struct fentry e[64];
+	int rc = rix__ecollect_new(&c);
+	if (rc == 0 && total >= 65536) /* (a few: each part's first mapping holds them) */
+		rc = rix__ecollect_reserve(c, total);
+	for (size_t k = 0; k < nmerge && rc == 0; k++) {
 		const rix_indexmap *m = merged[k]->maps[t];
-		for (size_t i = 0, c = m != NULL ? rix_indexmap_count(m) : 0; i < c; i++, at++) {
+		size_t cnt = m != NULL ? rix_indexmap_count(m) : 0, at = 0;
+		for (size_t i = 0; i < cnt && rc == 0; i++) {
 			const rix_id *id;
 			rix_indexmap_entry(&id, &e[at].loc, m, (uint32_t)i);
-			e[at].id = *id;
-			e[at].loc.pack += base;
+			e[at++].id = *id;
+			if (at == 64 || i + 1 == cnt) {
+				rc = rix__ecollect_add(c, e, at, base);
+				at = 0;
+			}
 		}
 		base += merged[k]->npacks;
 	}
-	*out = e;
-	*n = total;
+	if (rc != 0) {
+		rix__ecollect_free(c);
+		return rc;
+	}
+	*out = c;
 	return 0;
 }
 
@@ -376,12 +381,11 @@ int rix_master_index_merge(rix_master_index *mi)
 	if (mi->nindex_ids)
 		memcpy(nids, mi->index_ids, mi->nindex_ids * sizeof(rix_id));
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		struct fentry *add;
-		size_t nadd;
-		rc = collect_maps(&add, &nadd, merged, nmerge, (rix_blob_type)t, cur->npacks);
+		struct rix__ecollect *add;
+		rc = collect_maps(&add, merged, nmerge, (rix_blob_type)t, cur->npacks);
 		if (rc != 0)
 			goto done;
-		rc = rix__mstate_add(next, (rix_blob_type)t, cur->table[t], cur->top[t], false, add, nadd, NULL, mi->workers,
+		rc = rix__mstate_add(next, (rix_blob_type)t, cur->table[t], cur->top[t], false, add, NULL, mi->workers,
 				     NULL);
 		if (rc != 0)
 			goto done;

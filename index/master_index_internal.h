@@ -21,14 +21,15 @@
 #include "hash.h"
 #include "recent.h"
 
-/* An entry as bulk loading collects it and the ranked table is built from. */
+/* An entry as a batch of a bulk load holds it (collected in 43 bytes: entry_collect.h). */
 struct fentry {
 	rix_id id;
 	rix_loc loc; /* loc.pack: global pack number */
 };
 _Static_assert(sizeof(struct fentry) == 48, "a collected entry must stay 48 bytes");
 
-struct rix__ranked; /* ranked.h */
+struct rix__ranked;   /* ranked.h */
+struct rix__ecollect; /* entry_collect.h */
 
 /*
  * What a merge publishes: immutable until freed after an RCU grace period.
@@ -71,8 +72,7 @@ struct rix_master_index {
 	pthread_cond_t pin_cv;
 	struct bulk {                   /* committed batches, waiting for bulk_finish (bmu) */
 		pthread_mutex_t bmu;
-		struct fentry *e[RIX_BLOB_TYPES];
-		size_t n[RIX_BLOB_TYPES], cap[RIX_BLOB_TYPES];
+		struct rix__ecollect *c[RIX_BLOB_TYPES]; /* entries, pack numbers bulk-local (NULL: none yet) */
 		rix_id *packs;
 		size_t npacks, packs_cap;
 		rix_id *ids;
@@ -120,18 +120,19 @@ void rix__mstate_forget_shared(struct mstate *from, const struct mstate *keep);
 
 /*
  * next's tables of type t: table and top (cur's, shared with it, or, with own, the caller's to
- * give) with add[0..nadd) (taken over in every case; loc.pack global). When the top and the added
- * entries stay within 1/RIX__TOP_SHARE of the table and no pack is named twice (packs NULL), the
- * table is carried over and a new top built of the top's entries and the added; otherwise one
- * table of all (packs, when given, drops repeated locations: rix__ranked_build_owned). With own,
- * what is not carried over is freed once copied out. On failure next holds what it carried
+ * give) with the entries collected in add (may be NULL; taken over in every case; loc.pack
+ * global). When the top and the added entries stay within 1/RIX__TOP_SHARE of the table and no
+ * pack is named twice (packs NULL), the table is carried over and a new top built of the top's
+ * entries and the added; otherwise one table of all (packs, when given, drops repeated
+ * locations: rix__ranked_build_collected). With own, what is not carried over is freed once
+ * collected. On failure next holds what it carried
  * over (forget it as shared, or free it with next, as the caller owns it). *rebuilt (may be
  * NULL): whether an existing table is built again of all (told by the path taken: a table's
  * address says nothing, as a new one may take a freed one's). @return 0, RIX_ENOMEM,
  * RIX_ELIMIT.
  */
 int rix__mstate_add(struct mstate *next, rix_blob_type t, struct rix__ranked *table, struct rix__ranked *top,
-		    bool own, struct fentry *add, size_t nadd, const rix_id *packs, unsigned workers, bool *rebuilt);
+		    bool own, struct rix__ecollect *add, const rix_id *packs, unsigned workers, bool *rebuilt);
 
 /*
  * Publishes next (and the index-file IDs nids, nids_total of them): the state first, then, when

@@ -2,13 +2,18 @@
  * index/ranked.c — the ranked table (ranked.h): blob locations by the rank of the blob's ID in
  * a rix_idset, bit-packed.
  *
- * Building: the entries are sorted by ID in place (id_sort.h's radix sort, compiled here for
- * 48-byte entries); one pass finds the widest value of each location field and counts the
- * distinct IDs and the second locations; the packed array and the side array are allocated
- * (up to here a failure leaves nothing to undo); a second pass writes each distinct ID's 32
- * bytes to the front of the entries' own array (ID j at 32 j, never past entry j >= the one
- * being read) and its location into the packed array; the array is shrunk to the IDs and
- * handed to rix_idset_build_owned, which builds the set inside it.
+ * Building (rix__ranked_build_collected): the entries come collected in 256 parts of 43-byte
+ * records (entry_collect.h), each part sorted in place; the field widths are known from the
+ * collection, the distinct IDs (and so each part's first rank) from the sort; the packed array,
+ * the filter, the side array and the set's block are allocated (up to here a failure leaves
+ * nothing to undo); then a pass over the parts, spread over the CPUs, writes each distinct ID's
+ * bytes 1..31 as a record of the set's build (idset_build.c's phase A) and its location into
+ * the packed array, giving each part back as it is done, so that the records and locations grow
+ * as the parts shrink (about 43 bytes an entry throughout); rix__idset_from_records builds the
+ * set in the records' block. The pass runs on more than one CPU for the page faults of the new
+ * arrays as much as for its work: on a virtual machine whose host takes freed memory back, a
+ * huge page's first touch costs about 3 s a GiB (bench/RESULTS.md), and two CPUs fault in
+ * parallel.
  *
  * A packed location: pack number, offset, length, uncompressed length, low field first, each
  * as wide as the table's largest value (0 bits for a field that is 0 everywhere). Up to 120
@@ -16,6 +21,7 @@
  * most 7; a table whose fields need more (offsets and lengths near 4 GiB in millions of packs)
  * gets 32 bits a field, 128 a location, byte-aligned.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,23 +29,15 @@
 #include "rix/error.h"
 #include "rix/idset.h"
 #include "index_internal.h"
+#include "entry_collect.h"
 #include "ranked.h"
 #include "idset_cmp.h"
-
-/* id_sort.h for the collected entries (struct fentry): the ID is their first 32 bytes. */
-void rix__ranked_sort_from(struct fentry *a, size_t n, unsigned d);
-void rix__ranked_sort(struct fentry *a, size_t n, unsigned workers);
-#define SORT_REC struct fentry
-#define SORT_ID(r) ((r).id.b)
-#define SORT_FN(name) rix__ranked_##name
-#include "id_sort.h"
-#undef SORT_REC
-#undef SORT_ID
-#undef SORT_FN
+#include "../common/pool.h"
 
 #define LOC_PACKED_MAX 120u /* widest packed location read with a 16-byte load and a shift */
 #define LOC_PAD 16u         /* bytes after the last location, for that load */
 #define BATCH 256u          /* keys a round of rix__ranked_find_many */
+#define BUILD_PARALLEL 65536u /* entries from which a build's sort and pass are spread over the CPUs */
 
 __extension__ typedef unsigned __int128 u128;
 
@@ -81,9 +79,9 @@ static inline size_t filter_words(size_t nd)
 	return nd / 8 + 1;
 }
 
-/* Entries ahead of the build's pass whose lines it requests (ranked build, pass 2): the
- * hardware's prefetcher stops at each 4 KiB page of the sorted entries. */
-#define ENTRIES_AHEAD 96
+/* Bytes ahead of the build's pass over a part whose lines it requests: the hardware's prefetcher
+ * stops at each 4 KiB page of the records. */
+#define RECS_AHEAD 4096
 
 /* The filter's word of id, of nw: ascending with the ID. */
 static inline size_t filter_word(const uint8_t *id, size_t nw)
@@ -139,9 +137,12 @@ static inline void loc_get(const struct rix__ranked *r, size_t rank, rix_loc *lo
 	loc->uncompressed_length = (uint32_t)v & r->um;
 }
 
-/* Writes rank's location into the zeroed array. */
+/* Writes rank's location into the zeroed array (nothing to write at width 0: the array stays
+ * as it is, and no two workers of a build touch the same bytes). */
 static inline void loc_put(struct rix__ranked *r, size_t rank, const rix_loc *loc)
 {
+	if (r->width == 0)
+		return;
 	u128 v = (u128)loc->uncompressed_length;
 	v = (v << r->lb) | loc->length;
 	v = (v << r->ob) | loc->offset;
@@ -151,33 +152,6 @@ static inline void loc_put(struct rix__ranked *r, size_t rank, const rix_loc *lo
 	v <<= bit & 7;
 	store64_le(p, load64_le(p) | (uint64_t)v);
 	store64_le(p + 8, load64_le(p + 8) | (uint64_t)(v >> 64));
-}
-
-static inline bool place_less(const rix_loc *a, const rix_loc *b)
-{
-	return a->pack != b->pack ? a->pack < b->pack : a->offset < b->offset;
-}
-
-static int cmp_place(const void *a, const void *b)
-{
-	const rix_loc *x = &((const struct fentry *)a)->loc, *y = &((const struct fentry *)b)->loc;
-	return place_less(x, y) ? -1 : place_less(y, x);
-}
-
-/* Entries of one ID in place order: a few by insertion, many (one blob listed in very many
- * packs: an index file's choice) by qsort, so that no index makes the build quadratic. */
-static void sort_places(struct fentry *e, uint32_t n)
-{
-	if (n > 32) {
-		qsort(e, n, sizeof(*e), cmp_place);
-		return;
-	}
-	for (uint32_t i = 1; i < n; i++)
-		for (uint32_t j = i; j > 0 && place_less(&e[j].loc, &e[j - 1].loc); j--) {
-			rix_loc t = e[j].loc;
-			e[j].loc = e[j - 1].loc;
-			e[j - 1].loc = t;
-		}
 }
 
 static bool same_place(const rix_loc *a, const rix_loc *b, const rix_id *packs)
@@ -197,121 +171,184 @@ void rix__ranked_free(struct rix__ranked *r)
 	rix_free(r);
 }
 
-int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, uint32_t count, const rix_id *packs,
-			    unsigned workers)
+/*
+ * The pass over the parts, shared by the workers: part b's distinct IDs get ranks from at[b]
+ * (records at 31 at[b] in the block, locations from rank at[b]), its second locations the
+ * side array's slots from dup_at[b] (ndup[b] of them used). Parts touch disjoint ranges of the
+ * block and the side array; a location's write reads and writes the 16 bytes around it, so the
+ * first and last `edge` locations of a part, whose bytes a neighbouring part's may share, are
+ * kept in edges[b] and written after the workers are done; filter words are shared by
+ * neighbouring parts only at the ends of a part's range, which are set atomically.
+ */
+struct pass_job {
+	struct rix__ranked *r;
+	struct rix__ecollect *c;
+	const rix_id *packs;
+	uint8_t *block;
+	size_t at[257], dup_at[256], ndup[256];
+	size_t edge;
+	struct rdup *edges; /* 2 edge a part */
+	atomic_uint next;
+};
+
+static void *pass_worker(void *arg)
+{
+	struct pass_job *jb = arg;
+	struct rix__ranked *r = jb->r;
+	const size_t nw = filter_words(r->nd), edge = jb->edge;
+	for (;;) {
+		unsigned b = atomic_fetch_add(&jb->next, 1);
+		if (b >= 256)
+			return NULL;
+		struct rix__part *pt = &jb->c->part[b];
+		const size_t lo = jb->at[b], hi = jb->at[b + 1];
+		struct rdup *dups = r->dups != NULL ? r->dups + jb->dup_at[b] : NULL, *edges = jb->edges + 2 * edge * b;
+		size_t nd = 0, j = lo;
+		const uint8_t *prev = NULL;
+		rix_loc main = { 0 };
+		rix_id id;
+		id.b[0] = (uint8_t)b;
+		size_t w_lo = filter_word((const uint8_t[8]){ (uint8_t)b }, nw);
+		size_t w_hi = filter_word((const uint8_t[8]){ (uint8_t)b, 255, 255, 255, 255, 255, 255, 255 }, nw);
+		size_t first_dup = 0;
+		for (size_t i = 0; i < pt->n; i++) {
+			const uint8_t *rec = pt->p + i * RIX__EREC;
+			if ((i + 1) * RIX__EREC + RECS_AHEAD < pt->n * RIX__EREC) /* (never past the part) */
+				RIX_PREFETCH(rec + RECS_AHEAD);
+			rix_loc loc;
+			rix__ecollect_loc(jb->c, rec, &loc);
+			if (prev != NULL && memcmp(prev, rec + RIX__EREC_LOC, RIX_ID_SIZE - 1) == 0) {
+				bool repeat = false;
+				if (jb->packs != NULL) { /* asked to drop repeats (compared with each of the ID's) */
+					repeat = same_place(&main, &loc, jb->packs);
+					for (size_t d = first_dup; d < nd && !repeat; d++)
+						repeat = same_place(&dups[d].loc, &loc, jb->packs);
+				}
+				if (!repeat)
+					dups[nd++] = (struct rdup){ .rank = (uint32_t)(j - 1), .loc = loc };
+				continue;
+			}
+			prev = rec + RIX__EREC_LOC;
+			main = loc;
+			first_dup = nd;
+			memcpy(id.b + 1, prev, RIX_ID_SIZE - 1);
+			size_t w;
+			uint64_t m = filter_mask(id.b, nw, &w);
+			if (w == w_lo || w == w_hi)
+				__atomic_fetch_or(&r->filter[w], m, __ATOMIC_RELAXED);
+			else
+				r->filter[w] |= m;
+			memcpy(jb->block + j * (RIX_ID_SIZE - 1), prev, RIX_ID_SIZE - 1);
+			if (j - lo < edge)
+				edges[j - lo] = (struct rdup){ .rank = (uint32_t)j, .loc = loc };
+			else if (hi - j <= edge)
+				edges[edge + (hi - 1 - j)] = (struct rdup){ .rank = (uint32_t)j, .loc = loc };
+			else
+				loc_put(r, j, &loc);
+			j++;
+		}
+		jb->ndup[b] = nd;
+		rix__part_release(pt);
+	}
+}
+
+int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *c, const rix_id *packs,
+				unsigned workers)
 {
 	*out = NULL;
-	struct rix__ranked *r = rix_calloc(1, sizeof(*r));
-	if (r == NULL) {
-		rix_free(entries);
+	size_t count = c->n;
+	struct rix__ranked *r = count <= 0xFFFFFFFEu ? rix_calloc(1, sizeof(*r)) : NULL;
+	struct pass_job *jb = r != NULL ? rix_calloc(1, sizeof(*jb)) : NULL;
+	if (jb == NULL) {
+		rix_free(r);
+		rix__ecollect_free(c);
+		if (count > 0xFFFFFFFEu)
+			return rix_error_set(RIX_ELIMIT, "master index: %zu entries of one type is over the limit", count);
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
 	}
-	rix__advise_huge(entries, (size_t)count * sizeof(*entries)); /* the set is built in this array */
-	rix__collapse_huge(entries, (size_t)count * sizeof(*entries)); /* realloc's moves split them */
-	rix__ranked_sort(entries, count, workers);
-	/* Pass 1: field widths, distinct IDs, second locations (an upper bound: some repeat). The
-	 * sort is not stable: an ID's locations are put in place order here (pack number, offset),
-	 * so that the first is the same whatever order they came in (the oldest pack's, as packs
-	 * are numbered in the order they are loaded). */
-	uint32_t mp = 0, mo = 0, ml = 0, mu = 0, nd = 0, run = 0;
-	for (uint32_t i = 0; i <= count; i++) {
-		if (i == count || i == 0 || !rix__id_eq(&entries[i - 1].id, &entries[i].id)) {
-			if (i - run > 1) /* the run of the ID before: its locations in place order */
-				sort_places(entries + run, i - run);
-			if (i == count)
-				break;
-			nd++;
-			run = i;
-		}
-		const rix_loc *l = &entries[i].loc;
-		mp |= l->pack;
-		mo |= l->offset;
-		ml |= l->length;
-		mu |= l->uncompressed_length;
+	/* Each part in ID order, an ID's records in place order (pack number, offset), so that its
+	 * first location is the same whatever order they came in (the oldest pack's, as packs are
+	 * numbered in the order they are loaded). */
+	size_t distinct[256], nd = 0, ndup_max = 0;
+	rix__ecollect_sort(c, count < BUILD_PARALLEL ? 1 : workers, distinct);
+	for (unsigned b = 0; b < 256; b++) {
+		jb->at[b] = nd;
+		jb->dup_at[b] = ndup_max;
+		nd += distinct[b];
+		ndup_max += c->part[b].n - distinct[b];
 	}
-	r->pb = bits_of(mp);
-	r->ob = bits_of(mo);
-	r->lb = bits_of(ml);
-	r->ub = bits_of(mu);
+	jb->at[256] = nd;
+	r->pb = bits_of(c->orp);
+	r->ob = bits_of(c->oro);
+	r->lb = bits_of(c->orl);
+	r->ub = bits_of(c->oru);
 	if (r->pb + r->ob + r->lb + r->ub > LOC_PACKED_MAX)
 		r->pb = r->ob = r->lb = r->ub = 32;
 	set_width(r);
-	r->nd = nd;
+	r->nd = (uint32_t)nd;
 	r->locs_size = (((uint64_t)nd * r->width + 7) >> 3) + LOC_PAD;
 	r->locs = rix_calloc(1, r->locs_size);
 	r->filter = rix_calloc(filter_words(nd), sizeof(uint64_t));
-	if (count > nd)
-		r->dups = rix_malloc((size_t)(count - nd) * sizeof(*r->dups));
-	if (r->locs == NULL || r->filter == NULL || (count > nd && r->dups == NULL)) {
-		rix_free(entries);
+	if (ndup_max > 0)
+		r->dups = rix_malloc(ndup_max * sizeof(*r->dups));
+	/* A location's write spans 16 bytes from the byte its first bit is in. */
+	jb->edge = (16 * 8 + 8) / (r->width ? r->width : 1) + 1;
+	jb->edges = rix_malloc(256 * 2 * jb->edge * sizeof(*jb->edges));
+	/* The set's block: room for the records (31 bytes an ID) and what its build adds behind
+	 * them (the mid bits, the directory: under 4 bytes an ID with 8 mid bits), so that it never
+	 * grows (a move would split its huge pages); only what is written costs memory. */
+	size_t room = nd * (sizeof(rix_id) + 3) + 4096;
+	jb->block = nd > 0 ? rix_malloc(room) : NULL;
+	if (r->locs == NULL || r->filter == NULL || (ndup_max > 0 && r->dups == NULL) || jb->edges == NULL ||
+	    (nd > 0 && jb->block == NULL)) {
+		rix_free(jb->block);
+		rix_free(jb->edges);
+		rix_free(jb);
+		rix__ecollect_free(c);
 		rix__ranked_free(r);
-		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %u locations", count);
+		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu locations", count);
 	}
+	/* Read at random by the lookups: huge pages (advised before they are touched). */
 	rix__advise_huge(r->locs, r->locs_size);
 	rix__advise_huge(r->filter, filter_words(nd) * sizeof(uint64_t));
-	size_t nw = filter_words(nd);
-	/* Pass 2: IDs to the front, locations packed; second locations aside unless they repeat.
-	 * The bytes between the IDs written (32 j) and the next entry to read (48 i) are dead: given
-	 * back as the pass goes, so that the packed locations grow in the memory they free and the
-	 * peak stays the entries' array's and the filter's (49 bytes an entry), not that plus the
-	 * locations'. */
-	rix_id *ids = (rix_id *)(void *)entries;
-	uint32_t j = 0, first_dup = 0;
-	size_t released = 0; /* bytes of the array below which the dead pages are given back */
-	for (uint32_t i = 0; i < count; i++) {
-		if ((i & 0xFFFF) == 0 && i > 0) {
-			size_t lo = (size_t)j * sizeof(rix_id), hi = (size_t)i * sizeof(struct fentry);
-			lo = lo > released ? lo : released;
-			rix__release_pages((char *)entries + lo, hi - lo);
-			/* up to the last whole huge page given (the rest of hi's page, next time) */
-			size_t upto = (((uintptr_t)entries + hi) & ~(((uintptr_t)2 << 20) - 1)) - (uintptr_t)entries;
-			released = upto > released && upto <= hi ? upto : released;
-		}
-		if (i + ENTRIES_AHEAD < count)
-			RIX_PREFETCH(&entries[i + ENTRIES_AHEAD]);
-		struct fentry e = entries[i];
-		if (j > 0 && rix__id_eq(&ids[j - 1], &e.id)) {
-			bool repeat = false;
-			if (packs != NULL) { /* asked to drop repeats (compared with each of the ID's) */
-				rix_loc main;
-				loc_get(r, j - 1, &main);
-				repeat = same_place(&main, &e.loc, packs);
-				for (uint32_t d = first_dup; d < r->ndups && !repeat; d++)
-					repeat = same_place(&r->dups[d].loc, &e.loc, packs);
-			}
-			if (!repeat)
-				r->dups[r->ndups++] = (struct rdup){ .rank = j - 1, .loc = e.loc };
-			continue;
-		}
-		first_dup = r->ndups;
-		size_t w;
-		uint64_t m = filter_mask(e.id.b, nw, &w);
-		r->filter[w] |= m;
-		memmove(&ids[j], &e.id, sizeof(rix_id));
-		loc_put(r, j, &e.loc);
-		j++;
+	rix__advise_huge(jb->block, room);
+	/* The parts, on the workers: distinct IDs to the block as records, locations packed,
+	 * second locations aside unless they repeat; each part given back when done. */
+	jb->r = r;
+	jb->c = c;
+	jb->packs = packs;
+	atomic_init(&jb->next, 0);
+	rix__pool_run(count < BUILD_PARALLEL ? 1 : rix__pool_size(workers, 64), pass_worker, jb);
+	/* The parts' edges, and their second locations together (in rank order, as the parts). */
+	size_t cnt0[256];
+	for (unsigned b = 0; b < 256; b++) {
+		size_t m = jb->at[b + 1] - jb->at[b];
+		const struct rdup *edges = jb->edges + 2 * jb->edge * b;
+		for (size_t k = 0; k < m && k < jb->edge; k++) /* the first ones */
+			loc_put(r, edges[k].rank, &edges[k].loc);
+		for (size_t k = 0; k < jb->edge && m > jb->edge + k; k++) /* the last ones (k from the end) */
+			loc_put(r, edges[jb->edge + k].rank, &edges[jb->edge + k].loc);
+		if (jb->ndup[b] > 0 && jb->dup_at[b] != r->ndups)
+			memmove(r->dups + r->ndups, r->dups + jb->dup_at[b], jb->ndup[b] * sizeof(*r->dups));
+		r->ndups += (uint32_t)jb->ndup[b];
+		cnt0[b] = distinct[b];
 	}
+	uint8_t *block = jb->block;
+	rix_free(jb->edges);
+	rix_free(jb);
+	rix__ecollect_free(c);
 	if (r->ndups == 0) {
 		rix_free(r->dups);
 		r->dups = NULL;
-	} else if (r->ndups < count - nd) {
+	} else if (r->ndups < ndup_max) {
 		struct rdup *d = rix_realloc(r->dups, (size_t)r->ndups * sizeof(*r->dups));
 		if (d != NULL)
 			r->dups = d;
 	}
 	/* The set is built with 8 or more mid bits (a lookup of an absent ID reads the mid array,
-	 * not the tails), in the array with the room that build needs beyond the IDs kept. */
-	size_t have = (size_t)count * sizeof(struct fentry), room = (size_t)nd * (sizeof(rix_id) + 3) + 4096;
-	if (nd > 0 && room < have) {
-		rix_id *shrunk = rix_realloc(ids, room);
-		if (shrunk != NULL) {
-			ids = shrunk;
-			have = room;
-		}
-	}
-	int rc = rix__idset_build_owned_in(&r->ids, ids, nd, have, RIX_IDSET_SORTED | RIX__IDSET_DISTINCT | RIX__IDSET_MID8, workers);
+	 * not the tails). */
+	int rc = rix__idset_from_records(&r->ids, block, room, cnt0, nd, true);
 	if (rc != 0) {
-		rix_free(ids);
 		rix__ranked_free(r);
 		return rc;
 	}
@@ -319,53 +356,80 @@ int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, ui
 	return 0;
 }
 
+/* Entries collected from an array at a time (the array given back behind them). */
+#define COLLECT_CHUNK 65536u
+
+int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, uint32_t count, const rix_id *packs,
+			    unsigned workers)
+{
+	*out = NULL;
+	struct rix__ecollect *c;
+	int rc = rix__ecollect_new(&c);
+	if (rc == 0)
+		rc = rix__ecollect_reserve(c, count);
+	/* From the end, the array's pages behind the collected ones given back as it goes: the
+	 * collection grows in the memory the array frees. */
+	for (size_t hi = count; rc == 0 && hi > 0;) {
+		size_t lo = hi > COLLECT_CHUNK ? hi - COLLECT_CHUNK : 0;
+		rc = rix__ecollect_add(c, entries + lo, hi - lo, 0);
+		rix__release_pages(entries + lo, ((size_t)count - lo) * sizeof(*entries));
+		hi = lo;
+	}
+	rix_free(entries);
+	if (rc != 0) {
+		rix__ecollect_free(c);
+		return rc;
+	}
+	return rix__ranked_build_collected(out, c, packs, workers);
+}
+
+/* A table's entries added to a collection a round at a time. */
 struct gather {
-	struct fentry *e;
-	size_t n;
+	struct rix__ecollect *c;
+	struct fentry e[RIX__RANKED_ROUND];
 };
 
-static int gather_one(void *payload, const rix_id *id, const rix_loc *loc)
+static int gather_round(void *payload, const rix_id *ids, const rix_loc *locs, size_t n)
 {
 	struct gather *g = payload;
-	g->e[g->n++] = (struct fentry){ .id = *id, .loc = *loc };
-	return 0;
+	for (size_t i = 0; i < n; i++)
+		g->e[i] = (struct fentry){ .id = ids[i], .loc = locs[i] };
+	return rix__ecollect_add(g->c, g->e, n, 0);
 }
 
 int rix__ranked_merge_owned(struct rix__ranked **out, struct rix__ranked *old, struct rix__ranked *top, bool own_old,
-			    struct fentry *add, size_t nadd, const rix_id *packs, unsigned workers)
+			    struct rix__ecollect *add, const rix_id *packs, unsigned workers)
 {
 	*out = NULL;
-	size_t n0 = (size_t)rix__ranked_count(old) + rix__ranked_count(top), total = n0 + nadd;
-	if (total > 0xFFFFFFFEu || total == 0) {
-		rix_free(add);
-		if (own_old) {
-			rix__ranked_free(old);
-			rix__ranked_free(top);
-		}
-		return total ? rix_error_set(RIX_ELIMIT, "master index: %zu entries of one type is over the limit", total)
-			     : 0;
+	size_t n0 = (size_t)rix__ranked_count(old) + rix__ranked_count(top), total = n0 + rix__ecollect_count(add);
+	int rc = 0;
+	if (total > 0xFFFFFFFEu)
+		rc = rix_error_set(RIX_ELIMIT, "master index: %zu entries of one type is over the limit", total);
+	struct gather *g = rc == 0 && total > 0 && n0 > 0 ? rix_malloc(sizeof(*g)) : NULL;
+	if (rc == 0 && total > 0 && n0 > 0 && g == NULL)
+		rc = rix_error_set(RIX_ENOMEM, "master index: out of memory");
+	if (rc == 0 && total > 0 && add == NULL)
+		rc = rix__ecollect_new(&add);
+	/* The old entries with the added ones (their room first, so that they do not move). */
+	if (rc == 0 && g != NULL) {
+		g->c = add;
+		if (n0 >= BUILD_PARALLEL) /* (a few: each part's first mapping holds them) */
+			rc = rix__ecollect_reserve(add, n0);
+		if (rc == 0)
+			rc = rix__ranked_foreach_round(old, gather_round, g);
+		if (rc == 0)
+			rc = rix__ranked_foreach_round(top, gather_round, g);
 	}
-	/* The old entries before the added ones, in the added ones' array grown. */
-	struct fentry *all = rix_realloc(add, total * sizeof(*all));
-	if (all == NULL) {
-		rix_free(add);
-		if (own_old) {
-			rix__ranked_free(old);
-			rix__ranked_free(top);
-		}
-		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu entries", total);
-	}
-	rix__advise_huge(all, total * sizeof(*all)); /* before the old entries' pages are touched */
-	if (n0 > 0 && nadd > 0)
-		memmove(all + n0, all, nadd * sizeof(*all));
-	struct gather g = { .e = all };
-	(void)rix__ranked_foreach(old, gather_one, &g); /* gather_one never stops it */
-	(void)rix__ranked_foreach(top, gather_one, &g);
-	if (own_old) { /* their entries are in the array: not held beside it while it is built */
+	rix_free(g);
+	if (own_old) { /* their entries are collected: not held beside them while it is built */
 		rix__ranked_free(old);
 		rix__ranked_free(top);
 	}
-	return rix__ranked_build_owned(out, all, (uint32_t)total, packs, workers);
+	if (rc != 0 || total == 0) {
+		rix__ecollect_free(add);
+		return rc;
+	}
+	return rix__ranked_build_collected(out, add, packs, workers);
 }
 
 uint32_t rix__ranked_count(const struct rix__ranked *r)

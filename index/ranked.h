@@ -42,29 +42,36 @@
 
 struct rix__ranked;
 
+struct rix__ecollect; /* entry_collect.h */
+
 /*
- * Builds the ranked table of entries[0..count) (loc.pack: global pack numbers), taking the array
- * over in every case (rix_malloc'd; sorted by ID in place, then turned into the set inside its
- * own allocation, so the build holds the array and the packed locations, never a copy of
- * either). packs (may be NULL: keep every location) names each pack number's pack: given, a
- * location that repeats one of its ID's (same place, pack numbers equal or naming one pack) is
- * dropped. workers: threads for the sort (0: one a CPU).
+ * Builds the ranked table of the entries collected in c (loc.pack: global pack numbers), taking
+ * c over in every case (its parts are sorted in place, then given back one at a time as their
+ * entries land in the table: the build holds about the collection's 43 bytes an entry, never a
+ * copy beside them). packs (may be NULL: keep every location) names each pack number's pack:
+ * given, a location that repeats one of its ID's (same place, pack numbers equal or naming one
+ * pack) is dropped. workers: threads for the sort and the pass (0: one a CPU).
  * *out NULL on failure. @return 0, RIX_ENOMEM, RIX_ELIMIT (more than RIX_IDSET_MAX_IDS IDs).
  */
+int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *c, const rix_id *packs,
+				unsigned workers);
+
+/* The same of entries[0..count) (rix_malloc'd, taken over in every case: collected from its end,
+ * its pages given back behind them, so that the peak is the array's). */
 int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, uint32_t count, const rix_id *packs,
 			    unsigned workers);
 
 void rix__ranked_free(struct rix__ranked *r);
 
 /*
- * A new table of old's and top's entries (either may be NULL) and add[0..nadd) (taken over in
- * every case, as by the build). With own_old, old and top are freed as soon as their entries are
- * copied out (before the build: the peak is the array's, not the array's and theirs), and on
- * every failure; without, they are left as they are. *out NULL when there are none at all.
- * @return 0, RIX_ENOMEM, RIX_ELIMIT.
+ * A new table of old's and top's entries (either may be NULL) and those collected in add (may be
+ * NULL; taken over in every case, as by the build). With own_old, old and top are freed as soon
+ * as their entries are collected (before the build: the peak is the collection's, not the
+ * collection's and theirs), and on every failure; without, they are left as they are. *out NULL
+ * when there are none at all. @return 0, RIX_ENOMEM, RIX_ELIMIT.
  */
 int rix__ranked_merge_owned(struct rix__ranked **out, struct rix__ranked *old, struct rix__ranked *top, bool own_old,
-			    struct fentry *add, size_t nadd, const rix_id *packs, unsigned workers);
+			    struct rix__ecollect *add, const rix_id *packs, unsigned workers);
 
 /* Entries held (distinct IDs plus second locations), distinct IDs, bytes held (0 for NULL). */
 uint32_t rix__ranked_count(const struct rix__ranked *r);

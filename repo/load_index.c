@@ -216,15 +216,15 @@ static int load_index(rix_repo_load_stats *stats, rix_repo *r, rix_repo_index_er
 	}
 	rix_free(have);
 	l.names.n = keep;
-	/* Room for the data blobs of the files to read, so that their entries never move as they
-	 * are committed (see rix_master_index_bulk_reserve; a hint, its failure ignored): an entry
+	/* Room for the data blobs of the files to read, so that the parts holding their entries do
+	 * not move as they fill (see rix_master_index_bulk_reserve; a hint, its failure ignored): an entry
 	 * of a compressed file (repository version 2) takes at least its ID's 32 bytes (~50 in
 	 * practice), one of a version 1 file's plain JSON at least 64 (its hex ID; ~140 in
 	 * practice). Room not used is address space, not memory; where the kernel refuses to
 	 * overcommit it is charged in full, and the plain files a repository upgraded to version 2
 	 * keeps until a prune rewrites them get ~4 times the room they fill (too little room
-	 * would cost more: the array moved, as without a reservation). Sizes a backend does not
-	 * list (0) add nothing. */
+	 * costs moves as the parts grow, as without a reservation). Sizes a backend does not list
+	 * (0) add nothing. */
 	uint64_t file_bytes = 0;
 	for (size_t i = 0; i < l.names.n; i++)
 		file_bytes += l.names.v[i].size;

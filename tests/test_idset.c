@@ -246,8 +246,8 @@ static void build_and_check(const rix_id *ids, size_t n, uint64_t *st)
 	assert_int_equal(rix_idset_memory(s), plain_memory);
 	rix_idset_free(s);
 
-	/* Taken over, with at least 8 mid bits (the ranked table's shape): the same IDs, mid
-	 * bits 8..15, the same bits an ID. */
+	/* Taken over, with at least 8 mid bits (the ranked table's shape, which it builds from
+	 * records: test_ranked): the same IDs, mid bits 8..15, the same bits an ID. */
 	own = rix_malloc((n ? n : 1) * sizeof(*own));
 	assert_non_null(own);
 	memcpy(own, ids, n * sizeof(*own));
@@ -261,33 +261,6 @@ static void build_and_check(const rix_id *ids, size_t n, uint64_t *st)
 	}
 	rix_idset_free(s);
 	assert_int_equal(rix_idset_build_owned(&s, NULL, 0, RIX__IDSET_MID8), RIX_EINVAL); /* not public */
-
-	/* Taken over, sorted and distinct as the ranked build makes them (RIX__IDSET_DISTINCT: the
-	 * counting pass skipped): the same set. Said distinct but not sorted: refused. */
-	own = rix_malloc((d ? d : 1) * sizeof(*own));
-	assert_non_null(own);
-	memcpy(own, ref, d * sizeof(*own));
-	assert_int_equal(rix__idset_build_owned_in(&s, own, d, (d ? d : 1) * sizeof(*own), RIX__IDSET_DISTINCT, 1),
-			 RIX_EINVAL);
-	assert_null(s);
-	assert_int_equal(rix__idset_build_owned_in(&s, own, d, (d ? d : 1) * sizeof(*own),
-						   RIX_IDSET_SORTED | RIX__IDSET_DISTINCT | RIX__IDSET_MID8, 1),
-			 0);
-	check_set(s, ref, d, st);
-	rix_idset_free(s);
-#ifndef NDEBUG
-	/* Debug builds check the caller's word: a repeat said absent is refused. */
-	if (d >= 2) {
-		own = rix_malloc(d * sizeof(*own));
-		assert_non_null(own);
-		memcpy(own, ref, d * sizeof(*own));
-		own[1] = own[0];
-		assert_int_equal(rix__idset_build_owned_in(&s, own, d, d * sizeof(*own),
-							   RIX_IDSET_SORTED | RIX__IDSET_DISTINCT, 1),
-				 RIX_EINVAL);
-		rix_free(own);
-	}
-#endif
 
 	/* Taken over, said to be sorted (with its duplicates). */
 	own = rix_malloc((n ? n : 1) * sizeof(*own));

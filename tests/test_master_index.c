@@ -19,6 +19,7 @@
 #include "rix/master_index.h"
 #include "testutil.h"
 #include "index/rcu.h"
+#include "index/entry_collect.h"
 #include "index/master_index_internal.h"
 #include "index/ranked.h"
 
@@ -31,6 +32,16 @@ struct idxdata {
 	rix_id packs[PACKS_PER_INDEX];
 	rix_blob blobs[PACKS_PER_INDEX][PER_PACK];
 };
+
+/* The records each part of c has room for, at least (0 for none). */
+static size_t collect_room(const struct rix__ecollect *c)
+{
+	size_t least = SIZE_MAX;
+	for (int p = 0; c != NULL && p < 256; p++)
+		if (c->part[p].cap / RIX__EREC < least)
+			least = c->part[p].cap / RIX__EREC;
+	return c != NULL ? least : 0;
+}
 
 static void make_idxdata(struct idxdata *d, uint64_t *st, const struct idxdata *dup_from)
 {
@@ -681,12 +692,18 @@ static void test_bulk_stream_rollback(void **state)
 		assert_int_equal(rix_master_index_new(&streamed), 0);
 		rix_master_index_set_dedup_only(whole, dedup);
 		rix_master_index_set_dedup_only(streamed, dedup);
-		/* room for the streamed load's entries: none for data blobs a dedup-only index
-		 * collects as IDs, the trees' always */
-		assert_int_equal(rix_master_index_bulk_reserve(streamed, RIX_BLOB_DATA, 5000), 0);
-		assert_int_equal(rix_master_index_bulk_reserve(streamed, RIX_BLOB_TREE, 300), 0);
-		assert_int_equal(streamed->bulk.cap[RIX_BLOB_DATA], dedup ? 0 : 5000);
-		assert_int_equal(streamed->bulk.cap[RIX_BLOB_TREE], 300);
+		/* room for the streamed load's entries (address space: more than a part's first
+		 * mapping holds): none for data blobs a dedup-only index collects as IDs, the trees'
+		 * always */
+		size_t many = 1000000;
+		assert_true(many / 256 > RIX__PART_FIRST / RIX__EREC);
+		assert_int_equal(rix_master_index_bulk_reserve(streamed, RIX_BLOB_DATA, many), 0);
+		assert_int_equal(rix_master_index_bulk_reserve(streamed, RIX_BLOB_TREE, many), 0);
+		if (dedup)
+			assert_null(streamed->bulk.c[RIX_BLOB_DATA]);
+		else
+			assert_true(collect_room(streamed->bulk.c[RIX_BLOB_DATA]) >= many / 256);
+		assert_true(collect_room(streamed->bulk.c[RIX_BLOB_TREE]) >= many / 256);
 		rix_master_batch *bw, *bs;
 		assert_int_equal(rix_master_index_batch_new(&bw, whole), 0);
 		assert_int_equal(rix_master_index_batch_new(&bs, streamed), 0);
@@ -862,8 +879,7 @@ static void test_bulk_load(void **state)
 	/* Room reserved and nothing committed (every file damaged): given back by bulk_finish. */
 	assert_int_equal(rix_master_index_bulk_reserve(mi, RIX_BLOB_DATA, 1000), 0);
 	assert_int_equal(rix_master_index_bulk_finish(mi), 0);
-	assert_null(mi->bulk.e[RIX_BLOB_DATA]);
-	assert_int_equal(mi->bulk.cap[RIX_BLOB_DATA], 0);
+	assert_null(mi->bulk.c[RIX_BLOB_DATA]);
 	rix_master_batch *b1, *b2;
 	assert_int_equal(rix_master_index_batch_new(&b1, mi), 0);
 	assert_int_equal(rix_master_index_batch_new(&b2, mi), 0);
@@ -889,19 +905,23 @@ static void test_bulk_load(void **state)
 	assert_int_equal(total, (size_t)(ND / 2) * PACKS_PER_INDEX * PER_PACK);
 	assert_int_equal(rix_master_index_pack_count(mi), (size_t)(ND / 2) * PACKS_PER_INDEX);
 	/* A second bulk load merges with the table, its room reserved first: the committed entries
-	 * then stay where they are (their array never moves). */
+	 * then stay where they are (no part of the collection moves). */
 	size_t want = (size_t)(ND / 2) * PACKS_PER_INDEX * PER_PACK;
 	assert_int_equal(rix_master_index_bulk_reserve(mi, (rix_blob_type)RIX_BLOB_TYPES, want), RIX_EINVAL);
 	assert_int_equal(rix_master_index_bulk_reserve(mi, RIX_BLOB_DATA, want), 0);
-	assert_true(mi->bulk.cap[RIX_BLOB_DATA] >= want);
-	const struct fentry *room = mi->bulk.e[RIX_BLOB_DATA];
-	assert_non_null(room);
+	const struct rix__ecollect *c = mi->bulk.c[RIX_BLOB_DATA];
+	assert_non_null(c);
+	assert_true(collect_room(c) >= want / 256);
+	const uint8_t *room[256];
+	for (int p = 0; p < 256; p++)
+		room[p] = c->part[p].p;
 	for (int i = ND / 2; i < ND; i++) {
 		feed_batch(b1, &d[i]);
 		assert_int_equal(rix_master_batch_commit(b1, &d[i].id), 0);
-		assert_ptr_equal(mi->bulk.e[RIX_BLOB_DATA], room);
+		assert_ptr_equal(mi->bulk.c[RIX_BLOB_DATA], c);
+		for (int p = 0; p < 256; p++)
+			assert_ptr_equal(c->part[p].p, room[p]);
 	}
-	assert_int_equal(mi->bulk.cap[RIX_BLOB_DATA], want); /* exactly the room asked: never grown */
 	assert_int_equal(rix_master_index_bulk_finish(mi), 0);
 	assert_int_equal(rix_master_index_bulk_finish(mi), 0); /* nothing pending: a no-op */
 	for (int i = 0; i < ND; i++)

@@ -8,7 +8,8 @@
  * layout on both sides of the packed limit (120 bits); the empty table, one entry; crafted IDs
  * sharing 28 bytes; memory at 1M entries of the benchmarks' shape; the image (exported, copied,
  * imported: the same answers; refused when its shape, directory or pack numbers are off; bytes
- * flipped at random refused or harmless).
+ * flipped at random refused or harmless); the entries' collection the build starts from (every
+ * field at the edges of its packed width, pack numbers shifted across one, each part's sort).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 
 #include "rix/alloc.h"
 #include "rix/error.h"
+#include "index/entry_collect.h"
 #include "index/ranked.h"
 #include "testutil.h"
 
@@ -382,6 +384,125 @@ static void test_widths(void **state)
 	free(e);
 }
 
+/* Checks that the records of c are e[0..n) in arrival order, part by part. */
+static void check_records(const struct rix__ecollect *c, const struct fentry *e, size_t n)
+{
+	size_t seen[256] = { 0 };
+	assert_int_equal(rix__ecollect_count(c), n);
+	for (size_t i = 0; i < n; i++) {
+		unsigned b = e[i].id.b[0];
+		const uint8_t *rec = rix__ecollect_rec(c, b, seen[b]++);
+		assert_memory_equal(rec + RIX__EREC_LOC, e[i].id.b + 1, RIX_ID_SIZE - 1);
+		rix_loc l;
+		rix__ecollect_loc(c, rec, &l);
+		assert_memory_equal(&l, &e[i].loc, sizeof(l));
+	}
+	for (unsigned b = 0; b < 256; b++)
+		assert_int_equal(c->part[b].n, seen[b]);
+}
+
+static size_t escapes(const struct fentry *e, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += e[i].loc.pack >= RIX__EC_ESCAPE || e[i].loc.offset >= 1u << RIX__EC_OB ||
+		     e[i].loc.length >= 1u << RIX__EC_LB || e[i].loc.uncompressed_length >= 1u << RIX__EC_UB;
+	return k;
+}
+
+/* The collection (entry_collect.h): every field just inside, at and past the edge of its packed
+ * width, kept exactly (those outside as escapes); pack numbers shifted across the edge; each
+ * part sorted, an ID's records in place order; a table built from it answering as the
+ * reference. */
+static void test_collect(void **state)
+{
+	(void)state;
+	uint64_t st = 9;
+	enum { N = 6000, EDGES = 64 };
+	struct fentry *e = malloc(N * sizeof(*e));
+	assert_non_null(e);
+	random_entries(e, N, &st, 1000, 1u << 20, 1u << 20);
+	const uint32_t edge[4] = { RIX__EC_ESCAPE, 1u << RIX__EC_OB, 1u << RIX__EC_LB, 1u << RIX__EC_UB };
+	for (size_t i = 0; i < EDGES; i++) {
+		size_t f = i % 4, k = (i / 4) % 4;
+		uint32_t v = k == 0 ? edge[f] - 1 : k == 1 ? edge[f] : k == 2 ? edge[f] + 1 : 0xFFFFFFF0u;
+		uint32_t *field[4] = { &e[i].loc.pack, &e[i].loc.offset, &e[i].loc.length,
+				       &e[i].loc.uncompressed_length };
+		*field[f] = v;
+	}
+	for (size_t i = 0; i < 300; i++) { /* the same blob in other packs: runs to sort */
+		e[N - 1 - i].id = e[i % 150].id;
+		e[N - 1 - i].loc.pack = (uint32_t)(rix_test_next(&st) % 1000);
+	}
+	size_t want = escapes(e, N);
+	assert_true(want >= EDGES / 2);
+	struct rix__ecollect *c;
+	assert_int_equal(rix__ecollect_new(&c), 0);
+	assert_int_equal(rix__ecollect_add(c, e, N / 2, 0), 0);
+	assert_int_equal(rix__ecollect_add(c, e + N / 2, N - N / 2, 0), 0);
+	assert_int_equal(c->nesc, want);
+	check_records(c, e, N);
+
+	/* Shifted by one: a pack numbered just inside the edge crosses it. */
+	assert_int_equal(rix__ecollect_shift_packs(c, 1), 0);
+	for (size_t i = 0; i < N; i++)
+		e[i].loc.pack++;
+	assert_true(escapes(e, N) > want);
+	assert_int_equal(c->nesc, escapes(e, N));
+	check_records(c, e, N);
+
+	/* Each part in ID order, an ID's records in place order (pack number, then offset). */
+	size_t distinct[256];
+	rix__ecollect_sort(c, 2, distinct);
+	size_t nd = 0;
+	for (unsigned b = 0; b < 256; b++) {
+		const struct rix__part *pt = &c->part[b];
+		size_t k = pt->n > 0;
+		for (size_t i = 1; i < pt->n; i++) {
+			const uint8_t *x = rix__ecollect_rec(c, b, i - 1), *y = rix__ecollect_rec(c, b, i);
+			int cmp = memcmp(x + RIX__EREC_LOC, y + RIX__EREC_LOC, RIX_ID_SIZE - 1);
+			assert_true(cmp <= 0);
+			k += cmp < 0;
+			if (cmp == 0) {
+				rix_loc lx, ly;
+				rix__ecollect_loc(c, x, &lx);
+				rix__ecollect_loc(c, y, &ly);
+				assert_true(lx.pack < ly.pack || (lx.pack == ly.pack && lx.offset <= ly.offset));
+			}
+		}
+		assert_int_equal(distinct[b], k);
+		nd += k;
+	}
+	assert_int_equal(nd, N - 300); /* the 300 copies name IDs already there */
+
+	struct rix__ranked *r;
+	assert_int_equal(rix__ranked_build_collected(&r, c, NULL, 1), 0);
+	check_table(r, e, N, NULL, &st);
+	rix__ranked_free(r);
+	free(e);
+
+	/* Enough entries for the pass on two workers, with locations 3 bits wide (a part's first
+	 * and last ones share bytes with its neighbours': written after the workers), then 0 bits
+	 * (nothing written), copies in other packs among them: the same answers. */
+	enum { M = 70000 };
+	e = malloc(M * sizeof(*e));
+	assert_non_null(e);
+	for (int width = 3; width >= 0; width -= 3) {
+		random_entries(e, M, &st, width ? 1 : 0, 0, width ? 3 : 0);
+		for (size_t i = 0; i < M; i++)
+			e[i].loc.uncompressed_length = 0;
+		for (size_t i = 0; i < 2000; i++)
+			e[M - 1 - i].id = e[rix_test_next(&st) % (M - 2000)].id;
+		assert_int_equal(rix__ecollect_new(&c), 0);
+		assert_int_equal(rix__ecollect_add(c, e, M, 0), 0);
+		assert_int_equal(rix__ranked_build_collected(&r, c, NULL, 2), 0);
+		assert_int_equal(rix__ranked_loc_bits(r), (unsigned)width);
+		check_table(r, e, M, NULL, &st);
+		rix__ranked_free(r);
+	}
+	free(e);
+}
+
 /* IDs sharing their first 28 bytes (one bucket of the set: binary-searched runs). */
 static void test_crafted(void **state)
 {
@@ -530,6 +651,7 @@ int main(void)
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_many_copies),
 		cmocka_unit_test(test_widths),
+		cmocka_unit_test(test_collect),
 		cmocka_unit_test(test_crafted),
 		cmocka_unit_test(test_memory_1m),
 		cmocka_unit_test(test_image),

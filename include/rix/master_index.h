@@ -187,9 +187,12 @@ RIX_EXPORT void rix_master_index_remove_pending(rix_master_index *mi, rix_blob_t
  * Bulk loading, for many index files at the lowest memory cost (a repository opening): each
  * loader thread has a batch, decodes a file into it through its sink (rix_index_decode_to, or
  * rix_index_stream_decode with rix_master_batch_stream_sink), then commits it (thread-safe;
- * index_id, may be NULL, is recorded as an index file ID) or discards it (a damaged file). rix_master_index_bulk_finish makes everything committed
- * searchable: the committed entries become the ranked table in place (sorted by ID where they
- * lie, the set built inside the same array: no copy); when something of that type was merged
+ * index_id, may be NULL, is recorded as an index file ID) or discards it (a damaged file).
+ * Committed entries are held in 43 bytes each (48 for a location past the packed widths: a
+ * pack numbered from 4Mi, an offset from 128 MiB, a length from 8 MiB, an uncompressed length
+ * from 16 MiB). rix_master_index_bulk_finish makes everything committed searchable: the
+ * committed entries become the ranked table (sorted where they lie, a part at a time, each
+ * part's memory given back as the table grows: about 43 bytes an entry at the peak); when something of that type was merged
  * before, they go into a second, small table on top of it while they are few (at most 1/16 of
  * it, with no pack named twice), else the table is built again of all. Lookups see the committed
  * entries only after bulk_finish; a batch committed while bulk_finish runs waits for the next.
@@ -214,10 +217,8 @@ RIX_EXPORT void rix_master_batch_free(rix_master_batch *b);
 RIX_EXPORT RIX_NODISCARD int rix_master_index_bulk_finish(rix_master_index *mi);
 /*
  * Room for n more committed entries of type t, made before the loaders start from an estimate
- * (a hint): the committed entries then never move. An array moved as it grows (realloc's
- * mremap to another address) has its huge pages split, which the build has to put together
- * again by copying them into new memory (384 MiB of a 10M-blob load). Room not used costs
- * address space, not memory, and is given back by bulk_finish. Nothing is reserved for the
+ * (a hint): the parts the entries are held in then do not move as they fill. Room not used
+ * costs address space, not memory, and is given back by bulk_finish. Nothing is reserved for the
  * data blobs of a dedup-only index (collected as IDs, not entries).
  * @return 0, RIX_EINVAL (t), RIX_ENOMEM (nothing changed: the entries grow as they come).
  */
