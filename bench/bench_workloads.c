@@ -266,6 +266,29 @@ static struct {
 	size_t n;
 } ranked_cache;
 
+/* The Master workload's first n entries collected as bulk loading collects them
+ * (entry_collect.h), for a ranked table's build. @return 0, RIX_ENOMEM (*out NULL). */
+static int collect_entries(struct rix__ecollect **out, size_t n)
+{
+	const rix_id *ids = gen_entry_ids(n);
+	const rix_loc *locs = gen_entry_locs(n);
+	struct fentry e[256];
+	int rc = rix__ecollect_new(out);
+	if (rc == 0)
+		rc = rix__ecollect_reserve(*out, n);
+	for (size_t i = 0; i < n && rc == 0; i += 256) {
+		size_t k = n - i < 256 ? n - i : 256;
+		for (size_t j = 0; j < k; j++)
+			e[j] = (struct fentry){ .id = ids[i + j], .loc = locs[i + j] };
+		rc = rix__ecollect_add(*out, e, k, 0);
+	}
+	if (rc != 0) {
+		rix__ecollect_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 static int get_ranked(bench_b *b, size_t n, const struct rix__ranked **out)
 {
 	if (ranked_cache.rk == NULL || ranked_cache.n != n) {
@@ -277,13 +300,10 @@ static int get_ranked(bench_b *b, size_t n, const struct rix__ranked **out)
 		bench_log("building ranked table N=%zu", n);
 		const rix_id *ids = gen_entry_ids(n);
 		const rix_loc *locs = gen_entry_locs(n);
-		struct fentry *e = rix_malloc(n * sizeof(*e));
-		if (e == NULL)
-			return bench_fail(b, "out of memory");
-		rix__advise_huge(e, n * sizeof(*e)); /* as bulk loading's batches, before they are filled */
-		for (size_t i = 0; i < n; i++)
-			e[i] = (struct fentry){ .id = ids[i], .loc = locs[i] };
-		int rc = rix__ranked_build_owned(&ranked_cache.rk, e, (uint32_t)n, NULL, 0);
+		struct rix__ecollect *c;
+		int rc = collect_entries(&c, n);
+		if (rc == 0)
+			rc = rix__ranked_build_collected(&ranked_cache.rk, c, NULL, 0);
 		if (rc != 0)
 			return bench_fail(b, "building the ranked table: %s", rix_strerror(rc));
 		for (size_t i = 0; i < n; i += n / 1000 + 1) {
@@ -562,25 +582,14 @@ static void table_build_run(bench_b *b)
 	for (uint64_t op = 0; op < b->n; op++) {
 		bench_stop(b);
 		struct rix__ecollect *c;
-		struct fentry e[256];
-		int rc = rix__ecollect_new(&c);
-		if (rc == 0)
-			rc = rix__ecollect_reserve(c, s->n);
-		for (size_t i = 0; i < s->n && rc == 0; i += 256) {
-			size_t k = s->n - i < 256 ? s->n - i : 256;
-			for (size_t j = 0; j < k; j++)
-				e[j] = (struct fentry){ .id = ids[i + j], .loc = locs[i + j] };
-			rc = rix__ecollect_add(c, e, k, 0);
-		}
-		if (rc != 0) {
-			rix__ecollect_free(c);
+		if (collect_entries(&c, s->n) != 0) {
 			bench_fail(b, "out of memory");
 			return;
 		}
 		bench_start(b);
 		struct rix__ranked *r;
 		rix_loc l;
-		rc = rix__ranked_build_collected(&r, c, NULL, 0);
+		int rc = rix__ranked_build_collected(&r, c, NULL, 0);
 		bench_stop(b);
 		bool ok = rc == 0 && rix__ranked_find(r, &ids[s->n / 2], &l) && l.offset == locs[s->n / 2].offset;
 		mem = rix__ranked_memory(r);

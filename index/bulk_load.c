@@ -353,13 +353,11 @@ int rix_master_index_bulk_finish(rix_master_index *mi)
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
 		/* The collection is the build's from here (sorted in place, given back as the table
 		 * grows), whatever happens: a load on top adds it to the top, or the old entries to it. */
+		rc = rix__ecollect_shift_packs(k->c[t], cur->npacks);
+		if (rc != 0)
+			goto done;
 		struct rix__ecollect *c = k->c[t];
 		k->c[t] = NULL;
-		rc = rix__ecollect_shift_packs(c, cur->npacks);
-		if (rc != 0) {
-			rix__ecollect_free(c);
-			goto done;
-		}
 		rc = rix__mstate_add(next, (rix_blob_type)t, cur->table[t], cur->top[t], false, c,
 				     rep > 0 ? next->packs : NULL, mi->workers, NULL);
 		if (rc != 0)

@@ -49,7 +49,8 @@ size_t rix__ecollect_count(const struct rix__ecollect *c)
 
 int rix__ecollect_reserve(struct rix__ecollect *c, size_t n)
 {
-	/* A part gets n / 256 of random IDs, give or take a few times its square root. */
+	/* A part gets about n / 256 of random IDs (a few times the square root either way): a
+	 * sixteenth more, and 64 for small n. */
 	size_t each = n / 256, more = each + each / 16 + 64;
 	for (unsigned b = 0; b < 256 && n > 0; b++) {
 		int rc = rix__part_grow(&c->part[b], (c->part[b].n + more) * RIX__EREC);
@@ -167,16 +168,17 @@ int rix__ecollect_shift_packs(struct rix__ecollect *c, uint32_t add)
 		struct rix__part *pt = &c->part[b];
 		for (size_t i = 0; i < pt->n; i++) {
 			uint8_t *rec = pt->p + i * RIX__EREC;
+			uint64_t lo = rix__ecollect_lo(rec);
+			if (((uint32_t)lo & RIX__EC_ESCAPE) == RIX__EC_ESCAPE) { /* stays where it is */
+				rix_loc *e = &c->esc[(uint32_t)(lo >> RIX__EC_PB)];
+				e->pack += add;
+				c->orp |= e->pack;
+				continue;
+			}
 			rix_loc l;
 			rix__ecollect_loc(c, rec, &l);
 			l.pack += add;
-			uint64_t lo = rix__ecollect_lo(rec);
-			if (((uint32_t)lo & RIX__EC_ESCAPE) == RIX__EC_ESCAPE) { /* stays where it is */
-				c->esc[(uint32_t)(lo >> RIX__EC_PB)] = l;
-				c->orp |= l.pack;
-			} else {
-				put_loc(c, rec, &l); /* an escape now, if it no longer fits */
-			}
+			put_loc(c, rec, &l); /* an escape now, if it no longer fits */
 		}
 	}
 	return 0;

@@ -100,8 +100,5 @@ static inline int rix__id_prefix_eq(const rix_id *a, const rix_id *b)
  * nothing is done below 2 MiB. Defined in indexmap.c.
  */
 void rix__advise_huge(void *p, size_t n);
-/* Gives the whole 2 MiB pages inside [p, p + n) of an array back to the kernel (their bytes
- * will read as zeros): the part of an array a pass in place has consumed, while it goes on. */
-void rix__release_pages(void *p, size_t n);
 
 #endif

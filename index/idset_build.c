@@ -284,13 +284,8 @@ static void build_from_records(struct rix_idset *s, uint8_t *base, size_t have, 
 
 int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flags, unsigned workers)
 {
-	return rix__idset_build_owned_in(out, ids, n, n * sizeof(rix_id), flags, workers);
-}
-
-int rix__idset_build_owned_in(rix_idset **out, rix_id *ids, size_t n, size_t have, unsigned flags,
-			      unsigned workers)
-{
 	*out = NULL;
+	size_t have = n * sizeof(rix_id);
 	if ((flags & ~(unsigned)(RIX_IDSET_SORTED | RIX__IDSET_MID8)) != 0)
 		return rix_error_set(RIX_EINVAL, "id set: unknown flags 0x%x", flags);
 	if (n > 0 && ids == NULL)

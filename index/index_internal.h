@@ -47,15 +47,15 @@ int rix__index_add_blob(rix_index *idx, rix_blob_type t, const rix_id *id, const
 /* Hint: about n more blobs of type t will be added. @return 0, RIX_ENOMEM. */
 int rix__index_reserve(rix_index *idx, rix_blob_type t, size_t n);
 
-/* rix_idset_build_owned with its sort on at most `workers` threads (0: one per CPU): the master
- * index's bulk_finish passes its own limit (rix_master_index_set_workers). idset_build.c. */
+/* rix_idset_build_owned with its sort on at most `workers` threads (0: one per CPU), and the
+ * internal flag below. idset_build.c. */
 struct rix_idset;
 int rix__idset_build_owned(struct rix_idset **out, rix_id *ids, size_t n, unsigned flags, unsigned workers);
 /*
  * A flag of rix__idset_build_owned only: at least 8 mid bits an ID (kb one byte more, the
  * tail one byte less: the same bits an ID), so that a lookup of an absent ID whose bucket is
- * not empty reads the mid array (w/8 bytes an ID) and, 255 times in 256, not the tails. The
- * build's room grows by up to 1 byte an ID: give it with rix__idset_build_owned_in.
+ * not empty reads the mid array (w/8 bytes an ID) and, 255 times in 256, not the tails: the
+ * ranked table's shape (which it builds from records: rix__idset_from_records with mid8).
  */
 #define RIX__IDSET_MID8 (1u << 16)
 /* Makes s use the lookups' instance `level` (0 portable, 1 POPCNT and BMI2, 2 AVX-512 too):
@@ -86,9 +86,6 @@ int rix__idset_foreach_round(const struct rix_idset *s, rix__idset_round_fn fn, 
 void rix__idset_export(const struct rix_idset *s, uint64_t desc[RIX__IDSET_DESC_WORDS], const void **block,
 		       size_t *size);
 int rix__idset_import(struct rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS], void *block, size_t size);
-/* rix__idset_build_owned on an array of `have` >= 32 n bytes (room the build may use). */
-int rix__idset_build_owned_in(struct rix_idset **out, rix_id *ids, size_t n, size_t have, unsigned flags,
-			      unsigned workers);
 
 /*
  * IDs collected for a set in 31 bytes each (idset_collect.c: 256 parts by the first byte), for a bulk

@@ -124,23 +124,6 @@ void rix__advise_huge(void *p, size_t n)
 #endif
 }
 
-/* madvise(advice) on the whole 2 MiB pages inside [p, p + n), if any. */
-static void advise_inside(void *p, size_t n, int advice)
-{
-	const uintptr_t huge = (uintptr_t)2 << 20;
-	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
-	uintptr_t e = ((uintptr_t)p + n) & ~(huge - 1);
-	if (p != NULL && e > a)
-		(void)madvise((void *)a, e - a, advice);
-}
-
-void rix__release_pages(void *p, size_t n)
-{
-	/* Whole huge pages: the kernel frees them at once (a part of one would be split first);
-	 * the bytes read as zeros afterwards. */
-	advise_inside(p, n, MADV_DONTNEED);
-}
-
 static inline struct entry *entry_at(const rix_indexmap *m, uint32_t e)
 {
 	return &m->blocks[e >> m->shift][e & ((1u << m->shift) - 1)];

@@ -340,17 +340,13 @@ static int build_state(struct mstate *next, rix_master_image *im, struct bulk *k
 	if (rep < 0)
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		int rc = rix__ecollect_shift_packs(k->c[t], im->npacks); /* (failing: k's and im's as they were) */
+		if (rc != 0)
+			return rc;
 		struct rix__ranked *tab = im->tab[t], *top = im->tab[RIX_BLOB_TYPES + t];
 		im->tab[t] = im->tab[RIX_BLOB_TYPES + t] = NULL; /* next's from here */
 		struct rix__ecollect *c = k->c[t]; /* the build's from here */
 		k->c[t] = NULL;
-		int rc = rix__ecollect_shift_packs(c, im->npacks);
-		if (rc != 0) {
-			rix__ecollect_free(c);
-			rix__ranked_free(tab);
-			rix__ranked_free(top);
-			return rc;
-		}
 		/* The image's tables (no reader sees them): those not carried over are freed as soon
 		 * as their entries are copied out. (A type the image had none of gets a table of the
 		 * new entries alone, as cheap to build again next time as a top: not counted.) */

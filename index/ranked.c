@@ -356,33 +356,6 @@ int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *
 	return 0;
 }
 
-/* Entries collected from an array at a time (the array given back behind them). */
-#define COLLECT_CHUNK 65536u
-
-int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, uint32_t count, const rix_id *packs,
-			    unsigned workers)
-{
-	*out = NULL;
-	struct rix__ecollect *c;
-	int rc = rix__ecollect_new(&c);
-	if (rc == 0)
-		rc = rix__ecollect_reserve(c, count);
-	/* From the end, the array's pages behind the collected ones given back as it goes: the
-	 * collection grows in the memory the array frees. */
-	for (size_t hi = count; rc == 0 && hi > 0;) {
-		size_t lo = hi > COLLECT_CHUNK ? hi - COLLECT_CHUNK : 0;
-		rc = rix__ecollect_add(c, entries + lo, hi - lo, 0);
-		rix__release_pages(entries + lo, ((size_t)count - lo) * sizeof(*entries));
-		hi = lo;
-	}
-	rix_free(entries);
-	if (rc != 0) {
-		rix__ecollect_free(c);
-		return rc;
-	}
-	return rix__ranked_build_collected(out, c, packs, workers);
-}
-
 /* A table's entries added to a collection a round at a time. */
 struct gather {
 	struct rix__ecollect *c;

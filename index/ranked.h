@@ -56,11 +56,6 @@ struct rix__ecollect; /* entry_collect.h */
 int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *c, const rix_id *packs,
 				unsigned workers);
 
-/* The same of entries[0..count) (rix_malloc'd, taken over in every case: collected from its end,
- * its pages given back behind them, so that the peak is the array's). */
-int rix__ranked_build_owned(struct rix__ranked **out, struct fentry *entries, uint32_t count, const rix_id *packs,
-			    unsigned workers);
-
 void rix__ranked_free(struct rix__ranked *r);
 
 /*

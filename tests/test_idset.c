@@ -251,7 +251,7 @@ static void build_and_check(const rix_id *ids, size_t n, uint64_t *st)
 	own = rix_malloc((n ? n : 1) * sizeof(*own));
 	assert_non_null(own);
 	memcpy(own, ids, n * sizeof(*own));
-	assert_int_equal(rix__idset_build_owned_in(&s, own, n, (n ? n : 1) * sizeof(*own), RIX__IDSET_MID8, 1), 0);
+	assert_int_equal(rix__idset_build_owned(&s, own, n, RIX__IDSET_MID8, 1), 0);
 	check_set(s, ref, d, st);
 	if (d > 0) {
 		rix_idset_shape sh;

@@ -206,16 +206,22 @@ static void check_table(const struct rix__ranked *r, const struct fentry *e, siz
 	free(ref);
 }
 
-/* Builds from a copy of e[0..n) and checks every answer against the reference. */
+/* The table of e[0..n), collected as a bulk load collects them. */
+static struct rix__ranked *build(const struct fentry *e, size_t n, const rix_id *packs, unsigned workers)
+{
+	struct rix__ecollect *c;
+	assert_int_equal(rix__ecollect_new(&c), 0);
+	assert_int_equal(rix__ecollect_add(c, e, n, 0), 0);
+	struct rix__ranked *r = NULL;
+	assert_int_equal(rix__ranked_build_collected(&r, c, packs, workers), 0);
+	assert_non_null(r);
+	return r;
+}
+
+/* Builds from e[0..n) and checks every answer against the reference. */
 static struct rix__ranked *build_and_check(const struct fentry *e, size_t n, const rix_id *packs, uint64_t *st)
 {
-	struct fentry *own = rix_malloc((n ? n : 1) * sizeof(*own));
-	assert_non_null(own);
-	if (n > 0)
-		memcpy(own, e, n * sizeof(*own));
-	struct rix__ranked *r = NULL;
-	assert_int_equal(rix__ranked_build_owned(&r, own, (uint32_t)n, packs, (unsigned)(n % 3)), 0);
-	assert_non_null(r);
+	struct rix__ranked *r = build(e, n, packs, (unsigned)(n % 3));
 	check_table(r, e, n, packs, st);
 	return r;
 }
@@ -339,8 +345,8 @@ static void test_many_copies(void **state)
 		e[i].loc = (rix_loc){ (uint32_t)((copies - i) / 1000), (uint32_t)(copies - i), 10, 0 };
 	}
 	rix_id id = e[n - 1].id;
-	struct rix__ranked *r = NULL;
-	assert_int_equal(rix__ranked_build_owned(&r, e, (uint32_t)n, NULL, 0), 0);
+	struct rix__ranked *r = build(e, n, NULL, 0);
+	free(e);
 	assert_int_equal(rix__ranked_count(r), n);
 	rix_loc *all = malloc((copies + 1) * sizeof(*all));
 	assert_non_null(all);
@@ -493,9 +499,7 @@ static void test_collect(void **state)
 			e[i].loc.uncompressed_length = 0;
 		for (size_t i = 0; i < 2000; i++)
 			e[M - 1 - i].id = e[rix_test_next(&st) % (M - 2000)].id;
-		assert_int_equal(rix__ecollect_new(&c), 0);
-		assert_int_equal(rix__ecollect_add(c, e, M, 0), 0);
-		assert_int_equal(rix__ranked_build_collected(&r, c, NULL, 2), 0);
+		r = build(e, M, NULL, 2);
 		assert_int_equal(rix__ranked_loc_bits(r), (unsigned)width);
 		check_table(r, e, M, NULL, &st);
 		rix__ranked_free(r);
@@ -534,13 +538,13 @@ static void test_memory_1m(void **state)
 	}
 	rix_id probe = e[12345].id;
 	rix_loc want = e[12345].loc;
-	/* every 97th entry, as the build takes e (and gives pages of it back as it goes) */
+	/* every 97th entry, kept to look up once e is gone */
 	struct fentry *kept = malloc((n / 97 + 1) * sizeof(*kept));
 	assert_non_null(kept);
 	for (size_t i = 0; i < n; i += 97)
 		kept[i / 97] = e[i];
-	struct rix__ranked *r = NULL;
-	assert_int_equal(rix__ranked_build_owned(&r, e, (uint32_t)n, NULL, 0), 0);
+	struct rix__ranked *r = build(e, n, NULL, 0);
+	rix_free(e);
 	double per = (double)rix__ranked_memory(r) / (double)n;
 	printf("ranked n=1000000: %.3f bytes/entry (location %u bits)\n", per, rix__ranked_loc_bits(r));
 	assert_true(per < 43.0);
