@@ -11,6 +11,12 @@
  *                          word, then its entry)
  *   Limit/Gather1Prefetch  the same in groups of 32 keys, every position prefetched before
  *   Limit/Gather2Prefetch  it is loaded: the bounds of the batched lookups
+ *   Limit/Gather2Pad/N=n   Gather2 with n no-op instructions a key (n = 50, 100, 200, 300):
+ *                          what the instructions a lookup executes cost the overlap of its
+ *                          misses. The core holds a few hundred instructions in flight; the
+ *                          more each key takes, the fewer keys' misses overlap, though a nop
+ *                          needs no execution unit. Not WORKLOADS.md's: a yardstick for
+ *                          reading a single lookup's ratio to Gather2 (bench/RESULTS.md).
  *
  * One array of 640 MiB of 64-bit words (close to a 10M-entry table) holds the permutation (so
  * every word is a random index); the keys are Lookup/N=10M/known's, hashed with XXH3 and the
@@ -32,7 +38,7 @@
 #define LIMIT_GROUP 32
 #define TABLE_SEED 0x5EEDF00DCAFEBEEFull /* bench_workloads.c's */
 
-enum { CHASE, GATHER1, GATHER2, GATHER1_PF, GATHER2_PF };
+enum { CHASE, GATHER1, GATHER2, GATHER1_PF, GATHER2_PF, GATHER2_PAD };
 
 static uint64_t *words;  /* LIMIT_WORDS: a cyclic permutation of 0..LIMIT_WORDS-1 */
 static uint64_t *hashes; /* LIMIT_KEYS: XXH3 of the known keys */
@@ -110,6 +116,33 @@ static void limit_run(bench_b *b)
 				k = 0;
 		}
 		break;
+	case GATHER2_PAD: {
+		/* The count is the .rept's, a literal: one loop per N. */
+#define PAD_LOOP(N)                                                                                \
+	for (uint64_t i = 0; i < b->n; i++) {                                                      \
+		uint64_t h = hashes[k], v = w[h % nw];                                             \
+		sum += w[(v ^ h) % nw];                                                            \
+		__asm__ volatile(".rept " #N "\n\tnop\n\t.endr");                                   \
+		if (++k == LIMIT_KEYS)                                                             \
+			k = 0;                                                                     \
+	}
+		switch ((int)b->def->arg[1]) {
+		case 50:
+			PAD_LOOP(50)
+			break;
+		case 100:
+			PAD_LOOP(100)
+			break;
+		case 200:
+			PAD_LOOP(200)
+			break;
+		default:
+			PAD_LOOP(300)
+			break;
+		}
+#undef PAD_LOOP
+		break;
+	}
 	case GATHER1_PF:
 	case GATHER2_PF: {
 		const bool two = b->def->arg[0] == GATHER2_PF;
@@ -153,6 +186,14 @@ void register_limit_benchmarks(void)
 		bench_def d = { .setup = limit_setup, .run = limit_run, .family = 0 };
 		snprintf(d.name, sizeof(d.name), "%s", list[i].name);
 		d.arg[0] = (uint64_t)list[i].which;
+		bench_register(&d);
+	}
+	static const int pads[] = { 50, 100, 200, 300 };
+	for (size_t i = 0; i < sizeof(pads) / sizeof(pads[0]); i++) {
+		bench_def d = { .setup = limit_setup, .run = limit_run, .family = 0 };
+		snprintf(d.name, sizeof(d.name), "Limit/Gather2Pad/N=%d", pads[i]);
+		d.arg[0] = GATHER2_PAD;
+		d.arg[1] = (uint64_t)pads[i];
 		bench_register(&d);
 	}
 }

@@ -1,7 +1,8 @@
 /*
  * index/idset_internal.h — the layout of rix_idset (described atop idset.c), shared by the
  * set's files: idset.c (lookups, iteration), idset_build.c (building), idset_image.c (the set
- * as an image and its checked import). Private to them.
+ * as an image and its checked import), and through idset_find.h by the ranked table's fused
+ * lookup (ranked.c). Private to them.
  */
 #ifndef RIX_IDSET_INTERNAL_H
 #define RIX_IDSET_INTERNAL_H
@@ -56,16 +57,14 @@ int rix__idset_cpu_level(void);
 /* The bucket of an ID: its top k bits. */
 static inline uint64_t bucket_of(const uint8_t *id, unsigned k)
 {
-	return k ? load64_be(id) >> (64 - k) : 0;
+	return (load64_be(id) >> 1) >> (63 - k); /* no branch for k = 0 */
 }
 
-/* The key's mid bits: the low w (< 16) bits of its bytes kb - 2, kb - 1. */
+/* The key's mid bits: the low w (< 16) bits of its bytes kb - 2, kb - 1 (kb <= 5: within the
+ * first 8 bytes, whose load the bucket's shares). */
 static inline unsigned mid_key(const struct rix_idset *s, const uint8_t *id)
 {
-	if (s->w == 0)
-		return 0;
-	unsigned x = s->kb >= 2 ? (unsigned)id[s->kb - 2] << 8 | id[s->kb - 1] : id[s->kb - 1];
-	return x & ((1u << s->w) - 1);
+	return (unsigned)(load64_be(id) >> (64 - 8 * s->kb)) & ((1u << s->w) - 1);
 }
 
 static inline unsigned mid_get(const struct rix_idset *s, size_t i)

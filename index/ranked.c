@@ -32,6 +32,7 @@
 #include "entry_collect.h"
 #include "ranked.h"
 #include "idset_cmp.h"
+#include "idset_find.h"
 #include "../common/pool.h"
 
 #define LOC_PACKED_MAX 120u /* widest packed location read with a 16-byte load and a shift */
@@ -56,6 +57,8 @@ struct rix__ranked {
 	unsigned width; /* bits a location */
 	unsigned pb, ob, lb, ub;
 	uint32_t pm, om, lm, um; /* the fields' masks */
+	unsigned pob;   /* pb + ob: where the length starts */
+	bool split;     /* pb + ob <= 57 and lb + ub <= 57: a location is read with two 8-byte loads */
 	uint64_t *filter; /* filter_words(nd) words: each distinct ID's FILTER_K bits in one word */
 };
 
@@ -121,11 +124,29 @@ static void set_width(struct rix__ranked *r)
 	r->om = (uint32_t)mask_of(r->ob);
 	r->lm = (uint32_t)mask_of(r->lb);
 	r->um = (uint32_t)mask_of(r->ub);
+	r->pob = r->pb + r->ob;
+	r->split = r->pob <= 57 && r->lb + r->ub <= 57;
 }
 
+/*
+ * Rank's location. As a rule (split) pack number and offset fit in the 64 bits that the first
+ * byte's load gives after its shift of at most 7, and length and uncompressed length in those
+ * of a second load: a handful of shifts and masks. Otherwise the location's 128 bits are read
+ * and shifted whole.
+ */
 static inline void loc_get(const struct rix__ranked *r, size_t rank, rix_loc *loc)
 {
 	uint64_t bit = (uint64_t)rank * r->width;
+	if (__builtin_expect(r->split, 1)) {
+		uint64_t a = load64_le(r->locs + (bit >> 3)) >> (bit & 7);
+		uint64_t at = bit + r->pob;
+		uint64_t b = load64_le(r->locs + (at >> 3)) >> (at & 7);
+		loc->pack = (uint32_t)a & r->pm;
+		loc->offset = (uint32_t)(a >> r->pb) & r->om;
+		loc->length = (uint32_t)b & r->lm;
+		loc->uncompressed_length = (uint32_t)(b >> r->lb) & r->um;
+		return;
+	}
 	const uint8_t *p = r->locs + (bit >> 3);
 	u128 v = (((u128)load64_le(p + 8) << 64) | load64_le(p)) >> (bit & 7);
 	loc->pack = (uint32_t)v & r->pm;
@@ -428,18 +449,25 @@ unsigned rix__ranked_loc_bits(const struct rix__ranked *r)
 	return r ? r->width : 0;
 }
 
+int rix__ranked_use_level(struct rix__ranked *r, int level)
+{
+	return r != NULL && r->nd > 0 ? rix__idset_use_level(r->ids, level) : -1;
+}
+
 bool rix__ranked_filter_passes(const struct rix__ranked *r, const rix_id *id)
 {
 	return r != NULL && filter_maybe(r, id);
 }
 
+#define IDSET_TEMPLATE "ranked_lookup.h"
+#include "idset_instances.h"
+#undef IDSET_TEMPLATE
+
 bool rix__ranked_find(const struct rix__ranked *r, const rix_id *id, rix_loc *loc)
 {
-	size_t rank;
-	if (r == NULL || !filter_maybe(r, id) || !rix_idset_rank(r->ids, id, &rank))
+	if (r == NULL || r->nd == 0)
 		return false;
-	loc_get(r, rank, loc);
-	return true;
+	return DISPATCH(r->ids, ranked_find, r, id, loc);
 }
 
 size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, size_t n, rix_loc *locs, bool *found)

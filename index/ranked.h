@@ -74,6 +74,9 @@ uint32_t rix__ranked_distinct(const struct rix__ranked *r);
 size_t rix__ranked_memory(const struct rix__ranked *r);
 /* Bits of one packed location (tests, benchmarks). */
 unsigned rix__ranked_loc_bits(const struct rix__ranked *r);
+/* Runs r's lookups with the instance a level names (rix__idset_use_level's, for r's set and its
+ * fused lookup alike; tests). @return 0, or -1 if this processor lacks it. */
+int rix__ranked_use_level(struct rix__ranked *r, int level);
 /* Whether id passes the filter in front of the set (every ID of the table does; tests). */
 bool rix__ranked_filter_passes(const struct rix__ranked *r, const rix_id *id);
 
