@@ -361,17 +361,27 @@ size_t rix_indexmap_lookup_all(rix_loc *out, size_t max, const rix_indexmap *m, 
 	return n;
 }
 
+/* Requests both lines an entry may span (52 bytes: 4 in 5 entries cross a line), so that the
+ * entry whose ID matches has its location at hand. */
+static inline void prefetch_entry(const struct entry *en)
+{
+	RIX_PREFETCH(en);
+	RIX_PREFETCH((const char *)en + sizeof(*en) - 1);
+}
+
 /*
  * Batched lookup in two parts.
  *
  *   filter: a group of G keys is hashed and its bucket words prefetched, then read: a key whose
  *           filter says no (most absent IDs) is done there; the others queue with their chain
  *           head prefetched.
- *   window: W chain walks in flight (asynchronous memory access chaining), served round robin,
- *           one entry per walk per turn; a walk that ends hands its slot to the next queued key
- *           at once, and an empty queue filters the next group. So W misses stay in flight
- *           whatever the chain lengths, and keys the filter turns down cost no turn of the
- *           window (a batch of new blobs is mostly those).
+ *   window: up to W chain walks in flight (asynchronous memory access chaining), kept dense in
+ *           s[0, active) and served in turns, one entry per walk per turn; a walk that ends
+ *           hands its slot to the next queued key at once, or to the last walk (a slot is never
+ *           visited empty: no branch on whether it is, nothing to mispredict), and an empty
+ *           queue filters the next group. So W misses stay in flight whatever the chain
+ *           lengths, and keys the filter turns down cost no turn of the window (a batch of new
+ *           blobs is mostly those).
  */
 size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m,
 				const rix_id *ids, size_t n)
@@ -384,19 +394,14 @@ size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m
 		return 0;
 	struct walk {
 		size_t key;
-		uint32_t cur; /* entry number + 1 being read; 0: the slot is free */
+		uint32_t cur; /* entry number + 1 to read next */
 	} q[G], s[W];
 	size_t qi = 0, qn = 0; /* q[qi, qn): filtered keys waiting for a slot */
 	size_t next = 0;       /* keys [0, next) filtered */
-	size_t active = 0;     /* slots walking */
-	int hi = 0;            /* slots [hi, W) never used yet: turns skip them */
-	for (int k = 0; k < W; k++)
-		s[k].cur = 0;
+	size_t active = 0;     /* s[0, active): the walks */
 	for (;;) {
-		for (int k = 0; k < W && (qi < qn || next < n); k++) {
-			if (s[k].cur != 0)
-				continue;
-			while (qi == qn && next < n) { /* filter the next group */
+		while (active < W && (qi < qn || next < n)) {
+			if (qi == qn) { /* filter the next group */
 				size_t g = n - next < G ? n - next : G;
 				uint64_t h[G];
 				uint32_t bk[G];
@@ -412,23 +417,20 @@ size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m
 					q[qn].key = next + i;
 					q[qn].cur = (uint32_t)w;
 					if ((w & f) == f && (uint32_t)w != 0) {
-						RIX_PREFETCH(entry_at(m, (uint32_t)w - 1));
+						prefetch_entry(entry_at(m, (uint32_t)w - 1));
 						qn++;
 					}
 				}
 				next += g;
+				continue;
 			}
-			if (qi < qn) {
-				s[k] = q[qi++];
-				active++;
-				hi = k >= hi ? k + 1 : hi;
-			}
+			s[active++] = q[qi++];
 		}
 		if (active == 0)
 			break; /* and nothing queued: every key filtered */
-		for (int k = 0; k < hi; k++) {
-			if (s[k].cur == 0)
-				continue;
+		/* One turn: each walk reads its entry; one that ends takes the next queued key (its
+		 * head requested when it was filtered) or, with none, the last walk, read at once. */
+		for (size_t k = 0; k < active;) {
 			const struct entry *en = entry_at(m, s[k].cur - 1);
 			const rix_id *id = &ids[s[k].key];
 			if (rix__id_prefix_eq(&en->id, id) && rix__id_eq(&en->id, id)) {
@@ -437,15 +439,16 @@ size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m
 				if (found != NULL)
 					found[s[k].key] = 1;
 				nfound++;
-				s[k].cur = 0;
-				active--;
-			} else {
+			} else if (en->next != 0) {
 				s[k].cur = en->next;
-				if (en->next == 0)
-					active--;
-				else
-					RIX_PREFETCH(entry_at(m, en->next - 1));
+				prefetch_entry(entry_at(m, en->next - 1));
+				k++;
+				continue;
 			}
+			if (qi < qn)
+				s[k++] = q[qi++];
+			else
+				s[k] = s[--active];
 		}
 	}
 	return nfound;
