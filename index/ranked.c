@@ -497,12 +497,15 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 		 * itself, as a rule), so that decoding them below rarely waits. */
 		if (k == 0 || rix__idset_rank_many_sat(rank, r->ids, maybe, k, r->locs, r->width) == 0)
 			continue;
+		/* The table's shape copied: a store to locs[] could alias its fields, which the
+		 * compiler would then read again after every store. */
+		const struct rix__ranked shape = *r;
 		for (size_t j = 0; j < k; j++) {
 			if (rank[j] == RIX_IDSET_NO_RANK)
 				continue;
 			size_t i = g + which[j];
 			found[i] = true;
-			loc_get(r, rank[j], &locs[i]);
+			loc_get(&shape, rank[j], &locs[i]);
 			hits++;
 		}
 	}
