@@ -200,7 +200,7 @@ static inline __attribute__((always_inline)) int emit_run(const struct rix_idset
 							   struct round *r)
 {
 	uint64_t top = s->k > 0 ? b << (64 - s->k) : 0;
-	unsigned mid_shift = 64 - 8 * s->kb; /* kb <= 4: 32 or more; kb 0 has no mid bits */
+	unsigned mid_shift = 64 - 8 * s->kb; /* kb <= 5: 24 or more; kb 0 has no mid bits */
 	for (size_t i = lo; i < hi; i++) {
 		rix_id *id = &r->id[r->n];
 		uint64_t word = top | (s->kb > 0 ? (uint64_t)mid_get(s, i) << mid_shift : 0);

@@ -74,7 +74,7 @@ static inline bool tail_eq(const uint8_t *a, const uint8_t *b, unsigned len)
 	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
 }
 
-/* The run of bucket j of an overflowing block: its starts in ov (see the top comment). */
+/* The run of bucket j of an overflowing block: its starts in ov (idset.c's top comment). */
 static inline void ov_range(const struct rix_idset *s, const uint64_t *blk, unsigned j, size_t *lo, size_t *hi)
 {
 	const uint32_t *o = s->ov + blk[1] + j;

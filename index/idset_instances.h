@@ -5,6 +5,9 @@
  * VPOPCNTQ besides (_avx512). DISPATCH (idset_find.h) calls the one a set's level names.
  * Included once per template, after idset_find.h.
  */
+#ifndef RIX_IDSET_FIND_H
+#error "include idset_find.h (IDSET_HW, the bit primitives) before idset_instances.h"
+#endif
 
 /* The portable instance, and on x86-64 the one with POPCNT and BMI2 (PDEP for select). */
 #define IDSET_FN(name) name##_portable

@@ -2,7 +2,8 @@
  * index/idset_lookup.h — the lookups of index/idset.c, written once and compiled three times:
  * with the portable bit primitives, and (x86-64) with POPCNT and BMI2, and with AVX-512 VPOPCNTQ
  * besides (IDSET_AVX512: its own directory decode), the best the processor has chosen per set
- * when it is built (idset_instances.h). Private to idset.c, which defines before including:
+ * when it is built. Private to idset.c, compiled by idset_instances.h, which defines (as it does
+ * for idset_range.h and ranked_lookup.h):
  *   IDSET_FN(name)       the name of this instance's version of name
  *   IDSET_ATTR           its function attributes (a target, or nothing)
  *   IDSET_POPCOUNT(x)    set bits of a u64

@@ -16,10 +16,12 @@
  * parallel.
  *
  * A packed location: pack number, offset, length, uncompressed length, low field first, each
- * as wide as the table's largest value (0 bits for a field that is 0 everywhere). Up to 120
- * bits a location is read with one unaligned 16-byte load (two 8-byte ones) and a shift of at
- * most 7; a table whose fields need more (offsets and lengths near 4 GiB in millions of packs)
- * gets 32 bits a field, 128 a location, byte-aligned.
+ * as wide as the table's largest value (0 bits for a field that is 0 everywhere). As a rule
+ * (pack number and offset in 57 bits, the two lengths in 57) a location is read with two 8-byte
+ * loads, each shifted by at most 7 (loc_get); otherwise, up to 120 bits, with one unaligned
+ * 16-byte load (two 8-byte ones) and a shift of at most 7; a table whose fields need more
+ * (offsets and lengths near 4 GiB in millions of packs) gets 32 bits a field, 128 a location,
+ * byte-aligned.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -36,7 +38,7 @@
 #include "../common/pool.h"
 
 #define LOC_PACKED_MAX 120u /* widest packed location read with a 16-byte load and a shift */
-#define LOC_PAD 16u         /* bytes after the last location, for that load */
+#define LOC_PAD 16u         /* bytes after the last location, for that load (and the two 8-byte ones) */
 #define BATCH 256u          /* keys a round of rix__ranked_find_many */
 #define BUILD_PARALLEL 65536u /* entries from which a build's sort and pass are spread over the CPUs */
 

@@ -1,6 +1,7 @@
 # scripts/insn_count.py — instructions one call of a function executes, counted by stepping it
 # in gdb, for machines whose virtual CPU exposes no hardware counters to `perf stat` and whose
 # instruction set valgrind does not run (AVX-512: the instance of the lookups such a CPU uses).
+# x86-64 only (the return address is read from the stack).
 #
 #   gdb -q -batch -x scripts/insn_count.py \
 #       -ex 'insn-count rix_master_index_lookup 2000 8' \
@@ -41,11 +42,12 @@ class InsnCount(gdb.Command):
     def invoke(self, arg, from_tty):
         func, skip, count = arg.split()
         gdb.execute("set pagination off")
-        gdb.execute("break " + func, to_string=True)
-        gdb.execute("run", to_string=True)
+        # At the entry itself (not past a prologue gdb may skip): the return address is at $sp.
+        gdb.execute("break *" + func, to_string=True)
+        gdb.execute("run", to_string=True)  # stopped at call 1
         if int(skip) > 0:
-            gdb.execute("ignore 1 " + skip, to_string=True)
-            gdb.execute("continue", to_string=True)
+            gdb.execute("ignore 1 %d" % (int(skip) - 1), to_string=True)
+            gdb.execute("continue", to_string=True)  # at call skip + 1
         counts = []
         for i in range(int(count)):
             n, where = count_call()

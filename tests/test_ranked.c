@@ -393,23 +393,29 @@ static void test_widths(void **state)
 	struct fentry *e = malloc(n * sizeof(*e));
 	struct {
 		uint32_t pack;
-		uint64_t off, len;
+		uint64_t off, len, ulen;
 		unsigned bits; /* the width the table must choose */
 	} cases[] = {
-		{ 0, 0, 0, 0 },
-		{ 3, 255, 1, 2 + 8 + 1 + 1 },
-		/* read with two 8-byte loads up to 57 bits a pair of fields (ranked.c's split) */
-		{ 0x1FFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFu, 25 + 32 + 28 + 28 },
-		{ 0x3FFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFu, 26 + 32 + 28 + 28 },
-		{ 0xFFFFFFu, 0xFFFFFFFFu, 0x1FFFFFFFu, 24 + 32 + 29 + 29 },
-		{ 0xFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 24 + 32 + 32 + 32 },
-		{ 0x1FFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 128 },
-		{ 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 128 },
+		{ 0, 0, 0, 0, 0 },
+		{ 3, 255, 1, 1, 2 + 8 + 1 + 1 },
+		/* Two 8-byte loads, each shifted by up to 7, read a pair of fields of up to 57 bits
+		 * (ranked.c's split): pack and offset, or the two lengths, at 57 and at 58 bits. An
+		 * odd width puts locations at every shift, 7 included, where a 58-bit pair read that
+		 * way loses its top bit. */
+		{ 0x1FFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFu, 0xFFFFFFFu, 25 + 32 + 28 + 28 },
+		{ 0xFFFFFFu, 0xFFFFFFFFu, 0x1FFFFFFFu, 0xFFFFFFFu, 24 + 32 + 29 + 28 },
+		{ 0x3FFFFFFu, 0xFFFFFFFFu, 0x1FFFFFFFu, 0xFFFFFFFu, 26 + 32 + 29 + 28 },
+		{ 0x7FFFFFu, 0xFFFFFFFFu, 0x1FFFFFFFu, 0x1FFFFFFFu, 23 + 32 + 29 + 29 },
+		{ 0xFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 24 + 32 + 32 + 32 },
+		{ 0x1FFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 128 },
+		{ 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 128 },
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		random_entries(e, n, &st, cases[c].pack, cases[c].off, cases[c].len);
+		for (size_t i = 0; i < n; i++)
+			e[i].loc.uncompressed_length = (uint32_t)(e[i].loc.uncompressed_length % (cases[c].ulen + 1));
 		/* The largest value of every field present, so the widths are exact. */
-		e[0].loc = (rix_loc){ cases[c].pack, (uint32_t)cases[c].off, (uint32_t)cases[c].len, (uint32_t)cases[c].len };
+		e[0].loc = (rix_loc){ cases[c].pack, (uint32_t)cases[c].off, (uint32_t)cases[c].len, (uint32_t)cases[c].ulen };
 		struct rix__ranked *r = build_and_check(e, n, NULL, &st);
 		assert_int_equal(rix__ranked_loc_bits(r), cases[c].bits);
 		rix__ranked_free(r);
