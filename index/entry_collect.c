@@ -36,8 +36,7 @@ void rix__ecollect_free(struct rix__ecollect *c)
 {
 	if (c == NULL)
 		return;
-	for (unsigned b = 0; b < 256; b++)
-		rix__part_release(&c->part[b]);
+	rix__parts_release(c->part);
 	rix_free(c->esc);
 	rix_free(c);
 }

@@ -39,8 +39,7 @@ void rix__idcollect_free(struct rix__idcollect *c)
 {
 	if (c == NULL)
 		return;
-	for (unsigned i = 0; i < 256; i++)
-		rix__part_release(&c->part[i]);
+	rix__parts_release(c->part);
 	rix_free(c);
 }
 

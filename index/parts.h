@@ -36,6 +36,13 @@ static inline void rix__part_release(struct rix__part *pt)
 	pt->n = 0;
 }
 
+/* Unmaps every one of a collection's 256 parts. */
+static inline void rix__parts_release(struct rix__part part[256])
+{
+	for (unsigned b = 0; b < 256; b++)
+		rix__part_release(&part[b]);
+}
+
 /* Room for `need` bytes at least (doubling from RIX__PART_FIRST). @return 0, RIX_ENOMEM (the part
  * as it was). */
 static inline int rix__part_grow(struct rix__part *pt, size_t need)
