@@ -21,6 +21,8 @@
  *     base = number of IDs in all earlier blocks
  *
  *   tails: n * (32 - kb) bytes, ID i at i * (32 - kb)     mid: n * w bits, ID i at bit i * w
+ *   (a set built for the ranked table keeps its owner's `extra` bytes, the ID's location, after
+ *   each tail: ID i's at i * (32 - kb + extra); idset_internal.h's stride)
  *
  * Bucket j of a block holds the IDs base + (ones before the j-th 0) ... up to the j-th 0, so
  * one 64-byte line gives a bucket's whole range: select the j-th and (j-1)-th zero of the code
@@ -148,18 +150,7 @@ size_t rix_idset_rank_many(size_t *ranks, const rix_idset *s, const rix_id *ids,
 			ranks[i] = RIX_IDSET_NO_RANK;
 		return 0;
 	}
-	return DISPATCH(s, rank_many, ranks, s, ids, n, NULL, 0);
-}
-
-size_t rix__idset_rank_many_sat(size_t *ranks, const rix_idset *s, const rix_id *ids, size_t n, const uint8_t *sat,
-				unsigned sat_bits)
-{
-	if (s == NULL || s->n == 0) {
-		for (size_t i = 0; i < n; i++)
-			ranks[i] = RIX_IDSET_NO_RANK;
-		return 0;
-	}
-	return DISPATCH(s, rank_many, ranks, s, ids, n, sat, sat_bits);
+	return DISPATCH(s, rank_many, ranks, s, ids, n);
 }
 
 size_t rix_idset_count(const rix_idset *s)

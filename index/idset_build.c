@@ -161,39 +161,48 @@ static inline void scan_end(struct shape_scan *sc)
 }
 
 /* The shape of a set of nd distinct IDs (k, G and the fields they fix); mid8: at least 8 mid
- * bits (RIX__IDSET_MID8). */
-static void set_shape(struct rix_idset *s, size_t nd, bool mid8)
+ * bits (RIX__IDSET_MID8); extra: the owner's bytes after each tail. */
+static void set_shape(struct rix_idset *s, size_t nd, bool mid8, unsigned extra)
 {
 	choose_shape(nd, &s->k, &s->gshift);
 	s->n = nd;
 	s->kb = (s->k + (mid8 ? 15 : 7)) / 8;
 	s->tail = RIX_ID_SIZE - s->kb;
+	s->extra = extra;
+	s->stride = s->tail + extra;
 	s->w = 8 * s->kb - s->k;
 	s->nblocks = (size_t)1 << (s->k - s->gshift);
 	s->level = rix__idset_cpu_level();
 }
 
-/* Bytes the block needs while phase B runs: the 31-byte records, then mid, directory, ov. */
+/* Bytes of a record of phase A: the ID's bytes 1..31 and the owner's extra ones. */
+static inline size_t rec_size(const struct rix_idset *s)
+{
+	return RIX_ID_SIZE - 1 + s->extra;
+}
+
+/* Bytes the block needs while phase B runs: the records, then mid, directory, ov. */
 static size_t build_need(const struct rix_idset *s)
 {
 	size_t g = (size_t)1 << s->gshift;
-	size_t rec = s->n * (RIX_ID_SIZE - 1);
+	size_t rec = s->n * rec_size(s);
 	size_t mid = s->w ? (s->n * s->w + 7) / 8 + 8 : 0;
 	return align_up(rec, 8) + mid + 63 + s->nblocks * 64 + s->ov_blocks * (g + 1) * sizeof(uint32_t);
 }
 
 /*
  * Phase B and the end of a build: base[0, have) holds s->n distinct IDs in ascending order as
- * 31-byte records of their bytes 1..31 (record j at 31 j), cnt0[c] of them with byte 0 equal
- * to c, and have >= build_need(s). Writes the tails at the front and the directory and mid bits
- * into the room behind the records, moves them down behind the tails and shrinks the block.
- * Cannot fail (a failed shrink keeps the larger block).
+ * records of their bytes 1..31 and the owner's extra bytes (record j at j rec_size), cnt0[c] of
+ * them with byte 0 equal to c, and have >= build_need(s). Writes the tails (each with its extra
+ * bytes) at the front and the directory and mid bits into the room behind the records, moves
+ * them down behind the tails and shrinks the block. Cannot fail (a failed shrink keeps the
+ * larger block).
  */
 static void build_from_records(struct rix_idset *s, uint8_t *base, size_t have, const size_t cnt0[256])
 {
-	size_t nd = s->n, g = (size_t)1 << s->gshift;
-	size_t rec = nd * (RIX_ID_SIZE - 1);
-	size_t tails = nd * s->tail;
+	size_t nd = s->n, g = (size_t)1 << s->gshift, rsz = rec_size(s);
+	size_t rec = nd * rsz;
+	size_t tails = nd * s->stride;
 	size_t mid = s->w ? (nd * s->w + 7) / 8 + 8 : 0;
 	size_t dir = s->nblocks * 64;
 	size_t ov = s->ov_blocks * (g + 1) * sizeof(uint32_t);
@@ -207,28 +216,34 @@ static void build_from_records(struct rix_idset *s, uint8_t *base, size_t have, 
 	s->ov = s->ov_blocks ? (uint32_t *)(void *)(base + ov_at) : NULL;
 
 	/*
-	 * Phase B: tails (tail j at j * tail <= 31 j: never past record j), mid bits, directory.
-	 * One pass over the records, which runs at the memory's speed only if nothing in it waits:
-	 * the bucket is read from the record (not from the ID just stored: a load spanning two
-	 * stores waits for both), the mid bits gather in a word stored when full (a load of bits
-	 * stored a moment before, at an offset, waits likewise), and a tail is copied as 32 bytes
-	 * where the bytes past it are free (before record j + 1: j (31 - tail) >= 1), not by a call.
+	 * Phase B: tails (tail j, with its extra bytes, at j * stride <= j * rsz: never past record
+	 * j), mid bits, directory. One pass over the records, which runs at the memory's speed only
+	 * if nothing in it waits: the bucket is read from the record (not from the ID just stored:
+	 * a load spanning two stores waits for both), the mid bits gather in a word stored when
+	 * full (a load of bits stored a moment before, at an offset, waits likewise), and a record
+	 * is read, and its tail copied, as a fixed number of bytes (32 or 48: `copy`) where the
+	 * bytes past it are free (before record j + 1: j (rsz - stride) + rsz >= copy), not by a
+	 * call.
 	 */
 	struct builder build, *bd = &build;
 	memset(bd, 0, sizeof(*bd));
 	bd->s = s;
-	uint8_t id[64] = { 0 }; /* the ID, and room for a 32-byte copy from kb */
-	const bool wide = s->tail <= RIX_ID_SIZE - 2;
+	uint8_t id[72] = { 0 }; /* the ID and extra bytes, and room for a copy of 48 from kb */
+	const size_t copy = s->extra ? 48 : RIX_ID_SIZE;
+	const size_t shrink = rsz - s->stride; /* kb - 1 */
 	uint64_t acc = 0; /* mid bits not stored yet: nbits of them */
 	unsigned nbits = 0;
 	uint8_t *mp = s->mid;
 	size_t j = 0;
 	for (unsigned c = 0; c < 256; c++) {
 		for (size_t e = 0; e < cnt0[c]; e++, j++) {
-			const uint8_t *r = base + j * (RIX_ID_SIZE - 1);
+			const uint8_t *r = base + j * rsz;
 			RIX_PREFETCH(r + 1024);
 			id[0] = (uint8_t)c;
-			memcpy(id + 1, r, RIX_ID_SIZE - 1);
+			if (s->extra) /* (reads at most 16 bytes past the record: the room behind them) */
+				memcpy(id + 1, r, RIX_ID_SIZE - 1 + RIX__IDSET_EXTRA_MAX);
+			else
+				memcpy(id + 1, r, RIX_ID_SIZE - 1);
 			uint64_t head = (uint64_t)c << 56 | load64_be(r) >> 8; /* the ID's bytes 0..7 */
 			uint64_t b = s->k ? head >> (64 - s->k) : 0;
 			while ((b >> s->gshift) != bd->blkno)
@@ -246,10 +261,14 @@ static void build_from_records(struct rix_idset *s, uint8_t *base, size_t have, 
 					acc = key >> (s->w - nbits);
 				}
 			}
-			if (wide && j > 0)
-				memcpy(base + j * s->tail, id + s->kb, RIX_ID_SIZE);
-			else
-				memmove(base + j * s->tail, id + s->kb, s->tail);
+			if (j * shrink + rsz >= copy) {
+				if (s->extra)
+					memcpy(base + j * s->stride, id + s->kb, 48);
+				else
+					memcpy(base + j * s->stride, id + s->kb, RIX_ID_SIZE);
+			} else {
+				memmove(base + j * s->stride, id + s->kb, s->stride);
+			}
 		}
 	}
 	if (nbits > 0) /* the last word (the mid array has 8 bytes of room past its bits) */
@@ -323,7 +342,7 @@ int rix__idset_build_owned(rix_idset **out, rix_id *ids, size_t n, unsigned flag
 		*out = s;
 		return 0;
 	}
-	set_shape(s, nd, (flags & RIX__IDSET_MID8) != 0);
+	set_shape(s, nd, (flags & RIX__IDSET_MID8) != 0, 0);
 
 	/* Pass 2: the blocks that overflow, the longest run. */
 	struct shape_scan sc = { .s = s, .cur_b = UINT64_MAX };
@@ -404,9 +423,14 @@ int rix_idset_build(rix_idset **out, const rix_id *ids, size_t n)
 
 /* ---- Building from records (idset_collect.c, ranked.c) -------------------------------------------- */
 
-int rix__idset_from_records(rix_idset **out, uint8_t *base, size_t have, const size_t cnt0[256], size_t nd, bool mid8)
+int rix__idset_from_records(rix_idset **out, uint8_t *base, size_t have, const size_t cnt0[256], size_t nd, bool mid8,
+			    unsigned extra)
 {
 	*out = NULL;
+	if (extra > RIX__IDSET_EXTRA_MAX) {
+		rix_free(base);
+		return rix_error_set(RIX_EINVAL, "id set: %u extra bytes an ID are over the limit", extra);
+	}
 	struct rix_idset *s = rix_calloc(1, sizeof(*s));
 	if (s == NULL) {
 		rix_free(base);
@@ -422,14 +446,14 @@ int rix__idset_from_records(rix_idset **out, uint8_t *base, size_t have, const s
 		rix_free(s);
 		return rix_error_set(RIX_ELIMIT, "id set: %zu IDs are over the limit of %u", nd, RIX_IDSET_MAX_IDS);
 	}
-	set_shape(s, nd, mid8);
+	set_shape(s, nd, mid8, extra);
 	struct shape_scan sc = { .s = s, .cur_b = UINT64_MAX };
 	uint8_t head[8];
 	size_t r = 0;
 	for (unsigned i = 0; i < 256; i++) {
 		head[0] = (uint8_t)i;
 		for (size_t e = 0; e < cnt0[i]; e++, r++) {
-			memcpy(head + 1, base + r * (RIX_ID_SIZE - 1), 7);
+			memcpy(head + 1, base + r * rec_size(s), 7);
 			scan_add(&sc, bucket_of(head, s->k));
 		}
 	}

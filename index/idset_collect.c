@@ -137,7 +137,7 @@ int rix__idset_build_collected(rix_idset **out, struct rix__idcollect *c, unsign
 	if (n == 0) {
 		rix__idcollect_free(c);
 		rix_free(j);
-		return rix__idset_from_records(out, NULL, 0, (size_t[256]){ 0 }, 0, false);
+		return rix__idset_from_records(out, NULL, 0, (size_t[256]){ 0 }, 0, false, 0);
 	}
 	rix__advise_huge(base, room);
 	j->c = c;
@@ -164,7 +164,7 @@ int rix__idset_build_collected(rix_idset **out, struct rix__idcollect *c, unsign
 	}
 	rix__idcollect_free(c);
 	rix_free(j);
-	return rix__idset_from_records(out, base, room, cnt0, nd, false); /* owns base */
+	return rix__idset_from_records(out, base, room, cnt0, nd, false, 0); /* owns base */
 fail:
 	rix__idcollect_free(c);
 	rix_free(base);

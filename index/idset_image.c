@@ -15,8 +15,8 @@
 
 /* ---- Image (the ranked table's, for the master index's cache) ------------------------------ */
 
-enum { D_N, D_K, D_GSHIFT, D_KB, D_OVB, D_LONGEST, D_MID, D_DIR, D_OV, D_SIZE };
-_Static_assert(D_SIZE + 1 == RIX__IDSET_DESC_WORDS, "the descriptor's words");
+enum { D_N, D_K, D_GSHIFT, D_KB, D_OVB, D_LONGEST, D_MID, D_DIR, D_OV, D_SIZE, D_EXTRA };
+_Static_assert(D_EXTRA + 1 == RIX__IDSET_DESC_WORDS, "the descriptor's words");
 
 void rix__idset_export(const rix_idset *s, uint64_t desc[RIX__IDSET_DESC_WORDS], const void **block, size_t *size)
 {
@@ -35,6 +35,7 @@ void rix__idset_export(const rix_idset *s, uint64_t desc[RIX__IDSET_DESC_WORDS],
 	desc[D_DIR] = (uint64_t)((const uint8_t *)s->dir - s->tails);
 	desc[D_OV] = s->ov ? (uint64_t)((const uint8_t *)s->ov - s->tails) : 0;
 	desc[D_SIZE] = s->tails_size;
+	desc[D_EXTRA] = s->extra;
 	*block = s->tails;
 	*size = s->tails_size;
 }
@@ -103,15 +104,18 @@ int rix__idset_import(rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS
 		*out = s;
 		return 0;
 	}
-	uint64_t n = desc[D_N], k = desc[D_K], gs = desc[D_GSHIFT], kb = desc[D_KB];
+	uint64_t n = desc[D_N], k = desc[D_K], gs = desc[D_GSHIFT], kb = desc[D_KB], extra = desc[D_EXTRA];
 	bool ok = n <= RIX_IDSET_MAX_IDS && k >= 1 && k <= 32 && gs <= MAX_GSHIFT && gs <= k &&
-		  (kb == (k + 7) / 8 || kb == (k + 15) / 8) && desc[D_SIZE] == size && block != NULL;
+		  (kb == (k + 7) / 8 || kb == (k + 15) / 8) && extra <= RIX__IDSET_EXTRA_MAX && desc[D_SIZE] == size &&
+		  block != NULL;
 	if (ok) {
 		s->n = (size_t)n;
 		s->k = (unsigned)k;
 		s->gshift = (unsigned)gs;
 		s->kb = (unsigned)kb;
 		s->tail = RIX_ID_SIZE - s->kb;
+		s->extra = (unsigned)extra;
+		s->stride = s->tail + s->extra;
 		s->w = 8 * s->kb - s->k;
 		s->nblocks = (size_t)1 << (s->k - s->gshift);
 		s->ov_blocks = (size_t)desc[D_OVB];
@@ -120,7 +124,9 @@ int rix__idset_import(rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS
 		size_t g = (size_t)1 << s->gshift;
 		uint64_t mid_bytes = s->w ? ((uint64_t)n * s->w + 7) / 8 + 8 : 0;
 		uint64_t dir = desc[D_DIR], ov = desc[D_OV];
-		ok = (uint64_t)n * s->tail <= (s->w ? desc[D_MID] : dir) && (!s->w || desc[D_MID] + mid_bytes <= dir) &&
+		/* (the directory's 64 bytes or more after the tails: the owner reads up to 16 past an
+		 * ID's extra bytes) */
+		ok = (uint64_t)n * s->stride <= (s->w ? desc[D_MID] : dir) && (!s->w || desc[D_MID] + mid_bytes <= dir) &&
 		     dir % 8 == 0 && s->ov_blocks <= s->nblocks && dir + (uint64_t)s->nblocks * 64 <= size &&
 		     (s->ov_blocks == 0 ||
 		      (ov % 4 == 0 && ov >= dir + (uint64_t)s->nblocks * 64 &&

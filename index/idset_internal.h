@@ -36,10 +36,15 @@ struct rix_idset {
 	unsigned kb;       /* ceil(k / 8), or ceil((k + 8) / 8) with RIX__IDSET_MID8: bytes
 			    * 0 .. kb-1 hold bucket and mid bits */
 	unsigned tail;     /* 32 - kb: bytes of each ID in tails */
+	unsigned extra;    /* bytes of its owner's after each tail (0 .. RIX__IDSET_EXTRA_MAX: the
+			    * ranked table's locations), opaque to the set */
+	unsigned stride;   /* tail + extra: ID i's tail at i * stride */
 	unsigned w;        /* 8 kb - k: mid bits of each ID (0 .. 7; 8 .. 15 with MID8) */
 	/* One allocation, tails_size bytes, holds everything:
-	 *   [tails: n * tail][pad to 8][mid][pad to 64 in memory][dir][ov][slack < 64] */
-	uint8_t *tails;    /* n * tail bytes: ID i's at i * tail; the block's start */
+	 *   [tails: n * stride][pad to 8][mid][pad to 64 in memory][dir][ov][slack < 64]
+	 * (at least 64 bytes after the tails: the directory's block or more) */
+	uint8_t *tails;    /* n * stride bytes: ID i's tail at i * stride, its extra bytes after
+			    * it; the block's start */
 	size_t tails_size; /* bytes of the block */
 	uint8_t *mid;      /* n * w bits + 8 bytes of padding for 64-bit loads; NULL if w = 0 */
 	uint64_t *dir;     /* nblocks * 8 words, 64-byte aligned */
@@ -77,7 +82,7 @@ static inline unsigned mid_get(const struct rix_idset *s, size_t i)
 
 static inline const uint8_t *tail_at(const struct rix_idset *s, size_t i)
 {
-	return s->tails + i * s->tail;
+	return s->tails + i * s->stride;
 }
 
 #endif

@@ -22,14 +22,14 @@ static IDSET_ATTR bool IDSET_FN(has)(const struct rix_idset *s, const uint8_t *i
 /*
  * The batched lookup, a software pipeline of three stages PIPE_D keys apart: key i's bucket is
  * computed and its directory line prefetched; key i - PIPE_D's run is decoded from that line
- * and its tail, mid bits and (sat: the ranked table's locations, sat_bits an ID by rank; may be
- * NULL) satellite line prefetched; key i - 2 PIPE_D's run is searched. Each line has PIPE_D
- * keys' work to arrive in, for every key alike (groups that wait on their own first keys'
- * lines do not). ranks[i] (may be NULL): the rank or RIX_IDSET_NO_RANK; found[i] (may be NULL).
+ * and the lines of its first tail (with the extra bytes after it: the ranked table's location)
+ * and mid bits prefetched; key i - 2 PIPE_D's run is searched. Each line has PIPE_D keys' work
+ * to arrive in, for every key alike (groups that wait on their own first keys' lines do not).
+ * ranks[i] (may be NULL): the rank or RIX_IDSET_NO_RANK; found[i] (may be NULL).
  * @return the number found.
  */
 static IDSET_ATTR size_t IDSET_FN(find_many)(const struct rix_idset *s, const rix_id *ids, size_t n, size_t *ranks,
-					     bool *found, const uint8_t *sat, unsigned sat_bits)
+					     bool *found)
 {
 	uint64_t b[PIPE_RING];
 	size_t lo[PIPE_RING], hi[PIPE_RING];
@@ -46,14 +46,9 @@ static IDSET_ATTR size_t IDSET_FN(find_many)(const struct rix_idset *s, const ri
 		IDSET_FN(bucket_range)(s, b[x_], &lo[x_], &hi[x_]);                      \
 		if (lo[x_] < hi[x_]) {                                                   \
 			RIX_PREFETCH(tail_at(s, lo[x_]));                                \
-			RIX_PREFETCH(tail_at(s, lo[x_]) + s->tail - 1); /* its end */    \
+			RIX_PREFETCH(tail_at(s, lo[x_]) + s->stride - 1); /* its end */  \
 			if (s->w)                                                        \
 				RIX_PREFETCH(s->mid + ((lo[x_] * s->w) >> 3));           \
-			if (sat != NULL) { /* the location's 16 bytes: two lines at times */ \
-				const uint8_t *p_ = sat + (((uint64_t)lo[x_] * sat_bits) >> 3); \
-				RIX_PREFETCH(p_);                                        \
-				RIX_PREFETCH(p_ + 15);                                   \
-			}                                                                \
 		}                                                                        \
 	} while (0)
 #define STAGE_C(k)                                                                       \
@@ -90,7 +85,7 @@ static IDSET_ATTR size_t IDSET_FN(find_many)(const struct rix_idset *s, const ri
 
 static IDSET_ATTR size_t IDSET_FN(has_many)(bool *found, const struct rix_idset *s, const rix_id *ids, size_t n)
 {
-	return IDSET_FN(find_many)(s, ids, n, NULL, found, NULL, 0);
+	return IDSET_FN(find_many)(s, ids, n, NULL, found);
 }
 
 static IDSET_ATTR bool IDSET_FN(rank)(const struct rix_idset *s, const uint8_t *id, size_t *rank)
@@ -100,9 +95,8 @@ static IDSET_ATTR bool IDSET_FN(rank)(const struct rix_idset *s, const uint8_t *
 	return lo < hi && run_find(s, id, lo, hi, NULL, rank);
 }
 
-/* find_many's ranks; sat, sat_bits: its satellite array (may be NULL). */
-static IDSET_ATTR size_t IDSET_FN(rank_many)(size_t *ranks, const struct rix_idset *s, const rix_id *ids, size_t n,
-					     const uint8_t *sat, unsigned sat_bits)
+/* find_many's ranks. */
+static IDSET_ATTR size_t IDSET_FN(rank_many)(size_t *ranks, const struct rix_idset *s, const rix_id *ids, size_t n)
 {
-	return IDSET_FN(find_many)(s, ids, n, ranks, NULL, sat, sat_bits);
+	return IDSET_FN(find_many)(s, ids, n, ranks, NULL);
 }

@@ -61,10 +61,6 @@ int rix__idset_build_owned(struct rix_idset **out, rix_id *ids, size_t n, unsign
 /* Makes s use the lookups' instance `level` (0 portable, 1 POPCNT and BMI2, 2 AVX-512 too):
  * tests. -1 when this processor lacks it (s unchanged). */
 int rix__idset_use_level(struct rix_idset *s, int level);
-/* rix_idset_rank_many that also prefetches, for each run it reads, the line of sat (an array of
- * sat_bits bits an ID, by rank) at the run's first rank: the ranked table's locations. */
-size_t rix__idset_rank_many_sat(size_t *ranks, const struct rix_idset *s, const rix_id *ids, size_t n,
-				const uint8_t *sat, unsigned sat_bits);
 /*
  * A set as an image (the ranked table's, in the master index's cache): its shape in
  * RIX__IDSET_DESC_WORDS words and its one block of *size bytes (borrowed; none for an empty
@@ -82,7 +78,7 @@ size_t rix__idset_rank_many_sat(size_t *ranks, const struct rix_idset *s, const 
 typedef int (*rix__idset_round_fn)(void *payload, const rix_id *ids, size_t n);
 int rix__idset_foreach_round(const struct rix_idset *s, rix__idset_round_fn fn, void *payload);
 
-#define RIX__IDSET_DESC_WORDS 10
+#define RIX__IDSET_DESC_WORDS 11
 void rix__idset_export(const struct rix_idset *s, uint64_t desc[RIX__IDSET_DESC_WORDS], const void **block,
 		       size_t *size);
 int rix__idset_import(struct rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS], void *block, size_t size);
@@ -101,12 +97,18 @@ size_t rix__idcollect_count(const struct rix__idcollect *c);
 void rix__idcollect_free(struct rix__idcollect *c);
 int rix__idset_build_collected(struct rix_idset **out, struct rix__idcollect *c, unsigned workers);
 
-/* For idset_collect.c and ranked.c (idset_build.c): the set from records as phase A leaves them
- * (base[0, have): nd distinct IDs in ascending order, bytes 1..31 each, cnt0[c] with first byte
- * c), base taken over (freed on failure), with 8 or more mid bits when mid8 (RIX__IDSET_MID8);
- * and the sort of IDs that agree on their first d bytes. */
+/*
+ * For idset_collect.c and ranked.c (idset_build.c): the set from records as phase A leaves them
+ * (base[0, have): nd distinct IDs in ascending order, record j at j (31 + extra): the ID's bytes
+ * 1..31, then extra bytes of the caller's; cnt0[c] of them with first byte c), base taken over
+ * (freed on failure), with 8 or more mid bits when mid8 (RIX__IDSET_MID8). Each ID's extra bytes
+ * stay beside its tail (at tail_at(s, i) + tail: idset_internal.h), where a lookup that has read
+ * the tail finds them in the same line as a rule: the ranked table's locations.
+ * extra <= RIX__IDSET_EXTRA_MAX. Also the sort of IDs that agree on their first d bytes.
+ */
+#define RIX__IDSET_EXTRA_MAX 16u
 int rix__idset_from_records(struct rix_idset **out, uint8_t *base, size_t have, const size_t cnt0[256], size_t nd,
-			    bool mid8);
+			    bool mid8, unsigned extra);
 void rix__idset_sort_from(rix_id *a, size_t n, unsigned d);
 /* idset_sort.c: IDs sorted in memcmp order, from 64Ki IDs on up to `workers` threads (0: one a CPU). */
 void rix__idset_sort(rix_id *a, size_t n, unsigned workers);

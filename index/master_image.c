@@ -46,7 +46,8 @@
 #include "ranked.h"
 
 #define IMAGE_MAGIC "rixmimg"  /* 8 bytes with its NUL */
-#define IMAGE_VERSION 5u /* 2: the tables' fingerprints; 3: the multiply-fold hash; 4: ranked tables; 5: tops */
+#define IMAGE_VERSION 6u /* 2: the tables' fingerprints; 3: the multiply-fold hash; 4: ranked tables; 5: tops;
+			  * 6: the set's extra bytes (the locations beside its tails) */
 #define IMAGE_ORDER 0x01020304u
 #define TABLE_DESC_BYTES (RIX__RANKED_DESC_WORDS * 8u)
 /* A slot a ranked table: s < RIX_BLOB_TYPES the table of type s, then the top of type s - RIX_BLOB_TYPES. */

@@ -7,8 +7,8 @@
  * State
  * -----
  *   table[type]    one read-only ranked table per blob type holding the merged entries (about
- *                  42 bytes an entry: a rix_idset of the IDs, their locations bit-packed by
- *                  rank, a filter of a byte an ID; ranked.h)
+ *                  42 bytes an entry: a rix_idset of the IDs, each location packed beside its
+ *                  ID's stored bits, a filter of a byte an ID; ranked.h)
  *   top[type]      entries merged since that table was built, while they are few (at most
  *                  1/RIX__TOP_SHARE of it): a second, small ranked table, so that adding them
  *                  builds only it again (see struct mstate)

@@ -1,27 +1,27 @@
 /*
- * index/ranked.c — the ranked table (ranked.h): blob locations by the rank of the blob's ID in
- * a rix_idset, bit-packed.
+ * index/ranked.c — the ranked table (ranked.h): blob IDs in a rix_idset, each one's location
+ * packed in the set's extra bytes after its tail.
  *
  * Building (rix__ranked_build_collected): the entries come collected in 256 parts of 43-byte
  * records (entry_collect.h), each part sorted in place; the field widths are known from the
- * collection, the distinct IDs (and so each part's first rank) from the sort; the packed array,
- * the filter, the side array and the set's block are allocated (up to here a failure leaves
- * nothing to undo); then a pass over the parts, spread over the CPUs, writes each distinct ID's
- * bytes 1..31 as a record of the set's build (idset_build.c's phase A) and its location into
- * the packed array, giving each part back as it is done, so that the records and locations grow
- * as the parts shrink (about 43 bytes an entry throughout); rix__idset_from_records builds the
- * set in the records' block. The pass runs on more than one CPU for the page faults of the new
- * arrays as much as for its work: on a virtual machine whose host takes freed memory back, a
- * huge page's first touch costs about 3 s a GiB (bench/RESULTS.md), and two CPUs fault in
- * parallel.
+ * collection, the distinct IDs (and so each part's first rank) from the sort; the filter, the
+ * side array and the set's block are allocated (up to here a failure leaves nothing to undo);
+ * then a pass over the parts, spread over the CPUs, writes each distinct ID's bytes 1..31 and
+ * its packed location as a record of the set's build (idset_build.c's phase A, with the
+ * location as the record's extra bytes), giving each part back as it is done, so that the
+ * records grow as the parts shrink (about 43 bytes an entry throughout);
+ * rix__idset_from_records builds the set in the records' block, each location staying beside
+ * its ID's tail. The pass runs on more than one CPU for the page faults of the new arrays as
+ * much as for its work: on a virtual machine whose host takes freed memory back, a huge page's
+ * first touch costs about 3 s a GiB (bench/RESULTS.md), and two CPUs fault in parallel.
  *
  * A packed location: pack number, offset, length, uncompressed length, low field first, each
- * as wide as the table's largest value (0 bits for a field that is 0 everywhere). As a rule
- * (pack number and offset in 57 bits, the two lengths in 57) a location is read with two 8-byte
- * loads, each shifted by at most 7 (loc_get); otherwise, up to 120 bits, with one unaligned
- * 16-byte load (two 8-byte ones) and a shift of at most 7; a table whose fields need more
- * (offsets and lengths near 4 GiB in millions of packs) gets 32 bits a field, 128 a location,
- * byte-aligned.
+ * as wide as the table's largest value (0 bits for a field that is 0 everywhere), in
+ * ceil(width / 8) bytes after its ID's tail (loc_bytes). As a rule (the two lengths in the 64
+ * bits from the byte the length starts in; pack number and offset are in the first 64) a
+ * location is read with two 8-byte loads (loc_read); otherwise, up to 120 bits, with one
+ * unaligned 16-byte load (two 8-byte ones); a table whose fields need more (offsets and lengths
+ * near 4 GiB in millions of packs) gets 32 bits a field, 128 a location.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -37,8 +37,7 @@
 #include "idset_find.h"
 #include "../common/pool.h"
 
-#define LOC_PACKED_MAX 120u /* widest packed location read with a 16-byte load and a shift */
-#define LOC_PAD 16u         /* bytes after the last location, for that load (and the two 8-byte ones) */
+#define LOC_PACKED_MAX 120u /* widest packed location other than 4 fields of 32 bits */
 #define BATCH 256u          /* keys a round of rix__ranked_find_many */
 #define BUILD_PARALLEL 65536u /* entries from which a build's sort and pass are spread over the CPUs */
 
@@ -51,8 +50,8 @@ struct rdup {
 
 struct rix__ranked {
 	rix_idset *ids;
-	uint8_t *locs; /* distinct x width bits + LOC_PAD bytes */
-	size_t locs_size;
+	const uint8_t *locs; /* rank 0's location: in the set's block, after its tail (NULL: none) */
+	size_t stride;       /* bytes from a rank's location to the next's: the set's */
 	struct rdup *dups; /* second and later locations, by rank (an ID's in place order) */
 	uint32_t ndups;
 	uint32_t nd;    /* distinct IDs */
@@ -60,7 +59,7 @@ struct rix__ranked {
 	unsigned pb, ob, lb, ub;
 	uint32_t pm, om, lm, um; /* the fields' masks */
 	unsigned pob;   /* pb + ob: where the length starts */
-	bool split;     /* pb + ob <= 57 and lb + ub <= 57: a location is read with two 8-byte loads */
+	bool split;     /* (pob & 7) + lb + ub <= 64: two 8-byte loads (loc_read) */
 	uint64_t *filter; /* filter_words(nd) words: each distinct ID's FILTER_K bits in one word */
 };
 
@@ -127,30 +126,41 @@ static void set_width(struct rix__ranked *r)
 	r->lm = (uint32_t)mask_of(r->lb);
 	r->um = (uint32_t)mask_of(r->ub);
 	r->pob = r->pb + r->ob;
-	r->split = r->pob <= 57 && r->lb + r->ub <= 57;
+	r->split = (r->pob & 7) + r->lb + r->ub <= 64; /* (pob <= 64: each field has 32 bits at most) */
+}
+
+/* Bytes of a packed location (the set's extra bytes an ID). */
+static inline unsigned loc_bytes(const struct rix__ranked *r)
+{
+	return (r->width + 7) / 8;
+}
+
+/* Where the table's locations are: after each tail of its set. */
+static void set_locs(struct rix__ranked *r)
+{
+	r->locs = r->nd > 0 ? r->ids->tails + r->ids->tail : NULL;
+	r->stride = r->nd > 0 ? r->ids->stride : 0;
 }
 
 /*
- * Rank's location. As a rule (split) pack number and offset fit in the 64 bits that the first
- * byte's load gives after its shift of at most 7, and length and uncompressed length in those
- * of a second load: a handful of shifts and masks. Otherwise the location's 128 bits are read
- * and shifted whole.
+ * The location at p (its rank's: r->locs + rank * r->stride). Pack number and offset are in
+ * the 64 bits of the first byte's load; as a rule (split) length and uncompressed length are in
+ * those of a second load at the length's first byte, shifted by at most 7: a handful of shifts
+ * and masks. Otherwise the location's 128 bits are read whole. Either reads 16 bytes from p at
+ * most: the set's block has the directory's 64 or more after the last tail's extra bytes.
  */
-static inline void loc_get(const struct rix__ranked *r, size_t rank, rix_loc *loc)
+static inline void loc_read(const struct rix__ranked *r, const uint8_t *p, rix_loc *loc)
 {
-	uint64_t bit = (uint64_t)rank * r->width;
 	if (__builtin_expect(r->split, 1)) {
-		uint64_t a = load64_le(r->locs + (bit >> 3)) >> (bit & 7);
-		uint64_t at = bit + r->pob;
-		uint64_t b = load64_le(r->locs + (at >> 3)) >> (at & 7);
+		uint64_t a = load64_le(p);
+		uint64_t b = load64_le(p + (r->pob >> 3)) >> (r->pob & 7);
 		loc->pack = (uint32_t)a & r->pm;
 		loc->offset = (uint32_t)(a >> r->pb) & r->om;
 		loc->length = (uint32_t)b & r->lm;
 		loc->uncompressed_length = (uint32_t)(b >> r->lb) & r->um;
 		return;
 	}
-	const uint8_t *p = r->locs + (bit >> 3);
-	u128 v = (((u128)load64_le(p + 8) << 64) | load64_le(p)) >> (bit & 7);
+	u128 v = ((u128)load64_le(p + 8) << 64) | load64_le(p);
 	loc->pack = (uint32_t)v & r->pm;
 	v >>= r->pb;
 	loc->offset = (uint32_t)v & r->om;
@@ -160,21 +170,26 @@ static inline void loc_get(const struct rix__ranked *r, size_t rank, rix_loc *lo
 	loc->uncompressed_length = (uint32_t)v & r->um;
 }
 
-/* Writes rank's location into the zeroed array (nothing to write at width 0: the array stays
- * as it is, and no two workers of a build touch the same bytes). */
-static inline void loc_put(struct rix__ranked *r, size_t rank, const rix_loc *loc)
+static inline void loc_get(const struct rix__ranked *r, size_t rank, rix_loc *loc)
 {
-	if (r->width == 0)
-		return;
+	loc_read(r, r->locs + rank * r->stride, loc);
+}
+
+/* Writes a location's loc_bytes at p: all 16 bytes of the packed value when the bytes past
+ * them are free (the next record's, written after), else only its own. */
+static inline void loc_put(const struct rix__ranked *r, uint8_t *p, const rix_loc *loc, bool room)
+{
 	u128 v = (u128)loc->uncompressed_length;
 	v = (v << r->lb) | loc->length;
 	v = (v << r->ob) | loc->offset;
 	v = (v << r->pb) | loc->pack;
-	uint64_t bit = (uint64_t)rank * r->width;
-	uint8_t *p = r->locs + (bit >> 3);
-	v <<= bit & 7;
-	store64_le(p, load64_le(p) | (uint64_t)v);
-	store64_le(p + 8, load64_le(p + 8) | (uint64_t)(v >> 64));
+	if (room) {
+		store64_le(p, (uint64_t)v);
+		store64_le(p + 8, (uint64_t)(v >> 64));
+		return;
+	}
+	for (unsigned i = 0; i < loc_bytes(r); i++, v >>= 8)
+		p[i] = (uint8_t)v;
 }
 
 static bool same_place(const rix_loc *a, const rix_loc *b, const rix_id *packs)
@@ -188,7 +203,6 @@ void rix__ranked_free(struct rix__ranked *r)
 	if (r == NULL)
 		return;
 	rix_idset_free(r->ids);
-	rix_free(r->locs);
 	rix_free(r->dups);
 	rix_free(r->filter);
 	rix_free(r);
@@ -196,21 +210,19 @@ void rix__ranked_free(struct rix__ranked *r)
 
 /*
  * The pass over the parts, shared by the workers: part b's distinct IDs get ranks from at[b]
- * (records at 31 at[b] in the block, locations from rank at[b]), its second locations the
- * side array's slots from dup_at[b] (ndup[b] of them used). Parts touch disjoint ranges of the
- * block and the side array; a location's write reads and writes the 16 bytes around it, so the
- * first and last `edge` locations of a part, whose bytes a neighbouring part's may share, are
- * kept in edges[b] and written after the workers are done; filter words are shared by
- * neighbouring parts only at the ends of a part's range, which are set atomically.
+ * (records of rsz bytes from rsz at[b] in the block: the ID's bytes 1..31, its location), its
+ * second locations the side array's slots from dup_at[b] (ndup[b] of them used). Parts touch
+ * disjoint ranges of the block and the side array (a part's last location is written to its
+ * own bytes only); filter words are shared by neighbouring parts only at the ends of a part's
+ * range, which are set atomically.
  */
 struct pass_job {
 	struct rix__ranked *r;
 	struct rix__ecollect *c;
 	const rix_id *packs;
 	uint8_t *block;
+	size_t rsz;
 	size_t at[257], dup_at[256], ndup[256];
-	size_t edge;
-	struct rdup *edges; /* 2 edge a part */
 	atomic_uint next;
 };
 
@@ -218,14 +230,14 @@ static void *pass_worker(void *arg)
 {
 	struct pass_job *jb = arg;
 	struct rix__ranked *r = jb->r;
-	const size_t nw = filter_words(r->nd), edge = jb->edge;
+	const size_t nw = filter_words(r->nd), rsz = jb->rsz;
 	for (;;) {
 		unsigned b = atomic_fetch_add(&jb->next, 1);
 		if (b >= 256)
 			return NULL;
 		struct rix__part *pt = &jb->c->part[b];
 		const size_t lo = jb->at[b], hi = jb->at[b + 1];
-		struct rdup *dups = r->dups != NULL ? r->dups + jb->dup_at[b] : NULL, *edges = jb->edges + 2 * edge * b;
+		struct rdup *dups = r->dups != NULL ? r->dups + jb->dup_at[b] : NULL;
 		size_t nd = 0, j = lo;
 		const uint8_t *prev = NULL;
 		rix_loc main = { 0 };
@@ -261,13 +273,9 @@ static void *pass_worker(void *arg)
 				__atomic_fetch_or(&r->filter[w], m, __ATOMIC_RELAXED);
 			else
 				r->filter[w] |= m;
-			memcpy(jb->block + j * (RIX_ID_SIZE - 1), prev, RIX_ID_SIZE - 1);
-			if (j - lo < edge)
-				edges[j - lo] = (struct rdup){ .rank = (uint32_t)j, .loc = loc };
-			else if (hi - j <= edge)
-				edges[edge + (hi - 1 - j)] = (struct rdup){ .rank = (uint32_t)j, .loc = loc };
-			else
-				loc_put(r, j, &loc);
+			uint8_t *out = jb->block + j * rsz;
+			memcpy(out, prev, RIX_ID_SIZE - 1);
+			loc_put(r, out + RIX_ID_SIZE - 1, &loc, j + 1 < hi);
 			j++;
 		}
 		jb->ndup[b] = nd;
@@ -309,30 +317,24 @@ int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *
 		r->pb = r->ob = r->lb = r->ub = 32;
 	set_width(r);
 	r->nd = (uint32_t)nd;
-	r->locs_size = (((uint64_t)nd * r->width + 7) >> 3) + LOC_PAD;
-	r->locs = rix_calloc(1, r->locs_size);
 	r->filter = rix_calloc(filter_words(nd), sizeof(uint64_t));
 	if (ndup_max > 0)
 		r->dups = rix_malloc(ndup_max * sizeof(*r->dups));
-	/* A location's write spans 16 bytes from the byte its first bit is in. */
-	jb->edge = (16 * 8 + 8) / (r->width ? r->width : 1) + 1;
-	jb->edges = rix_malloc(256 * 2 * jb->edge * sizeof(*jb->edges));
-	/* The set's block: room for the records (31 bytes an ID) and what its build adds behind
-	 * them (the mid bits, the directory: under 4 bytes an ID with 8 mid bits), so that it never
-	 * grows (a move would split its huge pages); only what is written costs memory. */
-	size_t room = nd * (sizeof(rix_id) + 3) + 4096;
+	/* The set's block: room for the records (31 bytes an ID and its location) and what its
+	 * build adds behind them (the mid bits, the directory: under 4 bytes an ID with 8 mid
+	 * bits), so that it never grows (a move would split its huge pages); only what is written
+	 * costs memory. */
+	jb->rsz = RIX_ID_SIZE - 1 + loc_bytes(r);
+	size_t room = nd * (jb->rsz + 4) + 4096;
 	jb->block = nd > 0 ? rix_malloc(room) : NULL;
-	if (r->locs == NULL || r->filter == NULL || (ndup_max > 0 && r->dups == NULL) || jb->edges == NULL ||
-	    (nd > 0 && jb->block == NULL)) {
+	if (r->filter == NULL || (ndup_max > 0 && r->dups == NULL) || (nd > 0 && jb->block == NULL)) {
 		rix_free(jb->block);
-		rix_free(jb->edges);
 		rix_free(jb);
 		rix__ecollect_free(c);
 		rix__ranked_free(r);
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu locations", count);
 	}
 	/* Read at random by the lookups: huge pages (advised before they are touched). */
-	rix__advise_huge(r->locs, r->locs_size);
 	rix__advise_huge(r->filter, filter_words(nd) * sizeof(uint64_t));
 	rix__advise_huge(jb->block, room);
 	/* The parts, on the workers: distinct IDs to the block as records, locations packed,
@@ -342,22 +344,15 @@ int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *
 	jb->packs = packs;
 	atomic_init(&jb->next, 0);
 	rix__pool_run(count < BUILD_PARALLEL ? 1 : rix__pool_size(workers, 64), pass_worker, jb);
-	/* The parts' edges, and their second locations together (in rank order, as the parts). */
+	/* The parts' second locations together (in rank order, as the parts). */
 	size_t cnt0[256];
 	for (unsigned b = 0; b < 256; b++) {
-		size_t m = jb->at[b + 1] - jb->at[b];
-		const struct rdup *edges = jb->edges + 2 * jb->edge * b;
-		for (size_t k = 0; k < m && k < jb->edge; k++) /* the first ones */
-			loc_put(r, edges[k].rank, &edges[k].loc);
-		for (size_t k = 0; k < jb->edge && m > jb->edge + k; k++) /* the last ones (k from the end) */
-			loc_put(r, edges[jb->edge + k].rank, &edges[jb->edge + k].loc);
 		if (jb->ndup[b] > 0 && jb->dup_at[b] != r->ndups)
 			memmove(r->dups + r->ndups, r->dups + jb->dup_at[b], jb->ndup[b] * sizeof(*r->dups));
 		r->ndups += (uint32_t)jb->ndup[b];
 		cnt0[b] = distinct[b];
 	}
 	uint8_t *block = jb->block;
-	rix_free(jb->edges);
 	rix_free(jb);
 	rix__ecollect_free(c);
 	if (r->ndups == 0) {
@@ -370,11 +365,12 @@ int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *
 	}
 	/* The set is built with 8 or more mid bits (a lookup of an absent ID reads the mid array,
 	 * not the tails). */
-	int rc = rix__idset_from_records(&r->ids, block, room, cnt0, nd, true);
+	int rc = rix__idset_from_records(&r->ids, block, room, cnt0, nd, true, loc_bytes(r));
 	if (rc != 0) {
 		rix__ranked_free(r);
 		return rc;
 	}
+	set_locs(r);
 	*out = r;
 	return 0;
 }
@@ -442,7 +438,7 @@ size_t rix__ranked_memory(const struct rix__ranked *r)
 {
 	if (r == NULL)
 		return 0;
-	return sizeof(*r) + rix_idset_memory(r->ids) + r->locs_size + (size_t)r->ndups * sizeof(*r->dups) +
+	return sizeof(*r) + rix_idset_memory(r->ids) + (size_t)r->ndups * sizeof(*r->dups) +
 	       filter_words(r->nd) * sizeof(uint64_t);
 }
 
@@ -495,9 +491,10 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 			maybe[k] = ids[g + i];
 			k += (r->filter[word[i]] & mask[i]) == mask[i];
 		}
-		/* The locations' lines are fetched with the IDs' (at the run's first rank: the rank
-		 * itself, as a rule), so that decoding them below rarely waits. */
-		if (k == 0 || rix__idset_rank_many_sat(rank, r->ids, maybe, k, r->locs, r->width) == 0)
+		/* The locations' lines are fetched with the IDs' tails, beside which they are (at the
+		 * run's first rank: the rank itself, as a rule), so that decoding them below rarely
+		 * waits. */
+		if (k == 0 || rix_idset_rank_many(rank, r->ids, maybe, k) == 0)
 			continue;
 		/* The table's shape copied: a store to locs[] could alias its fields, which the
 		 * compiler would then read again after every store. */
@@ -519,24 +516,14 @@ void rix__ranked_totals(const struct rix__ranked *r, uint64_t *count, uint64_t *
 	if (r == NULL)
 		return;
 	uint64_t len = 0, pl = 0;
-	unsigned skip = r->pb + r->ob; /* the pack number and offset: not read */
-	if (r->lb + r->ub + 7 <= 64) {
-		/* The packed array in order, no ID, no pack ID: the length and uncompressed length of
-		 * each location from one 8-byte load at the length's first byte. */
-		uint64_t lm = r->lm, um = r->um, ushift = r->lb;
-		for (uint64_t bit = skip, i = 0; i < r->nd; i++, bit += r->width) {
-			uint64_t v = load64_le(r->locs + (bit >> 3)) >> (bit & 7);
-			uint32_t l = (uint32_t)(v & lm), u = (uint32_t)((v >> ushift) & um);
-			len += l;
-			pl += rix_blob_plain_size(l, u);
-		}
-	} else {
-		for (uint32_t i = 0; i < r->nd; i++) {
-			rix_loc l;
-			loc_get(r, i, &l);
-			len += l.length;
-			pl += rix_blob_plain_size(l.length, l.uncompressed_length);
-		}
+	/* The locations in order, beside the tails (no ID, no pack ID). */
+	for (uint32_t i = 0; i < r->nd; i++) {
+		rix_loc l;
+		if (i + 16 < r->nd) /* (the hardware's prefetcher stops at each 4 KiB page) */
+			RIX_PREFETCH(r->locs + (size_t)(i + 16) * r->stride);
+		loc_get(r, i, &l);
+		len += l.length;
+		pl += rix_blob_plain_size(l.length, l.uncompressed_length);
 	}
 	for (uint32_t d = 0; d < r->ndups; d++) {
 		len += r->dups[d].loc.length;
@@ -657,7 +644,8 @@ int rix__ranked_foreach(const struct rix__ranked *r, rix__ranked_fn fn, void *pa
 
 /* ---- Image ---------------------------------------------------------------------------------- */
 
-enum { R_ND, R_NDUPS, R_PB, R_OB, R_LB, R_UB, R_LOCS, R_SET };
+enum { R_ND, R_NDUPS, R_PB, R_OB, R_LB, R_UB, R_SET };
+enum { S_N = R_SET + 0, S_SIZE = R_SET + 9, S_EXTRA = R_SET + 10 }; /* the set's words (idset_image.c) */
 _Static_assert(R_SET + RIX__IDSET_DESC_WORDS == RIX__RANKED_DESC_WORDS, "the descriptor's words");
 
 void rix__ranked_export(const struct rix__ranked *r, uint64_t desc[RIX__RANKED_DESC_WORDS],
@@ -670,14 +658,11 @@ void rix__ranked_export(const struct rix__ranked *r, uint64_t desc[RIX__RANKED_D
 	desc[R_OB] = r->ob;
 	desc[R_LB] = r->lb;
 	desc[R_UB] = r->ub;
-	desc[R_LOCS] = r->locs_size;
 	rix__idset_export(r->ids, desc + R_SET, &sec[0], &size[0]);
-	sec[1] = r->locs;
-	size[1] = r->locs_size;
-	sec[2] = r->ndups ? r->dups : NULL;
-	size[2] = (size_t)r->ndups * sizeof(*r->dups);
-	sec[3] = r->filter;
-	size[3] = filter_words(r->nd) * sizeof(uint64_t);
+	sec[1] = r->ndups ? r->dups : NULL;
+	size[1] = (size_t)r->ndups * sizeof(*r->dups);
+	sec[2] = r->filter;
+	size[2] = filter_words(r->nd) * sizeof(uint64_t);
 }
 
 /* Widths a build chooses: each at most 32, all 32 when their sum is over LOC_PACKED_MAX. */
@@ -692,13 +677,13 @@ static bool widths_valid(const uint64_t *d)
 int rix__ranked_section_sizes(const uint64_t desc[RIX__RANKED_DESC_WORDS], size_t size[RIX__RANKED_SECTIONS])
 {
 	uint64_t nd = desc[R_ND], w = desc[R_PB] + desc[R_OB] + desc[R_LB] + desc[R_UB];
-	if (nd > RIX_IDSET_MAX_IDS || desc[R_NDUPS] > 0xFFFFFFFFu - nd || !widths_valid(desc) ||
-	    desc[R_SET + 0] != nd || desc[R_LOCS] != ((nd * w + 7) >> 3) + LOC_PAD || desc[R_SET + 9] > SIZE_MAX / 2)
+	if (nd > RIX_IDSET_MAX_IDS || desc[R_NDUPS] > 0xFFFFFFFFu - nd || !widths_valid(desc) || desc[S_N] != nd ||
+	    desc[S_EXTRA] != (nd > 0 ? (w + 7) / 8 : 0) || desc[S_SIZE] > SIZE_MAX / 2 ||
+	    (nd == 0 && (desc[S_SIZE] != 0 || desc[R_NDUPS] != 0)))
 		return rix_error_set(RIX_ECORRUPT, "master image: a ranked table's sizes do not agree");
-	size[0] = (size_t)desc[R_SET + 9];
-	size[1] = (size_t)desc[R_LOCS];
-	size[2] = (size_t)desc[R_NDUPS] * sizeof(struct rdup);
-	size[3] = filter_words((size_t)nd) * sizeof(uint64_t);
+	size[0] = (size_t)desc[S_SIZE];
+	size[1] = (size_t)desc[R_NDUPS] * sizeof(struct rdup);
+	size[2] = filter_words((size_t)nd) * sizeof(uint64_t);
 	return 0;
 }
 
@@ -716,10 +701,8 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 	struct rix__ranked *r = rix_calloc(1, sizeof(*r));
 	if (r == NULL)
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
-	r->locs = sec[1];
-	r->locs_size = size[1];
-	r->dups = sec[2];
-	r->filter = sec[3]; /* any bits: a filter that turns down a present ID answers wrongly, never
+	r->dups = sec[1];
+	r->filter = sec[2]; /* any bits: a filter that turns down a present ID answers wrongly, never
 			     * outside the table (the image is sealed; the cache trusts its MAC) */
 	r->ndups = (uint32_t)desc[R_NDUPS];
 	r->nd = (uint32_t)desc[R_ND];
@@ -728,7 +711,14 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 	r->lb = (unsigned)desc[R_LB];
 	r->ub = (unsigned)desc[R_UB];
 	set_width(r);
-	/* The locations first (they need no set), the set last: on failure nothing is taken. */
+	/* The set (its shape and bounds checked: the locations are in its block), then the
+	 * locations; on failure nothing is taken (the set's block given back, not freed). */
+	rc = rix__idset_import(&r->ids, desc + R_SET, sec[0], size[0]);
+	if (rc != 0) {
+		rix_free(r); /* the sections stay the caller's */
+		return rc;
+	}
+	set_locs(r);
 	bool ok = true;
 	if (r->pm >= npacks) /* some number the width allows is outside the pack table: ask each */
 		for (uint32_t i = 0; ok && i < r->nd; i++) {
@@ -738,11 +728,12 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 		}
 	for (uint32_t d = 0; ok && d < r->ndups; d++)
 		ok = r->dups[d].rank < r->nd && r->dups[d].loc.pack < npacks && (d == 0 || r->dups[d - 1].rank <= r->dups[d].rank);
-	rc = ok ? rix__idset_import(&r->ids, desc + R_SET, sec[0], size[0])
-		: rix_error_set(RIX_ECORRUPT, "master image: a ranked table's locations are not well formed");
-	if (rc != 0) {
-		rix_free(r); /* the sections stay the caller's */
-		return rc;
+	if (!ok) {
+		if (r->ids != NULL)
+			r->ids->tails = NULL; /* the block stays the caller's */
+		rix_idset_free(r->ids);
+		rix_free(r);
+		return rix_error_set(RIX_ECORRUPT, "master image: a ranked table's locations are not well formed");
 	}
 	*out = r;
 	return 0;

@@ -3,30 +3,32 @@
  * own bits, in about 42 bytes an entry (the chaining table it replaced in the master index took
  * 51): the master index's table of merged entries, one a blob type.
  *
- * The distinct IDs are a rix_idset (29.4-29.9 bytes an ID: rix/idset.h); an ID's rank in the
- * set (its position in ascending order) indexes a bit-packed array of locations, each field
- * as wide as the table's largest value of it needs (pack number, offset, length, uncompressed
- * length: 93 bits for 10M blobs in 1.25M packs of 16 MiB), so a location costs 11-12 bytes
- * instead of 16. An ID with more than one location (the same blob in two packs) keeps its first
+ * The distinct IDs are a rix_idset (29.4-29.9 bytes an ID: rix/idset.h); each ID's location is
+ * packed in the bytes after its tail in the set (the set's extra bytes), each field as wide as
+ * the table's largest value of it needs (pack number, offset, length, uncompressed length: 93
+ * bits, 12 bytes, for 10M blobs in 1.25M packs of 16 MiB) instead of 16 bytes. An ID's rank in
+ * the set (its position in ascending order) finds both. An ID with more than one location (the same blob in two packs) keeps its first
  * in place order (pack number, then offset: the pack loaded first, as packs are numbered in the
  * order they are loaded) in the array and the others in a side array sorted by rank. When the build is given the pack
  * table (a pack is named twice: an interrupted prune's state), locations that repeat another of
  * the same ID (the same place of the same pack) are dropped, as restic's index merge drops them;
  * otherwise every location is kept.
  *
- *   ids (rix_idset)                      locs: rank r's location at bit r * width
- *   +-----+-----+-----+-----+--         +--------+--------+--------+--
- *   | id0 | id1 | id2 | id3 | ...  -->  | loc 0  | loc 1  | loc 2  | ...    (pack|off|len|ulen)
- *   +-----+-----+-----+-----+--         +--------+--------+--------+--
+ *   the set's tails, each with its location (rank r's at r * stride)
+ *   +---------------+-------+---------------+-------+--
+ *   | tail 0        | loc 0 | tail 1        | loc 1 | ...      (loc: pack|off|len|ulen)
+ *   +---------------+-------+---------------+-------+--
  *   dups: (rank, rix_loc) sorted by rank, for the second and later locations of an ID
  *
  * In front of the set, a filter of one byte an ID (FILTER_K bits of one word an ID, ranked.c)
  * turns down most absent IDs with one load, before the set's directory decode.
  *
  * A known ID's lookup reads the filter's word and the set's directory line (about 0.4 bytes an
- * ID: mostly in cache), the line of its stored bits and the line of its location (independent of
- * each other once the directory gave the rank), then the caller reads the pack ID. Crafted IDs: see idset.c (a
- * lookup is at worst a binary search; the answers stay exact).
+ * ID: mostly in cache), its mid bits, the line of its tail and location (two lines 40% of the
+ * time: a 40-byte record straddles a line), then the caller reads the pack ID. Keeping the
+ * location apart from the tail, in an array of its own, read one line more (bench/RESULTS.md:
+ * Limit/Lines). Crafted IDs: see idset.c (a lookup is at worst a binary search; the answers
+ * stay exact).
  *
  * Thread-safety: a built table is immutable; any number of threads may look it up at once.
  */
@@ -119,16 +121,15 @@ int rix__ranked_foreach_round(const struct rix__ranked *r, rix__ranked_round_fn 
 
 /*
  * The table as an image (the master index's cache): RIX__RANKED_DESC_WORDS words of shape and
- * RIX__RANKED_SECTIONS arrays (the set's block, the packed locations, the second locations, the
- * filter),
- * borrowed from the table; a size may be 0 (its pointer then NULL).
+ * RIX__RANKED_SECTIONS arrays (the set's block with the locations, the second locations, the
+ * filter), borrowed from the table; a size may be 0 (its pointer then NULL).
  */
 /* What an image of the table was made with beyond its descriptor's words: the filter's bits
  * (FILTER_K, filter_words, filter_mask in ranked.c) and the locations' packing. Changing
  * either means a new number, so that images made before are refused, not misread. */
-#define RIX__RANKED_SCHEME 2u /* 2: the filter's word by the ID's first bytes */
-#define RIX__RANKED_DESC_WORDS (7 + RIX__IDSET_DESC_WORDS)
-#define RIX__RANKED_SECTIONS 4
+#define RIX__RANKED_SCHEME 3u /* 2: the filter's word by the ID's first bytes; 3: locations beside the tails */
+#define RIX__RANKED_DESC_WORDS (6 + RIX__IDSET_DESC_WORDS)
+#define RIX__RANKED_SECTIONS 3
 void rix__ranked_export(const struct rix__ranked *r, uint64_t desc[RIX__RANKED_DESC_WORDS],
 			const void *sec[RIX__RANKED_SECTIONS], size_t size[RIX__RANKED_SECTIONS]);
 

@@ -259,7 +259,7 @@ static void test_merge_and_lookup(void **state)
 	assert_int_equal(nids, N);
 	rix_free(ids);
 	/* Memory: merged entries cost 28-44 bytes in the ranked table (an ID's 32 bytes in about 29,
-	 * a location bit-packed); the pack table and the rest on top. */
+	 * a location packed beside it); the pack table and the rest on top. */
 	size_t entries = (size_t)N * PACKS_PER_INDEX * PER_PACK;
 	assert_true(rix_master_index_memory(mi) >= entries * 28 + (size_t)N * PACKS_PER_INDEX * 32);
 	assert_true(rix_master_index_memory(mi) <= entries * 44 + (size_t)N * PACKS_PER_INDEX * 32 + 16384);

@@ -398,14 +398,15 @@ static void test_widths(void **state)
 	} cases[] = {
 		{ 0, 0, 0, 0, 0 },
 		{ 3, 255, 1, 1, 2 + 8 + 1 + 1 },
-		/* Two 8-byte loads, each shifted by up to 7, read a pair of fields of up to 57 bits
-		 * (ranked.c's split): pack and offset, or the two lengths, at 57 and at 58 bits. An
-		 * odd width puts locations at every shift, 7 included, where a 58-bit pair read that
-		 * way loses its top bit. */
-		{ 0x1FFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFu, 0xFFFFFFFu, 25 + 32 + 28 + 28 },
-		{ 0xFFFFFFu, 0xFFFFFFFFu, 0x1FFFFFFFu, 0xFFFFFFFu, 24 + 32 + 29 + 28 },
-		{ 0x3FFFFFFu, 0xFFFFFFFFu, 0x1FFFFFFFu, 0xFFFFFFFu, 26 + 32 + 29 + 28 },
-		{ 0x7FFFFFu, 0xFFFFFFFFu, 0x1FFFFFFFu, 0x1FFFFFFFu, 23 + 32 + 29 + 29 },
+		/* A location's first 8-byte load reads pack and offset (up to 64 bits); its second,
+		 * at the length's first byte and shifted by the length's bit in it (pb + ob) % 8,
+		 * reads the two lengths when that shift and their widths are at most 64 (ranked.c's
+		 * split): at 64 and at 65 (shift 7: 57 and 58 bits of lengths; shift 1: 63), where a
+		 * pair read that way loses its top bit. */
+		{ 0x7FFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0x1FFFFFFu, 23 + 32 + 32 + 25 },
+		{ 0x7FFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0x3FFFFFFu, 23 + 32 + 32 + 26 },
+		{ 0x1FFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0x7FFFFFFFu, 25 + 32 + 32 + 31 },
+		{ 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFu, 0xFFFFFFFu, 32 + 32 + 28 + 28 },
 		{ 0xFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 24 + 32 + 32 + 32 },
 		{ 0x1FFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 128 },
 		{ 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 128 },
@@ -520,9 +521,9 @@ static void test_collect(void **state)
 	rix__ranked_free(r);
 	free(e);
 
-	/* Enough entries for the pass on two workers, with locations 3 bits wide (a part's first
-	 * and last ones share bytes with its neighbours': written after the workers), then 0 bits
-	 * (nothing written), copies in other packs among them: the same answers. */
+	/* Enough entries for the pass on two workers, with locations 3 bits wide (one byte after
+	 * each tail: a part's last one written without touching the next part's first record),
+	 * then 0 bits (nothing written), copies in other packs among them: the same answers. */
 	enum { M = 70000 };
 	e = malloc(M * sizeof(*e));
 	assert_non_null(e);
@@ -555,8 +556,9 @@ static void test_crafted(void **state)
 }
 
 /* 1M entries of the benchmarks' shape (8 a pack, offsets (i % 8) << 22, lengths up to 4 MiB,
- * uncompressed twice that): the set's ~29.9 bytes, a 89-bit location and the filter's byte,
- * under 43 bytes an entry (the chaining table it replaced: 51, pack table aside in both). */
+ * uncompressed twice that): the set's ~29.9 bytes, a 89-bit location in the 12 bytes after its
+ * tail and the filter's byte, under 43 bytes an entry (42.9; the chaining table it replaced:
+ * 51, pack table aside in both). */
 static void test_memory_1m(void **state)
 {
 	(void)state;
@@ -640,8 +642,12 @@ static void test_image(void **state)
 	image_of(&im, r);
 	im.size[1]--;
 	assert_int_equal(import(&back, &im, 500), RIX_ECORRUPT);
+	image_of(&im, r); /* the set's extra bytes an ID other than a location's */
+	im.desc[RIX__RANKED_DESC_WORDS - 1]++;
+	assert_int_equal(import(&back, &im, 500), RIX_ECORRUPT);
 
-	/* Bytes flipped in the set's block (directory, mid bits, tails) or the locations. */
+	/* Bytes flipped in the set's block (directory; mid bits, tails and locations) or the
+	 * second locations. */
 	size_t refused = 0, passed = 0;
 	for (int t = 0; t < 300; t++) {
 		image_of(&im, r);

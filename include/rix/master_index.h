@@ -3,9 +3,9 @@
  *
  * Finalized indexes are merged (rix_master_index_merge) into one ranked table per blob type:
  * the distinct blob IDs as a rix_idset (rix/idset.h: keyed by the IDs' own bits, exact) and each
- * ID's location bit-packed at its rank in that set, each field as wide as the table's largest
- * value needs, with a filter of a byte an ID in front: about 42 bytes an entry (10M blobs in
- * packs of 8), where 48-byte entries in a chaining table took 51. A blob stored in more than one
+ * ID's location packed beside the ID's stored bits in that set, each field as wide as the
+ * table's largest value needs, with a filter of a byte an ID in front: about 42 bytes an entry
+ * (10M blobs in packs of 8), where 48-byte entries in a chaining table took 51. A blob stored in more than one
  * pack keeps every location. The table is immutable: a merge that adds entries of a type builds
  * that type's table again. Unfinished indexes (and final ones added after the last merge) stay
  * separate and are searched after the table. Packs get global numbers in one pack table.
