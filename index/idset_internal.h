@@ -22,8 +22,8 @@
 #define BASE_MASK 0x7FFFFFFFu
 #define MAX_GSHIFT 8u        /* G <= 256 */
 #define LINEAR_MAX 8u        /* runs up to this long are scanned, longer ones binary-searched */
-#define PIPE_D 16u           /* keys between the stages of the batched lookups */
-#define PIPE_RING 64u        /* their ring of keys in flight (> 2 PIPE_D) */
+#define PIPE_D 11u           /* keys between the stages of the batched lookups */
+#define PIPE_RING 64u        /* their ring of keys in flight (> 3 PIPE_D) */
 
 
 /* Which instance of the lookups a set uses (struct rix_idset's level). */
