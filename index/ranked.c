@@ -488,13 +488,18 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 		size_t k = 0;
 		for (size_t i = 0; i < m; i++) {
 			which[k] = (uint16_t)i;
-			maybe[k] = ids[g + i];
 			k += (r->filter[word[i]] & mask[i]) == mask[i];
 		}
-		/* The locations' lines are fetched with the IDs' tails, beside which they are (at the
-		 * run's first rank: the rank itself, as a rule), so that decoding them below rarely
-		 * waits. */
-		if (k == 0 || rix_idset_rank_many(rank, r->ids, maybe, k) == 0)
+		/* The keys that passed, copied together unless all did (present IDs, as a rule). */
+		const rix_id *pass = ids + g;
+		if (k < m) {
+			for (size_t j = 0; j < k; j++)
+				maybe[j] = ids[g + which[j]];
+			pass = maybe;
+		}
+		/* The locations' lines are fetched with the IDs' tails, beside which they are, so that
+		 * decoding them below rarely waits. */
+		if (k == 0 || rix_idset_rank_many(rank, r->ids, pass, k) == 0)
 			continue;
 		/* The table's shape copied: a store to locs[] could alias its fields, which the
 		 * compiler would then read again after every store. */

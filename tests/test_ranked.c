@@ -223,6 +223,31 @@ static void check_table(struct rix__ranked *r, const struct fentry *e, size_t n,
 	}
 	for (int level = 2; m > 0 && level >= 0 && rix__ranked_use_level(r, level) != 0; level--)
 		;
+
+	/* Present and absent IDs mixed in one batch (groups where some keys pass the filter and
+	 * some do not, gathered and answered in their places): each answer the single lookup's. */
+	size_t nb = m < 1000 ? m : 1000, want = 0;
+	for (size_t i = 0; i < nb; i++) {
+		keys[i] = ref[rix_test_next(st) % m].id;
+		if (i % 3 == 0)
+			flip(&keys[i], (unsigned)(rix_test_next(st) % 256));
+	}
+	for (size_t i = 0; i < nb; i++)
+		want += rix__ranked_find(r, &keys[i], &got[i]);
+	assert_true(nb < 3 || (want > 0 && want < nb));
+	bool *fb = malloc(nb + 1);
+	rix_loc *lb = malloc((nb + 1) * sizeof(*lb));
+	assert_non_null(fb);
+	assert_non_null(lb);
+	assert_int_equal(rix__ranked_find_many(r, keys, nb, lb, fb), want);
+	for (size_t i = 0; i < nb; i++) {
+		rix_loc one;
+		assert_int_equal(fb[i], rix__ranked_find(r, &keys[i], &one));
+		if (fb[i])
+			assert_memory_equal(&one, &lb[i], sizeof(one));
+	}
+	free(lb);
+	free(fb);
 	free(found);
 	free(got);
 	free(keys);
