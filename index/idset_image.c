@@ -124,9 +124,11 @@ int rix__idset_import(rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS
 		size_t g = (size_t)1 << s->gshift;
 		uint64_t mid_bytes = s->w ? ((uint64_t)n * s->w + 7) / 8 + 8 : 0;
 		uint64_t dir = desc[D_DIR], ov = desc[D_OV];
-		/* (the directory's 64 bytes or more after the tails: the owner reads up to 16 past an
-		 * ID's extra bytes) */
-		ok = (uint64_t)n * s->stride <= (s->w ? desc[D_MID] : dir) && (!s->w || desc[D_MID] + mid_bytes <= dir) &&
+		/* Each offset inside the block first, so that no sum below wraps (size < 2^63, n and
+		 * the arrays' bytes far less); the directory's 64 bytes or more after the tails (the
+		 * owner reads up to 16 bytes from the start of an ID's extra bytes). */
+		ok = desc[D_MID] <= size && dir <= size && ov <= size && size <= SIZE_MAX / 2 &&
+		     (uint64_t)n * s->stride <= (s->w ? desc[D_MID] : dir) && (!s->w || desc[D_MID] + mid_bytes <= dir) &&
 		     dir % 8 == 0 && s->ov_blocks <= s->nblocks && dir + (uint64_t)s->nblocks * 64 <= size &&
 		     (s->ov_blocks == 0 ||
 		      (ov % 4 == 0 && ov >= dir + (uint64_t)s->nblocks * 64 &&

@@ -21,7 +21,8 @@
  * bits from the byte the length starts in; pack number and offset are in the first 64) a
  * location is read with two 8-byte loads (loc_read); otherwise, up to 120 bits, with one
  * unaligned 16-byte load (two 8-byte ones); a table whose fields need more (offsets and lengths
- * near 4 GiB in millions of packs) gets 32 bits a field, 128 a location.
+ * near 4 GiB in millions of packs) gets 32 bits a field, 128 a location (read with the two
+ * loads as well: each pair of fields is 64 bits, byte-aligned).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -717,7 +718,9 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 	r->ub = (unsigned)desc[R_UB];
 	set_width(r);
 	/* The set (its shape and bounds checked: the locations are in its block), then the
-	 * locations; on failure nothing is taken (the set's block given back, not freed). */
+	 * locations; on failure nothing is taken (the set's block given back, not freed). An
+	 * empty set's import frees its block (none: section_sizes wants 0 bytes and no second
+	 * locations when nd is 0, so nothing below can fail then). */
 	rc = rix__idset_import(&r->ids, desc + R_SET, sec[0], size[0]);
 	if (rc != 0) {
 		rix_free(r); /* the sections stay the caller's */

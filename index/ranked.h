@@ -24,8 +24,9 @@
  * turns down most absent IDs with one load, before the set's directory decode.
  *
  * A known ID's lookup reads the filter's word and the set's directory line (about 0.4 bytes an
- * ID: mostly in cache), its mid bits, the line of its tail and location (two lines 40% of the
- * time: a 40-byte record straddles a line), then the caller reads the pack ID. Keeping the
+ * ID: mostly in cache), its mid bits, the line of its tail and location (two lines half the
+ * time: a 40-byte record at a multiple of 8 straddles a line), then the caller reads the pack
+ * ID. Keeping the
  * location apart from the tail, in an array of its own, read one line more (bench/RESULTS.md:
  * Limit/Lines). Crafted IDs: see idset.c (a lookup is at worst a binary search; the answers
  * stay exact).

@@ -399,7 +399,7 @@ static void image_round_trip(const rix_idset *s, const rix_id *ids, size_t n, ui
 	size_t d = ref_make(ref, n);
 	rix_idset_shape sh;
 	rix_idset_get_shape(&sh, s);
-	for (int bad = 0; bad < 6; bad++) {
+	for (int bad = 0; bad < 8; bad++) {
 		uint8_t *copy = rix_malloc(size);
 		assert_non_null(copy);
 		memcpy(copy, block, size);
@@ -432,8 +432,16 @@ static void image_round_trip(const rix_idset *s, const rix_id *ids, size_t n, ui
 			for (unsigned w = 1; w < 8; w++)
 				blk0[w] = ~0ull;
 		}
-		if (bad >= 4 && !coded)
+		if ((bad == 4 || bad == 5) && !coded)
 			dd[0]++; /* an overflow block: refused as bad == 1 */
+		/* Offsets whose sums with the arrays' sizes wrap past 2^64 into the block: the
+		 * directory's, the mid bits' (with none, extra bytes over the limit). */
+		if (bad == 6)
+			dd[7] = UINT64_MAX - 63; /* D_DIR */
+		if (bad == 7 && sh.mid_bits > 0)
+			dd[6] = UINT64_MAX - 7; /* D_MID */
+		else if (bad == 7)
+			dd[10] = 17; /* D_EXTRA */
 		rix_idset *back = NULL;
 		int rc = rix__idset_import(&back, dd, copy, size);
 		if (bad == 0) {

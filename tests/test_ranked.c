@@ -548,7 +548,7 @@ static void test_collect(void **state)
 
 	/* Enough entries for the pass on two workers, with locations 3 bits wide (one byte after
 	 * each tail: a part's last one written without touching the next part's first record),
-	 * then 0 bits (nothing written), copies in other packs among them: the same answers. */
+	 * then 0 bits (no byte of location), copies in other packs among them: the same answers. */
 	enum { M = 70000 };
 	e = malloc(M * sizeof(*e));
 	assert_non_null(e);
@@ -669,6 +669,10 @@ static void test_image(void **state)
 	assert_int_equal(import(&back, &im, 500), RIX_ECORRUPT);
 	image_of(&im, r); /* the set's extra bytes an ID other than a location's */
 	im.desc[RIX__RANKED_DESC_WORDS - 1]++;
+	assert_int_equal(import(&back, &im, 500), RIX_ECORRUPT);
+	image_of(&im, r); /* the mid bits where the tails and locations still are (n * tail bytes in) */
+	const size_t rset = RIX__RANKED_DESC_WORDS - RIX__IDSET_DESC_WORDS;
+	im.desc[rset + 6] = im.desc[0] * (RIX_ID_SIZE - im.desc[rset + 3]); /* D_MID, from n and kb */
 	assert_int_equal(import(&back, &im, 500), RIX_ECORRUPT);
 
 	/* Bytes flipped in the set's block (directory; mid bits, tails and locations) or the
