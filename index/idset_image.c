@@ -15,8 +15,6 @@
 
 /* ---- Image (the ranked table's, for the master index's cache) ------------------------------ */
 
-enum { D_N, D_K, D_GSHIFT, D_KB, D_OVB, D_LONGEST, D_MID, D_DIR, D_OV, D_SIZE, D_EXTRA };
-_Static_assert(D_EXTRA + 1 == RIX__IDSET_DESC_WORDS, "the descriptor's words");
 
 void rix__idset_export(const rix_idset *s, uint64_t desc[RIX__IDSET_DESC_WORDS], const void **block, size_t *size)
 {
@@ -25,17 +23,17 @@ void rix__idset_export(const rix_idset *s, uint64_t desc[RIX__IDSET_DESC_WORDS],
 	*size = 0;
 	if (s == NULL || s->n == 0)
 		return;
-	desc[D_N] = s->n;
-	desc[D_K] = s->k;
-	desc[D_GSHIFT] = s->gshift;
-	desc[D_KB] = s->kb;
-	desc[D_OVB] = s->ov_blocks;
-	desc[D_LONGEST] = s->longest;
-	desc[D_MID] = s->mid ? (uint64_t)(s->mid - s->tails) : 0;
-	desc[D_DIR] = (uint64_t)((const uint8_t *)s->dir - s->tails);
-	desc[D_OV] = s->ov ? (uint64_t)((const uint8_t *)s->ov - s->tails) : 0;
-	desc[D_SIZE] = s->tails_size;
-	desc[D_EXTRA] = s->extra;
+	desc[RIX__IDSET_D_N] = s->n;
+	desc[RIX__IDSET_D_K] = s->k;
+	desc[RIX__IDSET_D_GSHIFT] = s->gshift;
+	desc[RIX__IDSET_D_KB] = s->kb;
+	desc[RIX__IDSET_D_OVB] = s->ov_blocks;
+	desc[RIX__IDSET_D_LONGEST] = s->longest;
+	desc[RIX__IDSET_D_MID] = s->mid ? (uint64_t)(s->mid - s->tails) : 0;
+	desc[RIX__IDSET_D_DIR] = (uint64_t)((const uint8_t *)s->dir - s->tails);
+	desc[RIX__IDSET_D_OV] = s->ov ? (uint64_t)((const uint8_t *)s->ov - s->tails) : 0;
+	desc[RIX__IDSET_D_SIZE] = s->tails_size;
+	desc[RIX__IDSET_D_EXTRA] = s->extra;
 	*block = s->tails;
 	*size = s->tails_size;
 }
@@ -99,14 +97,15 @@ int rix__idset_import(rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS
 	struct rix_idset *s = rix_calloc(1, sizeof(*s));
 	if (s == NULL)
 		return rix_error_set(RIX_ENOMEM, "id set: out of memory");
-	if (desc[D_N] == 0) {
+	if (desc[RIX__IDSET_D_N] == 0) {
 		rix_free(block);
 		*out = s;
 		return 0;
 	}
-	uint64_t n = desc[D_N], k = desc[D_K], gs = desc[D_GSHIFT], kb = desc[D_KB], extra = desc[D_EXTRA];
+	uint64_t n = desc[RIX__IDSET_D_N], k = desc[RIX__IDSET_D_K], gs = desc[RIX__IDSET_D_GSHIFT];
+	uint64_t kb = desc[RIX__IDSET_D_KB], extra = desc[RIX__IDSET_D_EXTRA], mid = desc[RIX__IDSET_D_MID];
 	bool ok = n <= RIX_IDSET_MAX_IDS && k >= 1 && k <= 32 && gs <= MAX_GSHIFT && gs <= k &&
-		  (kb == (k + 7) / 8 || kb == (k + 15) / 8) && extra <= RIX__IDSET_EXTRA_MAX && desc[D_SIZE] == size &&
+		  (kb == (k + 7) / 8 || kb == (k + 15) / 8) && extra <= RIX__IDSET_EXTRA_MAX && desc[RIX__IDSET_D_SIZE] == size &&
 		  block != NULL;
 	if (ok) {
 		s->n = (size_t)n;
@@ -118,17 +117,17 @@ int rix__idset_import(rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS
 		s->stride = s->tail + s->extra;
 		s->w = 8 * s->kb - s->k;
 		s->nblocks = (size_t)1 << (s->k - s->gshift);
-		s->ov_blocks = (size_t)desc[D_OVB];
-		s->longest = (size_t)desc[D_LONGEST];
+		s->ov_blocks = (size_t)desc[RIX__IDSET_D_OVB];
+		s->longest = (size_t)desc[RIX__IDSET_D_LONGEST];
 		s->level = rix__idset_cpu_level();
 		size_t g = (size_t)1 << s->gshift;
 		uint64_t mid_bytes = s->w ? ((uint64_t)n * s->w + 7) / 8 + 8 : 0;
-		uint64_t dir = desc[D_DIR], ov = desc[D_OV];
+		uint64_t dir = desc[RIX__IDSET_D_DIR], ov = desc[RIX__IDSET_D_OV];
 		/* Each offset inside the block first, so that no sum below wraps (size < 2^63, n and
 		 * the arrays' bytes far less); the directory's 64 bytes or more after the tails (the
 		 * owner reads up to 16 bytes from the start of an ID's extra bytes). */
-		ok = desc[D_MID] <= size && dir <= size && ov <= size && size <= SIZE_MAX / 2 &&
-		     (uint64_t)n * s->stride <= (s->w ? desc[D_MID] : dir) && (!s->w || desc[D_MID] + mid_bytes <= dir) &&
+		ok = mid <= size && dir <= size && ov <= size && size <= SIZE_MAX / 2 &&
+		     (uint64_t)n * s->stride <= (s->w ? mid : dir) && (!s->w || mid + mid_bytes <= dir) &&
 		     dir % 8 == 0 && s->ov_blocks <= s->nblocks && dir + (uint64_t)s->nblocks * 64 <= size &&
 		     (s->ov_blocks == 0 ||
 		      (ov % 4 == 0 && ov >= dir + (uint64_t)s->nblocks * 64 &&
@@ -137,7 +136,7 @@ int rix__idset_import(rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS
 			uint8_t *base = block;
 			s->tails = base;
 			s->tails_size = size;
-			s->mid = s->w ? base + desc[D_MID] : NULL;
+			s->mid = s->w ? base + mid : NULL;
 			s->dir = (uint64_t *)(void *)(base + dir);
 			s->ov = s->ov_blocks ? (uint32_t *)(void *)(base + ov) : NULL;
 			ok = dir_valid(s);

@@ -78,7 +78,21 @@ int rix__idset_use_level(struct rix_idset *s, int level);
 typedef int (*rix__idset_round_fn)(void *payload, const rix_id *ids, size_t n);
 int rix__idset_foreach_round(const struct rix_idset *s, rix__idset_round_fn fn, void *payload);
 
-#define RIX__IDSET_DESC_WORDS 11
+/* The descriptor's words (idset_image.c), named for the ranked table's checks and the tests. */
+enum {
+	RIX__IDSET_D_N,       /* IDs */
+	RIX__IDSET_D_K,       /* bucket bits */
+	RIX__IDSET_D_GSHIFT,  /* log2 of the buckets a block */
+	RIX__IDSET_D_KB,      /* bytes of bucket and mid bits */
+	RIX__IDSET_D_OVB,     /* blocks held as overflow starts */
+	RIX__IDSET_D_LONGEST, /* longest run */
+	RIX__IDSET_D_MID,     /* offsets in the block: the mid bits, */
+	RIX__IDSET_D_DIR,     /* the directory, */
+	RIX__IDSET_D_OV,      /* the overflow starts */
+	RIX__IDSET_D_SIZE,    /* the block's bytes */
+	RIX__IDSET_D_EXTRA,   /* the owner's bytes after each tail */
+	RIX__IDSET_DESC_WORDS
+};
 void rix__idset_export(const struct rix_idset *s, uint64_t desc[RIX__IDSET_DESC_WORDS], const void **block,
 		       size_t *size);
 int rix__idset_import(struct rix_idset **out, const uint64_t desc[RIX__IDSET_DESC_WORDS], void *block, size_t size);

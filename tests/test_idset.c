@@ -406,19 +406,19 @@ static void image_round_trip(const rix_idset *s, const rix_id *ids, size_t n, ui
 		uint64_t dd[RIX__IDSET_DESC_WORDS];
 		memcpy(dd, desc, sizeof(dd));
 		if (bad == 1)
-			dd[0]++; /* one ID more than the directory gives */
+			dd[RIX__IDSET_D_N]++; /* one ID more than the directory gives */
 		if (bad == 2 && sh.overflow_blocks > 0) { /* the last overflow block's end past n */
-			uint32_t *ov = (uint32_t *)(void *)(copy + desc[8]); /* D_OV: the ov array */
+			uint32_t *ov = (uint32_t *)(void *)(copy + desc[RIX__IDSET_D_OV]);
 			ov[sh.overflow_blocks * (sh.block_buckets + 1) - 1] += 1;
 		} else if (bad == 2) {
-			dd[9]--; /* a block of another size than the one given */
+			dd[RIX__IDSET_D_SIZE]--; /* a block of another size than the one given */
 		}
 		if (bad == 3)
-			dd[1] = 33; /* k */
+			dd[RIX__IDSET_D_K] = 33;
 		/* The first block's code (when it is not held as overflow starts): its first zero made
 		 * a one (an ID more: the runs no longer end at n, or the next block's base is off),
 		 * or every bit of it ones (fewer zeros than buckets). */
-		uint64_t *blk0 = (uint64_t *)(void *)(copy + desc[7]); /* D_DIR */
+		uint64_t *blk0 = (uint64_t *)(void *)(copy + desc[RIX__IDSET_D_DIR]);
 		bool coded = (blk0[0] & 0x80000000u) == 0;
 		if (bad == 4 && coded) {
 			uint64_t z = ~blk0[0] & ~0xFFFFFFFFull;
@@ -433,15 +433,15 @@ static void image_round_trip(const rix_idset *s, const rix_id *ids, size_t n, ui
 				blk0[w] = ~0ull;
 		}
 		if ((bad == 4 || bad == 5) && !coded)
-			dd[0]++; /* an overflow block: refused as bad == 1 */
+			dd[RIX__IDSET_D_N]++; /* an overflow block: refused as bad == 1 */
 		/* Offsets whose sums with the arrays' sizes wrap past 2^64 into the block: the
 		 * directory's, the mid bits' (with none, extra bytes over the limit). */
 		if (bad == 6)
-			dd[7] = UINT64_MAX - 63; /* D_DIR */
+			dd[RIX__IDSET_D_DIR] = UINT64_MAX - 63;
 		if (bad == 7 && sh.mid_bits > 0)
-			dd[6] = UINT64_MAX - 7; /* D_MID */
+			dd[RIX__IDSET_D_MID] = UINT64_MAX - 7;
 		else if (bad == 7)
-			dd[10] = 17; /* D_EXTRA */
+			dd[RIX__IDSET_D_EXTRA] = 17;
 		rix_idset *back = NULL;
 		int rc = rix__idset_import(&back, dd, copy, size);
 		if (bad == 0) {
