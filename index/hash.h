@@ -5,14 +5,10 @@
  *   h = fold(a ^ s0, b ^ s1) ^ fold(c ^ s2, d ^ s3)
  *       a..d: the ID's four 64-bit words; s0..s3: from the table's random seed (hash flooding);
  *       fold(x, y): the 128-bit product x * y, its halves XORed (as in XXH3 and wyhash)
- *   bits  0..31  -> bucket = (h_lo * nbuckets) >> 32   ("fastrange": any bucket count works,
- *                                                      no power of two, no division)
- *   bits 32..36  -> first filter bit  (0..31)
- *   bits 37..41  -> second filter bit (0..31)
- *
- * Each bucket word keeps 32 filter bits, the OR of the two bits of every entry in its chain
- * (a tiny Bloom filter, k = 2). A lookup of an absent ID whose bits are not both set stops
- * after reading the bucket word, without touching an entry.
+ *   bits  0..31  -> bucket or line = (h_lo * n) >> 32   ("fastrange": any count works, no
+ *                                                       power of two, no division)
+ *   the mutable table (indexmap.c) also takes two filter bits from bits 32..41 and its tag
+ *   from bits 56..63.
  */
 #ifndef RIX_INDEX_HASH_H
 #define RIX_INDEX_HASH_H
@@ -46,16 +42,10 @@ static inline uint64_t rix__hash_id(const rix_id *id, uint64_t seed)
 	return rix__hash_fold(a ^ seed, b ^ s1) ^ rix__hash_fold(c ^ s2, d ^ ~seed);
 }
 
-/* A bucket of nbuckets for hash h (the index maps', indexmap.c). */
+/* A bucket (or line) of nbuckets for hash h: indexmap.c's home line. */
 static inline uint32_t rix__hash_bucket(uint64_t h, uint32_t nbuckets)
 {
 	return (uint32_t)(((uint64_t)(uint32_t)h * nbuckets) >> 32);
-}
-
-/* The two filter bits of h, placed in the high half of a bucket word. */
-static inline uint64_t rix__hash_filter(uint64_t h)
-{
-	return ((uint64_t)1 << (32 + ((h >> 32) & 31))) | ((uint64_t)1 << (32 + ((h >> 37) & 31)));
 }
 
 /* A random 64-bit seed from the kernel (falls back to time and address bits). */
@@ -79,15 +69,6 @@ static inline int rix__id_eq(const rix_id *a, const rix_id *b)
 static inline int rix__id_is_new(const rix_id *ids, size_t i)
 {
 	return i == 0 || !rix__id_eq(&ids[i - 1], &ids[i]);
-}
-
-/* First 8 bytes equal: the cheap test before rix__id_eq on chain walks. */
-static inline int rix__id_prefix_eq(const rix_id *a, const rix_id *b)
-{
-	uint64_t x, y;
-	__builtin_memcpy(&x, a->b, 8);
-	__builtin_memcpy(&y, b->b, 8);
-	return x == y;
 }
 
 #define RIX_PREFETCH(p) __builtin_prefetch((p), 0, 3)

@@ -14,7 +14,7 @@
  *   packs[0..npacks)          pack table: each pack ID once; entries' rix_loc.pack points here
  *   pack_slots[0..pack_cap)   open-addressing set over the pack table (value = number + 1,
  *                             0 = empty; seeded hash.h), so storing a pack finds its number
- *   maps[RIX_BLOB_DATA/TREE]  blob ID -> rix_loc, one chaining table per type
+ *   maps[RIX_BLOB_DATA/TREE]  blob ID -> rix_loc, one rix_indexmap per type
  */
 struct rix_index {
 	rix_indexmap *maps[RIX_BLOB_TYPES]; /* NULL after the master index took the entries */

@@ -1,44 +1,51 @@
 /*
- * index/indexmap.c — the mutable chaining hash table: blob ID -> rix_loc.
+ * index/indexmap.c — the mutable hash table: blob ID -> rix_loc.
  *
  * Layout
  * ------
- *                 buckets[nbuckets] (u64 words)
- *                 +---------------------------+
- *   bucket(h) --> | filter:32 | head+1:32     |   head+1 = 0: empty chain
- *                 +---------------------------+
- *                                |
- *                                v  entry number e lives at blocks[e >> shift][e & mask]
- *   blocks[0] --> [ e0 | e1 | ... | e(batch-1) ]       one allocation per `batch` entries
- *   blocks[1] --> [ ... ]
+ *   lines[nlines]: 64-byte buckets, line-aligned           blocks: the entries, insertion order
+ *   +-----------------------------------------------+
+ *   | tag[12] | over:32 | slot[12]: entry numbers   | --> blocks[e >> shift][e & mask]
+ *   +-----------------------------------------------+     entry (48 bytes): id[32] | loc
+ *     a full line overflows into the next one                   (block 0 starts at 16 entries and
+ *                                                               doubles up to the batch; every later
+ *   older: newer entry -> older entry, the copies of one ID      block is one allocation of `batch`)
+ *   shadow: a bit an entry, set for an older copy
+ *   (both allocated when the first duplicate ID is added)
  *
- *   (block 0 starts at 16 entries and doubles by realloc up to the batch size, so small
- *   tables stay small; every later block is one allocation of `batch` entries)
+ * A line is a bucket of 12 slots: the entry number of each ID stored there and a one-byte tag
+ * of its hash (1..255; 0 marks a free slot, and lines fill from slot 0). A lookup hashes the ID
+ * to its home line, compares the 12 tags with its own at once (tagmatch.h) and reads only the
+ * entries whose tag matches: a present ID costs the line and its entry, two cache lines where
+ * the chain of the table this replaced walked 1 + load/2 entries, each a dependent miss
+ * (bench/RESULTS.md); an absent ID costs the line alone, unless its tag matches one of the
+ * line's (~4%).
  *
- *   entry (52 bytes, 4-byte aligned): next+1 | id[32] | pack | offset | length | ulen
+ * A full line's new IDs go to the next line that has room (linear probing, line by line), and
+ * each ID so placed sets its two bits of a 32-bit filter (`over`) in every line it passed. A
+ * lookup goes on to the next line only when its bits are set there, so absent IDs stop at their
+ * home line unless it overflowed with IDs whose bits cover theirs; only full lines have `over`
+ * bits, and some line always has room, so every probe ends.
  *
- * `next` sits before the ID so that a chain step over a non-matching entry (the common case)
- * reads the link and the ID's first 8 bytes from one cache line in 13 of 16 entry positions;
- * the full ID and the location are read only after those 8 bytes match.
- *
- * A chain runs from the bucket's head through each entry's `next` (entry number + 1, 0 ends
- * the chain). New entries are put at the head, so a chain lists newest first and a lookup
- * returns the most recent duplicate. Entry numbers are insertion order, which makes iteration
- * a walk over the blocks.
+ * Duplicates: each distinct ID holds one slot, its newest entry. Adding an ID that is there
+ * (its tag matches and the entry's ID is equal) puts the new entry in that slot and records the
+ * displaced one in `older` (so lookup_all lists every copy, newest first) and in `shadow` (so a
+ * rehash, which walks the entries in order, leaves older copies out). Copies do not lengthen
+ * the probe runs, and adding the k-th copy of an ID costs what adding any ID costs.
  *
  * Sizing
  * ------
- * The bucket count is any number (fastrange maps the hash to it), kept so that the load factor
- * (entries per bucket) stays in (MAX_LOAD/2, MAX_LOAD] while growing by doubling; reserve(n)
- * sizes for RESERVE_LOAD at n. Buckets then cost 8/load bytes per entry: 2-4 bytes at these
- * loads, so an entry costs 54-56 bytes all-in. The 32 filter bits per bucket (k = 3 bits per
- * entry) keep lookups of absent IDs at about one cache miss despite chains of 2-4.
+ * The line count is any number (fastrange maps the hash to it). The directory doubles when its
+ * IDs would pass MAX_FILL of the slots, so fill stays in (MAX_FILL / 2, MAX_FILL]; reserve(n)
+ * sizes it for n IDs at MAX_FILL. Lines cost 64 / 12 / fill bytes an ID: 6.7-13.3, so with the
+ * 48-byte entries an ID costs 54.7-61.3 bytes (the 10M benchmark table sits at 0.795: 54.7).
+ * At fill 0.8, 5% of IDs are stored past their home line and a quarter of the lines are full.
  *
- * Growth allocates the new bucket array first and fails with RIX_ENOMEM leaving the table as it
- * was. The rehash walks entries in order and prefetches the bucket words a few entries ahead,
+ * Growth allocates the new lines first and fails with RIX_ENOMEM leaving the table as it was.
+ * The rehash walks entries in order and prefetches each one's home line a few entries ahead,
  * so its cache misses overlap.
  *
- * Limits: at most 2^32 - 2 entries (entry number + 1 must fit in 32 bits).
+ * Limits: at most 2^32 - 2 entries (entry numbers are 32-bit).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -50,47 +57,83 @@
 #include "rix/error.h"
 #include "rix/indexmap.h"
 #include "hash.h"
+#include "tagmatch.h"
 
-/*
- * The mutable table's filter: three bits of its bucket word's 32 for each entry (k = 3), where
- * rix__hash_filter gives two (a table that also keeps a fingerprint an entry needs no more). At this
- * table's load (2-4 entries a bucket), an absent ID passes three bits about half as often as
- * two (0.8% against 1.9% at 2.4 entries), and every pass walks the whole chain, one dependent
- * miss an entry. Bits 32..46 of the hash: apart from the bucket's (0..31).
- */
-static inline uint64_t map_filter(uint64_t h)
-{
-	return rix__hash_filter(h) | ((uint64_t)1 << (32 + ((h >> 42) & 31)));
-}
-
-/* Growth keeps the load in (MAX_LOAD / 2, MAX_LOAD]. */
-#define MAX_LOAD 4u
-/* reserve(n) sizes the buckets for this load at n: n * 2 / 5 buckets. */
-#define RESERVE_LOAD_NUM 5u
-#define RESERVE_LOAD_DEN 2u
-#define MIN_BUCKETS 16u
+#define SLOTS RIX__TAGS
+/* Growth by half keeps the directory's fill (IDs / slots) in (MAX_FILL * 2 / 3, MAX_FILL]. */
+#define MAX_FILL_NUM 4u
+#define MAX_FILL_DEN 5u
+#define MIN_LINES 2u
 #define MAX_BATCH (1u << 20)
 /* First size of block 0, which then doubles up to the batch size. */
 #define SMALL_BLOCK 16u
 
 struct entry {
-	uint32_t next; /* entry number + 1 of the next (older) entry in the chain; 0 = end */
 	rix_id id;
 	rix_loc loc;
 };
-_Static_assert(sizeof(struct entry) == 52, "entry must stay 52 bytes");
+_Static_assert(sizeof(struct entry) == 48, "entry must stay 48 bytes");
+
+struct line {
+	uint8_t tag[SLOTS];   /* 0: free; else the tag of the slot's ID */
+	uint32_t over;        /* the filter bits of the IDs stored past this line */
+	uint32_t slot[SLOTS]; /* entry numbers */
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct line) == 64, "a line is one cache line");
 
 struct rix_indexmap {
-	uint64_t *buckets;      /* nbuckets words: filter bits << 32 | (head entry + 1) */
-	uint32_t nbuckets;      /* 0 until the first add or reserve */
-	uint32_t count;         /* entries in use */
-	uint32_t shift;         /* batch = 1 << shift entries per block */
-	uint32_t nblocks;       /* blocks allocated */
-	uint32_t cap0;          /* entries block 0 holds: grows to the batch size, then stays */
-	uint32_t blocks_cap;    /* slots in blocks[] */
+	struct line *lines;  /* nlines, 64-byte aligned inside lines_mem; &no_lines before any */
+	void *lines_mem;
+	uint32_t nlines;     /* 0 until the first add or reserve */
+	uint32_t used;       /* slots in use: the distinct IDs */
+	uint32_t count;      /* entries */
+	uint32_t shift;      /* batch = 1 << shift entries per block */
+	uint32_t nblocks;    /* blocks allocated */
+	uint32_t cap0;       /* entries block 0 holds: grows to the batch size, then stays */
+	uint32_t blocks_cap; /* slots in blocks[] */
+	uint32_t older_cap;  /* words in older[]: 0 or a power of two */
+	uint32_t older_n;    /* records in older[] */
+	uint32_t shadow_words;
 	struct entry **blocks;
+	uint64_t *older;     /* (newer + 1) << 32 | older; 0 = empty; open addressing */
+	uint64_t *shadow;    /* bit e: entry e is an older copy (not in the lines) */
 	uint64_t seed;
 };
+
+/* The parts of h: home line (bits 0..31, fastrange), over-filter bits (32..41), tag (56..63). */
+/*
+ * The lines of a table that has none yet (nlines 0): home_line gives line 0 for any hash, and
+ * this line, all zero, holds nothing and sends no probe on, so lookups need no test for an
+ * empty table. Never written: the first add replaces it.
+ */
+static struct line no_lines;
+
+static inline uint32_t home_line(uint64_t h, uint32_t nlines)
+{
+	return rix__hash_bucket(h, nlines);
+}
+
+static inline uint32_t over_bits(uint64_t h)
+{
+	return (1u << ((h >> 32) & 31)) | (1u << ((h >> 37) & 31));
+}
+
+static inline uint8_t tag_of(uint64_t h)
+{
+	uint8_t t = (uint8_t)(h >> 56);
+	return t + (t == 0);
+}
+
+static inline uint32_t next_line(uint32_t l, uint32_t nlines)
+{
+	return l + 1 == nlines ? 0 : l + 1;
+}
+
+/* Slots in use: lines fill from slot 0, so this is also the first free slot. */
+static inline uint32_t line_used(const struct line *ln)
+{
+	return (uint32_t)__builtin_ctz(rix__tag_mask(ln->tag, 0) | (1u << SLOTS));
+}
 
 uint64_t rix__random_seed(void)
 {
@@ -144,6 +187,7 @@ int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed)
 		return rix_error_set(RIX_ENOMEM, "indexmap: out of memory");
 	m->shift = shift;
 	m->seed = seed;
+	m->lines = &no_lines;
 	*out = m;
 	return 0;
 }
@@ -165,7 +209,9 @@ void rix_indexmap_free(rix_indexmap *m)
 	for (uint32_t i = 0; i < m->nblocks; i++)
 		rix_free(m->blocks[i]);
 	rix_free(m->blocks);
-	rix_free(m->buckets);
+	rix_free(m->lines_mem);
+	rix_free(m->older);
+	rix_free(m->shadow);
 	rix_free(m);
 }
 
@@ -239,38 +285,183 @@ static int grow_blocks(rix_indexmap *m, uint64_t n)
 	return 0;
 }
 
+/* Stores entry e, whose ID hashes to h and is not in the lines, in the first slot free from
+ * its home line on, marking the full lines it passes with its filter bits. */
+static void place(struct line *lines, uint32_t nlines, uint64_t h, uint32_t e)
+{
+	uint32_t l = home_line(h, nlines), f = over_bits(h);
+	for (;;) {
+		struct line *ln = &lines[l];
+		uint32_t u = line_used(ln);
+		if (u < SLOTS) {
+			ln->tag[u] = tag_of(h);
+			ln->slot[u] = e;
+			return;
+		}
+		ln->over |= f;
+		l = next_line(l, nlines);
+	}
+}
+
+static inline int is_shadowed(const rix_indexmap *m, uint32_t e)
+{
+	return e / 64 < m->shadow_words && (m->shadow[e / 64] >> (e % 64) & 1);
+}
+
 /*
- * Replaces the buckets with nb fresh ones and relinks every entry. Entries are walked in
- * insertion order, so each chain is rebuilt newest first; the bucket of entry i + AHEAD is
- * prefetched while entry i is linked.
+ * Replaces the lines with nl fresh ones and places every entry that is not an older copy, in
+ * insertion order; the home line of entry i + AHEAD is prefetched while entry i is placed.
  */
-static int rehash(rix_indexmap *m, uint32_t nb)
+static int rehash(rix_indexmap *m, uint32_t nl)
 {
 	enum { AHEAD = 8 };
-	uint64_t *buckets = rix_calloc(nb, sizeof(uint64_t));
-	if (buckets == NULL)
-		return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for %u buckets", nb);
-	rix__advise_huge(buckets, (size_t)nb * sizeof(uint64_t));
+	void *mem = rix_calloc((size_t)nl + 1, sizeof(struct line));
+	if (mem == NULL)
+		return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for %u lines", nl);
+	struct line *lines = (struct line *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+	rix__advise_huge(lines, (size_t)nl * sizeof(struct line));
 	uint64_t hs[AHEAD];
 	uint32_t n = m->count;
 	for (uint32_t i = 0; i < n && i < AHEAD; i++) {
 		hs[i] = rix__hash_id(&entry_at(m, i)->id, m->seed);
-		RIX_PREFETCH(&buckets[rix__hash_bucket(hs[i], nb)]);
+		RIX_PREFETCH_W(&lines[home_line(hs[i], nl)]);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t h = hs[i % AHEAD];
 		if (i + AHEAD < n) {
 			uint64_t h2 = rix__hash_id(&entry_at(m, i + AHEAD)->id, m->seed);
 			hs[i % AHEAD] = h2;
-			__builtin_prefetch(&buckets[rix__hash_bucket(h2, nb)], 1, 3);
+			RIX_PREFETCH_W(&lines[home_line(h2, nl)]);
 		}
-		uint64_t *w = &buckets[rix__hash_bucket(h, nb)];
-		entry_at(m, i)->next = (uint32_t)*w;
-		*w = ((*w | map_filter(h)) & 0xFFFFFFFF00000000ull) | (uint64_t)(i + 1);
+		if (m->shadow == NULL || !is_shadowed(m, i))
+			place(lines, nl, h, i);
 	}
-	rix_free(m->buckets);
-	m->buckets = buckets;
-	m->nbuckets = nb;
+	rix_free(m->lines_mem);
+	m->lines_mem = mem;
+	m->lines = lines;
+	m->nlines = nl;
+	return 0;
+}
+
+/* Whether two IDs are equal, in vector registers where the target has them (a lookup keeps its
+ * general registers for the hash and the line). */
+static inline int id_eq(const rix_id *a, const rix_id *b)
+{
+#ifdef __SSE2__
+	__m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)a->b);
+	__m128i x1 = _mm_loadu_si128((const __m128i *)(const void *)(a->b + 16));
+	__m128i y0 = _mm_loadu_si128((const __m128i *)(const void *)b->b);
+	__m128i y1 = _mm_loadu_si128((const __m128i *)(const void *)(b->b + 16));
+	__m128i d = _mm_or_si128(_mm_xor_si128(x0, y0), _mm_xor_si128(x1, y1));
+	return _mm_movemask_epi8(_mm_cmpeq_epi8(d, _mm_setzero_si128())) == 0xFFFF;
+#else
+	return rix__id_eq(a, b);
+#endif
+}
+
+/* The candidates of line ln for tag t: the entry among them holding id, its number in *pe. */
+static inline const struct entry *find_in(const rix_indexmap *m, const struct line *ln, uint8_t t,
+					  const rix_id *id, uint32_t *pe)
+{
+	for (uint32_t mask = rix__tag_mask(ln->tag, t); mask != 0; mask &= mask - 1) {
+		uint32_t e = ln->slot[__builtin_ctz(mask)];
+		const struct entry *en = entry_at(m, e);
+		if (id_eq(&en->id, id)) {
+			*pe = e;
+			return en;
+		}
+	}
+	return NULL;
+}
+
+/* find past the home line l, which did not hold id and has filter bits. Out of line: one lookup
+ * in 20 comes here, and the home line's path keeps fewer registers without it. */
+static __attribute__((noinline)) const struct entry *
+find_past(const rix_indexmap *m, const rix_id *id, uint64_t h, uint32_t l, uint32_t *pe)
+{
+	const uint8_t t = tag_of(h);
+	const uint32_t f = over_bits(h);
+	while ((m->lines[l].over & f) == f) {
+		l = next_line(l, m->nlines);
+		const struct entry *en = find_in(m, &m->lines[l], t, id, pe);
+		if (en != NULL)
+			return en;
+	}
+	return NULL;
+}
+
+/*
+ * The entry holding id (hash h), its number in *pe; NULL if the lines do not hold id. Three
+ * lines in four have no filter bits (they never filled), so most probes end at the home line
+ * without computing the key's.
+ */
+static inline const struct entry *find(const rix_indexmap *m, const rix_id *id, uint64_t h,
+				       uint32_t *pe)
+{
+	uint32_t l = home_line(h, m->nlines);
+	const struct entry *en = find_in(m, &m->lines[l], tag_of(h), id, pe);
+	if (en != NULL || m->lines[l].over == 0)
+		return en;
+	return find_past(m, id, h, l, pe);
+}
+
+/* ---- older copies: newer entry -> older entry, open addressing at load <= 1/2 ---------------- */
+
+static inline uint32_t older_home(uint32_t newer, uint32_t cap)
+{
+	return (uint32_t)(((uint64_t)newer * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+
+static void older_put(uint64_t *w, uint32_t cap, uint32_t newer, uint32_t old)
+{
+	uint32_t i = older_home(newer, cap);
+	while (w[i] != 0)
+		i = (i + 1) & (cap - 1);
+	w[i] = (uint64_t)(newer + 1) << 32 | old;
+}
+
+static int older_get(const rix_indexmap *m, uint32_t newer, uint32_t *old)
+{
+	if (m->older_n == 0)
+		return 0;
+	for (uint32_t i = older_home(newer, m->older_cap);; i = (i + 1) & (m->older_cap - 1)) {
+		uint64_t r = m->older[i];
+		if (r == 0)
+			return 0;
+		if ((uint32_t)(r >> 32) == newer + 1) {
+			*old = (uint32_t)r;
+			return 1;
+		}
+	}
+}
+
+/* Room for one more record of an older copy, and a shadow bit for entry e. */
+static int reserve_copy(rix_indexmap *m, uint32_t e)
+{
+	if ((uint64_t)(m->older_n + 1) * 2 > m->older_cap) {
+		uint32_t cap = m->older_cap ? m->older_cap * 2 : 16;
+		uint64_t *w = rix_calloc(cap, sizeof(uint64_t));
+		if (w == NULL)
+			return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for duplicate IDs");
+		for (uint32_t i = 0; i < m->older_cap; i++)
+			if (m->older[i] != 0)
+				older_put(w, cap, (uint32_t)(m->older[i] >> 32) - 1, (uint32_t)m->older[i]);
+		rix_free(m->older);
+		m->older = w;
+		m->older_cap = cap;
+	}
+	uint32_t need = e / 64 + 1;
+	if (need > m->shadow_words) {
+		uint32_t words = m->shadow_words ? m->shadow_words * 2 : 16;
+		if (words < need)
+			words = need;
+		uint64_t *s = rix_realloc(m->shadow, (size_t)words * sizeof(uint64_t));
+		if (s == NULL)
+			return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for duplicate IDs");
+		memset(s + m->shadow_words, 0, (size_t)(words - m->shadow_words) * sizeof(uint64_t));
+		m->shadow = s;
+		m->shadow_words = words;
+	}
 	return 0;
 }
 
@@ -281,11 +472,12 @@ int rix_indexmap_reserve(rix_indexmap *m, size_t n)
 	int rc = grow_blocks(m, n);
 	if (rc != 0)
 		return rc;
-	uint64_t nb = ((uint64_t)n * RESERVE_LOAD_DEN + RESERVE_LOAD_NUM - 1) / RESERVE_LOAD_NUM;
-	if (nb < MIN_BUCKETS)
-		nb = MIN_BUCKETS;
-	if (nb > m->nbuckets)
-		return rehash(m, (uint32_t)nb);
+	const uint64_t per = (uint64_t)SLOTS * MAX_FILL_NUM;
+	uint64_t nl = ((uint64_t)n * MAX_FILL_DEN + per - 1) / per;
+	if (nl < MIN_LINES)
+		nl = MIN_LINES;
+	if (nl > m->nlines)
+		return rehash(m, (uint32_t)nl);
 	return 0;
 }
 
@@ -299,70 +491,81 @@ int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc)
 		if (rc != 0)
 			return rc;
 	}
-	if ((uint64_t)e + 1 > (uint64_t)m->nbuckets * MAX_LOAD) {
-		uint64_t nb = m->nbuckets ? (uint64_t)m->nbuckets * 2 : MIN_BUCKETS;
-		if (nb > 0xFFFFFFFFu)
-			nb = 0xFFFFFFFFu;
-		int rc = rehash(m, (uint32_t)nb);
+	if ((uint64_t)(m->used + 1) * MAX_FILL_DEN > (uint64_t)m->nlines * SLOTS * MAX_FILL_NUM) {
+		int rc = rehash(m, m->nlines ? m->nlines + (m->nlines + 1) / 2 : MIN_LINES);
 		if (rc != 0)
 			return rc;
 	}
+	/* One pass from the home line: a slot holding the ID (a copy), else the first line with
+	 * room (no copy can lie past a line that has room: it would have passed it full). The full
+	 * lines passed get the ID's filter bits, needed once it is stored past them and harmless if
+	 * a copy turns up after all. */
 	uint64_t h = rix__hash_id(id, m->seed);
-	uint64_t *w = &m->buckets[rix__hash_bucket(h, m->nbuckets)];
+	uint32_t l = home_line(h, m->nlines), f = over_bits(h);
+	uint8_t t = tag_of(h);
+	for (;;) {
+		struct line *ln = &m->lines[l];
+		uint32_t mask = rix__tag_mask(ln->tag, t), s = SLOTS;
+		for (; mask != 0; mask &= mask - 1) {
+			s = (uint32_t)__builtin_ctz(mask);
+			if (id_eq(&entry_at(m, ln->slot[s])->id, id))
+				break;
+		}
+		if (mask != 0) { /* a copy: the new entry takes its slot */
+			uint32_t old = ln->slot[s];
+			int rc = reserve_copy(m, old);
+			if (rc != 0)
+				return rc;
+			older_put(m->older, m->older_cap, e, old);
+			m->older_n++;
+			m->shadow[old / 64] |= (uint64_t)1 << (old % 64);
+			ln->slot[s] = e;
+			break;
+		}
+		uint32_t u = line_used(ln);
+		if (u < SLOTS) {
+			ln->tag[u] = t;
+			ln->slot[u] = e;
+			m->used++;
+			break;
+		}
+		ln->over |= f;
+		l = next_line(l, m->nlines);
+	}
 	struct entry *en = entry_at(m, e);
 	en->id = *id;
 	en->loc = *loc;
-	en->next = (uint32_t)*w;
-	*w = ((*w | map_filter(h)) & 0xFFFFFFFF00000000ull) | (uint64_t)(e + 1);
 	m->count = e + 1;
 	return 0;
 }
 
 int rix_indexmap_lookup(rix_loc *out, const rix_indexmap *m, const rix_id *id)
 {
-	if (m->count == 0)
+	uint32_t e;
+	const struct entry *en = find(m, id, rix__hash_id(id, m->seed), &e);
+	if (en == NULL)
 		return RIX_ENOTFOUND;
-	uint64_t h = rix__hash_id(id, m->seed);
-	uint64_t w = m->buckets[rix__hash_bucket(h, m->nbuckets)];
-	uint64_t f = map_filter(h);
-	if ((w & f) != f)
-		return RIX_ENOTFOUND;
-	for (uint32_t e = (uint32_t)w; e != 0;) {
-		const struct entry *en = entry_at(m, e - 1);
-		if (rix__id_prefix_eq(&en->id, id) && rix__id_eq(&en->id, id)) {
-			if (out != NULL)
-				*out = en->loc;
-			return 0;
-		}
-		e = en->next;
-	}
-	return RIX_ENOTFOUND;
+	if (out != NULL)
+		*out = en->loc;
+	return 0;
 }
 
 size_t rix_indexmap_lookup_all(rix_loc *out, size_t max, const rix_indexmap *m, const rix_id *id)
 {
-	if (m->count == 0)
-		return 0;
-	uint64_t h = rix__hash_id(id, m->seed);
-	uint64_t w = m->buckets[rix__hash_bucket(h, m->nbuckets)];
-	uint64_t f = map_filter(h);
-	if ((w & f) != f)
+	uint32_t e;
+	if (find(m, id, rix__hash_id(id, m->seed), &e) == NULL)
 		return 0;
 	size_t n = 0;
-	for (uint32_t e = (uint32_t)w; e != 0;) {
-		const struct entry *en = entry_at(m, e - 1);
-		if (rix__id_eq(&en->id, id)) {
-			if (n < max && out != NULL)
-				out[n] = en->loc;
-			n++;
-		}
-		e = en->next;
+	for (;;) {
+		if (n < max && out != NULL)
+			out[n] = entry_at(m, e)->loc;
+		n++;
+		if (!older_get(m, e, &e))
+			return n;
 	}
-	return n;
 }
 
-/* Requests both lines an entry may span (52 bytes: 4 in 5 entries cross a line), so that the
- * entry whose ID matches has its location at hand. */
+/* Requests both lines an entry may span (48 bytes: every other entry crosses a line). */
 static inline void prefetch_entry(const struct entry *en)
 {
 	RIX_PREFETCH(en);
@@ -370,18 +573,45 @@ static inline void prefetch_entry(const struct entry *en)
 }
 
 /*
+ * The state of one key's probe in the batched lookup: the line it reads, and that line's
+ * candidate slots left (the lowest one's entry requested); mask 0: the line itself requested,
+ * not read yet.
+ */
+struct walk {
+	size_t key;
+	uint32_t line;
+	uint32_t mask;
+	uint32_t f;
+	uint8_t tag;
+};
+
+/* Requests what w reads next, from line ln: its candidate's entry, else the next line if the
+ * key's bits are set in ln's filter. Returns 0 when w is done (nothing more can match). */
+static inline int walk_request(const rix_indexmap *m, struct walk *w, const struct line *ln)
+{
+	if (w->mask != 0) {
+		prefetch_entry(entry_at(m, ln->slot[__builtin_ctz(w->mask)]));
+		return 1;
+	}
+	if ((ln->over & w->f) != w->f)
+		return 0;
+	w->line = next_line(w->line, m->nlines);
+	RIX_PREFETCH(&m->lines[w->line]);
+	return 1;
+}
+
+/*
  * Batched lookup in two parts.
  *
- *   filter: a group of G keys is hashed and its bucket words prefetched, then read: a key whose
- *           filter says no (most absent IDs) is done there; the others queue with their chain
- *           head prefetched.
- *   window: up to W chain walks in flight (asynchronous memory access chaining), kept dense in
- *           s[0, active) and served in turns, one entry per walk per turn; a walk that ends
- *           hands its slot to the next queued key at once, or to the last walk (a slot is never
- *           visited empty: no branch on whether it is, nothing to mispredict), and an empty
- *           queue filters the next group. So W misses stay in flight whatever the chain
- *           lengths, and keys the filter turns down cost no turn of the window (a batch of new
- *           blobs is mostly those).
+ *   filter: a group of G keys is hashed and its home lines prefetched, then read: a key whose
+ *           tag matches no slot and whose bits the line's filter lacks (most absent IDs) is
+ *           done there; the others queue with their candidate's entry (or the next line)
+ *           prefetched.
+ *   window: up to W probes in flight, kept dense in s[0, active) and served in turns, one
+ *           entry or line per probe per turn; a probe that ends hands its slot to the next
+ *           queued key at once, or to the last probe (a slot is never visited empty), and an
+ *           empty queue filters the next group. So W misses stay in flight whatever the probes'
+ *           lengths, and keys the filter turns down cost no turn of the window.
  */
 size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m,
 				const rix_id *ids, size_t n)
@@ -390,36 +620,33 @@ size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m
 	size_t nfound = 0;
 	if (found != NULL)
 		memset(found, 0, n);
-	if (m->count == 0 || n == 0)
+	if (n == 0)
 		return 0;
-	struct walk {
-		size_t key;
-		uint32_t cur; /* entry number + 1 to read next */
-	} q[G], s[W];
+	const struct line *lines = m->lines;
+	struct walk q[G], s[W];
 	size_t qi = 0, qn = 0; /* q[qi, qn): filtered keys waiting for a slot */
 	size_t next = 0;       /* keys [0, next) filtered */
-	size_t active = 0;     /* s[0, active): the walks */
+	size_t active = 0;     /* s[0, active): the probes */
 	for (;;) {
 		while (active < W && (qi < qn || next < n)) {
 			if (qi == qn) { /* filter the next group */
 				size_t g = n - next < G ? n - next : G;
 				uint64_t h[G];
-				uint32_t bk[G];
+				uint32_t hl[G];
 				for (size_t i = 0; i < g; i++) {
 					h[i] = rix__hash_id(&ids[next + i], m->seed);
-					bk[i] = rix__hash_bucket(h[i], m->nbuckets);
-					RIX_PREFETCH(&m->buckets[bk[i]]);
+					hl[i] = home_line(h[i], m->nlines);
+					RIX_PREFETCH(&lines[hl[i]]);
 				}
 				qi = qn = 0;
 				for (size_t i = 0; i < g; i++) {
-					uint64_t w = m->buckets[bk[i]];
-					uint64_t f = map_filter(h[i]);
-					q[qn].key = next + i;
-					q[qn].cur = (uint32_t)w;
-					if ((w & f) == f && (uint32_t)w != 0) {
-						prefetch_entry(entry_at(m, (uint32_t)w - 1));
-						qn++;
-					}
+					struct walk *w = &q[qn];
+					w->key = next + i;
+					w->line = hl[i];
+					w->tag = tag_of(h[i]);
+					w->f = over_bits(h[i]);
+					w->mask = rix__tag_mask(lines[hl[i]].tag, w->tag);
+					qn += (size_t)walk_request(m, w, &lines[hl[i]]);
 				}
 				next += g;
 				continue;
@@ -428,24 +655,33 @@ size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m
 		}
 		if (active == 0)
 			break; /* and nothing queued: every key filtered */
-		/* One turn: each walk reads its entry; one that ends takes the next queued key (its
-		 * head requested when it was filtered) or, with none, the last walk, read at once. */
+		/* One turn: each probe reads what it requested; one that ends takes the next queued key
+		 * (its first request made when it was filtered) or, with none, the last probe, read at
+		 * once. */
 		for (size_t k = 0; k < active;) {
-			const struct entry *en = entry_at(m, s[k].cur - 1);
-			const rix_id *id = &ids[s[k].key];
-			if (rix__id_prefix_eq(&en->id, id) && rix__id_eq(&en->id, id)) {
-				if (out != NULL)
-					out[s[k].key] = en->loc;
-				if (found != NULL)
-					found[s[k].key] = 1;
-				nfound++;
-			} else if (en->next != 0) {
-				s[k].cur = en->next;
-				prefetch_entry(entry_at(m, en->next - 1));
-				k++;
-				continue;
+			struct walk *w = &s[k];
+			const struct line *ln = &lines[w->line];
+			int more;
+			if (w->mask == 0) {
+				w->mask = rix__tag_mask(ln->tag, w->tag);
+				more = walk_request(m, w, ln);
+			} else {
+				const struct entry *en = entry_at(m, ln->slot[__builtin_ctz(w->mask)]);
+				if (id_eq(&en->id, &ids[w->key])) {
+					if (out != NULL)
+						out[w->key] = en->loc;
+					if (found != NULL)
+						found[w->key] = 1;
+					nfound++;
+					more = 0;
+				} else {
+					w->mask &= w->mask - 1;
+					more = walk_request(m, w, ln);
+				}
 			}
-			if (qi < qn)
+			if (more)
+				k++;
+			else if (qi < qn)
 				s[k++] = q[qi++];
 			else
 				s[k] = s[--active];
@@ -461,9 +697,10 @@ size_t rix_indexmap_count(const rix_indexmap *m)
 
 size_t rix_indexmap_memory(const rix_indexmap *m)
 {
-	return sizeof(*m) + (size_t)m->nbuckets * sizeof(uint64_t) +
+	return sizeof(*m) + (m->lines_mem ? ((size_t)m->nlines + 1) * sizeof(struct line) : 0) +
 	       (size_t)m->blocks_cap * sizeof(struct entry *) +
-	       (size_t)capacity(m) * sizeof(struct entry);
+	       (size_t)capacity(m) * sizeof(struct entry) + (size_t)m->older_cap * sizeof(uint64_t) +
+	       (size_t)m->shadow_words * sizeof(uint64_t);
 }
 
 void rix_indexmap_entry(const rix_id **id, rix_loc *loc, const rix_indexmap *m, uint32_t i)

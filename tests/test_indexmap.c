@@ -1,7 +1,8 @@
 /*
- * tests/test_indexmap.c — the chaining table against a simple reference (a sorted array with
+ * tests/test_indexmap.c — the mutable table against a simple reference (a sorted array with
  * binary search), on random inputs with duplicates, for several batch sizes and table sizes
- * that cross growth points; allocation failure N; reserve.
+ * that cross growth points; many copies of one ID; lines crowded by chosen IDs, past the last
+ * line and round to the first; the two forms of the tag compare; allocation failure N; reserve.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "index/hash.h"
+#include "index/tagmatch.h"
 #include "rix/error.h"
 #include "rix/indexmap.h"
 #include "testutil.h"
@@ -141,8 +144,8 @@ static void test_reference_sizes_and_batches(void **state)
 {
 	(void)state;
 	static const uint32_t batches[] = { 1, 4, 16, 1024, 5000 /* rounds up to 8192 */ };
-	/* 64 = 16 buckets * MAX_LOAD 4: the first growth; then 128, 256, ... */
-	static const size_t sizes[] = { 0, 1, 2, 63, 64, 65, 129, 1000, 4097, 70000 };
+	/* Lines 2, 3, 5, 8, 12, ... hold 19, 28, 48, 76, 115 IDs at 80%: growth points. */
+	static const size_t sizes[] = { 0, 1, 2, 19, 20, 29, 48, 49, 77, 116, 1000, 4097, 70000 };
 	uint64_t st = 42;
 	for (size_t b = 0; b < sizeof(batches) / sizeof(batches[0]); b++) {
 		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
@@ -161,6 +164,130 @@ static void test_reference_sizes_and_batches(void **state)
 	}
 }
 
+/* Both forms of the tag compare give, for every line and tag, the slots whose tag equals it. */
+static void test_tag_mask_forms(void **state)
+{
+	(void)state;
+	uint64_t st = 11;
+	_Alignas(16) uint8_t line[16];
+	for (int r = 0; r < 200000; r++) {
+		/* Tags from a small alphabet (0, 1, 0x7f, 0x80, 0xff and random) so that equal bytes,
+		 * zero bytes and bytes next to them all occur. */
+		static const uint8_t pick[] = { 0, 1, 0x7f, 0x80, 0xff };
+		for (int i = 0; i < 16; i++) {
+			uint64_t x = rix_test_next(&st);
+			line[i] = (x & 7) < 5 ? pick[x & 7] : (uint8_t)(x >> 8);
+		}
+		uint64_t x = rix_test_next(&st);
+		uint8_t t = (x & 1) ? line[(x >> 1) % RIX__TAGS] : (uint8_t)(x >> 8);
+		uint32_t want = 0;
+		for (unsigned i = 0; i < RIX__TAGS; i++)
+			want |= (uint32_t)(line[i] == t) << i;
+		assert_int_equal(rix__tag_mask_swar(line, t), want);
+		assert_int_equal(rix__tag_mask(line, t), want);
+	}
+}
+
+/*
+ * Many copies of one ID among other IDs: the newest copy is found, lookup_all lists every copy
+ * newest first, and the other IDs (which share lines with the copies' one slot) are unaffected,
+ * across growth (which leaves older copies out of the lines).
+ */
+static void test_many_copies(void **state)
+{
+	(void)state;
+	enum { N = 9000 };
+	uint64_t st = 21;
+	struct ref *e = malloc(N * sizeof(*e));
+	make_entries(e, N, 0, &st);
+	rix_id a = e[0].id, b = e[1].id;
+	size_t nb = 1;
+	for (size_t i = 2; i < N; i++) {
+		if (i % 3 == 0)
+			e[i].id = a;
+		else if (i % 100 == 1)
+			e[i].id = b, nb++;
+	}
+	rix_indexmap *m;
+	assert_int_equal(rix_indexmap_new_seeded(&m, 64, 5), 0);
+	for (size_t i = 0; i < N; i++)
+		assert_int_equal(rix_indexmap_add(m, &e[i].id, &e[i].loc), 0);
+	rix_loc *all = malloc(N * sizeof(*all));
+	size_t na = rix_indexmap_lookup_all(all, N, m, &a);
+	assert_int_equal(na, 1 + (N - 1) / 3);
+	size_t j = 0;
+	for (size_t i = N; i-- > 0;) {
+		if (memcmp(e[i].id.b, a.b, RIX_ID_SIZE) == 0)
+			assert_true(loc_eq(&all[j++], &e[i].loc));
+	}
+	assert_int_equal(j, na);
+	rix_loc got;
+	assert_int_equal(rix_indexmap_lookup(&got, m, &a), 0);
+	assert_true(loc_eq(&got, &e[N - 1 - (N - 1) % 3].loc));
+	assert_int_equal(nb, 60);
+	assert_int_equal(rix_indexmap_lookup_all(all, 3, m, &b), nb);
+	check_against_reference(m, e, N, &st);
+	free(all);
+	rix_indexmap_free(m);
+	free(e);
+}
+
+/* A random ID whose hash under seed has home line `line` of nl. */
+static void id_in_line(rix_id *id, uint64_t seed, uint32_t nl, uint32_t line, uint64_t *st)
+{
+	do
+		rix_test_random_id(id, st);
+	while (rix__hash_bucket(rix__hash_id(id, seed), nl) != line);
+}
+
+/*
+ * Lines crowded on purpose (what a flood of crafted IDs would do if the seed were known): 40
+ * IDs whose home is the last of 10 lines fill it and overflow past the end into lines 0, 1, 2,
+ * which hold IDs of their own. Every ID is found, IDs absent from the crowded lines are not,
+ * singly and batched, and growth later spreads them out again.
+ */
+static void test_crowded_lines_wrap(void **state)
+{
+	(void)state;
+	enum { NL = 10, LAST = 40, FIRST = 15, OTHER = 30, N = LAST + FIRST + OTHER, ABSENT = 200 };
+	const uint64_t seed = 77;
+	uint64_t st = 31;
+	struct ref *e = malloc((N + 200) * sizeof(*e));
+	make_entries(e, N + 200, 0, &st);
+	for (size_t i = 0; i < N; i++) {
+		if (i % 2 == 0 && i / 2 < LAST)
+			id_in_line(&e[i].id, seed, NL, NL - 1, &st);
+		else if (i % 5 == 1 && i / 5 < FIRST)
+			id_in_line(&e[i].id, seed, NL, 0, &st);
+	}
+	rix_indexmap *m;
+	assert_int_equal(rix_indexmap_new_seeded(&m, 16, seed), 0);
+	/* 96 IDs at 80% of 12 slots: 10 lines, as NL says. */
+	assert_int_equal(rix_indexmap_reserve(m, 96), 0);
+	for (size_t i = 0; i < N; i++)
+		assert_int_equal(rix_indexmap_add(m, &e[i].id, &e[i].loc), 0);
+	check_against_reference(m, e, N, &st);
+
+	rix_id *ids = malloc(ABSENT * sizeof(*ids));
+	bool *found = malloc(ABSENT);
+	for (size_t i = 0; i < ABSENT; i++) {
+		id_in_line(&ids[i], seed, NL, i % 2 ? NL - 1 : (uint32_t)(i % 3), &st);
+		assert_int_equal(rix_indexmap_lookup(NULL, m, &ids[i]), RIX_ENOTFOUND);
+		assert_int_equal(rix_indexmap_lookup_all(NULL, 0, m, &ids[i]), 0);
+	}
+	assert_int_equal(rix_indexmap_lookup_many(NULL, found, m, ids, ABSENT), 0);
+	for (size_t i = 0; i < ABSENT; i++)
+		assert_false(found[i]);
+	/* Past the reserve: the lines grow and every answer stays. */
+	for (size_t i = N; i < N + 200; i++)
+		assert_int_equal(rix_indexmap_add(m, &e[i].id, &e[i].loc), 0);
+	check_against_reference(m, e, N + 200, &st);
+	free(found);
+	free(ids);
+	rix_indexmap_free(m);
+	free(e);
+}
+
 static void test_reserve_then_no_allocation(void **state)
 {
 	(void)state;
@@ -176,7 +303,7 @@ static void test_reserve_then_no_allocation(void **state)
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(rix_indexmap_add(m, &e[i].id, &e[i].loc), 0);
 	assert_int_equal(rix_test_failalloc_count(), before);
-	/* Reserved at load 2.5, then the table holds n entries within the design's budget. */
+	/* Reserved at 80% of the slots: 48-byte entries and 6.7 bytes of lines an entry. */
 	double per = (double)rix_indexmap_memory(m) / (double)n;
 	assert_true(per >= 52.0 && per <= 56.5);
 	check_against_reference(m, e, n, &st);
@@ -247,7 +374,7 @@ static void test_memory_and_limits(void **state)
 	bool f = true;
 	assert_int_equal(rix_indexmap_lookup_many(NULL, &f, m, &id, 1), 0);
 	assert_int_equal(f, 0);
-	/* 100k entries without reserve: 52-byte entries plus 2-4 bytes of buckets. */
+	/* 100k entries without reserve: 48-byte entries plus 6.7-10 bytes of lines. */
 	uint64_t st = 3;
 	for (int i = 0; i < 100000; i++) {
 		rix_loc loc = { (uint32_t)i, 0, 0, 0 };
@@ -292,6 +419,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reference_sizes_and_batches),
+		cmocka_unit_test(test_tag_mask_forms),
+		cmocka_unit_test(test_many_copies),
+		cmocka_unit_test(test_crowded_lines_wrap),
 		cmocka_unit_test(test_reserve_then_no_allocation),
 		cmocka_unit_test(test_allocation_failure_n),
 		cmocka_unit_test(test_memory_and_limits),

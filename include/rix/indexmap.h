@@ -1,12 +1,14 @@
 /*
- * rix/indexmap.h — a chaining hash table from blob ID to location (rix_loc).
+ * rix/indexmap.h — a hash table from blob ID to location (rix_loc).
  *
- * The building block of every in-memory index. Entries (ID + location + a 32-bit chain link,
- * 52 bytes) are allocated a batch at a time; buckets and links hold 32-bit entry numbers. The
- * hash (two 128-bit multiplications over the ID's words) takes a random seed per table, so
- * crafted IDs cannot flood one chain.
+ * The building block of every in-memory index. Entries (ID + location, 48 bytes) are allocated
+ * a batch at a time and numbered in insertion order; the table's buckets are 64-byte lines of
+ * 12 slots, each an entry number and a one-byte tag of its ID's hash, so a lookup reads a line
+ * and then only the entry whose tag matches (a full line overflows into the next). The hash
+ * (two 128-bit multiplications over the ID's words) takes a random seed per table, so crafted
+ * IDs cannot flood one line.
  * Duplicates are allowed (a lookup returns the most recently added match; lookup_all returns
- * every match); entries are never deleted.
+ * every match, newest first); entries are never deleted.
  *
  * Thread-safety: any number of concurrent readers, or one writer, never both (the caller
  * locks). Lookups never write to the table.
@@ -55,7 +57,8 @@ RIX_EXPORT RIX_NODISCARD int rix_indexmap_new_seeded(rix_indexmap **out, uint32_
 RIX_EXPORT void rix_indexmap_free(rix_indexmap *m);
 
 /*
- * Makes room for n entries in total so that adding up to n entries allocates nothing more.
+ * Makes room for n entries in total so that adding up to n entries allocates nothing more
+ * (except adding an ID the table already holds: the record of its older copy).
  * @return 0, RIX_ENOMEM (table unchanged), RIX_ELIMIT.
  */
 RIX_EXPORT RIX_NODISCARD int rix_indexmap_reserve(rix_indexmap *m, size_t n);
