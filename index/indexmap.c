@@ -35,11 +35,13 @@
  *
  * Sizing
  * ------
- * The line count is any number (fastrange maps the hash to it). The directory doubles when its
- * IDs would pass MAX_FILL of the slots, so fill stays in (MAX_FILL / 2, MAX_FILL]; reserve(n)
- * sizes it for n IDs at MAX_FILL. Lines cost 64 / 12 / fill bytes an ID: 6.7-13.3, so with the
- * 48-byte entries an ID costs 54.7-61.3 bytes (the 10M benchmark table sits at 0.795: 54.7).
- * At fill 0.8, 5% of IDs are stored past their home line and a quarter of the lines are full.
+ * The line count is any number (fastrange maps the hash to it). The lines grow by half when
+ * their IDs would pass MAX_FILL (80%) of the slots, so fill stays in (53%, 80%]; reserve(n)
+ * sizes them for n IDs at 80%. Lines cost 64 / 12 / fill bytes an ID: 6.7-10, so with the
+ * 48-byte entries an ID costs 54.7-58 bytes (the 10M benchmark table sits at 79.5%: 54.7).
+ * At 80%, 5% of IDs are stored past their home line and a quarter of the lines are full.
+ * (Growing by half rather than doubling places each entry three times over the table's growth
+ * instead of twice, for a fill that never falls to 40%.)
  *
  * Growth allocates the new lines first and fails with RIX_ENOMEM leaving the table as it was.
  * The rehash walks entries in order and prefetches each one's home line a few entries ahead,
@@ -97,10 +99,10 @@ struct rix_indexmap {
 	struct entry **blocks;
 	uint64_t *older;     /* (newer + 1) << 32 | older; 0 = empty; open addressing */
 	uint64_t *shadow;    /* bit e: entry e is an older copy (not in the lines) */
-	uint64_t seed;
+	uint64_t keys[4];    /* the hash's seed words (rix__hash_keys) */
+	uint32_t emask;      /* batch - 1 */
 };
 
-/* The parts of h: home line (bits 0..31, fastrange), over-filter bits (32..41), tag (56..63). */
 /*
  * The lines of a table that has none yet (nlines 0): home_line gives line 0 for any hash, and
  * this line, all zero, holds nothing and sends no probe on, so lookups need no test for an
@@ -108,6 +110,7 @@ struct rix_indexmap {
  */
 static struct line no_lines;
 
+/* The parts of h: home line (bits 0..31, fastrange), over-filter bits (32..41), tag (56..63). */
 static inline uint32_t home_line(uint64_t h, uint32_t nlines)
 {
 	return rix__hash_bucket(h, nlines);
@@ -169,7 +172,7 @@ void rix__advise_huge(void *p, size_t n)
 
 static inline struct entry *entry_at(const rix_indexmap *m, uint32_t e)
 {
-	return &m->blocks[e >> m->shift][e & ((1u << m->shift) - 1)];
+	return &m->blocks[e >> m->shift][e & m->emask];
 }
 
 int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed)
@@ -186,7 +189,8 @@ int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed)
 	if (m == NULL)
 		return rix_error_set(RIX_ENOMEM, "indexmap: out of memory");
 	m->shift = shift;
-	m->seed = seed;
+	m->emask = (1u << shift) - 1;
+	rix__hash_keys(m->keys, seed);
 	m->lines = &no_lines;
 	*out = m;
 	return 0;
@@ -314,7 +318,7 @@ static inline int is_shadowed(const rix_indexmap *m, uint32_t e)
  */
 static int rehash(rix_indexmap *m, uint32_t nl)
 {
-	enum { AHEAD = 8 };
+	enum { AHEAD = 16 };
 	void *mem = rix_calloc((size_t)nl + 1, sizeof(struct line));
 	if (mem == NULL)
 		return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for %u lines", nl);
@@ -323,13 +327,13 @@ static int rehash(rix_indexmap *m, uint32_t nl)
 	uint64_t hs[AHEAD];
 	uint32_t n = m->count;
 	for (uint32_t i = 0; i < n && i < AHEAD; i++) {
-		hs[i] = rix__hash_id(&entry_at(m, i)->id, m->seed);
+		hs[i] = rix__hash_id_keyed(&entry_at(m, i)->id, m->keys);
 		RIX_PREFETCH_W(&lines[home_line(hs[i], nl)]);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t h = hs[i % AHEAD];
 		if (i + AHEAD < n) {
-			uint64_t h2 = rix__hash_id(&entry_at(m, i + AHEAD)->id, m->seed);
+			uint64_t h2 = rix__hash_id_keyed(&entry_at(m, i + AHEAD)->id, m->keys);
 			hs[i % AHEAD] = h2;
 			RIX_PREFETCH_W(&lines[home_line(h2, nl)]);
 		}
@@ -439,6 +443,8 @@ static int older_get(const rix_indexmap *m, uint32_t newer, uint32_t *old)
 static int reserve_copy(rix_indexmap *m, uint32_t e)
 {
 	if ((uint64_t)(m->older_n + 1) * 2 > m->older_cap) {
+		if (m->older_cap > UINT32_MAX / 2)
+			return rix_error_set(RIX_ELIMIT, "indexmap: too many copies of IDs");
 		uint32_t cap = m->older_cap ? m->older_cap * 2 : 16;
 		uint64_t *w = rix_calloc(cap, sizeof(uint64_t));
 		if (w == NULL)
@@ -500,7 +506,7 @@ int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc)
 	 * room (no copy can lie past a line that has room: it would have passed it full). The full
 	 * lines passed get the ID's filter bits, needed once it is stored past them and harmless if
 	 * a copy turns up after all. */
-	uint64_t h = rix__hash_id(id, m->seed);
+	uint64_t h = rix__hash_id_keyed(id, m->keys);
 	uint32_t l = home_line(h, m->nlines), f = over_bits(h);
 	uint8_t t = tag_of(h);
 	for (;;) {
@@ -542,7 +548,7 @@ int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc)
 int rix_indexmap_lookup(rix_loc *out, const rix_indexmap *m, const rix_id *id)
 {
 	uint32_t e;
-	const struct entry *en = find(m, id, rix__hash_id(id, m->seed), &e);
+	const struct entry *en = find(m, id, rix__hash_id_keyed(id, m->keys), &e);
 	if (en == NULL)
 		return RIX_ENOTFOUND;
 	if (out != NULL)
@@ -553,7 +559,7 @@ int rix_indexmap_lookup(rix_loc *out, const rix_indexmap *m, const rix_id *id)
 size_t rix_indexmap_lookup_all(rix_loc *out, size_t max, const rix_indexmap *m, const rix_id *id)
 {
 	uint32_t e;
-	if (find(m, id, rix__hash_id(id, m->seed), &e) == NULL)
+	if (find(m, id, rix__hash_id_keyed(id, m->keys), &e) == NULL)
 		return 0;
 	size_t n = 0;
 	for (;;) {
@@ -579,10 +585,9 @@ static inline void prefetch_entry(const struct entry *en)
  */
 struct walk {
 	size_t key;
+	uint64_t h;
 	uint32_t line;
 	uint32_t mask;
-	uint32_t f;
-	uint8_t tag;
 };
 
 /* Requests what w reads next, from line ln: its candidate's entry, else the next line if the
@@ -593,7 +598,10 @@ static inline int walk_request(const rix_indexmap *m, struct walk *w, const stru
 		prefetch_entry(entry_at(m, ln->slot[__builtin_ctz(w->mask)]));
 		return 1;
 	}
-	if ((ln->over & w->f) != w->f)
+	if (ln->over == 0)
+		return 0;
+	const uint32_t f = over_bits(w->h);
+	if ((ln->over & f) != f)
 		return 0;
 	w->line = next_line(w->line, m->nlines);
 	RIX_PREFETCH(&m->lines[w->line]);
@@ -634,7 +642,7 @@ size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m
 				uint64_t h[G];
 				uint32_t hl[G];
 				for (size_t i = 0; i < g; i++) {
-					h[i] = rix__hash_id(&ids[next + i], m->seed);
+					h[i] = rix__hash_id_keyed(&ids[next + i], m->keys);
 					hl[i] = home_line(h[i], m->nlines);
 					RIX_PREFETCH(&lines[hl[i]]);
 				}
@@ -642,10 +650,9 @@ size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m
 				for (size_t i = 0; i < g; i++) {
 					struct walk *w = &q[qn];
 					w->key = next + i;
+					w->h = h[i];
 					w->line = hl[i];
-					w->tag = tag_of(h[i]);
-					w->f = over_bits(h[i]);
-					w->mask = rix__tag_mask(lines[hl[i]].tag, w->tag);
+					w->mask = rix__tag_mask(lines[hl[i]].tag, tag_of(h[i]));
 					qn += (size_t)walk_request(m, w, &lines[hl[i]]);
 				}
 				next += g;
@@ -663,7 +670,7 @@ size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_indexmap *m
 			const struct line *ln = &lines[w->line];
 			int more;
 			if (w->mask == 0) {
-				w->mask = rix__tag_mask(ln->tag, w->tag);
+				w->mask = rix__tag_mask(ln->tag, tag_of(w->h));
 				more = walk_request(m, w, ln);
 			} else {
 				const struct entry *en = entry_at(m, ln->slot[__builtin_ctz(w->mask)]);
