@@ -16,8 +16,9 @@
  * A line is a bucket of 12 slots: the entry number of each ID stored there and a one-byte tag
  * of its hash (1..255; 0 marks a free slot, and lines fill from slot 0). A lookup hashes the ID
  * to its home line, compares the 12 tags with its own at once (tagmatch.h) and reads only the
- * entries whose tag matches: a present ID costs the line and its entry, two cache lines where
- * the chain of the table this replaced walked 1 + load/2 entries, each a dependent miss
+ * entries whose tag matches: a present ID costs the line and its entry (two dependent loads,
+ * 2-3 cache lines: a 48-byte entry crosses a line half the time) where the chain of the table
+ * this replaced walked 1 + load/2 entries, each a dependent miss
  * (bench/RESULTS.md); an absent ID costs the line alone, unless its tag matches one of the
  * line's (~4%).
  *
@@ -36,10 +37,13 @@
  * Sizing
  * ------
  * The line count is any number (fastrange maps the hash to it). The lines grow by half when
- * their IDs would pass MAX_FILL (80%) of the slots, so fill stays in (53%, 80%]; reserve(n)
+ * their IDs would pass MAX_FILL (80%) of the slots, so fill stays in (53%, 80%] in large tables
+ * (small ones round up, and a reserve may leave it lower); reserve(n)
  * sizes them for n IDs at 80%. Lines cost 64 / 12 / fill bytes an ID: 6.7-10, so with the
  * 48-byte entries an ID costs 54.7-58 bytes (the 10M benchmark table sits at 79.5%: 54.7).
- * At 80%, 5% of IDs are stored past their home line and a quarter of the lines are full.
+ * At 80%, 5% of IDs are stored past their home line, a third of the lines are full and a
+ * quarter carry filter bits (so one absent lookup in four reads the filter, and a few go on).
+ * Copies cost 16-32 bytes of `older` each and a bit of `shadow` an entry.
  * (Growing by half rather than doubling places each entry three times over the table's growth
  * instead of twice, for a fill that never falls to 40%.)
  *
@@ -47,7 +51,11 @@
  * The rehash walks entries in order and prefetches each one's home line a few entries ahead,
  * so its cache misses overlap.
  *
- * Limits: at most 2^32 - 2 entries (entry numbers are 32-bit).
+ * Limits: at most 2^32 - 2 entries (entry numbers are 32-bit), of which at most 2^30 older
+ * copies (`older` holds 2^31 words; add returns RIX_ELIMIT past that).
+ *
+ * An add that fails (RIX_ENOMEM, RIX_ELIMIT) changes no answer; it may leave its filter bits
+ * in the full lines it passed, which only sends a few more absent lookups one line on.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +116,7 @@ struct rix_indexmap {
  * this line, all zero, holds nothing and sends no probe on, so lookups need no test for an
  * empty table. Never written: the first add replaces it.
  */
-static struct line no_lines;
+static const struct line no_lines;
 
 /* The parts of h: home line (bits 0..31, fastrange), over-filter bits (32..41), tag (56..63). */
 static inline uint32_t home_line(uint64_t h, uint32_t nlines)
@@ -191,7 +199,7 @@ int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed)
 	m->shift = shift;
 	m->emask = (1u << shift) - 1;
 	rix__hash_keys(m->keys, seed);
-	m->lines = &no_lines;
+	m->lines = (struct line *)&no_lines; /* read-only storage: a stray write faults */
 	*out = m;
 	return 0;
 }
@@ -378,8 +386,9 @@ static inline const struct entry *find_in(const rix_indexmap *m, const struct li
 	return NULL;
 }
 
-/* find past the home line l, which did not hold id and has filter bits. Out of line: one lookup
- * in 20 comes here, and the home line's path keeps fewer registers without it. */
+/* find past the home line l, which did not hold id and has filter bits. Out of line: one present
+ * ID in 20 and one absent in 4 come here (most of those stop at the filter), and the home line's
+ * path keeps fewer registers without it. */
 static __attribute__((noinline)) const struct entry *
 find_past(const rix_indexmap *m, const rix_id *id, uint64_t h, uint32_t l, uint32_t *pe)
 {

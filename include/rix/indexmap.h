@@ -64,8 +64,8 @@ RIX_EXPORT void rix_indexmap_free(rix_indexmap *m);
 RIX_EXPORT RIX_NODISCARD int rix_indexmap_reserve(rix_indexmap *m, size_t n);
 
 /*
- * Adds an entry (duplicates allowed). On failure the table is unchanged.
- * @return 0, RIX_ENOMEM, RIX_ELIMIT.
+ * Adds an entry (duplicates allowed). On failure the table answers every lookup as before.
+ * @return 0, RIX_ENOMEM, RIX_ELIMIT (RIX_INDEXMAP_MAX_ENTRIES entries, or 2^30 older copies).
  */
 RIX_EXPORT RIX_NODISCARD int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc);
 
@@ -92,7 +92,7 @@ RIX_EXPORT size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_
 /* Number of entries. */
 RIX_EXPORT size_t rix_indexmap_count(const rix_indexmap *m);
 
-/* Bytes the table holds (blocks, block list, buckets, struct). */
+/* Bytes the table holds (blocks, block list, lines, the record of older copies, struct). */
 RIX_EXPORT size_t rix_indexmap_memory(const rix_indexmap *m);
 
 /* Entry number i (0 <= i < count), in insertion order. Pointers are borrowed. */
