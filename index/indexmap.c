@@ -9,7 +9,9 @@
  *   +-----------------------------------------------+     entry (48 bytes): id[32] | loc
  *     a full line overflows into the next one                   (block 0 starts at 16 entries and
  *                                                               doubles up to the batch; every later
- *   older: newer entry -> older entry, the copies of one ID      block is one allocation of `batch`)
+ *   older: newer entry -> older entry, the copies of one ID      block is `batch` entries: allocated
+ *                                                               alone, or past CARVE_FROM carved
+ *                                                               from 12 MiB chunks in huge pages)
  *   shadow: a bit an entry, set for an older copy
  *   (both allocated when the first duplicate ID is added)
  *
@@ -44,7 +46,8 @@
  * At 80%, 5% of IDs are stored past their home line, a third of the lines are full and a
  * quarter carry filter bits (an absent ID goes on when both its bits are set in its home line:
  * one in a hundred at 79% fill; 3.7% match a tag there).
- * Copies cost 16-32 bytes of `older` each and a bit of `shadow` an entry.
+ * Copies cost 16-32 bytes of `older` each and a bit of `shadow` an entry. A table grown past
+ * CARVE_FROM without a reserve also holds the newest chunk's uncarved part (new_block).
  * (Growing by half rather than doubling places each entry three times over the table's growth
  * instead of twice, for a fill that never falls to 40%.)
  *
@@ -78,6 +81,9 @@
 #define MAX_BATCH (1u << 20)
 /* First size of block 0, which then doubles up to the batch size. */
 #define SMALL_BLOCK 16u
+#define HUGE_PAGE ((size_t)2 << 20)
+#define CHUNK (6 * HUGE_PAGE) /* 3 << 22: a whole number of entry blocks for batches to 2^18 */
+#define CARVE_FROM CHUNK /* bytes of entries in malloc's blocks before chunks */
 
 struct entry {
 	rix_id id;
@@ -106,6 +112,12 @@ struct rix_indexmap {
 	uint32_t older_n;    /* records in older[] */
 	uint32_t shadow_words;
 	struct entry **blocks;
+	uint32_t carved0;    /* blocks [carved0, nblocks) are carved from chunks; UINT32_MAX if none */
+	uint32_t carve_left; /* blocks left in the newest chunk */
+	uint32_t nchunks;
+	uint32_t chunks_cap;
+	void **chunks;       /* each CHUNK bytes, carved into blocks */
+	char *carve;         /* the newest chunk's next block */
 	uint64_t *older;     /* (newer + 1) << 32 | older; 0 = empty; open addressing */
 	uint64_t *shadow;    /* bit e: entry e is an older copy (not in the lines) */
 	uint64_t keys[4];    /* the hash's seed words (rix__hash_keys) */
@@ -199,6 +211,7 @@ int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed)
 		return rix_error_set(RIX_ENOMEM, "indexmap: out of memory");
 	m->shift = shift;
 	m->emask = (1u << shift) - 1;
+	m->carved0 = UINT32_MAX;
 	rix__hash_keys(m->keys, seed);
 	m->lines = (struct line *)&no_lines; /* read-only storage: a stray write faults */
 	*out = m;
@@ -219,9 +232,12 @@ void rix_indexmap_free(rix_indexmap *m)
 {
 	if (m == NULL)
 		return;
-	for (uint32_t i = 0; i < m->nblocks; i++)
+	for (uint32_t i = 0; i < m->nblocks && i < m->carved0; i++)
 		rix_free(m->blocks[i]);
 	rix_free(m->blocks);
+	for (uint32_t i = 0; i < m->nchunks; i++)
+		rix_free(m->chunks[i]);
+	rix_free(m->chunks);
 	rix_free(m->lines_mem);
 	rix_free(m->older);
 	rix_free(m->shadow);
@@ -264,6 +280,56 @@ static int resize_block0(rix_indexmap *m, uint32_t cap)
 }
 
 /*
+ * A full block (batch entries) for block number nblocks. Once the table holds CARVE_FROM bytes
+ * of entries, blocks of at most half a CHUNK are carved from chunks of 12 MiB advised for huge
+ * pages: a table of millions of entries then keeps 5/6 of them or more in 2 MiB pages where the
+ * kernel grants them (the
+ * chunk is not aligned: its first and last partial pages stay small), where blocks from malloc
+ * (48 KiB at the default batch) sit in 4 KiB pages and a random entry costs a walk of the page
+ * tables besides its miss (bench/RESULTS.md). Smaller tables keep malloc's blocks, so the
+ * newest chunk's unused part (at most 12 MiB, counted by memory(); pages never touched take no
+ * memory) stays a small share of the whole. need: the blocks the caller needs in all; a chunk
+ * made for a reserve of more than one block holds no more than those.
+ */
+static struct entry *new_block(rix_indexmap *m, uint64_t need)
+{
+	const size_t bs = sizeof(struct entry) << m->shift;
+	if (bs > CHUNK / 2 || (size_t)m->nblocks * bs < CARVE_FROM) {
+		struct entry *b = rix_malloc(bs);
+		if (b != NULL)
+			rix__advise_huge(b, bs);
+		return b;
+	}
+	if (m->carve_left == 0) {
+		if (m->nchunks == m->chunks_cap) {
+			uint32_t cap = m->chunks_cap ? m->chunks_cap * 2 : 8;
+			void **c = rix_realloc(m->chunks, (size_t)cap * sizeof(*c));
+			if (c == NULL)
+				return NULL;
+			m->chunks = c;
+			m->chunks_cap = cap;
+		}
+		/* A reserve knows how many blocks are needed: no more than those. */
+		uint64_t nb = CHUNK / bs;
+		if (need - m->nblocks > 1 && need - m->nblocks < nb)
+			nb = need - m->nblocks;
+		void *mem = rix_malloc(nb * bs);
+		if (mem == NULL)
+			return NULL;
+		rix__advise_huge(mem, nb * bs);
+		m->chunks[m->nchunks++] = mem;
+		m->carve = mem;
+		m->carve_left = (uint32_t)nb;
+	}
+	if (m->carved0 == UINT32_MAX)
+		m->carved0 = m->nblocks;
+	struct entry *b = (struct entry *)(void *)m->carve;
+	m->carve += bs;
+	m->carve_left--;
+	return b;
+}
+
+/*
  * Ensures capacity for n entries in total. Block 0 starts small and doubles (by realloc) up to
  * the batch size, so a table of a few entries does not hold a whole batch; from then on every
  * block is a full batch, allocated whole.
@@ -289,10 +355,9 @@ static int grow_blocks(rix_indexmap *m, uint64_t n)
 	if (rc != 0)
 		return rc;
 	while (m->nblocks < need) {
-		struct entry *b = rix_malloc(sizeof(struct entry) << m->shift);
+		struct entry *b = new_block(m, need);
 		if (b == NULL)
 			return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for entry block");
-		rix__advise_huge(b, sizeof(struct entry) << m->shift);
 		m->blocks[m->nblocks++] = b;
 	}
 	return 0;
@@ -741,11 +806,18 @@ size_t rix_indexmap_count(const rix_indexmap *m)
 	return m->count;
 }
 
+/* The bytes of the newest chunk not carved into blocks yet. */
+static size_t carve_spare(const rix_indexmap *m)
+{
+	return (size_t)m->carve_left * (sizeof(struct entry) << m->shift);
+}
+
 size_t rix_indexmap_memory(const rix_indexmap *m)
 {
 	return sizeof(*m) + (m->lines_mem ? ((size_t)m->nlines + 1) * sizeof(struct line) : 0) +
 	       (size_t)m->blocks_cap * sizeof(struct entry *) +
-	       (size_t)capacity(m) * sizeof(struct entry) + (size_t)m->older_cap * sizeof(uint64_t) +
+	       (size_t)capacity(m) * sizeof(struct entry) + carve_spare(m) +
+	       (size_t)m->chunks_cap * sizeof(void *) + (size_t)m->older_cap * sizeof(uint64_t) +
 	       (size_t)m->shadow_words * sizeof(uint64_t);
 }
 

@@ -2,7 +2,8 @@
  * tests/test_indexmap.c — the mutable table against a simple reference (a sorted array with
  * binary search), on random inputs with duplicates, for several batch sizes and table sizes
  * that cross growth points; many copies of one ID; lines crowded by chosen IDs, past the last
- * line and round to the first; the two forms of the tag compare; allocation failure N; reserve.
+ * line and round to the first; the two forms of the tag compare; allocation failure N; reserve;
+ * a table large enough to take its entry blocks from chunks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -362,6 +363,82 @@ static void test_allocation_failure_n(void **state)
 	free(a.e);
 }
 
+/*
+ * A table past CARVE_FROM (12 MiB of entries: 262144 at the default batch) takes its later
+ * blocks from 12 MiB chunks: every answer as before; memory() counts the newest chunk's
+ * unused part; a reserve makes its chunk no larger than needed; failing each allocation made
+ * past the 250,000th add (the chunk list, a chunk, the lines) fails that add alone, and
+ * freeing returns everything.
+ */
+static void chunk_build(rix_indexmap **out, const struct ref *e, size_t n, long *first)
+{
+	rix_indexmap *m;
+	assert_int_equal(rix_indexmap_new_seeded(&m, 0, 5), 0);
+	size_t added = 0;
+	while (added < n) {
+		if (first != NULL && added == 250000)
+			*first = rix_test_failalloc_count() + 1;
+		int rc = rix_indexmap_add(m, &e[added].id, &e[added].loc);
+		if (rc != 0) {
+			assert_int_equal(rc, RIX_ENOMEM);
+			assert_int_equal(rix_indexmap_count(m), added);
+			continue; /* the next allocation succeeds */
+		}
+		added++;
+	}
+	*out = m;
+}
+
+static void test_chunked_blocks(void **state)
+{
+	(void)state;
+	uint64_t st = 11;
+	const size_t n = 280000;
+	struct ref *e = malloc(n * sizeof(*e));
+	make_entries(e, n, 0, &st);
+
+	rix_indexmap *m;
+	long first = 0;
+	rix_test_failalloc_install(0);
+	chunk_build(&m, e, n, &first);
+	long last = rix_test_failalloc_count();
+	assert_true(last >= first); /* the chunk at least */
+	check_against_reference(m, e, n, &st);
+	/* 274 blocks of 1024 entries: 256 from malloc, 18 carved from a chunk of 256, whose 238
+	 * others (11.2 MiB, 41.8 bytes an entry) memory() counts besides 48-byte entries and
+	 * 6.7-10 bytes of lines. */
+	double per = (double)rix_indexmap_memory(m) / (double)n;
+	assert_true(per > 96.0 && per < 100.0);
+	rix_indexmap_free(m);
+	assert_int_equal(rix_test_failalloc_live(), 0);
+	rix_test_failalloc_remove();
+
+	for (long at = first; at <= last; at++) {
+		rix_test_failalloc_install(at);
+		chunk_build(&m, e, n, NULL);
+		assert_true(rix_test_failalloc_count() > at); /* the failure happened, then a retry */
+		for (size_t i = 0; i < n; i += 97) { /* distinct IDs: each answers its own */
+			rix_loc loc;
+			assert_int_equal(rix_indexmap_lookup(&loc, m, &e[i].id), 0);
+			assert_true(loc_eq(&loc, &e[i].loc));
+		}
+		rix_indexmap_free(m);
+		assert_int_equal(rix_test_failalloc_live(), 0);
+		rix_test_failalloc_remove();
+	}
+
+	/* Reserved: the chunk holds the 18 blocks needed, no more. */
+	assert_int_equal(rix_indexmap_new_seeded(&m, 0, 5), 0);
+	assert_int_equal(rix_indexmap_reserve(m, n), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(rix_indexmap_add(m, &e[i].id, &e[i].loc), 0);
+	per = (double)rix_indexmap_memory(m) / (double)n;
+	assert_true(per > 52.0 && per < 56.5);
+	check_against_reference(m, e, n, &st);
+	rix_indexmap_free(m);
+	free(e);
+}
+
 static void test_memory_and_limits(void **state)
 {
 	(void)state;
@@ -424,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_crowded_lines_wrap),
 		cmocka_unit_test(test_reserve_then_no_allocation),
 		cmocka_unit_test(test_allocation_failure_n),
+		cmocka_unit_test(test_chunked_blocks),
 		cmocka_unit_test(test_memory_and_limits),
 		cmocka_unit_test(test_foreach_order_and_stop),
 	};

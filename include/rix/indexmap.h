@@ -2,7 +2,9 @@
  * rix/indexmap.h — a hash table from blob ID to location (rix_loc).
  *
  * The building block of every in-memory index. Entries (ID + location, 48 bytes) are allocated
- * a batch at a time and numbered in insertion order; the table's buckets are 64-byte lines of
+ * a batch at a time and numbered in insertion order (past 12 MiB of entries the batches are
+ * carved from 12 MiB chunks advised for huge pages, so that a random entry seldom needs a page
+ * walk); the table's buckets are 64-byte lines of
  * 12 slots, each an entry number and a one-byte tag of its ID's hash, so a lookup reads a line
  * and then only the entry whose tag matches (a full line overflows into the next). The hash
  * (two 128-bit multiplications over the ID's words) takes a random seed per table, so crafted
@@ -92,7 +94,8 @@ RIX_EXPORT size_t rix_indexmap_lookup_many(rix_loc *out, bool *found, const rix_
 /* Number of entries. */
 RIX_EXPORT size_t rix_indexmap_count(const rix_indexmap *m);
 
-/* Bytes the table holds (blocks, block list, lines, the record of older copies, struct). */
+/* Bytes the table holds (blocks, the newest chunk's part not yet carved into blocks, block list,
+ * lines, the record of older copies, struct). */
 RIX_EXPORT size_t rix_indexmap_memory(const rix_indexmap *m);
 
 /* Entry number i (0 <= i < count), in insertion order. Pointers are borrowed. */
