@@ -10,8 +10,9 @@
  *     a full line overflows into the next one                   (block 0 starts at 16 entries and
  *                                                               doubles up to the batch; every later
  *   older: newer entry -> older entry, the copies of one ID      block is `batch` entries: allocated
- *                                                               alone, or past CARVE_FROM carved
- *                                                               from 12 MiB chunks in huge pages)
+ *                                                               alone, or past CARVE_FROM (batches
+ *                                                               to 2^17) carved from chunks of at
+ *                                                               most 12 MiB advised for huge pages)
  *   shadow: a bit an entry, set for an older copy
  *   (both allocated when the first duplicate ID is added)
  *
@@ -116,7 +117,7 @@ struct rix_indexmap {
 	uint32_t carve_left; /* blocks left in the newest chunk */
 	uint32_t nchunks;
 	uint32_t chunks_cap;
-	void **chunks;       /* each CHUNK bytes, carved into blocks */
+	void **chunks;       /* CHUNK bytes each, or fewer for a reserve; carved into blocks */
 	char *carve;         /* the newest chunk's next block */
 	uint64_t *older;     /* (newer + 1) << 32 | older; 0 = empty; open addressing */
 	uint64_t *shadow;    /* bit e: entry e is an older copy (not in the lines) */
@@ -288,13 +289,14 @@ static int resize_block0(rix_indexmap *m, uint32_t cap)
  * (48 KiB at the default batch) sit in 4 KiB pages and a random entry costs a walk of the page
  * tables besides its miss (bench/RESULTS.md). Smaller tables keep malloc's blocks, so the
  * newest chunk's unused part (at most 12 MiB, counted by memory(); pages never touched take no
- * memory) stays a small share of the whole. need: the blocks the caller needs in all; a chunk
- * made for a reserve of more than one block holds no more than those.
+ * memory) stays a small share of the whole. need: the blocks the caller needs in all; exact (a
+ * reserve): a new chunk holds no more than those (one under 2 MiB is not advised for huge pages:
+ * the kernel gives them only to whole aligned 2 MiB).
  */
-static struct entry *new_block(rix_indexmap *m, uint64_t need)
+static struct entry *new_block(rix_indexmap *m, uint64_t need, bool exact)
 {
-	const size_t bs = sizeof(struct entry) << m->shift;
-	if (bs > CHUNK / 2 || (size_t)m->nblocks * bs < CARVE_FROM) {
+	const uint64_t bs = (uint64_t)sizeof(struct entry) << m->shift;
+	if (bs > CHUNK / 2 || (uint64_t)m->nblocks * bs < CARVE_FROM) {
 		struct entry *b = rix_malloc(bs);
 		if (b != NULL)
 			rix__advise_huge(b, bs);
@@ -302,16 +304,15 @@ static struct entry *new_block(rix_indexmap *m, uint64_t need)
 	}
 	if (m->carve_left == 0) {
 		if (m->nchunks == m->chunks_cap) {
-			uint32_t cap = m->chunks_cap ? m->chunks_cap * 2 : 8;
+			uint32_t cap = m->chunks_cap ? m->chunks_cap * 2 : 8; /* < 2^21 chunks */
 			void **c = rix_realloc(m->chunks, (size_t)cap * sizeof(*c));
 			if (c == NULL)
 				return NULL;
 			m->chunks = c;
 			m->chunks_cap = cap;
 		}
-		/* A reserve knows how many blocks are needed: no more than those. */
 		uint64_t nb = CHUNK / bs;
-		if (need - m->nblocks > 1 && need - m->nblocks < nb)
+		if (exact && need - m->nblocks < nb)
 			nb = need - m->nblocks;
 		void *mem = rix_malloc(nb * bs);
 		if (mem == NULL)
@@ -332,9 +333,9 @@ static struct entry *new_block(rix_indexmap *m, uint64_t need)
 /*
  * Ensures capacity for n entries in total. Block 0 starts small and doubles (by realloc) up to
  * the batch size, so a table of a few entries does not hold a whole batch; from then on every
- * block is a full batch, allocated whole.
+ * block is a full batch (new_block). exact: a reserve's n, which a new chunk need not exceed.
  */
-static int grow_blocks(rix_indexmap *m, uint64_t n)
+static int grow_blocks(rix_indexmap *m, uint64_t n, bool exact)
 {
 	if (n <= capacity(m))
 		return 0;
@@ -355,7 +356,7 @@ static int grow_blocks(rix_indexmap *m, uint64_t n)
 	if (rc != 0)
 		return rc;
 	while (m->nblocks < need) {
-		struct entry *b = new_block(m, need);
+		struct entry *b = new_block(m, need, exact);
 		if (b == NULL)
 			return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for entry block");
 		m->blocks[m->nblocks++] = b;
@@ -554,7 +555,7 @@ int rix_indexmap_reserve(rix_indexmap *m, size_t n)
 {
 	if (n > RIX_INDEXMAP_MAX_ENTRIES)
 		return rix_error_set(RIX_ELIMIT, "indexmap: cannot hold %zu entries", n);
-	int rc = grow_blocks(m, n);
+	int rc = grow_blocks(m, n, true);
 	if (rc != 0)
 		return rc;
 	const uint64_t per = (uint64_t)SLOTS * MAX_FILL_NUM;
@@ -572,7 +573,7 @@ int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc)
 	if (e >= RIX_INDEXMAP_MAX_ENTRIES)
 		return rix_error_set(RIX_ELIMIT, "indexmap: full at %u entries", e);
 	if (e >= capacity(m)) {
-		int rc = grow_blocks(m, (uint64_t)e + 1);
+		int rc = grow_blocks(m, (uint64_t)e + 1, false);
 		if (rc != 0)
 			return rc;
 	}
