@@ -122,6 +122,8 @@ struct rix_indexmap {
 	uint64_t *older;     /* (newer + 1) << 32 | older; 0 = empty; open addressing */
 	uint64_t *shadow;    /* bit e: entry e is an older copy (not in the lines) */
 	uint64_t keys[4];    /* the hash's seed words (rix__hash_keys) */
+	uint64_t room;       /* entries the blocks hold, at most RIX_INDEXMAP_MAX_ENTRIES */
+	uint64_t max_used;   /* distinct IDs the lines take before they grow (MAX_FILL) */
 	uint32_t emask;      /* batch - 1 */
 };
 
@@ -250,6 +252,12 @@ static inline uint64_t capacity(const rix_indexmap *m)
 	return m->nblocks == 0 ? 0 : ((uint64_t)(m->nblocks - 1) << m->shift) + m->cap0;
 }
 
+static void set_room(rix_indexmap *m)
+{
+	uint64_t c = capacity(m);
+	m->room = c < RIX_INDEXMAP_MAX_ENTRIES ? c : RIX_INDEXMAP_MAX_ENTRIES;
+}
+
 static int ensure_block_list(rix_indexmap *m, uint64_t need)
 {
 	if (need <= m->blocks_cap)
@@ -277,6 +285,7 @@ static int resize_block0(rix_indexmap *m, uint32_t cap)
 	m->blocks[0] = b;
 	m->nblocks = m->nblocks ? m->nblocks : 1;
 	m->cap0 = cap;
+	set_room(m);
 	return 0;
 }
 
@@ -360,6 +369,7 @@ static int grow_blocks(rix_indexmap *m, uint64_t n, bool exact)
 		if (b == NULL)
 			return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for entry block");
 		m->blocks[m->nblocks++] = b;
+		set_room(m);
 	}
 	return 0;
 }
@@ -419,6 +429,7 @@ static int rehash(rix_indexmap *m, uint32_t nl)
 	m->lines_mem = mem;
 	m->lines = lines;
 	m->nlines = nl;
+	m->max_used = (uint64_t)nl * SLOTS * MAX_FILL_NUM / MAX_FILL_DEN;
 	return 0;
 }
 
@@ -567,7 +578,9 @@ int rix_indexmap_reserve(rix_indexmap *m, size_t n)
 	return 0;
 }
 
-int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc)
+/* rix_indexmap_add's every case (h: the ID's hash): limits, growth, copies, full lines. */
+static __attribute__((noinline)) int add_slow(rix_indexmap *m, const rix_id *id,
+					       const rix_loc *loc, uint64_t h)
 {
 	uint32_t e = m->count;
 	if (e >= RIX_INDEXMAP_MAX_ENTRIES)
@@ -586,7 +599,6 @@ int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc)
 	 * room (no copy can lie past a line that has room: it would have passed it full). The full
 	 * lines passed get the ID's filter bits, needed once it is stored past them and harmless if
 	 * a copy turns up after all. */
-	uint64_t h = rix__hash_id_keyed(id, m->keys);
 	uint32_t l = home_line(h, m->nlines), f = over_bits(h);
 	uint8_t t = tag_of(h);
 	for (;;) {
@@ -618,6 +630,32 @@ int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc)
 		ln->over |= f;
 		l = next_line(l, m->nlines);
 	}
+	struct entry *en = entry_at(m, e);
+	en->id = *id;
+	en->loc = *loc;
+	m->count = e + 1;
+	return 0;
+}
+
+/*
+ * The common case in line: room for the entry, no growth due, and a home line that matches no
+ * tag (so holds no copy, and none lies further: it has room) and has a free slot. Everything
+ * else goes to add_slow, with the hash.
+ */
+int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc)
+{
+	const uint32_t e = m->count;
+	const uint64_t h = rix__hash_id_keyed(id, m->keys);
+	if (__builtin_expect(e >= m->room || m->used >= m->max_used, 0))
+		return add_slow(m, id, loc, h);
+	struct line *ln = &m->lines[home_line(h, m->nlines)];
+	const uint8_t t = tag_of(h);
+	const uint32_t u = line_used(ln);
+	if (__builtin_expect(u == SLOTS || rix__tag_mask(ln->tag, t) != 0, 0))
+		return add_slow(m, id, loc, h);
+	ln->tag[u] = t;
+	ln->slot[u] = e;
+	m->used++;
 	struct entry *en = entry_at(m, e);
 	en->id = *id;
 	en->loc = *loc;

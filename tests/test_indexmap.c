@@ -464,6 +464,39 @@ static void test_chunked_blocks(void **state)
 	free(e);
 }
 
+/*
+ * The lines grow exactly when the next distinct ID would pass 80% of their slots (2, 3, 5, 8,
+ * 12, 18, 27 lines: at the 20th, 29th, 49th, 77th, 116th, 173rd ID), and block 0 doubles from 16
+ * entries: memory() grows at those adds and at no other.
+ */
+static void test_growth_points(void **state)
+{
+	(void)state;
+	rix_indexmap *m;
+	assert_int_equal(rix_indexmap_new_seeded(&m, 1024, 3), 0);
+	uint64_t st = 21;
+	size_t before = rix_indexmap_memory(m), lines = 2, block = 16;
+	for (size_t n = 1; n <= 300; n++) {
+		rix_id id;
+		rix_loc loc = { (uint32_t)n, 0, 0, 0 };
+		rix_test_random_id(&id, &st);
+		assert_int_equal(rix_indexmap_add(m, &id, &loc), 0);
+		bool grows = n == 1;
+		if (n - 1 == lines * 12 * 4 / 5) {
+			lines += (lines + 1) / 2;
+			grows = true;
+		}
+		if (n - 1 == block) {
+			block *= 2;
+			grows = true;
+		}
+		size_t after = rix_indexmap_memory(m);
+		assert_int_equal(after > before, grows);
+		before = after;
+	}
+	rix_indexmap_free(m);
+}
+
 static void test_memory_and_limits(void **state)
 {
 	(void)state;
@@ -527,6 +560,7 @@ int main(void)
 		cmocka_unit_test(test_reserve_then_no_allocation),
 		cmocka_unit_test(test_allocation_failure_n),
 		cmocka_unit_test(test_chunked_blocks),
+		cmocka_unit_test(test_growth_points),
 		cmocka_unit_test(test_memory_and_limits),
 		cmocka_unit_test(test_foreach_order_and_stop),
 	};
