@@ -83,7 +83,7 @@
 /* First size of block 0, which then doubles up to the batch size. */
 #define SMALL_BLOCK 16u
 #define HUGE_PAGE ((size_t)2 << 20)
-#define CHUNK (6 * HUGE_PAGE) /* 3 << 22: a whole number of entry blocks for batches to 2^18 */
+#define CHUNK (6 * HUGE_PAGE) /* 3 << 22: a whole number of blocks of any batch up to 2^17 */
 #define CARVE_FROM CHUNK /* bytes of entries in malloc's blocks before chunks */
 
 struct entry {
@@ -143,6 +143,13 @@ static inline uint32_t home_line(uint64_t h, uint32_t nlines)
 static inline uint32_t over_bits(uint64_t h)
 {
 	return (1u << ((h >> 32) & 31)) | (1u << ((h >> 37) & 31));
+}
+
+/* Whether line ln's filter holds both of h's bits: a probe for h goes on past ln. */
+static inline int goes_on(const struct line *ln, uint64_t h)
+{
+	const uint32_t f = over_bits(h);
+	return (ln->over & f) == f;
 }
 
 static inline uint8_t tag_of(uint64_t h)
@@ -291,12 +298,11 @@ static int resize_block0(rix_indexmap *m, uint32_t cap)
 
 /*
  * A full block (batch entries) for block number nblocks. Once the table holds CARVE_FROM bytes
- * of entries, blocks of at most half a CHUNK are carved from chunks of 12 MiB advised for huge
- * pages: a table of millions of entries then keeps 5/6 of them or more in 2 MiB pages where the
- * kernel grants them (the
- * chunk is not aligned: its first and last partial pages stay small), where blocks from malloc
- * (48 KiB at the default batch) sit in 4 KiB pages and a random entry costs a walk of the page
- * tables besides its miss (bench/RESULTS.md). Smaller tables keep malloc's blocks, so the
+ * of entries, blocks of at most half a CHUNK (batches to 2^17) are carved from chunks of 12 MiB
+ * advised for huge pages: a table of millions of entries then keeps 5/6 of them or more in
+ * 2 MiB pages where the kernel grants them (a chunk is not aligned: its first and last partial
+ * pages stay small), where blocks from malloc (48 KiB at the default batch) sit in 4 KiB pages
+ * and a random entry costs a walk of the page tables besides its miss (bench/RESULTS.md). Smaller tables keep malloc's blocks, so the
  * newest chunk's unused part (at most 12 MiB, counted by memory(); pages never touched take no
  * memory) stays a small share of the whole. need: the blocks the caller needs in all; exact (a
  * reserve): a new chunk holds no more than those (one under 2 MiB is not advised for huge pages:
@@ -464,20 +470,19 @@ static inline const struct entry *find_in(const rix_indexmap *m, const struct li
 	return NULL;
 }
 
-/* find past the home line l, which did not hold id and whose filter has its bits. Out of line:
- * one present ID in 20 comes here and few absent ones, and the home line's path keeps fewer
- * registers without it. */
+/* find past the home line l, which did not hold id and whose filter has its bits: from the next
+ * line on. Out of line: one present ID in 20 comes here and few absent ones, and the home line's
+ * path keeps fewer registers without it. */
 static __attribute__((noinline)) const struct entry *
 find_past(const rix_indexmap *m, const rix_id *id, uint64_t h, uint32_t l, uint32_t *pe)
 {
 	const uint8_t t = tag_of(h);
-	const uint32_t f = over_bits(h);
-	while ((m->lines[l].over & f) == f) {
+	do {
 		l = next_line(l, m->nlines);
 		const struct entry *en = find_in(m, &m->lines[l], t, id, pe);
 		if (en != NULL)
 			return en;
-	}
+	} while (goes_on(&m->lines[l], h));
 	return NULL;
 }
 
@@ -494,8 +499,7 @@ static inline const struct entry *find(const rix_indexmap *m, const rix_id *id, 
 	const struct entry *en = find_in(m, &m->lines[l], tag_of(h), id, pe);
 	if (en != NULL)
 		return en;
-	const uint32_t f = over_bits(h);
-	if (__builtin_expect((m->lines[l].over & f) != f, 1))
+	if (__builtin_expect(!goes_on(&m->lines[l], h), 1))
 		return NULL;
 	return find_past(m, id, h, l, pe);
 }
@@ -578,19 +582,28 @@ int rix_indexmap_reserve(rix_indexmap *m, size_t n)
 	return 0;
 }
 
+/* Writes entry e, the next one (its slot is already set), and counts it. */
+static inline void store(rix_indexmap *m, uint32_t e, const rix_id *id, const rix_loc *loc)
+{
+	struct entry *en = entry_at(m, e);
+	en->id = *id;
+	en->loc = *loc;
+	m->count = e + 1;
+}
+
 /* rix_indexmap_add's every case (h: the ID's hash): limits, growth, copies, full lines. */
 static __attribute__((noinline)) int add_slow(rix_indexmap *m, const rix_id *id,
 					       const rix_loc *loc, uint64_t h)
 {
 	uint32_t e = m->count;
-	if (e >= RIX_INDEXMAP_MAX_ENTRIES)
-		return rix_error_set(RIX_ELIMIT, "indexmap: full at %u entries", e);
-	if (e >= capacity(m)) {
+	if (e >= m->room) {
+		if (e >= RIX_INDEXMAP_MAX_ENTRIES)
+			return rix_error_set(RIX_ELIMIT, "indexmap: full at %u entries", e);
 		int rc = grow_blocks(m, (uint64_t)e + 1, false);
 		if (rc != 0)
 			return rc;
 	}
-	if ((uint64_t)(m->used + 1) * MAX_FILL_DEN > (uint64_t)m->nlines * SLOTS * MAX_FILL_NUM) {
+	if (m->used >= m->max_used) {
 		int rc = rehash(m, m->nlines ? m->nlines + (m->nlines + 1) / 2 : MIN_LINES);
 		if (rc != 0)
 			return rc;
@@ -630,10 +643,7 @@ static __attribute__((noinline)) int add_slow(rix_indexmap *m, const rix_id *id,
 		ln->over |= f;
 		l = next_line(l, m->nlines);
 	}
-	struct entry *en = entry_at(m, e);
-	en->id = *id;
-	en->loc = *loc;
-	m->count = e + 1;
+	store(m, e, id, loc);
 	return 0;
 }
 
@@ -656,10 +666,7 @@ int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc)
 	ln->tag[u] = t;
 	ln->slot[u] = e;
 	m->used++;
-	struct entry *en = entry_at(m, e);
-	en->id = *id;
-	en->loc = *loc;
-	m->count = e + 1;
+	store(m, e, id, loc);
 	return 0;
 }
 
@@ -695,8 +702,7 @@ int rix_indexmap_lookup(rix_loc *out, const rix_indexmap *m, const rix_id *id)
 			*out = en->loc;
 		return 0;
 	}
-	const uint32_t f = over_bits(h);
-	if (__builtin_expect((ln->over & f) == f, 0))
+	if (__builtin_expect(goes_on(ln, h), 0))
 		return lookup_slow(out, m, id, h);
 	return RIX_ENOTFOUND;
 }
@@ -743,8 +749,7 @@ static inline int walk_request(const rix_indexmap *m, struct walk *w, const stru
 		prefetch_entry(entry_at(m, ln->slot[__builtin_ctz(w->mask)]));
 		return 1;
 	}
-	const uint32_t f = over_bits(w->h);
-	if ((ln->over & f) != f)
+	if (!goes_on(ln, w->h))
 		return 0;
 	w->line = next_line(w->line, m->nlines);
 	RIX_PREFETCH(&m->lines[w->line]);
