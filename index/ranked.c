@@ -50,6 +50,7 @@ struct rdup {
 };
 
 struct rix__ranked {
+	struct rix__ranked_head h; /* first: the filter, read inline by the master index (ranked.h) */
 	rix_idset *ids;
 	/* Rank 0's location in the set's block, after its tail (NULL: none), and the bytes from a
 	 * rank's location to the next's: the set's, kept here (set_locs) because the lookups read
@@ -59,13 +60,11 @@ struct rix__ranked {
 	size_t stride;
 	struct rdup *dups; /* second and later locations, by rank (an ID's in place order) */
 	uint32_t ndups;
-	uint32_t nd;    /* distinct IDs */
 	unsigned width; /* bits a location */
 	unsigned pb, ob, lb, ub;
 	uint32_t pm, om, lm, um; /* the fields' masks */
 	unsigned pob;   /* pb + ob: where the length starts */
 	bool split;     /* (pob & 7) + lb + ub <= 64: two 8-byte loads (loc_read) */
-	uint64_t *filter; /* filter_words(nd) words: each distinct ID's FILTER_K bits in one word */
 };
 
 /*
@@ -79,38 +78,12 @@ struct rix__ranked {
  * (mostly in cache), without the set's directory decode and run scan, which cost an absent ID
  * three times the instructions of the chaining table this table replaced. A present ID always
  * passes: the answers stay the set's, exact. IDs crafted to crowd one word (whose every bit
- * then passes) only bring their lookups back to the set's cost.
+ * then passes) only bring their lookups back to the set's cost. (FILTER_K and the word and
+ * mask functions are in ranked.h: the master index tests the filter in line.)
  */
-#define FILTER_K 4 /* changing it, filter_words or filter_mask: bump RIX__RANKED_SCHEME */
-
-static inline size_t filter_words(size_t nd)
-{
-	return nd / 8 + 1;
-}
-
 /* Bytes ahead of the build's pass over a part whose lines it requests: the hardware's prefetcher
  * stops at each 4 KiB page of the records. */
 #define RECS_AHEAD 4096
-
-/* The filter's word of id, of nw: ascending with the ID. */
-static inline size_t filter_word(const uint8_t *id, size_t nw)
-{
-	return (size_t)(((u128)load64_be(id) * nw) >> 64);
-}
-
-static inline uint64_t filter_mask(const uint8_t *id, size_t nw, size_t *word)
-{
-	uint64_t b = load64_le(id + 16);
-	*word = filter_word(id, nw);
-	return (1ull << (b & 63)) | (1ull << ((b >> 6) & 63)) | (1ull << ((b >> 12) & 63)) | (1ull << ((b >> 18) & 63));
-}
-
-static inline bool filter_maybe(const struct rix__ranked *r, const rix_id *id)
-{
-	size_t w;
-	uint64_t m = filter_mask(id->b, filter_words(r->nd), &w);
-	return (r->filter[w] & m) == m;
-}
 
 static inline unsigned bits_of(uint32_t v)
 {
@@ -143,8 +116,8 @@ static inline unsigned loc_bytes(const struct rix__ranked *r)
 /* Where the table's locations are: after each tail of its set. */
 static void set_locs(struct rix__ranked *r)
 {
-	r->locs = r->nd > 0 ? r->ids->tails + r->ids->tail : NULL;
-	r->stride = r->nd > 0 ? r->ids->stride : 0;
+	r->locs = r->h.nd > 0 ? r->ids->tails + r->ids->tail : NULL;
+	r->stride = r->h.nd > 0 ? r->ids->stride : 0;
 }
 
 /*
@@ -209,7 +182,7 @@ void rix__ranked_free(struct rix__ranked *r)
 		return;
 	rix_idset_free(r->ids);
 	rix_free(r->dups);
-	rix_free(r->filter);
+	rix_free(r->h.filter);
 	rix_free(r);
 }
 
@@ -235,7 +208,7 @@ static void *pass_worker(void *arg)
 {
 	struct pass_job *jb = arg;
 	struct rix__ranked *r = jb->r;
-	const size_t nw = filter_words(r->nd), rsz = jb->rsz;
+	const size_t nw = rix__ranked_filter_words(r->h.nd), rsz = jb->rsz;
 	for (;;) {
 		unsigned b = atomic_fetch_add(&jb->next, 1);
 		if (b >= 256)
@@ -248,8 +221,8 @@ static void *pass_worker(void *arg)
 		rix_loc main = { 0 };
 		rix_id id;
 		id.b[0] = (uint8_t)b;
-		size_t w_lo = filter_word((const uint8_t[8]){ (uint8_t)b }, nw);
-		size_t w_hi = filter_word((const uint8_t[8]){ (uint8_t)b, 255, 255, 255, 255, 255, 255, 255 }, nw);
+		size_t w_lo = rix__ranked_filter_word((const uint8_t[8]){ (uint8_t)b }, nw);
+		size_t w_hi = rix__ranked_filter_word((const uint8_t[8]){ (uint8_t)b, 255, 255, 255, 255, 255, 255, 255 }, nw);
 		size_t first_dup = 0;
 		for (size_t i = 0; i < pt->n; i++) {
 			const uint8_t *rec = pt->p + i * RIX__EREC;
@@ -273,11 +246,11 @@ static void *pass_worker(void *arg)
 			first_dup = nd;
 			memcpy(id.b + 1, prev, RIX_ID_SIZE - 1);
 			size_t w;
-			uint64_t m = filter_mask(id.b, nw, &w);
+			uint64_t m = rix__ranked_filter_mask(id.b, nw, &w);
 			if (w == w_lo || w == w_hi)
-				__atomic_fetch_or(&r->filter[w], m, __ATOMIC_RELAXED);
+				__atomic_fetch_or(&r->h.filter[w], m, __ATOMIC_RELAXED);
 			else
-				r->filter[w] |= m;
+				r->h.filter[w] |= m;
 			uint8_t *out = jb->block + j * rsz;
 			memcpy(out, prev, RIX_ID_SIZE - 1);
 			loc_put(r, out + RIX_ID_SIZE - 1, &loc, j + 1 < hi);
@@ -321,8 +294,8 @@ int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *
 	if (r->pb + r->ob + r->lb + r->ub > LOC_PACKED_MAX)
 		r->pb = r->ob = r->lb = r->ub = 32;
 	set_width(r);
-	r->nd = (uint32_t)nd;
-	r->filter = rix_calloc(filter_words(nd), sizeof(uint64_t));
+	r->h.nd = (uint32_t)nd;
+	r->h.filter = rix_calloc(rix__ranked_filter_words(nd), sizeof(uint64_t));
 	if (ndup_max > 0)
 		r->dups = rix_malloc(ndup_max * sizeof(*r->dups));
 	/* The set's block: room for the records (31 bytes an ID and its location) and what its
@@ -332,7 +305,7 @@ int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *
 	jb->rsz = RIX_ID_SIZE - 1 + loc_bytes(r);
 	size_t room = nd * (jb->rsz + 4) + 4096;
 	jb->block = nd > 0 ? rix_malloc(room) : NULL;
-	if (r->filter == NULL || (ndup_max > 0 && r->dups == NULL) || (nd > 0 && jb->block == NULL)) {
+	if (r->h.filter == NULL || (ndup_max > 0 && r->dups == NULL) || (nd > 0 && jb->block == NULL)) {
 		rix_free(jb->block);
 		rix_free(jb);
 		rix__ecollect_free(c);
@@ -340,7 +313,7 @@ int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu locations", count);
 	}
 	/* Read at random by the lookups: huge pages (advised before they are touched). */
-	rix__advise_huge(r->filter, filter_words(nd) * sizeof(uint64_t));
+	rix__advise_huge(r->h.filter, rix__ranked_filter_words(nd) * sizeof(uint64_t));
 	rix__advise_huge(jb->block, room);
 	/* The parts, on the workers: distinct IDs to the block as records, locations packed,
 	 * second locations aside unless they repeat; each part given back when done. */
@@ -431,12 +404,12 @@ int rix__ranked_merge_owned(struct rix__ranked **out, struct rix__ranked *old, s
 
 uint32_t rix__ranked_count(const struct rix__ranked *r)
 {
-	return r ? r->nd + r->ndups : 0;
+	return r ? r->h.nd + r->ndups : 0;
 }
 
 uint32_t rix__ranked_distinct(const struct rix__ranked *r)
 {
-	return r ? r->nd : 0;
+	return r ? r->h.nd : 0;
 }
 
 size_t rix__ranked_memory(const struct rix__ranked *r)
@@ -444,7 +417,7 @@ size_t rix__ranked_memory(const struct rix__ranked *r)
 	if (r == NULL)
 		return 0;
 	return sizeof(*r) + rix_idset_memory(r->ids) + (size_t)r->ndups * sizeof(*r->dups) +
-	       filter_words(r->nd) * sizeof(uint64_t);
+	       rix__ranked_filter_words(r->h.nd) * sizeof(uint64_t);
 }
 
 unsigned rix__ranked_loc_bits(const struct rix__ranked *r)
@@ -454,12 +427,12 @@ unsigned rix__ranked_loc_bits(const struct rix__ranked *r)
 
 int rix__ranked_use_level(struct rix__ranked *r, int level)
 {
-	return r != NULL && r->nd > 0 ? rix__idset_use_level(r->ids, level) : -1;
+	return r != NULL && r->h.nd > 0 ? rix__idset_use_level(r->ids, level) : -1;
 }
 
 bool rix__ranked_filter_passes(const struct rix__ranked *r, const rix_id *id)
 {
-	return r != NULL && filter_maybe(r, id);
+	return r != NULL && rix__ranked_maybe(r, id);
 }
 
 #define IDSET_TEMPLATE "ranked_lookup.h"
@@ -468,9 +441,14 @@ bool rix__ranked_filter_passes(const struct rix__ranked *r, const rix_id *id)
 
 bool rix__ranked_find(const struct rix__ranked *r, const rix_id *id, rix_loc *loc)
 {
-	if (r == NULL || r->nd == 0)
+	if (r == NULL || r->h.nd == 0)
 		return false;
 	return DISPATCH(r->ids, ranked_find, r, id, loc);
+}
+
+bool rix__ranked_find_passed(const struct rix__ranked *r, const rix_id *id, rix_loc *loc)
+{
+	return r->h.nd > 0 && DISPATCH(r->ids, ranked_find_passed, r, id, loc);
 }
 
 size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, size_t n, rix_loc *locs, bool *found)
@@ -478,7 +456,7 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 	memset(found, 0, n * sizeof(*found));
 	if (r == NULL)
 		return 0;
-	size_t hits = 0, nw = filter_words(r->nd);
+	size_t hits = 0, nw = rix__ranked_filter_words(r->h.nd);
 	size_t rank[BATCH], word[BATCH];
 	uint64_t mask[BATCH];
 	uint16_t which[BATCH];
@@ -487,13 +465,13 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 		size_t m = n - g < BATCH ? n - g : BATCH;
 		/* The filter: every key's word on its way, then the keys that pass, gathered. */
 		for (size_t i = 0; i < m; i++) {
-			mask[i] = filter_mask(ids[g + i].b, nw, &word[i]);
-			RIX_PREFETCH(&r->filter[word[i]]);
+			mask[i] = rix__ranked_filter_mask(ids[g + i].b, nw, &word[i]);
+			RIX_PREFETCH(&r->h.filter[word[i]]);
 		}
 		size_t k = 0;
 		for (size_t i = 0; i < m; i++) {
 			which[k] = (uint16_t)i;
-			k += (r->filter[word[i]] & mask[i]) == mask[i];
+			k += (r->h.filter[word[i]] & mask[i]) == mask[i];
 		}
 		/* The keys that passed, copied together unless all did (present IDs, as a rule). */
 		const rix_id *pass = ids + g;
@@ -527,9 +505,9 @@ void rix__ranked_totals(const struct rix__ranked *r, uint64_t *count, uint64_t *
 		return;
 	uint64_t len = 0, pl = 0;
 	/* The locations in order, beside the tails (no ID, no pack ID). */
-	for (uint32_t i = 0; i < r->nd; i++) {
+	for (uint32_t i = 0; i < r->h.nd; i++) {
 		rix_loc l;
-		if (i + 16 < r->nd) /* (the hardware's prefetcher stops at each 4 KiB page) */
+		if (i + 16 < r->h.nd) /* (the hardware's prefetcher stops at each 4 KiB page) */
 			RIX_PREFETCH(r->locs + (size_t)(i + 16) * r->stride);
 		loc_get(r, i, &l);
 		len += l.length;
@@ -539,7 +517,7 @@ void rix__ranked_totals(const struct rix__ranked *r, uint64_t *count, uint64_t *
 		len += r->dups[d].loc.length;
 		pl += rix_blob_plain_size(r->dups[d].loc.length, r->dups[d].loc.uncompressed_length);
 	}
-	*count += (uint64_t)r->nd + r->ndups;
+	*count += (uint64_t)r->h.nd + r->ndups;
 	*stored += len;
 	*plain += pl;
 }
@@ -561,7 +539,7 @@ static uint32_t dups_of(const struct rix__ranked *r, size_t rank)
 size_t rix__ranked_find_all(const struct rix__ranked *r, const rix_id *id, size_t skip, rix_loc *out, size_t cap)
 {
 	size_t rank;
-	if (r == NULL || !filter_maybe(r, id) || !rix_idset_rank(r->ids, id, &rank))
+	if (r == NULL || !rix__ranked_maybe(r, id) || !rix_idset_rank(r->ids, id, &rank))
 		return 0;
 	size_t k = 0;
 	if (skip == 0 && cap > 0)
@@ -662,7 +640,7 @@ void rix__ranked_export(const struct rix__ranked *r, uint64_t desc[RIX__RANKED_D
 			const void *sec[RIX__RANKED_SECTIONS], size_t size[RIX__RANKED_SECTIONS])
 {
 	memset(desc, 0, RIX__RANKED_DESC_WORDS * sizeof(desc[0]));
-	desc[R_ND] = r->nd;
+	desc[R_ND] = r->h.nd;
 	desc[R_NDUPS] = r->ndups;
 	desc[R_PB] = r->pb;
 	desc[R_OB] = r->ob;
@@ -671,8 +649,8 @@ void rix__ranked_export(const struct rix__ranked *r, uint64_t desc[RIX__RANKED_D
 	rix__idset_export(r->ids, desc + R_SET, &sec[0], &size[0]);
 	sec[1] = r->ndups ? r->dups : NULL;
 	size[1] = (size_t)r->ndups * sizeof(*r->dups);
-	sec[2] = r->filter;
-	size[2] = filter_words(r->nd) * sizeof(uint64_t);
+	sec[2] = r->h.filter;
+	size[2] = rix__ranked_filter_words(r->h.nd) * sizeof(uint64_t);
 }
 
 /* Widths a build chooses: each at most 32, all 32 when their sum is over LOC_PACKED_MAX. */
@@ -693,7 +671,7 @@ int rix__ranked_section_sizes(const uint64_t desc[RIX__RANKED_DESC_WORDS], size_
 		return rix_error_set(RIX_ECORRUPT, "master image: a ranked table's sizes do not agree");
 	size[0] = (size_t)desc[S_SIZE];
 	size[1] = (size_t)desc[R_NDUPS] * sizeof(struct rdup);
-	size[2] = filter_words((size_t)nd) * sizeof(uint64_t);
+	size[2] = rix__ranked_filter_words((size_t)nd) * sizeof(uint64_t);
 	return 0;
 }
 
@@ -712,10 +690,10 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 	if (r == NULL)
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory");
 	r->dups = sec[1];
-	r->filter = sec[2]; /* any bits: a filter that turns down a present ID answers wrongly, never
+	r->h.filter = sec[2]; /* any bits: a filter that turns down a present ID answers wrongly, never
 			     * outside the table (the image is sealed; the cache trusts its MAC) */
 	r->ndups = (uint32_t)desc[R_NDUPS];
-	r->nd = (uint32_t)desc[R_ND];
+	r->h.nd = (uint32_t)desc[R_ND];
 	r->pb = (unsigned)desc[R_PB];
 	r->ob = (unsigned)desc[R_OB];
 	r->lb = (unsigned)desc[R_LB];
@@ -733,13 +711,13 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 	set_locs(r);
 	bool ok = true;
 	if (r->pm >= npacks) /* some number the width allows is outside the pack table: ask each */
-		for (uint32_t i = 0; ok && i < r->nd; i++) {
+		for (uint32_t i = 0; ok && i < r->h.nd; i++) {
 			rix_loc l;
 			loc_get(r, i, &l);
 			ok = l.pack < npacks;
 		}
 	for (uint32_t d = 0; ok && d < r->ndups; d++)
-		ok = r->dups[d].rank < r->nd && r->dups[d].loc.pack < npacks && (d == 0 || r->dups[d - 1].rank <= r->dups[d].rank);
+		ok = r->dups[d].rank < r->h.nd && r->dups[d].loc.pack < npacks && (d == 0 || r->dups[d - 1].rank <= r->dups[d].rank);
 	if (!ok) {
 		r->ids->tails = NULL; /* the block stays the caller's (an import always gives a set) */
 		rix_idset_free(r->ids);

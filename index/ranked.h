@@ -39,11 +39,63 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "index_internal.h"
 #include "master_index_internal.h"
 
 struct rix__ranked;
+
+/*
+ * The first members of struct rix__ranked (ranked.c): its filter (ranked.c tells how it is
+ * made), here so that the master index tests it in line, and an absent ID costs its lookup no
+ * call (bench/RESULTS.md).
+ */
+struct rix__ranked_head {
+	uint64_t *filter; /* rix__ranked_filter_words(nd) words: each distinct ID's FILTER_K bits in one */
+	uint32_t nd;      /* distinct IDs */
+};
+
+#define FILTER_K 4 /* changing it, the words or the mask below: bump RIX__RANKED_SCHEME */
+
+static inline size_t rix__ranked_filter_words(size_t nd)
+{
+	return nd / 8 + 1;
+}
+
+/* The filter's word of id, of nw: ascending with the ID (its first 8 bytes, big-endian). */
+static inline size_t rix__ranked_filter_word(const uint8_t *id, size_t nw)
+{
+	uint64_t x;
+	memcpy(&x, id, 8);
+#if __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap64(x);
+#endif
+	return (size_t)(((unsigned __int128)x * nw) >> 64);
+}
+
+/* id's FILTER_K bits (by its bytes 16-23, little-endian), its word's index in *word. */
+static inline uint64_t rix__ranked_filter_mask(const uint8_t *id, size_t nw, size_t *word)
+{
+	uint64_t b;
+	memcpy(&b, id + 16, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	b = __builtin_bswap64(b);
+#endif
+	*word = rix__ranked_filter_word(id, nw);
+	return (1ull << (b & 63)) | (1ull << ((b >> 6) & 63)) | (1ull << ((b >> 12) & 63)) | (1ull << ((b >> 18) & 63));
+}
+
+/* Whether id may be in r (every ID of r is; most absent ones are not). r may be NULL (no). */
+static inline bool rix__ranked_maybe(const struct rix__ranked *r, const rix_id *id)
+{
+	const struct rix__ranked_head *h = (const struct rix__ranked_head *)(const void *)r;
+	if (h == NULL)
+		return false;
+	size_t w;
+	const uint64_t m = rix__ranked_filter_mask(id->b, rix__ranked_filter_words(h->nd), &w);
+	return (h->filter[w] & m) == m;
+}
 
 struct rix__ecollect; /* entry_collect.h */
 
@@ -85,6 +137,9 @@ bool rix__ranked_filter_passes(const struct rix__ranked *r, const rix_id *id);
 
 /* Whether id is in the table; *loc = one of its locations when it is. r may be NULL. */
 bool rix__ranked_find(const struct rix__ranked *r, const rix_id *id, rix_loc *loc);
+/* rix__ranked_find of an id that passed rix__ranked_maybe (r not NULL): the filter not tested
+ * again. */
+bool rix__ranked_find_passed(const struct rix__ranked *r, const rix_id *id, rix_loc *loc);
 
 /*
  * Batched rix__ranked_find: found[i], locs[i] for ids[i], i < n (locs[i] untouched when not
