@@ -77,8 +77,8 @@ static int lookup_locked(rix_master_index *mi, const struct mstate *seen, rix_bl
 	return in_set ? no_location(out, id) : RIX_ENOTFOUND;
 }
 
-/* The rest of a lookup the table did not answer (called inside the read section, which it
- * ends): out of line, so that the table's path stays short. */
+/* What a lookup asks when neither table holds the ID: the dedup-only set, the recent table, the
+ * separate indexes (called inside the read section, which it ends). */
 static __attribute__((noinline)) int lookup_miss(rix_packed_blob *out, rix_master_index *mi, size_t nsep,
 						  const struct mstate *st, rix_blob_type t, const rix_id *id)
 {
@@ -128,10 +128,10 @@ int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob
 	size_t nsep = atomic_load(&mi->nsep); /* before the state: see "Why a lock-free miss is safe" */
 	const struct mstate *st = rix__mstate_of(mi);
 	const struct rix__ranked *r = st->table[t];
-	/* The table's filter in line (ranked.h): an absent ID it turns down, with nothing else to
-	 * ask (no top table, no dedup-only set, nothing stored since, no separate index), is the
-	 * common miss of a backup, answered without a call (121 -> 90 instructions, gdb-stepped;
-	 * bench/RESULTS.md). */
+	/* The tables' filters in line (ranked.h): an ID the table does not hold whose top table's
+	 * filter turns it down (or that has none), with nothing else to ask (no dedup-only set,
+	 * nothing stored since, no separate index), is not there: answered without a call (121 ->
+	 * 90 instructions, gdb-stepped, bench/RESULTS.md). */
 	if (rix__ranked_maybe(r, id)) {
 		rix_loc loc;
 		if (rix__ranked_find_passed(r, id, &loc)) {
@@ -140,7 +140,8 @@ int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob
 			rix__rcu_read_unlock();
 			return 0;
 		}
-	} else if (st->top[t] == NULL && nsep == 0 && st->dset == NULL && rix__recent_empty(mi->recent)) {
+	}
+	if (!rix__ranked_maybe(st->top[t], id) && nsep == 0 && st->dset == NULL && rix__recent_empty(mi->recent)) {
 		rix__rcu_read_unlock();
 		return RIX_ENOTFOUND;
 	}

@@ -25,6 +25,7 @@
  * loads as well: each pair of fields is 64 bits, byte-aligned).
  */
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +51,7 @@ struct rdup {
 };
 
 struct rix__ranked {
-	struct rix__ranked_head h; /* first: the filter, read inline by the master index (ranked.h) */
+	struct rix__ranked_head h; /* first: the master index reads it in line (ranked.h) */
 	rix_idset *ids;
 	/* Rank 0's location in the set's block, after its tail (NULL: none), and the bytes from a
 	 * rank's location to the next's: the set's, kept here (set_locs) because the lookups read
@@ -67,20 +68,8 @@ struct rix__ranked {
 	bool split;     /* (pob & 7) + lb + ub <= 64: two 8-byte loads (loc_read) */
 };
 
-/*
- * The filter in front of the set: a register-blocked Bloom filter of 8 bits an ID (one byte an
- * entry), FILTER_K bits of one 64-bit word for each ID: the word by the ID's first 8 bytes (its
- * place among the IDs: the build, walking them in order, sets the words in order, where words
- * chosen at random kept every line fill buffer waiting on a read-modify-write of a line of the
- * filter), the bits in it by bytes 16-23 (SHA-256 bits apart from the set's, which are the ID's
- * first ones: a random absent ID meets a word as full as any). An absent ID passes it about one time in 30
- * (bench/RESULTS.md): the rest are answered by one load of a word of an array of nd bytes
- * (mostly in cache), without the set's directory decode and run scan, which cost an absent ID
- * three times the instructions of the chaining table this table replaced. A present ID always
- * passes: the answers stay the set's, exact. IDs crafted to crowd one word (whose every bit
- * then passes) only bring their lookups back to the set's cost. (FILTER_K and the word and
- * mask functions are in ranked.h: the master index tests the filter in line.)
- */
+_Static_assert(offsetof(struct rix__ranked, h) == 0, "rix__ranked_maybe reads the head through the table's pointer");
+
 /* Bytes ahead of the build's pass over a part whose lines it requests: the hardware's prefetcher
  * stops at each 4 KiB page of the records. */
 #define RECS_AHEAD 4096
@@ -432,7 +421,7 @@ int rix__ranked_use_level(struct rix__ranked *r, int level)
 
 bool rix__ranked_filter_passes(const struct rix__ranked *r, const rix_id *id)
 {
-	return r != NULL && rix__ranked_maybe(r, id);
+	return rix__ranked_maybe(r, id);
 }
 
 #define IDSET_TEMPLATE "ranked_lookup.h"

@@ -20,8 +20,8 @@
  *   +---------------+-------+---------------+-------+--
  *   dups: (rank, rix_loc) sorted by rank, for the second and later locations of an ID
  *
- * In front of the set, a filter of one byte an ID (FILTER_K bits of one word an ID, ranked.c)
- * turns down most absent IDs with one load, before the set's directory decode.
+ * In front of the set, a filter of one byte an ID (RIX__RANKED_FILTER_K bits of one word an ID,
+ * below) turns down most absent IDs with one load, before the set's directory decode.
  *
  * A known ID's lookup reads the filter's word and the set's directory line (about 0.4 bytes an
  * ID: mostly in cache), its mid bits, the line of its tail and location (two lines half the
@@ -39,24 +39,40 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "index_internal.h"
+#include "idset_cmp.h"
 #include "master_index_internal.h"
 
 struct rix__ranked;
 
 /*
- * The first members of struct rix__ranked (ranked.c): its filter (ranked.c tells how it is
- * made), here so that the master index tests it in line, and an absent ID costs its lookup no
- * call (bench/RESULTS.md).
+ * The filter in front of the set: a register-blocked Bloom filter of 8 bits an ID (one byte an
+ * entry), RIX__RANKED_FILTER_K bits of one 64-bit word for each ID: the word by the ID's first 8 bytes (its
+ * place among the IDs: the build, walking them in order, sets the words in order, where words
+ * chosen at random kept every line fill buffer waiting on a read-modify-write of a line of the
+ * filter), the bits in it by bytes 16-23 (SHA-256 bits apart from the set's, which are the ID's
+ * first ones: a random absent ID meets a word as full as any). An absent ID passes it about one time in 30
+ * (bench/RESULTS.md): the rest are answered by one load of a word of an array of nd bytes
+ * (mostly in cache), without the set's directory decode and run scan, which cost an absent ID
+ * three times the instructions of the chaining table this table replaced. A present ID always
+ * passes: the answers stay the set's, exact. IDs crafted to crowd one word (whose every bit
+ * then passes) only bring their lookups back to the set's cost.
+ *
+ * Here rather than in ranked.c, with the table's first members (struct rix__ranked_head), so
+ * that the master index tests it in line: an absent ID it turns down then costs the master
+ * index's single lookup no call (121 -> 90 instructions, bench/RESULTS.md).
  */
+
+/* The first members of struct rix__ranked (ranked.c asserts that they stay first). */
 struct rix__ranked_head {
-	uint64_t *filter; /* rix__ranked_filter_words(nd) words: each distinct ID's FILTER_K bits in one */
+	uint64_t *filter; /* rix__ranked_filter_words(nd) words, each distinct ID's bits in one */
 	uint32_t nd;      /* distinct IDs */
 };
 
-#define FILTER_K 4 /* changing it, the words or the mask below: bump RIX__RANKED_SCHEME */
+/* Bits an ID (the mask below sets 4); changing it, the words or the mask: bump
+ * RIX__RANKED_SCHEME. */
+#define RIX__RANKED_FILTER_K 4
 
 static inline size_t rix__ranked_filter_words(size_t nd)
 {
@@ -66,22 +82,14 @@ static inline size_t rix__ranked_filter_words(size_t nd)
 /* The filter's word of id, of nw: ascending with the ID (its first 8 bytes, big-endian). */
 static inline size_t rix__ranked_filter_word(const uint8_t *id, size_t nw)
 {
-	uint64_t x;
-	memcpy(&x, id, 8);
-#if __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
-	x = __builtin_bswap64(x);
-#endif
-	return (size_t)(((unsigned __int128)x * nw) >> 64);
+	__extension__ typedef unsigned __int128 u128_;
+	return (size_t)(((u128_)load64_be(id) * nw) >> 64);
 }
 
-/* id's FILTER_K bits (by its bytes 16-23, little-endian), its word's index in *word. */
+/* id's RIX__RANKED_FILTER_K bits (by its bytes 16-23), its word's index in *word. */
 static inline uint64_t rix__ranked_filter_mask(const uint8_t *id, size_t nw, size_t *word)
 {
-	uint64_t b;
-	memcpy(&b, id + 16, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	b = __builtin_bswap64(b);
-#endif
+	const uint64_t b = load64_le(id + 16);
 	*word = rix__ranked_filter_word(id, nw);
 	return (1ull << (b & 63)) | (1ull << ((b >> 6) & 63)) | (1ull << ((b >> 12) & 63)) | (1ull << ((b >> 18) & 63));
 }
@@ -181,7 +189,7 @@ int rix__ranked_foreach_round(const struct rix__ranked *r, rix__ranked_round_fn 
  * filter), borrowed from the table; a size may be 0 (its pointer then NULL).
  */
 /* What an image of the table was made with beyond its descriptor's words: the filter's bits
- * (FILTER_K, filter_words, filter_mask in ranked.c) and the locations' packing. Changing
+ * (RIX__RANKED_FILTER_K and the word and mask functions above) and the locations' packing. Changing
  * either means a new number, so that images made before are refused, not misread. */
 #define RIX__RANKED_SCHEME 3u /* 2: the filter's word by the ID's first bytes; 3: locations beside the tails */
 #define RIX__RANKED_DESC_WORDS (6 + RIX__IDSET_DESC_WORDS)

@@ -189,9 +189,14 @@ static void check_table(struct rix__ranked *r, const struct fentry *e, size_t n,
 			continue;
 		assert_int_equal(rix__ranked_find_many(r, keys, m, got, found), m);
 		for (size_t i = 0; i < m; i++) {
-			rix_loc one;
+			rix_loc one, two;
 			assert_true(rix__ranked_find(r, &keys[i], &one));
 			assert_memory_equal(&one, &got[i], sizeof(one));
+			/* the filter the master index tests in line passes it, and the lookup past
+			 * the filter gives the same location */
+			assert_true(rix__ranked_maybe(r, &keys[i]));
+			assert_true(rix__ranked_find_passed(r, &keys[i], &two));
+			assert_memory_equal(&one, &two, sizeof(one));
 			size_t lo, hi;
 			ref_run(ref, m, &keys[i], &lo, &hi);
 			assert_true(ref_has_loc(ref + lo, hi - lo, &keys[i], &one, packs));
@@ -215,6 +220,11 @@ static void check_table(struct rix__ranked *r, const struct fentry *e, size_t n,
 			bool want = hi > lo;
 			rix_loc l;
 			assert_int_equal(rix__ranked_find(r, &k, &l), want);
+			/* past the filter the answer is the set's, exact for any ID (the master
+			 * index asks it only for IDs the filter passes) */
+			assert_int_equal(m > 0 && rix__ranked_find_passed(r, &k, &l), want);
+			if (want)
+				assert_true(rix__ranked_maybe(r, &k));
 			bool f = !want;
 			assert_int_equal(rix__ranked_find_many(r, &k, 1, &l, &f), want ? 1 : 0);
 			assert_int_equal(f, want);
