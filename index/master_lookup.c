@@ -131,7 +131,7 @@ int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob
 	/* The tables' filters in line (ranked.h): an ID the table does not hold whose top table's
 	 * filter turns it down (or that has none), with nothing else to ask (no dedup-only set,
 	 * nothing stored since, no separate index), is not there: answered without a call (121 ->
-	 * 90 instructions, gdb-stepped, bench/RESULTS.md). */
+	 * 92 instructions, gdb-stepped, bench/RESULTS.md). */
 	if (rix__ranked_maybe(r, id)) {
 		rix_loc loc;
 		if (rix__ranked_find_passed(r, id, &loc)) {

@@ -48,12 +48,12 @@ struct rix__ranked;
 
 /*
  * The filter in front of the set: a register-blocked Bloom filter of 8 bits an ID (one byte an
- * entry), RIX__RANKED_FILTER_K bits of one 64-bit word for each ID: the word by the ID's first 8 bytes (its
- * place among the IDs: the build, walking them in order, sets the words in order, where words
- * chosen at random kept every line fill buffer waiting on a read-modify-write of a line of the
- * filter), the bits in it by bytes 16-23 (SHA-256 bits apart from the set's, which are the ID's
- * first ones: a random absent ID meets a word as full as any). An absent ID passes it about one time in 30
- * (bench/RESULTS.md): the rest are answered by one load of a word of an array of nd bytes
+ * entry), RIX__RANKED_FILTER_K bits of one 64-bit word for each ID: the word by the ID's first
+ * 8 bytes (its place among the IDs: the build, walking them in order, sets the words in order,
+ * where words chosen at random kept every line fill buffer waiting on a read-modify-write of a
+ * line of the filter), the bits in it by bytes 16-23 (SHA-256 bits apart from the set's, which
+ * are the ID's first ones: a random absent ID meets a word as full as any). An absent ID passes
+ * it about one time in 30 (bench/RESULTS.md): the rest are answered by one load of a word of an array of nd bytes
  * (mostly in cache), without the set's directory decode and run scan, which cost an absent ID
  * three times the instructions of the chaining table this table replaced. A present ID always
  * passes: the answers stay the set's, exact. IDs crafted to crowd one word (whose every bit
@@ -61,7 +61,7 @@ struct rix__ranked;
  *
  * Here rather than in ranked.c, with the table's first members (struct rix__ranked_head), so
  * that the master index tests it in line: an absent ID it turns down then costs the master
- * index's single lookup no call (121 -> 90 instructions, bench/RESULTS.md).
+ * index's single lookup no call (121 -> 92 instructions, bench/RESULTS.md).
  */
 
 /* The first members of struct rix__ranked (ranked.c asserts that they stay first). */
