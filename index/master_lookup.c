@@ -32,8 +32,7 @@ static inline bool dset_has(const struct mstate *st, rix_blob_type t, const rix_
  * location when it is. */
 static inline bool tables_find(const struct mstate *st, rix_blob_type t, const rix_id *id, rix_loc *loc)
 {
-	return (rix__ranked_maybe(st->table[t], id) && rix__ranked_find_passed(st->table[t], id, loc)) ||
-	       (st->top[t] != NULL && rix__ranked_find(st->top[t], id, loc));
+	return rix__ranked_find(st->table[t], id, loc) || rix__ranked_find(st->top[t], id, loc);
 }
 
 /*
@@ -77,8 +76,8 @@ static int lookup_locked(rix_master_index *mi, const struct mstate *seen, rix_bl
 	return in_set ? no_location(out, id) : RIX_ENOTFOUND;
 }
 
-/* What a lookup asks when neither table holds the ID: the dedup-only set, the recent table, the
- * separate indexes (called inside the read section, which it ends). */
+/* The rest of a lookup the table did not answer (called inside the read section, which it
+ * ends): out of line, so that the table's path stays short. */
 static __attribute__((noinline)) int lookup_miss(rix_packed_blob *out, rix_master_index *mi, size_t nsep,
 						  const struct mstate *st, rix_blob_type t, const rix_id *id)
 {
@@ -102,23 +101,6 @@ static __attribute__((noinline)) int lookup_miss(rix_packed_blob *out, rix_maste
 	return rc;
 }
 
-/*
- * The rest of a lookup the table did not answer: the top table, then lookup_miss (called
- * inside the read section, which it ends). Out of line, so that the table's paths stay short.
- */
-static __attribute__((noinline)) int lookup_rest(rix_packed_blob *out, rix_master_index *mi, size_t nsep,
-						  const struct mstate *st, rix_blob_type t, const rix_id *id)
-{
-	rix_loc loc;
-	if (st->top[t] != NULL && rix__ranked_find(st->top[t], id, &loc)) {
-		if (out != NULL)
-			rix__mstate_fill(st, t, id, &loc, out);
-		rix__rcu_read_unlock();
-		return 0;
-	}
-	return lookup_miss(out, mi, nsep, st, t, id);
-}
-
 int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob_type t,
 			    const rix_id *id)
 {
@@ -127,25 +109,21 @@ int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob
 	rix__rcu_read_lock();
 	size_t nsep = atomic_load(&mi->nsep); /* before the state: see "Why a lock-free miss is safe" */
 	const struct mstate *st = rix__mstate_of(mi);
-	const struct rix__ranked *r = st->table[t];
-	/* The tables' filters in line (ranked.h): an ID the table does not hold whose top table's
-	 * filter turns it down (or that has none), with nothing else to ask (no dedup-only set,
-	 * nothing stored since, no separate index), is not there: answered without a call (121 ->
-	 * 92 instructions, gdb-stepped, bench/RESULTS.md). */
-	if (rix__ranked_maybe(r, id)) {
-		rix_loc loc;
-		if (rix__ranked_find_passed(r, id, &loc)) {
-			if (out != NULL)
-				rix__mstate_fill(st, t, id, &loc, out);
+	rix_loc loc;
+	if (!tables_find(st, t, id, &loc)) {
+		/* Nothing else to ask (no dedup-only set, nothing stored since, no separate index):
+		 * the common miss, without a call when the tables' filters turn the ID down (they are
+		 * tested in line: rix__ranked_find, ranked.h). */
+		if (nsep == 0 && st->dset == NULL && rix__recent_empty(mi->recent)) {
 			rix__rcu_read_unlock();
-			return 0;
+			return RIX_ENOTFOUND;
 		}
+		return lookup_miss(out, mi, nsep, st, t, id);
 	}
-	if (!rix__ranked_maybe(st->top[t], id) && nsep == 0 && st->dset == NULL && rix__recent_empty(mi->recent)) {
-		rix__rcu_read_unlock();
-		return RIX_ENOTFOUND;
-	}
-	return lookup_rest(out, mi, nsep, st, t, id);
+	if (out != NULL)
+		rix__mstate_fill(st, t, id, &loc, out);
+	rix__rcu_read_unlock();
+	return 0;
 }
 
 bool rix_master_index_has(rix_master_index *mi, rix_blob_type t, const rix_id *id)

@@ -419,21 +419,9 @@ int rix__ranked_use_level(struct rix__ranked *r, int level)
 	return r != NULL && r->h.nd > 0 ? rix__idset_use_level(r->ids, level) : -1;
 }
 
-bool rix__ranked_filter_passes(const struct rix__ranked *r, const rix_id *id)
-{
-	return rix__ranked_maybe(r, id);
-}
-
 #define IDSET_TEMPLATE "ranked_lookup.h"
 #include "idset_instances.h"
 #undef IDSET_TEMPLATE
-
-bool rix__ranked_find(const struct rix__ranked *r, const rix_id *id, rix_loc *loc)
-{
-	if (r == NULL || r->h.nd == 0)
-		return false;
-	return DISPATCH(r->ids, ranked_find, r, id, loc);
-}
 
 bool rix__ranked_find_passed(const struct rix__ranked *r, const rix_id *id, rix_loc *loc)
 {
@@ -528,7 +516,7 @@ static uint32_t dups_of(const struct rix__ranked *r, size_t rank)
 size_t rix__ranked_find_all(const struct rix__ranked *r, const rix_id *id, size_t skip, rix_loc *out, size_t cap)
 {
 	size_t rank;
-	if (r == NULL || !rix__ranked_maybe(r, id) || !rix_idset_rank(r->ids, id, &rank))
+	if (!rix__ranked_maybe(r, id) || !rix_idset_rank(r->ids, id, &rank))
 		return 0;
 	size_t k = 0;
 	if (skip == 0 && cap > 0)

@@ -53,15 +53,16 @@ struct rix__ranked;
  * where words chosen at random kept every line fill buffer waiting on a read-modify-write of a
  * line of the filter), the bits in it by bytes 16-23 (SHA-256 bits apart from the set's, which
  * are the ID's first ones: a random absent ID meets a word as full as any). An absent ID passes
- * it about one time in 30 (bench/RESULTS.md): the rest are answered by one load of a word of an array of nd bytes
- * (mostly in cache), without the set's directory decode and run scan, which cost an absent ID
- * three times the instructions of the chaining table this table replaced. A present ID always
- * passes: the answers stay the set's, exact. IDs crafted to crowd one word (whose every bit
- * then passes) only bring their lookups back to the set's cost.
+ * it about one time in 30 (bench/RESULTS.md): the rest are answered by one load of a word of an
+ * array of nd bytes (mostly in cache), without the set's directory decode and run scan, which
+ * cost an absent ID three times the instructions of the chaining table this table replaced. A
+ * present ID always passes: the answers stay the set's, exact. IDs crafted to crowd one word
+ * (whose every bit then passes) only bring their lookups back to the set's cost.
  *
  * Here rather than in ranked.c, with the table's first members (struct rix__ranked_head), so
- * that the master index tests it in line: an absent ID it turns down then costs the master
- * index's single lookup no call (121 -> 92 instructions, bench/RESULTS.md).
+ * that every lookup of one ID tests it in line (rix__ranked_find below): an absent ID it turns
+ * down costs the caller no call (the master index's single lookup: 121 -> 92 instructions,
+ * bench/RESULTS.md).
  */
 
 /* The first members of struct rix__ranked (ranked.c asserts that they stay first). */
@@ -140,14 +141,16 @@ unsigned rix__ranked_loc_bits(const struct rix__ranked *r);
 /* Runs r's lookups with the instance a level names (rix__idset_use_level's, for r's set and its
  * fused lookup alike; tests). @return 0, or -1 if this processor lacks it. */
 int rix__ranked_use_level(struct rix__ranked *r, int level);
-/* Whether id passes the filter in front of the set (every ID of the table does; tests). */
-bool rix__ranked_filter_passes(const struct rix__ranked *r, const rix_id *id);
 
-/* Whether id is in the table; *loc = one of its locations when it is. r may be NULL. */
-bool rix__ranked_find(const struct rix__ranked *r, const rix_id *id, rix_loc *loc);
-/* rix__ranked_find of an id that passed rix__ranked_maybe (r not NULL): the filter not tested
- * again. */
+/* Whether id is in r by the set alone, the filter not tested (r not NULL): exact for any ID. */
 bool rix__ranked_find_passed(const struct rix__ranked *r, const rix_id *id, rix_loc *loc);
+
+/* Whether id is in the table; *loc = one of its locations when it is. r may be NULL. The filter
+ * in line, the set's lookup called only for an ID that passes it. */
+static inline bool rix__ranked_find(const struct rix__ranked *r, const rix_id *id, rix_loc *loc)
+{
+	return rix__ranked_maybe(r, id) && rix__ranked_find_passed(r, id, loc);
+}
 
 /*
  * Batched rix__ranked_find: found[i], locs[i] for ids[i], i < n (locs[i] untouched when not
