@@ -17,6 +17,16 @@
  *                          more each key takes, the fewer keys' misses overlap, though a nop
  *                          needs no execution unit. Not WORKLOADS.md's: a yardstick for
  *                          reading a single lookup's ratio to Gather2 (bench/RESULTS.md).
+ *   Limit/Gather1Work/N=n  Gather1 and Gather2 with n more instructions a key that write a general
+ *   Limit/Gather2Work/N=n  register (adds in four chains begun afresh each key: they need no
+ *                          load and can run at once; n = 12, 24, 48, 96 and 48, 96, 192). Such
+ *                          a register stays allocated until its instruction retires, after the
+ *                          key's loads, and on AMD Zen 4 these cost far more than Gather2Pad's
+ *                          nops, which write none (Gather2Pad/N=300 3.7x Gather2, Gather2Work/
+ *                          N=192 10.6x: bench/RESULTS.md): the registers a lookup writes, more
+ *                          than its instructions, bound how many keys are in flight. The
+ *                          yardstick for a single lookup's instructions that write a register
+ *                          (scripts/insn_count.py counts them).
  *   Limit/Lines/{Apart,Record,Small}
  *                          the lines a batched known master lookup of 10M IDs reads, nothing
  *                          else, in groups of 32 keys prefetched first: Apart, the 4 small
@@ -48,7 +58,7 @@
 #define LIMIT_GROUP 32
 #define TABLE_SEED 0x5EEDF00DCAFEBEEFull /* bench_workloads.c's */
 
-enum { CHASE, GATHER1, GATHER2, GATHER1_PF, GATHER2_PF, GATHER2_PAD, LINES };
+enum { CHASE, GATHER1, GATHER2, GATHER1_PF, GATHER2_PF, GATHER2_PAD, GATHER1_WORK, GATHER2_WORK, LINES };
 enum { LINES_APART, LINES_RECORD, LINES_SMALL };
 
 static uint64_t *words;  /* LIMIT_WORDS: a cyclic permutation of 0..LIMIT_WORDS-1 */
@@ -154,6 +164,45 @@ static void limit_run(bench_b *b)
 #undef PAD_LOOP
 		break;
 	}
+	case GATHER1_WORK:
+	case GATHER2_WORK: {
+		/* Four chains of adds, begun afresh each key from its number (not from what it
+		 * loaded: they can run at once, and hold only the registers they write until the
+		 * key's loads retire), folded into the sum; Q adds a chain, a literal: one loop per
+		 * (probe, Q). */
+		const bool two = b->def->arg[0] == GATHER2_WORK;
+#define WORK_LOOP(Q)                                                                               \
+	for (uint64_t i = 0; i < b->n; i++) {                                                      \
+		uint64_t h = hashes[k], v = w[h % nw];                                             \
+		if (two)                                                                           \
+			v = w[(v ^ h) % nw];                                                       \
+		uint64_t a_ = k, b_ = k + 1, c_ = k + 2, d_ = k + 3;                               \
+		__asm__ volatile(".rept " #Q "\n\tadd $1, %0\n\tadd $1, %1\n\tadd $1, %2\n\tadd $1, %3\n\t.endr" \
+				 : "+r"(a_), "+r"(b_), "+r"(c_), "+r"(d_));                       \
+		sum += v + (a_ ^ b_ ^ c_ ^ d_);                                                    \
+		if (++k == LIMIT_KEYS)                                                             \
+			k = 0;                                                                     \
+	}
+		switch ((int)b->def->arg[1]) {
+		case 12:
+			WORK_LOOP(3)
+			break;
+		case 24:
+			WORK_LOOP(6)
+			break;
+		case 48:
+			WORK_LOOP(12)
+			break;
+		case 96:
+			WORK_LOOP(24)
+			break;
+		default:
+			WORK_LOOP(48)
+			break;
+		}
+#undef WORK_LOOP
+		break;
+	}
 	case LINES: {
 		/* Regions of the array, by byte: tails [0, 280M), locations [280M, 400M), records
 		 * [0, 400M) (contents do not matter), then filter, directory, mid bits, packs. */
@@ -256,6 +305,20 @@ void register_limit_benchmarks(void)
 		snprintf(d.name, sizeof(d.name), "Limit/Gather2Pad/N=%d", pads[i]);
 		d.arg[0] = GATHER2_PAD;
 		d.arg[1] = (uint64_t)pads[i];
+		bench_register(&d);
+	}
+	static const struct {
+		const char *name;
+		int which, n;
+	} work[] = { { "Gather1Work", GATHER1_WORK, 12 }, { "Gather1Work", GATHER1_WORK, 24 },
+		     { "Gather1Work", GATHER1_WORK, 48 }, { "Gather1Work", GATHER1_WORK, 96 },
+		     { "Gather2Work", GATHER2_WORK, 48 }, { "Gather2Work", GATHER2_WORK, 96 },
+		     { "Gather2Work", GATHER2_WORK, 192 } };
+	for (size_t i = 0; i < sizeof(work) / sizeof(work[0]); i++) {
+		bench_def d = { .setup = limit_setup, .run = limit_run, .family = 0 };
+		snprintf(d.name, sizeof(d.name), "Limit/%s/N=%d", work[i].name, work[i].n);
+		d.arg[0] = (uint64_t)work[i].which;
+		d.arg[1] = (uint64_t)work[i].n;
 		bench_register(&d);
 	}
 }

@@ -10,25 +10,55 @@
 #
 # runs the program to the function's 2001st call, then steps that call and the 7 after it
 # instruction by instruction into every callee until each returns, and prints for each call its
-# count and the functions the instructions were in, then the median (bench/RESULTS.md); gdb's
-# own lines (where each step stopped) are filtered out by the grep. Pick a -benchtime with more
+# count, how many of them write a general-purpose register (below) and the functions the
+# instructions were in, then the medians (bench/RESULTS.md); gdb's own lines (where each step
+# stopped) are filtered out by the grep. Pick a -benchtime with more
 # calls than SKIP + COUNT; stepping runs some 10,000 instructions a second.
+import re
 import statistics
 
 import gdb
 
+# Why registers written are counted: an instruction's destination register stays allocated
+# until it retires, after the loads before it, so the registers a lookup writes bound how
+# many lookups a core keeps in flight (on AMD Zen 4 more than its window of instructions:
+# Limit/Gather1Work and Limit/Gather2Work in bench/RESULTS.md). Counted from the disassembly
+# (AT&T: the destination last): an instruction whose last operand is a general register other
+# than %rsp, a pop, and the one-operand multiplies (%rdx:%rax, counted once). Compares, tests, jumps,
+# stores, pushes and prefetches write none; vector and mask registers are apart.
+_GPR = re.compile(r"^%(r[0-9a-z]+|e[a-z]{2}|[a-d][lhx]|[sd]il?|[sb]pl?)$")
+_NONE = ("j", "cmp", "test", "push", "call", "ret", "prefetch", "nop", "vzeroupper")
+
+
+def writes_gpr(insn):
+    """Whether the instruction text of `x/i` writes a general-purpose register."""
+    m = re.match(r".*?:\s+(\S+)\s*(.*)$", insn.strip())
+    if not m:
+        return False
+    op, args = m.group(1), re.sub(r"#.*|<.*?>", "", m.group(2)).strip()
+    if op.startswith(_NONE):
+        return False
+    if op.startswith("pop"):
+        return True
+    if op in ("mul", "imul", "mulq", "imulq") and "," not in args:
+        return True
+    dst = args.split(",")[-1].strip() if args else ""
+    return bool(_GPR.match(dst)) and dst != "%rsp"
+
 
 def count_call():
-    """Steps the call the inferior stopped at the entry of; returns (count, {function: count})."""
+    """Steps the call the inferior stopped at the entry of; returns (count, registers written,
+    {function: count})."""
     sp0 = int(gdb.parse_and_eval("$sp"))
     ret = int(gdb.parse_and_eval("*(unsigned long *)$sp"))
-    n, where = 0, {}
+    n, w, where = 0, 0, {}
     while True:
         pc = int(gdb.parse_and_eval("$pc"))
         if pc == ret and int(gdb.parse_and_eval("$sp")) > sp0:
-            return n, where
+            return n, w, where
         name = gdb.newest_frame().name() or "?"
         where[name] = where.get(name, 0) + 1
+        w += writes_gpr(gdb.execute("x/i $pc", to_string=True))
         gdb.execute("stepi", to_string=True)
         n += 1
 
@@ -48,15 +78,17 @@ class InsnCount(gdb.Command):
         if int(skip) > 0:
             gdb.execute("ignore 1 %d" % (int(skip) - 1), to_string=True)
             gdb.execute("continue", to_string=True)  # at call skip + 1
-        counts = []
+        counts, writes = [], []
         for i in range(int(count)):
-            n, where = count_call()
+            n, w, where = count_call()
             counts.append(n)
+            writes.append(w)
             split = ", ".join("%s %d" % kv for kv in sorted(where.items(), key=lambda kv: -kv[1]))
-            print("call %d: %d instructions (%s)" % (i, n, split))
+            print("call %d: %d instructions, %d write a general register (%s)" % (i, n, w, split))
             if i + 1 < int(count):
                 gdb.execute("continue", to_string=True)
-        print("median: %g instructions a call" % statistics.median(counts))
+        print("median: %g instructions a call, %g write a general register" %
+              (statistics.median(counts), statistics.median(writes)))
         gdb.execute("kill", to_string=True)
 
 
