@@ -10,7 +10,8 @@
  *                          words: two dependent misses, keys independent (a known ID: bucket
  *                          word, then its entry)
  *   Limit/Gather1Prefetch  the same in groups of 32 keys, every position prefetched before
- *   Limit/Gather2Prefetch  it is loaded: the bounds of the batched lookups
+ *   Limit/Gather2Prefetch  it is loaded (PREFETCHT1, the lookups' hint: PROBE_PREFETCH below):
+ *                          the bounds of the batched lookups
  *   Limit/Gather2Pad/N=n   Gather2 with n no-op instructions a key (n = 50, 100, 200, 300):
  *                          what the instructions a lookup executes cost the overlap of its
  *                          misses. The core holds a few hundred instructions in flight; the
@@ -22,8 +23,8 @@
  *                          load and can run at once; n = 12, 24, 48, 96 and 48, 96, 192). Such
  *                          a register stays allocated until its instruction retires, after the
  *                          key's loads, and on AMD Zen 4 these cost far more than Gather2Pad's
- *                          nops, which write none (Gather2Pad/N=300 3.7x Gather2, Gather2Work/
- *                          N=192 10.6x: bench/RESULTS.md): the registers a lookup writes, more
+ *                          nops, which write none (Gather2Pad/N=300 3.0x Gather2, Gather2Work/
+ *                          N=192 12.1x: bench/RESULTS.md): the registers a lookup writes, more
  *                          than its instructions, bound how many keys are in flight. The
  *                          yardstick for a single lookup's instructions that write a register
  *                          (scripts/insn_count.py counts them).
