@@ -17,14 +17,16 @@
  *                          misses. The core holds a few hundred instructions in flight; the
  *                          more each key takes, the fewer keys' misses overlap, though a nop
  *                          needs no execution unit. Not WORKLOADS.md's: a yardstick for
- *                          reading a single lookup's ratio to Gather2 (bench/RESULTS.md).
+ *                          reading a single lookup's ratio to Gather2 on the Xeon; on AMD Zen
+ *                          4, where nops cost little, the Work probes below (bench/RESULTS.md).
  *   Limit/Gather1Work/N=n  Gather1 and Gather2 with n more instructions a key that write a general
  *   Limit/Gather2Work/N=n  register (adds in four chains begun afresh each key: they need no
- *                          load and can run at once; n = 12, 24, 48, 96 and 48, 96, 192). Such
- *                          a register stays allocated until its instruction retires, after the
- *                          key's loads, and on AMD Zen 4 these cost far more than Gather2Pad's
- *                          nops, which write none (Gather2Pad/N=300 3.0x Gather2, Gather2Work/
- *                          N=192 12.1x: bench/RESULTS.md): the registers a lookup writes, more
+ *                          load and can run at once; n = 12, 24, 48, 96 and 48, 96, 192; the
+ *                          chains' seeds and fold write about 6 more). A register so written is
+ *                          freed only when a later write of it retires, behind the key's loads,
+ *                          and on AMD Zen 4 these cost far more than Gather2Pad's nops,
+ *                          which write none (Gather2Pad/N=300 3.0x Gather2, Gather2Work/N=192
+ *                          12.1x: bench/RESULTS.md): the registers a lookup writes, more
  *                          than its instructions, bound how many keys are in flight. The
  *                          yardstick for a single lookup's instructions that write a register
  *                          (scripts/insn_count.py counts them).
@@ -172,8 +174,8 @@ static void limit_run(bench_b *b)
 	case GATHER1_WORK:
 	case GATHER2_WORK: {
 		/* Four chains of adds, begun afresh each key from its number (not from what it
-		 * loaded: they can run at once, and hold only the registers they write until the
-		 * key's loads retire), folded into the sum; Q adds a chain, a literal: one loop per
+		 * loaded: they can run at once; the registers they write are freed only behind the
+		 * key's loads), folded into the sum; Q adds a chain, a literal: one loop per
 		 * (probe, Q). */
 		const bool two = b->def->arg[0] == GATHER2_WORK;
 #define WORK_LOOP(Q)                                                                               \

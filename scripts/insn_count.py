@@ -13,34 +13,46 @@
 # count, how many of them write a general-purpose register (below) and the functions the
 # instructions were in, then the medians (bench/RESULTS.md); gdb's own lines (where each step
 # stopped) are filtered out by the grep. Pick a -benchtime with more
-# calls than SKIP + COUNT; stepping runs some 10,000 instructions a second.
+# calls than SKIP + COUNT; stepping (and disassembling each step) runs some 5,000 instructions a
+# second.
 import re
 import statistics
 
 import gdb
 
-# Why registers written are counted: an instruction's destination register stays allocated
-# until it retires, after the loads before it, so the registers a lookup writes bound how
-# many lookups a core keeps in flight (on AMD Zen 4 more than its window of instructions:
-# Limit/Gather1Work and Limit/Gather2Work in bench/RESULTS.md). Counted from the disassembly
-# (AT&T: the destination last): an instruction whose last operand is a general register other
-# than %rsp, a pop, and the one-operand multiplies (%rdx:%rax, counted once). Compares, tests, jumps,
-# stores, pushes and prefetches write none; vector and mask registers are apart.
+# Why registers written are counted: a register an instruction writes is freed only when a
+# later write of the same register retires, behind the loads before it, so the registers a
+# lookup writes bound how many lookups a core keeps in flight (on AMD Zen 4 more than its
+# window of instructions: Limit/Gather1Work and Limit/Gather2Work in bench/RESULTS.md). Counted
+# from the disassembly (AT&T, set below: the destination last), at most one a instruction: an
+# instruction whose last operand is a general register other than %rsp, a pop, and those that
+# write one implicitly (the one-operand multiplies and divides, %rdx:%rax counted once; cltq and
+# its kin; leave; xadd, xchg, cmpxchg). Compares, bit tests, jumps, stores, pushes and
+# prefetches write none; vector and mask registers are not counted.
 _GPR = re.compile(r"^%(r[0-9a-z]+|e[a-z]{2}|[a-d][lhx]|[sd]il?|[sb]pl?)$")
+_PREFIX = ("lock", "rep", "repz", "repnz", "repe", "repne", "notrack", "bnd", "data16")
+_IMPLICIT = ("cltq", "cqto", "cltd", "cwtl", "cwtd", "leave", "rdtsc", "cpuid", "xadd", "xchg", "cmpxchg")
 _NONE = ("j", "cmp", "test", "push", "call", "ret", "prefetch", "nop", "vzeroupper")
 
 
 def writes_gpr(insn):
-    """Whether the instruction text of `x/i` writes a general-purpose register."""
-    m = re.match(r".*?:\s+(\S+)\s*(.*)$", insn.strip())
+    """Whether the instruction text of `x/i` (AT&T) writes a general-purpose register."""
+    m = re.match(r".*?:\s+(.*)$", insn.strip())
     if not m:
         return False
-    op, args = m.group(1), re.sub(r"#.*|<.*?>", "", m.group(2)).strip()
-    if op.startswith(_NONE):
+    words = re.sub(r"#.*|<.*?>", "", m.group(1)).split(None, 1)
+    while len(words) == 2 and words[0] in _PREFIX:
+        words = words[1].split(None, 1)
+    if not words:
+        return False
+    op, args = words[0], (words[1].strip() if len(words) == 2 else "")
+    if op.startswith(_IMPLICIT):
+        return True
+    if op.startswith(_NONE) or op in ("bt", "btl", "btq"):
         return False
     if op.startswith("pop"):
-        return True
-    if op in ("mul", "imul", "mulq", "imulq") and "," not in args:
+        return op not in ("popf", "popfq")
+    if re.fullmatch(r"i?(mul|div)[bwlq]?", op) and "," not in args:
         return True
     dst = args.split(",")[-1].strip() if args else ""
     return bool(_GPR.match(dst)) and dst != "%rsp"
@@ -72,6 +84,7 @@ class InsnCount(gdb.Command):
     def invoke(self, arg, from_tty):
         func, skip, count = arg.split()
         gdb.execute("set pagination off")
+        gdb.execute("set disassembly-flavor att")  # writes_gpr reads AT&T, whatever ~/.gdbinit says
         # At the entry itself (not past a prologue gdb may skip): the return address is at $sp.
         gdb.execute("break *" + func, to_string=True)
         gdb.execute("run", to_string=True)  # stopped at call 1
