@@ -144,70 +144,65 @@ static void limit_run(bench_b *b)
 				k = 0;
 		}
 		break;
-	case GATHER2_PAD: {
-		/* The count is the .rept's, a literal: one loop per N. */
-#define PAD_LOOP(N)                                                                                \
+	case GATHER2_PAD:
+	case GATHER1_WORK:
+	case GATHER2_WORK: {
+		/* Gather1 or Gather2, then the key's extra instructions: Gather2Pad's nops, or the
+		 * Work probes' adds in four chains begun afresh each key from its number (not from
+		 * what it loaded: they can run at once; the registers they write are freed only
+		 * behind the key's loads), folded into the sum. The count is the .rept's, a literal:
+		 * one loop per n (the two families' n differ). */
+		const bool two = b->def->arg[0] != GATHER1_WORK;
+#define NOPS(N) __asm__ volatile(".rept " #N "\n\tnop\n\t.endr")
+#define ADDS(Q) /* Q adds a chain */                                                               \
+	do {                                                                                       \
+		uint64_t a_ = k, b_ = k + 1, c_ = k + 2, d_ = k + 3;                               \
+		__asm__ volatile(".rept " #Q "\n\tadd $1, %0\n\tadd $1, %1\n\tadd $1, %2\n\tadd $1, %3\n\t.endr" \
+				 : "+r"(a_), "+r"(b_), "+r"(c_), "+r"(d_));                       \
+		v += a_ ^ b_ ^ c_ ^ d_;                                                            \
+	} while (0)
+#define EXTRA_LOOP(EXTRA)                                                                          \
 	for (uint64_t i = 0; i < b->n; i++) {                                                      \
 		uint64_t h = hashes[k], v = w[h % nw];                                             \
-		sum += w[(v ^ h) % nw];                                                            \
-		__asm__ volatile(".rept " #N "\n\tnop\n\t.endr");                                   \
+		if (two)                                                                           \
+			v = w[(v ^ h) % nw];                                                       \
+		EXTRA;                                                                             \
+		sum += v;                                                                          \
 		if (++k == LIMIT_KEYS)                                                             \
 			k = 0;                                                                     \
 	}
 		switch ((int)b->def->arg[1]) {
 		case 50:
-			PAD_LOOP(50)
+			EXTRA_LOOP(NOPS(50));
 			break;
 		case 100:
-			PAD_LOOP(100)
+			EXTRA_LOOP(NOPS(100));
 			break;
 		case 200:
-			PAD_LOOP(200)
+			EXTRA_LOOP(NOPS(200));
 			break;
-		default:
-			PAD_LOOP(300)
+		case 300:
+			EXTRA_LOOP(NOPS(300));
 			break;
-		}
-#undef PAD_LOOP
-		break;
-	}
-	case GATHER1_WORK:
-	case GATHER2_WORK: {
-		/* Four chains of adds, begun afresh each key from its number (not from what it
-		 * loaded: they can run at once; the registers they write are freed only behind the
-		 * key's loads), folded into the sum; Q adds a chain, a literal: one loop per
-		 * (probe, Q). */
-		const bool two = b->def->arg[0] == GATHER2_WORK;
-#define WORK_LOOP(Q)                                                                               \
-	for (uint64_t i = 0; i < b->n; i++) {                                                      \
-		uint64_t h = hashes[k], v = w[h % nw];                                             \
-		if (two)                                                                           \
-			v = w[(v ^ h) % nw];                                                       \
-		uint64_t a_ = k, b_ = k + 1, c_ = k + 2, d_ = k + 3;                               \
-		__asm__ volatile(".rept " #Q "\n\tadd $1, %0\n\tadd $1, %1\n\tadd $1, %2\n\tadd $1, %3\n\t.endr" \
-				 : "+r"(a_), "+r"(b_), "+r"(c_), "+r"(d_));                       \
-		sum += v + (a_ ^ b_ ^ c_ ^ d_);                                                    \
-		if (++k == LIMIT_KEYS)                                                             \
-			k = 0;                                                                     \
-	}
-		switch ((int)b->def->arg[1]) {
 		case 12:
-			WORK_LOOP(3)
+			EXTRA_LOOP(ADDS(3));
 			break;
 		case 24:
-			WORK_LOOP(6)
+			EXTRA_LOOP(ADDS(6));
 			break;
 		case 48:
-			WORK_LOOP(12)
+			EXTRA_LOOP(ADDS(12));
 			break;
 		case 96:
-			WORK_LOOP(24)
+			EXTRA_LOOP(ADDS(24));
 			break;
-		default:
-			WORK_LOOP(48)
+		default: /* 192 */
+			EXTRA_LOOP(ADDS(48));
 			break;
 		}
-#undef WORK_LOOP
+#undef EXTRA_LOOP
+#undef ADDS
+#undef NOPS
 		break;
 	}
 	case LINES: {

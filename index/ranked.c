@@ -43,8 +43,6 @@
 #define BATCH 256u          /* keys a round of rix__ranked_find_many */
 #define BUILD_PARALLEL 65536u /* entries from which a build's sort and pass are spread over the CPUs */
 
-__extension__ typedef unsigned __int128 u128;
-
 struct rdup {
 	uint32_t rank;
 	rix_loc loc;
@@ -127,7 +125,7 @@ static inline void loc_read(const struct rix__ranked *r, const uint8_t *p, rix_l
 		loc->uncompressed_length = (uint32_t)(b >> r->lb) & r->um;
 		return;
 	}
-	u128 v = ((u128)load64_le(p + 8) << 64) | load64_le(p);
+	rix__u128 v = ((rix__u128)load64_le(p + 8) << 64) | load64_le(p);
 	loc->pack = (uint32_t)v & r->pm;
 	v >>= r->pb;
 	loc->offset = (uint32_t)v & r->om;
@@ -146,7 +144,7 @@ static inline void loc_get(const struct rix__ranked *r, size_t rank, rix_loc *lo
  * them are free (the next record's, written after), else only its own. */
 static inline void loc_put(const struct rix__ranked *r, uint8_t *p, const rix_loc *loc, bool room)
 {
-	u128 v = (u128)loc->uncompressed_length;
+	rix__u128 v = (rix__u128)loc->uncompressed_length;
 	v = (v << r->lb) | loc->length;
 	v = (v << r->ob) | loc->offset;
 	v = (v << r->pb) | loc->pack;

@@ -80,11 +80,12 @@ static inline size_t rix__ranked_filter_words(size_t nd)
 	return nd / 8 + 1;
 }
 
+__extension__ typedef unsigned __int128 rix__u128;
+
 /* The filter's word of id, of nw: ascending with the ID (its first 8 bytes, big-endian). */
 static inline size_t rix__ranked_filter_word(const uint8_t *id, size_t nw)
 {
-	__extension__ typedef unsigned __int128 u128_;
-	return (size_t)(((u128_)load64_be(id) * nw) >> 64);
+	return (size_t)(((rix__u128)load64_be(id) * nw) >> 64);
 }
 
 /* id's RIX__RANKED_FILTER_K bits (by its bytes 16-23), its word's index in *word. */
