@@ -37,11 +37,15 @@ static const char *n_label(uint64_t n)
 }
 
 /* ---- Insert / InsertPrealloc / AllocSweep ------------------------------------------------- */
-/* arg[0] = N, arg[1] = prealloc, arg[2] = batch override (AllocSweep; 0 = -batch) */
+/* arg[0] = N, arg[1] = prealloc, arg[2] = batch override (AllocSweep; 0 = -batch), arg[3] = 1:
+ * the entries added ADD_CHUNK at a time (rix_indexmap_add_many: InsertBatch, InsertBatchPrealloc) */
+
+/* Entries per rix_indexmap_add_many call in InsertBatch: about an index file's pack of blobs. */
+#define ADD_CHUNK 64
 
 typedef struct insert_state {
 	size_t n;
-	bool prealloc;
+	bool prealloc, many;
 	const rix_id *ids;
 	const rix_loc *locs;
 } insert_state;
@@ -53,6 +57,7 @@ static int insert_setup(bench_b *b)
 		return bench_fail(b, "out of memory");
 	s->n = (size_t)b->def->arg[0];
 	s->prealloc = b->def->arg[1] != 0;
+	s->many = b->def->arg[3] != 0;
 	if (b->def->arg[2] != 0)
 		b->batch = (uint32_t)b->def->arg[2];
 	s->ids = gen_entry_ids(s->n);
@@ -78,8 +83,13 @@ static void insert_run(bench_b *b)
 		}
 		if (s->prealloc)
 			rc = rix_indexmap_reserve(m, s->n);
-		for (size_t i = 0; i < s->n && rc == 0; i++)
-			rc = rix_indexmap_add(m, &s->ids[i], &s->locs[i]);
+		if (s->many)
+			for (size_t i = 0; i < s->n && rc == 0; i += ADD_CHUNK)
+				rc = rix_indexmap_add_many(m, &s->ids[i], &s->locs[i],
+							   s->n - i < ADD_CHUNK ? s->n - i : ADD_CHUNK);
+		else
+			for (size_t i = 0; i < s->n && rc == 0; i++)
+				rc = rix_indexmap_add(m, &s->ids[i], &s->locs[i]);
 		bench_stop(b);
 		if (rc != 0) {
 			bench_fail(b, "rix_indexmap_add/reserve: %s", rix_strerror(rc));
@@ -628,11 +638,13 @@ void register_workload_benchmarks(void)
 	static const char *const mode_name[] = { "known", "unknown" };
 	char name[BENCH_NAME_MAX];
 
-	for (int p = 0; p < 2; p++) {
-		for (size_t i = 0; i < 3; i++) {
-			snprintf(name, sizeof(name), "%s/N=%s", p ? "InsertPrealloc" : "Insert",
-				 n_label(insert_n[i]));
-			reg(name, insert_setup, insert_run, insert_n[i], (uint64_t)p, 0, 0);
+	for (int many = 0; many < 2; many++) {
+		for (int p = 0; p < 2; p++) {
+			for (size_t i = 0; i < 3; i++) {
+				snprintf(name, sizeof(name), "Insert%s%s/N=%s", many ? "Batch" : "",
+					 p ? "Prealloc" : "", n_label(insert_n[i]));
+				reg(name, insert_setup, insert_run, insert_n[i], (uint64_t)p, 0, (uint64_t)many);
+			}
 		}
 	}
 	/* Grouped by N so the shared table is built once per N. */

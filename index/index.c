@@ -114,9 +114,9 @@ int rix__index_pack_number(rix_index *idx, const rix_id *pack_id, uint32_t *num)
 	return 0;
 }
 
-int rix__index_add_blob(rix_index *idx, rix_blob_type t, const rix_id *id, const rix_loc *loc)
+int rix__index_add_blobs(rix_index *idx, rix_blob_type t, const rix_id *ids, const rix_loc *locs, size_t n)
 {
-	return rix_indexmap_add(idx->maps[t], id, loc);
+	return rix_indexmap_add_many(idx->maps[t], ids, locs, n);
 }
 
 int rix__index_reserve(rix_index *idx, rix_blob_type t, size_t n)
@@ -137,11 +137,21 @@ int rix_index_store_pack(rix_index *idx, const rix_id *pack_id, const rix_blob *
 	int rc = rix__index_pack_number(idx, pack_id, &num);
 	if (rc != 0)
 		return rc;
+	/* Each run of blobs of one type added at once (a pack holds one type, as a rule), GROUP at
+	 * most: rix_indexmap_add_many requests their lines together. */
+	enum { GROUP = 64 };
+	rix_id ids[GROUP];
+	rix_loc locs[GROUP];
+	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		rix_loc loc = { num, blobs[i].offset, blobs[i].length, blobs[i].uncompressed_length };
-		rc = rix_indexmap_add(idx->maps[blobs[i].type], &blobs[i].id, &loc);
-		if (rc != 0)
-			return rc;
+		ids[k] = blobs[i].id;
+		locs[k++] = (rix_loc){ num, blobs[i].offset, blobs[i].length, blobs[i].uncompressed_length };
+		if (k == GROUP || i + 1 == n || blobs[i + 1].type != blobs[i].type) {
+			rc = rix_indexmap_add_many(idx->maps[blobs[i].type], ids, locs, k);
+			if (rc != 0)
+				return rc;
+			k = 0;
+		}
 	}
 	return 0;
 }

@@ -38,11 +38,12 @@ struct rix_index {
 int rix__index_pack_number(rix_index *idx, const rix_id *pack_id, uint32_t *num);
 
 /*
- * Adds one blob entry of pack number pack (which must exist). Works on unfinished and final
- * indexes alike (the decoder fills an index, then marks it final).
+ * Adds n blob entries of type t, ids[i] at locs[i] (their pack numbers must exist), in order
+ * (rix_indexmap_add_many). Works on unfinished and final indexes alike (the decoder fills an
+ * index, then marks it final).
  * @return 0, RIX_ENOMEM, RIX_ELIMIT.
  */
-int rix__index_add_blob(rix_index *idx, rix_blob_type t, const rix_id *id, const rix_loc *loc);
+int rix__index_add_blobs(rix_index *idx, rix_blob_type t, const rix_id *ids, const rix_loc *locs, size_t n);
 
 /* Hint: about n more blobs of type t will be added. @return 0, RIX_ENOMEM. */
 int rix__index_reserve(rix_index *idx, rix_blob_type t, size_t n);

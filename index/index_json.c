@@ -579,6 +579,8 @@ int rix_index_decode(rix_index **out, bool *legacy, const char *json, size_t len
 		return rc;
 	d.idx = idx;
 	rc = decode_text(&d, &is_legacy);
+	if (rc == 0)
+		rc = dec_flush(&d);
 	if (rc != 0) {
 		rix_index_free(idx);
 		return rc;

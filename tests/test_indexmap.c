@@ -1,8 +1,8 @@
 /*
  * tests/test_indexmap.c — the mutable table against a simple reference (a sorted array with
  * binary search), on random inputs with duplicates, for several batch sizes and table sizes
- * that cross growth points; many copies of one ID; lines crowded by chosen IDs, past the last
- * line and round to the first; the two forms of the tag compare; allocation failure N; reserve;
+ * that cross growth points, added one at a time and in calls of add_many; many copies of one ID;
+ * lines crowded by chosen IDs, past the last line and round to the first; the two forms of the tag compare; allocation failure N; reserve;
  * a table large enough to take its entry blocks from chunks.
  */
 #include <setjmp.h>
@@ -289,6 +289,79 @@ static void test_crowded_lines_wrap(void **state)
 	free(e);
 }
 
+/*
+ * rix_indexmap_add_many is n adds in order: for calls of every length around its lookahead
+ * (16 keys), sizes that cross growth points (the lines requested before a growth are the old
+ * ones), copies of one ID within one call and across calls, every answer is the reference's,
+ * and the entries are numbered as single adds number them.
+ */
+static void test_add_many_as_adds(void **state)
+{
+	(void)state;
+	static const size_t chunks[] = { 1, 3, 15, 16, 17, 33, 64, 1000000 };
+	static const size_t sizes[] = { 0, 1, 19, 20, 77, 116, 1000, 4097, 70000 };
+	uint64_t st = 4242;
+	for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+			size_t n = sizes[s];
+			struct ref *e = malloc((n ? n : 1) * sizeof(*e));
+			make_entries(e, n, 5, &st);
+			/* Runs of one ID inside a call, closer than the lookahead. */
+			for (size_t i = 3; i < n; i += 97)
+				e[i].id = e[i - 2].id;
+			rix_id *ids = malloc((n ? n : 1) * sizeof(*ids));
+			rix_loc *locs = malloc((n ? n : 1) * sizeof(*locs));
+			for (size_t i = 0; i < n; i++) {
+				ids[i] = e[i].id;
+				locs[i] = e[i].loc;
+			}
+			rix_indexmap *m;
+			assert_int_equal(rix_indexmap_new_seeded(&m, 16, rix_test_next(&st)), 0);
+			for (size_t i = 0; i < n; i += chunks[c]) {
+				size_t k = n - i < chunks[c] ? n - i : chunks[c];
+				assert_int_equal(rix_indexmap_add_many(m, ids + i, locs + i, k), 0);
+				assert_int_equal(rix_indexmap_count(m), i + k);
+			}
+			assert_int_equal(rix_indexmap_add_many(m, ids, locs, 0), 0);
+			check_against_reference(m, e, n, &st);
+			rix_indexmap_free(m);
+			free(locs);
+			free(ids);
+			free(e);
+		}
+	}
+}
+
+/*
+ * add_many into lines crowded by chosen IDs (the adds that go past a full home line, and those
+ * that meet a copy there): the answers are those of single adds.
+ */
+static void test_add_many_crowded(void **state)
+{
+	(void)state;
+	enum { NL = 10, N = 90 };
+	const uint64_t seed = 78;
+	uint64_t st = 32;
+	struct ref *e = malloc(N * sizeof(*e));
+	make_entries(e, N, 6, &st);
+	for (size_t i = 0; i < N; i += 2)
+		id_in_line(&e[i].id, seed, NL, NL - 1, &st);
+	e[N - 1].id = e[0].id; /* a copy of an ID stored in the crowded line */
+	rix_id ids[N];
+	rix_loc locs[N];
+	for (size_t i = 0; i < N; i++) {
+		ids[i] = e[i].id;
+		locs[i] = e[i].loc;
+	}
+	rix_indexmap *m;
+	assert_int_equal(rix_indexmap_new_seeded(&m, 16, seed), 0);
+	assert_int_equal(rix_indexmap_reserve(m, 96), 0); /* 10 lines, as NL says */
+	assert_int_equal(rix_indexmap_add_many(m, ids, locs, N), 0);
+	check_against_reference(m, e, N, &st);
+	rix_indexmap_free(m);
+	free(e);
+}
+
 static void test_reserve_then_no_allocation(void **state)
 {
 	(void)state;
@@ -353,6 +426,43 @@ static int oom_map_round(void *arg)
 	return 0;
 }
 
+/* The same with add_many in calls of 37: a failing call has added the entries before the one
+ * that failed (the count says how many); the rest are added again. */
+static int oom_map_many_round(void *arg)
+{
+	struct oom_map *a = arg;
+	enum { CALL = 37 };
+	rix_indexmap *m = NULL;
+	int rc = rix_indexmap_new_seeded(&m, 64, 1);
+	if (rc != 0) {
+		assert_null(m);
+		return rc;
+	}
+	rix_id ids[CALL];
+	rix_loc locs[CALL];
+	size_t added = 0;
+	while (added < a->n) {
+		size_t k = a->n - added < CALL ? a->n - added : CALL;
+		for (size_t i = 0; i < k; i++) {
+			ids[i] = a->e[added + i].id;
+			locs[i] = a->e[added + i].loc;
+		}
+		rc = rix_indexmap_add_many(m, ids, locs, k);
+		size_t now = rix_indexmap_count(m);
+		assert_true(now >= added && now <= added + k);
+		if (rc != 0) {
+			assert_int_equal(rc, RIX_ENOMEM);
+			assert_true(now < added + k);
+		} else {
+			assert_int_equal(now, added + k);
+		}
+		added = now;
+	}
+	check_against_reference(m, a->e, a->n, &a->st);
+	rix_indexmap_free(m);
+	return 0;
+}
+
 static void test_allocation_failure_n(void **state)
 {
 	(void)state;
@@ -360,6 +470,7 @@ static void test_allocation_failure_n(void **state)
 	a.e = malloc(a.n * sizeof(*a.e));
 	make_entries(a.e, a.n, 5, &a.st);
 	rix_test_oom_loop("indexmap", oom_map_round, &a, 100000);
+	rix_test_oom_loop("indexmap add_many", oom_map_many_round, &a, 100000);
 	free(a.e);
 }
 
@@ -554,6 +665,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reference_sizes_and_batches),
+		cmocka_unit_test(test_add_many_as_adds),
+		cmocka_unit_test(test_add_many_crowded),
 		cmocka_unit_test(test_tag_mask_forms),
 		cmocka_unit_test(test_many_copies),
 		cmocka_unit_test(test_crowded_lines_wrap),
