@@ -36,6 +36,8 @@ for line in sys.stdin:
         except ValueError:
             pass
 
+if skip_first and not rows:
+    sys.stderr.write("median.py: --skip-first left no runs (use -count 2 or more)\n")
 for name, vals in rows.items():
     runs = len(vals.pop("runs"))
     cells = []

@@ -114,9 +114,11 @@ int rix__index_pack_number(rix_index *idx, const rix_id *pack_id, uint32_t *num)
 	return 0;
 }
 
-int rix__index_add_blobs(rix_index *idx, rix_blob_type t, const rix_id *ids, const rix_loc *locs, size_t n)
+int rix__index_add_group(rix_index *idx, rix_blob_type t, struct rix__add_group *g)
 {
-	return rix_indexmap_add_many(idx->maps[t], ids, locs, n);
+	size_t n = g->n;
+	g->n = 0;
+	return n > 0 ? rix_indexmap_add_many(idx->maps[t], g->ids, g->locs, n) : 0;
 }
 
 int rix__index_reserve(rix_index *idx, rix_blob_type t, size_t n)
@@ -137,20 +139,14 @@ int rix_index_store_pack(rix_index *idx, const rix_id *pack_id, const rix_blob *
 	int rc = rix__index_pack_number(idx, pack_id, &num);
 	if (rc != 0)
 		return rc;
-	/* Each run of blobs of one type added at once (a pack holds one type, as a rule), GROUP at
-	 * most: rix_indexmap_add_many requests their lines together. */
-	enum { GROUP = 64 };
-	rix_id ids[GROUP];
-	rix_loc locs[GROUP];
-	size_t k = 0;
+	/* Each run of blobs of one type added as a group (a pack holds one type, as a rule). */
+	struct rix__add_group g = { .n = 0 };
 	for (size_t i = 0; i < n; i++) {
-		ids[k] = blobs[i].id;
-		locs[k++] = (rix_loc){ num, blobs[i].offset, blobs[i].length, blobs[i].uncompressed_length };
-		if (k == GROUP || i + 1 == n || blobs[i + 1].type != blobs[i].type) {
-			rc = rix_indexmap_add_many(idx->maps[blobs[i].type], ids, locs, k);
+		const rix_loc loc = { num, blobs[i].offset, blobs[i].length, blobs[i].uncompressed_length };
+		if (rix__add_group_put(&g, &blobs[i].id, &loc) || i + 1 == n || blobs[i + 1].type != blobs[i].type) {
+			rc = rix__index_add_group(idx, blobs[i].type, &g);
 			if (rc != 0)
 				return rc;
-			k = 0;
 		}
 	}
 	return 0;

@@ -38,12 +38,32 @@ struct rix_index {
 int rix__index_pack_number(rix_index *idx, const rix_id *pack_id, uint32_t *num);
 
 /*
- * Adds n blob entries of type t, ids[i] at locs[i] (their pack numbers must exist), in order
- * (rix_indexmap_add_many). Works on unfinished and final indexes alike (the decoder fills an
- * index, then marks it final).
+ * Blob entries of one type on their way into an index, added RIX__ADD_GROUP at a time
+ * (rix__index_add_group: rix_indexmap_add_many requests their lines together), as
+ * rix_index_store_pack and the decoder add them.
+ */
+#define RIX__ADD_GROUP 64
+struct rix__add_group {
+	size_t n;
+	rix_id ids[RIX__ADD_GROUP];
+	rix_loc locs[RIX__ADD_GROUP];
+};
+
+/* Appends (id, loc) to g (not full). @return whether g is full now. */
+static inline bool rix__add_group_put(struct rix__add_group *g, const rix_id *id, const rix_loc *loc)
+{
+	g->ids[g->n] = *id;
+	g->locs[g->n] = *loc;
+	return ++g->n == RIX__ADD_GROUP;
+}
+
+/*
+ * Adds g's entries to idx's blobs of type t, in order (their pack numbers must exist), and
+ * empties g. Works on unfinished and final indexes alike (the decoder fills an index, then
+ * marks it final). On failure the entries before the failing one are added.
  * @return 0, RIX_ENOMEM, RIX_ELIMIT.
  */
-int rix__index_add_blobs(rix_index *idx, rix_blob_type t, const rix_id *ids, const rix_loc *locs, size_t n);
+int rix__index_add_group(rix_index *idx, rix_blob_type t, struct rix__add_group *g);
 
 /* Hint: about n more blobs of type t will be added. @return 0, RIX_ENOMEM. */
 int rix__index_reserve(rix_index *idx, rix_blob_type t, size_t n);

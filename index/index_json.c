@@ -234,7 +234,8 @@ static int maybe_reserve(struct dec *d, const char *p)
 		uint64_t more = (uint64_t)((double)d->nblobs[t] * (double)(total - done) / (double)done);
 		if (more == 0)
 			continue;
-		int rc = rix__index_reserve(d->idx, (rix_blob_type)t, (size_t)more);
+		/* (the blobs pending in d->pend are counted in nblobs, not yet in the index) */
+		int rc = rix__index_reserve(d->idx, (rix_blob_type)t, (size_t)more + d->pend[t].n);
 		if (rc != 0)
 			return rc;
 	}
@@ -568,8 +569,11 @@ static int decode_text(struct dec *d, bool *legacy)
 int rix_index_decode(rix_index **out, bool *legacy, const char *json, size_t len)
 {
 	rix_index *idx = NULL;
-	struct dec d = { .j = { json, json + len, "index JSON", 0 } };
+	struct rix__add_group pend[RIX_BLOB_TYPES];
+	struct dec d = { .j = { json, json + len, "index JSON", 0 }, .pend = pend };
 	bool is_legacy = false;
+	for (int t = 0; t < RIX_BLOB_TYPES; t++)
+		pend[t].n = 0;
 
 	*out = NULL;
 	if (legacy != NULL)

@@ -14,31 +14,22 @@
 #include "index_internal.h"
 #include "../common/json_scan.h"
 
-/* Blobs decoded into an index, added DEC_PENDING at a time (rix__index_add_blobs: their lines
- * requested together) and at the end of the text (dec_flush). */
-#define DEC_PENDING 64
-struct dec_pending {
-	size_t n;
-	rix_id ids[DEC_PENDING];
-	rix_loc locs[DEC_PENDING];
-};
-
 struct dec {
 	rix__json j; /* the text; error offsets count from j.base */
 	rix_index *idx;              /* the index built, or NULL when a sink receives the content */
 	const rix_index_sink *sink;
 	size_t nblobs[RIX_BLOB_TYPES];
 	bool reserved;
-	struct dec_pending pend[RIX_BLOB_TYPES]; /* idx's blobs not added yet */
+	/* with idx: its blobs decoded and not added yet, a group a type (rix_index_decode's):
+	 * added when full (sink_blob) and at the end of the text (dec_flush) */
+	struct rix__add_group *pend;
 };
 
 /* Adds idx's pending blobs of every type. @return 0, RIX_ENOMEM, RIX_ELIMIT. */
 static inline int dec_flush(struct dec *d)
 {
 	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		struct dec_pending *q = &d->pend[t];
-		int rc = q->n > 0 ? rix__index_add_blobs(d->idx, (rix_blob_type)t, q->ids, q->locs, q->n) : 0;
-		q->n = 0;
+		int rc = rix__index_add_group(d->idx, (rix_blob_type)t, &d->pend[t]);
 		if (rc != 0)
 			return rc;
 	}
@@ -54,13 +45,7 @@ static inline int sink_blob(struct dec *d, rix_blob_type t, const rix_id *id, co
 {
 	if (d->idx == NULL)
 		return d->sink->blob(d->sink->payload, t, id, loc);
-	struct dec_pending *q = &d->pend[t];
-	q->ids[q->n] = *id;
-	q->locs[q->n] = *loc;
-	if (++q->n < DEC_PENDING)
-		return 0;
-	q->n = 0;
-	return rix__index_add_blobs(d->idx, t, q->ids, q->locs, DEC_PENDING);
+	return rix__add_group_put(&d->pend[t], id, loc) ? rix__index_add_group(d->idx, t, &d->pend[t]) : 0;
 }
 
 static inline int sink_supersedes(struct dec *d, const rix_id *id)

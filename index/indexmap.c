@@ -55,9 +55,9 @@
  * Growth allocates the new lines first and fails with RIX_ENOMEM leaving the table as it was.
  * The rehash walks entries in order and prefetches each one's home line a few entries ahead,
  * so its cache misses overlap; add_many does the same for a caller's batch of adds. An add
- * branches on its home line (full, or a tag matched: 7.6% of the 1M build's adds mispredict), and
- * alone waits for the line's miss each time it does; with the line requested ahead, it does
- * not (bench/RESULTS.md: InsertBatch).
+ * branches on its home line (full, or a tag matched: 7.6% of the 1M build's adds mispredict),
+ * and alone waits for the line's miss each time it does; with the line requested ahead, it
+ * waits less or not at all (bench/RESULTS.md: InsertBatch).
  *
  * Limits: at most 2^32 - 2 entries (entry numbers are 32-bit), of which at most 2^30 older
  * copies (`older` holds 2^31 words; add returns RIX_ELIMIT past that).
@@ -412,7 +412,7 @@ static inline int is_shadowed(const rix_indexmap *m, uint32_t e)
  */
 static int rehash(rix_indexmap *m, uint32_t nl)
 {
-	enum { AHEAD = 32 }; /* 16: 5-8% slower at 1M and 10M (bench/RESULTS.md, tenth session) */
+	enum { AHEAD = 32 }; /* 16: 3-6% slower at 1M and 10M (bench/RESULTS.md, tenth session) */
 	void *mem = rix_calloc((size_t)nl + 1, sizeof(struct line));
 	if (mem == NULL)
 		return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for %u lines", nl);
@@ -679,8 +679,8 @@ int rix_indexmap_add(rix_indexmap *m, const rix_id *id, const rix_loc *loc)
 
 /*
  * The adds in order, each key's home line requested ADD_AHEAD keys before it is placed: the
- * lines' misses overlap, and the branch on a line (full, or a tag matched: add_slow) no longer
- * waits for its miss when it mispredicts. A line requested before a growth is the old table's:
+ * lines' misses overlap, and the branch on a line (full, or a tag matched: add_slow) waits less
+ * for its miss, or not at all, when it mispredicts. A line requested before a growth is the old table's:
  * a wasted request, never a wrong answer (the add computes its line afresh).
  */
 #define ADD_AHEAD 16u

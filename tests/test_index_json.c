@@ -383,6 +383,60 @@ static void test_random_roundtrip(void **state)
 	}
 }
 
+/*
+ * The decoder adds the blobs of a type in groups of 64: texts of 63, 64, 65, 128 and 129 data
+ * blobs (one pack) beside 3 tree blobs, with copies of one ID on each side of a group's end,
+ * decode to every blob, the copies newest first (the order of the text).
+ */
+static void test_group_edges(void **state)
+{
+	(void)state;
+	static const size_t counts[] = { 63, 64, 65, 128, 129 };
+	uint64_t st = 64;
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		size_t n = counts[c] + 3;
+		rix_blob *b = calloc(n, sizeof(*b));
+		assert_non_null(b);
+		for (size_t i = 0; i < n; i++) {
+			rix_test_random_id(&b[i].id, &st);
+			b[i].type = i < counts[c] ? RIX_BLOB_DATA : RIX_BLOB_TREE;
+			b[i].offset = (uint32_t)i;
+			b[i].length = (uint32_t)(100 + i);
+		}
+		/* Data blobs 61 and 62 copies of 60, whose group ends at 63 (when there are more), and
+		 * the last data blob a copy of 60 too; the last tree blob a copy of the first. */
+		b[61].id = b[62].id = b[counts[c] - 1].id = b[60].id;
+		b[n - 1].id = b[counts[c]].id;
+		rix_index *a = NULL;
+		rix_id pack;
+		rix_test_random_id(&pack, &st);
+		assert_int_equal(rix_index_new(&a), 0);
+		assert_int_equal(rix_index_store_pack(a, &pack, b, n), 0);
+		size_t len;
+		char *text = encode(a, &len);
+		rix_index *d = NULL;
+		assert_int_equal(decode_exact(text, len, &d, NULL), 0);
+		assert_int_equal(rix_index_count(d, RIX_BLOB_DATA), counts[c]);
+		assert_int_equal(rix_index_count(d, RIX_BLOB_TREE), 3);
+		assert_same_index(a, d);
+		assert_same_index(d, a);
+		rix_packed_blob all[8];
+		size_t k = rix_index_lookup_all(all, 8, d, RIX_BLOB_DATA, &b[60].id);
+		uint32_t want[4] = { (uint32_t)counts[c] - 1, 62, 61, 60 }; /* newest first */
+		assert_int_equal(k, counts[c] - 1 == 62 ? 3 : 4);
+		for (size_t i = 0, j = counts[c] - 1 == 62 ? 1 : 0; i < k; i++, j++)
+			assert_int_equal(all[i].offset, want[j]);
+		k = rix_index_lookup_all(all, 8, d, RIX_BLOB_TREE, &b[n - 1].id);
+		assert_int_equal(k, 2);
+		assert_int_equal(all[0].offset, n - 1);
+		assert_int_equal(all[1].offset, counts[c]);
+		rix_free(text);
+		rix_index_free(d);
+		rix_index_free(a);
+		free(b);
+	}
+}
+
 static void test_encode_empty(void **state)
 {
 	(void)state;
@@ -1140,6 +1194,7 @@ int main(void)
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_byte_flips),
 		cmocka_unit_test(test_random_roundtrip),
+		cmocka_unit_test(test_group_edges),
 		cmocka_unit_test(test_encode_empty),
 		cmocka_unit_test(test_null_and_missing_lists),
 		cmocka_unit_test(test_legacy_flag),

@@ -2,8 +2,9 @@
  * tests/test_indexmap.c — the mutable table against a simple reference (a sorted array with
  * binary search), on random inputs with duplicates, for several batch sizes and table sizes
  * that cross growth points, added one at a time and in calls of add_many; many copies of one ID;
- * lines crowded by chosen IDs, past the last line and round to the first; the two forms of the tag compare; allocation failure N; reserve;
- * a table large enough to take its entry blocks from chunks.
+ * lines crowded by chosen IDs, past the last line and round to the first; the two forms of the
+ * tag compare; allocation failure N; reserve; a table large enough to take its entry blocks from
+ * chunks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -61,6 +62,15 @@ static void make_entries(struct ref *e, size_t n, unsigned dupe_every, uint64_t 
 		e[i].loc.length = (uint32_t)rix_test_next(st);
 		e[i].loc.uncompressed_length = (uint32_t)rix_test_next(st);
 		e[i].seq = (uint32_t)i;
+	}
+}
+
+/* The IDs and locations of e[0, n) as add_many takes them. */
+static void split_entries(const struct ref *e, size_t n, rix_id *ids, rix_loc *locs)
+{
+	for (size_t i = 0; i < n; i++) {
+		ids[i] = e[i].id;
+		locs[i] = e[i].loc;
 	}
 }
 
@@ -290,8 +300,8 @@ static void test_crowded_lines_wrap(void **state)
 }
 
 /*
- * rix_indexmap_add_many is n adds in order: for calls of every length around its lookahead
- * (16 keys), sizes that cross growth points (the lines requested before a growth are the old
+ * rix_indexmap_add_many is n adds in order: for calls of 1, 3, 15, 16, 17, 33 and 64 keys
+ * (around its lookahead of 16) and of the whole table, sizes that cross growth points (the lines requested before a growth are the old
  * ones), copies of one ID within one call and across calls, every answer is the reference's,
  * and the entries are numbered as single adds number them.
  */
@@ -311,10 +321,7 @@ static void test_add_many_as_adds(void **state)
 				e[i].id = e[i - 2].id;
 			rix_id *ids = malloc((n ? n : 1) * sizeof(*ids));
 			rix_loc *locs = malloc((n ? n : 1) * sizeof(*locs));
-			for (size_t i = 0; i < n; i++) {
-				ids[i] = e[i].id;
-				locs[i] = e[i].loc;
-			}
+			split_entries(e, n, ids, locs);
 			rix_indexmap *m;
 			assert_int_equal(rix_indexmap_new_seeded(&m, 16, rix_test_next(&st)), 0);
 			for (size_t i = 0; i < n; i += chunks[c]) {
@@ -349,10 +356,7 @@ static void test_add_many_crowded(void **state)
 	e[N - 1].id = e[0].id; /* a copy of an ID stored in the crowded line */
 	rix_id ids[N];
 	rix_loc locs[N];
-	for (size_t i = 0; i < N; i++) {
-		ids[i] = e[i].id;
-		locs[i] = e[i].loc;
-	}
+	split_entries(e, N, ids, locs);
 	rix_indexmap *m;
 	assert_int_equal(rix_indexmap_new_seeded(&m, 16, seed), 0);
 	assert_int_equal(rix_indexmap_reserve(m, 96), 0); /* 10 lines, as NL says */
@@ -443,15 +447,13 @@ static int oom_map_many_round(void *arg)
 	size_t added = 0;
 	while (added < a->n) {
 		size_t k = a->n - added < CALL ? a->n - added : CALL;
-		for (size_t i = 0; i < k; i++) {
-			ids[i] = a->e[added + i].id;
-			locs[i] = a->e[added + i].loc;
-		}
+		split_entries(a->e + added, k, ids, locs);
 		rc = rix_indexmap_add_many(m, ids, locs, k);
 		size_t now = rix_indexmap_count(m);
 		assert_true(now >= added && now <= added + k);
 		if (rc != 0) {
 			assert_int_equal(rc, RIX_ENOMEM);
+			assert_true(rix_error_last()[0] != '\0');
 			assert_true(now < added + k);
 		} else {
 			assert_int_equal(now, added + k);

@@ -15,8 +15,9 @@
  * Thread-safety: any number of concurrent readers, or one writer, never both (the caller
  * locks). Lookups never write to the table.
  *
- * API families: create/free/reserve; add, add_many (batched, prefetching); lookup, lookup_all, lookup_many (batched, prefetching);
- * count/memory; iteration in insertion order (callback or by entry number).
+ * API families: create/free/reserve; add, add_many (batched, prefetching); lookup, lookup_all,
+ * lookup_many (batched, prefetching); count/memory; iteration in insertion order (callback or by
+ * entry number).
  */
 #ifndef RIX_INDEXMAP_H
 #define RIX_INDEXMAP_H
