@@ -48,7 +48,8 @@
  * quarter carry filter bits (an absent ID goes on when both its bits are set in its home line:
  * one in a hundred at 79% fill; 3.7% match a tag there).
  * Copies cost 16-32 bytes of `older` each and a bit of `shadow` an entry. A table grown past
- * CARVE_FROM without a reserve also holds the newest chunk's uncarved part (new_block).
+ * CARVE_FROM without a reserve also holds the newest chunk's uncarved part (new_block, in
+ * indexmap_blocks.c, which keeps the entries).
  * (Growing by half rather than doubling places each entry three times over the table's growth
  * instead of twice, for a fill that never falls to 40%.)
  *
@@ -75,60 +76,13 @@
 #include "rix/error.h"
 #include "rix/indexmap.h"
 #include "hash.h"
+#include "indexmap_internal.h"
 #include "tagmatch.h"
 
-#define SLOTS RIX__TAGS
 /* Growth by half keeps the directory's fill (IDs / slots) in (MAX_FILL * 2 / 3, MAX_FILL]. */
 #define MAX_FILL_NUM 4u
 #define MAX_FILL_DEN 5u
 #define MIN_LINES 2u
-#define MAX_BATCH (1u << 20)
-/* First size of block 0, which then doubles up to the batch size. */
-#define SMALL_BLOCK 16u
-#define HUGE_PAGE ((size_t)2 << 20)
-#define CHUNK (6 * HUGE_PAGE) /* 3 << 22: a whole number of blocks of any batch up to 2^17 */
-#define CARVE_FROM CHUNK /* bytes of entries in malloc's blocks before chunks */
-
-struct entry {
-	rix_id id;
-	rix_loc loc;
-};
-_Static_assert(sizeof(struct entry) == 48, "entry must stay 48 bytes");
-
-struct line {
-	uint8_t tag[SLOTS];   /* 0: free; else the tag of the slot's ID */
-	uint32_t over;        /* the filter bits of the IDs stored past this line */
-	uint32_t slot[SLOTS]; /* entry numbers */
-} __attribute__((aligned(64)));
-_Static_assert(sizeof(struct line) == 64, "a line is one cache line");
-
-struct rix_indexmap {
-	struct line *lines;  /* nlines, 64-byte aligned inside lines_mem; &no_lines before any */
-	void *lines_mem;
-	uint32_t nlines;     /* 0 until the first add or reserve */
-	uint32_t used;       /* slots in use: the distinct IDs */
-	uint32_t count;      /* entries */
-	uint32_t shift;      /* batch = 1 << shift entries per block */
-	uint32_t nblocks;    /* blocks allocated */
-	uint32_t cap0;       /* entries block 0 holds: grows to the batch size, then stays */
-	uint32_t blocks_cap; /* slots in blocks[] */
-	uint32_t older_cap;  /* words in older[]: 0 or a power of two */
-	uint32_t older_n;    /* records in older[] */
-	uint32_t shadow_words;
-	struct entry **blocks;
-	uint32_t carved0;    /* blocks [carved0, nblocks) are carved from chunks; UINT32_MAX if none */
-	uint32_t carve_left; /* blocks left in the newest chunk */
-	uint32_t nchunks;
-	uint32_t chunks_cap;
-	void **chunks;       /* CHUNK bytes each, or fewer for a reserve; carved into blocks */
-	char *carve;         /* the newest chunk's next block */
-	uint64_t *older;     /* (newer + 1) << 32 | older; 0 = empty; open addressing */
-	uint64_t *shadow;    /* bit e: entry e is an older copy (not in the lines) */
-	uint64_t keys[4];    /* the hash's seed words (rix__hash_keys) */
-	uint64_t room;       /* entries the blocks hold, at most RIX_INDEXMAP_MAX_ENTRIES */
-	uint64_t max_used;   /* distinct IDs the lines take before they grow (MAX_FILL) */
-	uint32_t emask;      /* batch - 1 */
-};
 
 /*
  * The lines of a table that has none yet (nlines 0): home_line gives line 0 for any hash, and
@@ -204,11 +158,6 @@ void rix__advise_huge(void *p, size_t n)
 #endif
 }
 
-static inline struct entry *entry_at(const rix_indexmap *m, uint32_t e)
-{
-	return &m->blocks[e >> m->shift][e & m->emask];
-}
-
 int rix_indexmap_new_seeded(rix_indexmap **out, uint32_t batch, uint64_t seed)
 {
 	*out = NULL;
@@ -245,142 +194,11 @@ void rix_indexmap_free(rix_indexmap *m)
 {
 	if (m == NULL)
 		return;
-	for (uint32_t i = 0; i < m->nblocks && i < m->carved0; i++)
-		rix_free(m->blocks[i]);
-	rix_free(m->blocks);
-	for (uint32_t i = 0; i < m->nchunks; i++)
-		rix_free(m->chunks[i]);
-	rix_free(m->chunks);
+	rix__indexmap_free_blocks(m);
 	rix_free(m->lines_mem);
 	rix_free(m->older);
 	rix_free(m->shadow);
 	rix_free(m);
-}
-
-static inline uint64_t capacity(const rix_indexmap *m)
-{
-	return m->nblocks == 0 ? 0 : ((uint64_t)(m->nblocks - 1) << m->shift) + m->cap0;
-}
-
-static void set_room(rix_indexmap *m)
-{
-	uint64_t c = capacity(m);
-	m->room = c < RIX_INDEXMAP_MAX_ENTRIES ? c : RIX_INDEXMAP_MAX_ENTRIES;
-}
-
-static int ensure_block_list(rix_indexmap *m, uint64_t need)
-{
-	if (need <= m->blocks_cap)
-		return 0;
-	uint64_t cap = m->blocks_cap ? (uint64_t)m->blocks_cap * 2 : 4;
-	if (cap < need)
-		cap = need;
-	struct entry **nb = rix_realloc(m->blocks, cap * sizeof(*nb));
-	if (nb == NULL)
-		return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for block list");
-	m->blocks = nb;
-	m->blocks_cap = (uint32_t)cap;
-	return 0;
-}
-
-/* Resizes block 0 to cap entries (cap <= batch); entry numbers stay valid. */
-static int resize_block0(rix_indexmap *m, uint32_t cap)
-{
-	int rc = ensure_block_list(m, 1);
-	if (rc != 0)
-		return rc;
-	struct entry *b = rix_realloc(m->nblocks ? m->blocks[0] : NULL, (size_t)cap * sizeof(struct entry));
-	if (b == NULL)
-		return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for entry block");
-	m->blocks[0] = b;
-	m->nblocks = m->nblocks ? m->nblocks : 1;
-	m->cap0 = cap;
-	set_room(m);
-	return 0;
-}
-
-/*
- * A full block (batch entries) for block number nblocks. Once the table holds CARVE_FROM bytes
- * of entries, blocks of at most half a CHUNK (batches to 2^17) are carved from chunks of 12 MiB
- * advised for huge pages: a table of millions of entries then keeps 5/6 of them or more in
- * 2 MiB pages where the kernel grants them (a chunk is not aligned: its first and last partial
- * pages stay small), where blocks from malloc (48 KiB at the default batch) sit in 4 KiB pages
- * and a random entry costs a walk of the page tables besides its miss (bench/RESULTS.md). Smaller tables keep malloc's blocks, so the
- * newest chunk's unused part (at most 12 MiB, counted by memory(); pages never touched take no
- * memory) stays a small share of the whole. need: the blocks the caller needs in all; exact (a
- * reserve): a new chunk holds no more than those (one under 2 MiB is not advised for huge pages:
- * the kernel gives them only to whole aligned 2 MiB).
- */
-static struct entry *new_block(rix_indexmap *m, uint64_t need, bool exact)
-{
-	const uint64_t bs = (uint64_t)sizeof(struct entry) << m->shift;
-	if (bs > CHUNK / 2 || (uint64_t)m->nblocks * bs < CARVE_FROM) {
-		struct entry *b = rix_malloc(bs);
-		if (b != NULL)
-			rix__advise_huge(b, bs);
-		return b;
-	}
-	if (m->carve_left == 0) {
-		if (m->nchunks == m->chunks_cap) {
-			uint32_t cap = m->chunks_cap ? m->chunks_cap * 2 : 8; /* < 2^21 chunks */
-			void **c = rix_realloc(m->chunks, (size_t)cap * sizeof(*c));
-			if (c == NULL)
-				return NULL;
-			m->chunks = c;
-			m->chunks_cap = cap;
-		}
-		uint64_t nb = CHUNK / bs;
-		if (exact && need - m->nblocks < nb)
-			nb = need - m->nblocks;
-		void *mem = rix_malloc(nb * bs);
-		if (mem == NULL)
-			return NULL;
-		rix__advise_huge(mem, nb * bs);
-		m->chunks[m->nchunks++] = mem;
-		m->carve = mem;
-		m->carve_left = (uint32_t)nb;
-	}
-	if (m->carved0 == UINT32_MAX)
-		m->carved0 = m->nblocks;
-	struct entry *b = (struct entry *)(void *)m->carve;
-	m->carve += bs;
-	m->carve_left--;
-	return b;
-}
-
-/*
- * Ensures capacity for n entries in total. Block 0 starts small and doubles (by realloc) up to
- * the batch size, so a table of a few entries does not hold a whole batch; from then on every
- * block is a full batch (new_block). exact: a reserve's n, which a new chunk need not exceed.
- */
-static int grow_blocks(rix_indexmap *m, uint64_t n, bool exact)
-{
-	if (n <= capacity(m))
-		return 0;
-	uint32_t batch = 1u << m->shift;
-	if (n <= batch) {
-		uint32_t cap = m->cap0 ? m->cap0 * 2 : SMALL_BLOCK;
-		while (cap < n)
-			cap *= 2;
-		return resize_block0(m, cap < batch ? cap : batch);
-	}
-	if (m->cap0 < batch) {
-		int rc = resize_block0(m, batch);
-		if (rc != 0)
-			return rc;
-	}
-	uint64_t need = (n + batch - 1) >> m->shift;
-	int rc = ensure_block_list(m, need);
-	if (rc != 0)
-		return rc;
-	while (m->nblocks < need) {
-		struct entry *b = new_block(m, need, exact);
-		if (b == NULL)
-			return rix_error_set(RIX_ENOMEM, "indexmap: out of memory for entry block");
-		m->blocks[m->nblocks++] = b;
-		set_room(m);
-	}
-	return 0;
 }
 
 /* Stores entry e, whose ID hashes to h and is not in the lines, in the first slot free from
@@ -573,7 +391,7 @@ int rix_indexmap_reserve(rix_indexmap *m, size_t n)
 {
 	if (n > RIX_INDEXMAP_MAX_ENTRIES)
 		return rix_error_set(RIX_ELIMIT, "indexmap: cannot hold %zu entries", n);
-	int rc = grow_blocks(m, n, true);
+	int rc = rix__indexmap_grow_blocks(m, n, true);
 	if (rc != 0)
 		return rc;
 	const uint64_t per = (uint64_t)SLOTS * MAX_FILL_NUM;
@@ -602,7 +420,7 @@ static __attribute__((noinline)) int add_slow(rix_indexmap *m, const rix_id *id,
 	if (e >= m->room) {
 		if (e >= RIX_INDEXMAP_MAX_ENTRIES)
 			return rix_error_set(RIX_ELIMIT, "indexmap: full at %u entries", e);
-		int rc = grow_blocks(m, (uint64_t)e + 1, false);
+		int rc = rix__indexmap_grow_blocks(m, (uint64_t)e + 1, false);
 		if (rc != 0)
 			return rc;
 	}
@@ -885,18 +703,10 @@ size_t rix_indexmap_count(const rix_indexmap *m)
 	return m->count;
 }
 
-/* The bytes of the newest chunk not carved into blocks yet. */
-static size_t carve_spare(const rix_indexmap *m)
-{
-	return (size_t)m->carve_left * (sizeof(struct entry) << m->shift);
-}
-
 size_t rix_indexmap_memory(const rix_indexmap *m)
 {
 	return sizeof(*m) + (m->lines_mem ? ((size_t)m->nlines + 1) * sizeof(struct line) : 0) +
-	       (size_t)m->blocks_cap * sizeof(struct entry *) +
-	       (size_t)capacity(m) * sizeof(struct entry) + carve_spare(m) +
-	       (size_t)m->chunks_cap * sizeof(void *) + (size_t)m->older_cap * sizeof(uint64_t) +
+	       rix__indexmap_blocks_memory(m) + (size_t)m->older_cap * sizeof(uint64_t) +
 	       (size_t)m->shadow_words * sizeof(uint64_t);
 }
 
