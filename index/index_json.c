@@ -566,6 +566,17 @@ static int decode_text(struct dec *d, bool *legacy)
 	return rc;
 }
 
+/* Adds d->idx's pending blobs of every type. @return 0, RIX_ENOMEM, RIX_ELIMIT. */
+static int dec_flush(struct dec *d)
+{
+	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
+		int rc = rix__index_add_group(d->idx, (rix_blob_type)t, &d->pend[t]);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
 int rix_index_decode(rix_index **out, bool *legacy, const char *json, size_t len)
 {
 	rix_index *idx = NULL;

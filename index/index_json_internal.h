@@ -25,17 +25,6 @@ struct dec {
 	struct rix__add_group *pend;
 };
 
-/* Adds idx's pending blobs of every type. @return 0, RIX_ENOMEM, RIX_ELIMIT. */
-static inline int dec_flush(struct dec *d)
-{
-	for (int t = 0; t < RIX_BLOB_TYPES; t++) {
-		int rc = rix__index_add_group(d->idx, (rix_blob_type)t, &d->pend[t]);
-		if (rc != 0)
-			return rc;
-	}
-	return 0;
-}
-
 static inline int sink_pack(struct dec *d, const rix_id *id, uint32_t *num)
 {
 	return d->idx != NULL ? rix__index_pack_number(d->idx, id, num) : d->sink->pack(d->sink->payload, id, num);
