@@ -41,6 +41,7 @@
 
 #define LOC_PACKED_MAX 120u /* widest packed location other than 4 fields of 32 bits */
 #define BATCH 256u          /* keys a round of rix__ranked_find_many */
+#define SKIP_MIN 16u        /* keys a round needs to change the batched lookup's filter hint */
 #define BUILD_PARALLEL 65536u /* entries from which a build's sort and pass are spread over the CPUs */
 
 struct rdup {
@@ -64,6 +65,11 @@ struct rix__ranked {
 	uint32_t pm, om, lm, um; /* the fields' masks */
 	unsigned pob;   /* pb + ob: where the length starts */
 	bool split;     /* (pob & 7) + lb + ub <= 64: two 8-byte loads (loc_read) */
+	/* The table's one mutable field, a hint to the batched lookup: its last round of keys
+	 * found (nearly) all of them, so the next skips the filter (skip_next). Relaxed loads,
+	 * a relaxed store only when it changes; no answer depends on it. Last: the lookup copies
+	 * the fields before it. */
+	atomic_bool skip_filter;
 };
 
 _Static_assert(offsetof(struct rix__ranked, h) == 0, "rix__ranked_maybe reads the head through the table's pointer");
@@ -426,6 +432,23 @@ bool rix__ranked_find_passed(const struct rix__ranked *r, const rix_id *id, rix_
 	return r->h.nd > 0 && DISPATCH(r->ids, ranked_find_passed, r, id, loc);
 }
 
+/*
+ * The batched lookup skips the filter while the keys asked are present. The filter passes
+ * every present ID, so for them it is only one line more to wait for (a word of an array of
+ * nd bytes, which the records and the pack table push out of the last-level cache) and about
+ * 30 instructions. Skipped, every key goes to the set, whose answer is exact for any ID: an
+ * absent one then costs its directory line and mid bits instead of a filter word. The hint
+ * turns on after a round of SKIP_MIN keys or more that found at least 31 in 32, off after one
+ * that found fewer than 15 in 16: a restore's or a check's lookups skip the filter, a first
+ * backup's keep it (bench/RESULTS.md).
+ */
+static bool skip_next(bool skipped, size_t hits, size_t m)
+{
+	if (m < SKIP_MIN)
+		return skipped;
+	return skipped ? hits * 16 >= m * 15 : hits * 32 >= m * 31;
+}
+
 size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, size_t n, rix_loc *locs, bool *found)
 {
 	memset(found, 0, n * sizeof(*found));
@@ -436,17 +459,25 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 	uint64_t mask[BATCH];
 	uint16_t which[BATCH];
 	rix_id maybe[BATCH];
+	/* The hint, the table's one mutable field (struct rix__ranked), written through r. */
+	atomic_bool *hint = (atomic_bool *)&r->skip_filter;
 	for (size_t g = 0; g < n; g += BATCH) {
-		size_t m = n - g < BATCH ? n - g : BATCH;
-		/* The filter: every key's word on its way, then the keys that pass, gathered. */
-		for (size_t i = 0; i < m; i++) {
-			mask[i] = rix__ranked_filter_mask(ids[g + i].b, nw, &word[i]);
-			RIX_PREFETCH(&r->h.filter[word[i]]);
-		}
-		size_t k = 0;
-		for (size_t i = 0; i < m; i++) {
-			which[k] = (uint16_t)i;
-			k += (r->h.filter[word[i]] & mask[i]) == mask[i];
+		size_t m = n - g < BATCH ? n - g : BATCH, k = 0, round_hits = 0;
+		const bool skip = atomic_load_explicit(hint, memory_order_relaxed);
+		if (skip) {
+			for (size_t i = 0; i < m; i++)
+				which[i] = (uint16_t)i;
+			k = m;
+		} else {
+			/* The filter: every key's word on its way, then the keys that pass, gathered. */
+			for (size_t i = 0; i < m; i++) {
+				mask[i] = rix__ranked_filter_mask(ids[g + i].b, nw, &word[i]);
+				RIX_PREFETCH(&r->h.filter[word[i]]);
+			}
+			for (size_t i = 0; i < m; i++) {
+				which[k] = (uint16_t)i;
+				k += (r->h.filter[word[i]] & mask[i]) == mask[i];
+			}
 		}
 		/* The keys that passed, copied together unless all did (present IDs, as a rule). */
 		const rix_id *pass = ids + g;
@@ -457,21 +488,31 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 		}
 		/* The locations' lines are fetched with the IDs' tails, beside which they are, so that
 		 * decoding them below rarely waits. */
-		if (k == 0 || rix_idset_rank_many(rank, r->ids, pass, k) == 0)
-			continue;
-		/* The table's shape copied: a store to locs[] could alias its fields, which the
-		 * compiler would then read again after every store. */
-		const struct rix__ranked shape = *r;
-		for (size_t j = 0; j < k; j++) {
-			if (rank[j] == RIX_IDSET_NO_RANK)
-				continue;
-			size_t i = g + which[j];
-			found[i] = true;
-			loc_get(&shape, rank[j], &locs[i]);
-			hits++;
+		if (k > 0 && rix_idset_rank_many(rank, r->ids, pass, k) > 0) {
+			/* The table's fields copied (all but the hint): a store to locs[] could alias
+			 * them, which the compiler would then read again after every store. */
+			struct rix__ranked shape;
+			memcpy(&shape, r, offsetof(struct rix__ranked, skip_filter));
+			for (size_t j = 0; j < k; j++) {
+				if (rank[j] == RIX_IDSET_NO_RANK)
+					continue;
+				size_t i = g + which[j];
+				found[i] = true;
+				loc_get(&shape, rank[j], &locs[i]);
+				round_hits++;
+			}
 		}
+		hits += round_hits;
+		const bool next = skip_next(skip, round_hits, m);
+		if (next != skip)
+			atomic_store_explicit(hint, next, memory_order_relaxed);
 	}
 	return hits;
+}
+
+bool rix__ranked_skips_filter(const struct rix__ranked *r)
+{
+	return atomic_load_explicit(&r->skip_filter, memory_order_relaxed);
 }
 
 void rix__ranked_totals(const struct rix__ranked *r, uint64_t *count, uint64_t *stored, uint64_t *plain)

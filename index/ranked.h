@@ -31,7 +31,9 @@
  * Limit/Lines). Crafted IDs: see idset.c (a lookup is at worst a binary search; the answers
  * stay exact).
  *
- * Thread-safety: a built table is immutable; any number of threads may look it up at once.
+ * Thread-safety: a built table is immutable but for one hint the batched lookup keeps (an
+ * atomic flag: whether to skip the filter, ranked.c); any number of threads may look it up at
+ * once.
  */
 #ifndef RIX_RANKED_H
 #define RIX_RANKED_H
@@ -155,9 +157,14 @@ static inline bool rix__ranked_find(const struct rix__ranked *r, const rix_id *i
 
 /*
  * Batched rix__ranked_find: found[i], locs[i] for ids[i], i < n (locs[i] untouched when not
- * found), the loads of many keys issued before they are used. @return the number found.
+ * found), the loads of many keys issued before they are used. Rounds of 256 keys; a round
+ * after one that found nearly all its keys skips the filter (ranked.c: skip_next), the answers
+ * the same. @return the number found.
  */
 size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, size_t n, rix_loc *locs, bool *found);
+
+/* Whether the next round of rix__ranked_find_many skips the filter (tests). r not NULL. */
+bool rix__ranked_skips_filter(const struct rix__ranked *r);
 
 /*
  * The locations of id from its skip-th on (its first is the one rix__ranked_find gives), up to

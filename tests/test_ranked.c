@@ -633,6 +633,77 @@ static void test_memory_1m(void **state)
 /* Exported, copied and imported: the same answers; an image whose shape, directory or pack
  * numbers are off is refused; one whose bytes are flipped at random is refused or, if it
  * passes the checks, answers without reading outside its arrays (ASan). */
+/*
+ * The batched lookup's filter hint (ranked.c: skip_next): on after a round of 16 keys or more
+ * that found at least 31 in 32, off after one that found fewer than 15 in 16, unchanged by a
+ * smaller round; every answer, filter skipped or not, the single lookup's and the reference's.
+ */
+static size_t hint_round(const struct rix__ranked *r, const struct fentry *ref, size_t m, size_t nkeys, size_t absent,
+			 uint64_t *st)
+{
+	rix_id keys[64];
+	rix_loc got[64];
+	bool found[64];
+	assert_true(nkeys <= 64 && absent <= nkeys);
+	for (size_t i = 0; i < nkeys; i++) {
+		keys[i] = ref[rix_test_next(st) % m].id;
+		if (i < absent)
+			rix_test_random_id(&keys[i], st); /* absent: 256 random bits */
+	}
+	size_t hits = rix__ranked_find_many(r, keys, nkeys, got, found);
+	for (size_t i = 0; i < nkeys; i++) {
+		size_t lo, hi;
+		ref_run(ref, m, &keys[i], &lo, &hi);
+		assert_int_equal(found[i], hi > lo);
+		assert_int_equal(found[i], i >= absent);
+		rix_loc one;
+		assert_int_equal(rix__ranked_find(r, &keys[i], &one), found[i]);
+		if (found[i]) {
+			assert_memory_equal(&one, &got[i], sizeof(one));
+			assert_true(ref_has_loc(ref + lo, hi - lo, &keys[i], &got[i], NULL));
+		}
+	}
+	assert_int_equal(hits, nkeys - absent);
+	return hits;
+}
+
+static void test_filter_hint(void **state)
+{
+	(void)state;
+	uint64_t st = 13;
+	size_t n = 5000;
+	struct fentry *e = malloc(n * sizeof(*e));
+	random_entries(e, n, &st, 99, 1u << 24, 1u << 20);
+	struct rix__ranked *r = build(e, n, NULL, 1);
+	size_t m = ref_make(e, n, NULL);
+	for (int level = 0; level <= 2; level++) {
+		if (rix__ranked_use_level(r, level) != 0)
+			continue;
+		(void)hint_round(r, e, m, 64, 0, &st); /* all present: on */
+		assert_true(rix__ranked_skips_filter(r));
+		(void)hint_round(r, e, m, 64, 64, &st); /* none present, the filter skipped: off */
+		assert_false(rix__ranked_skips_filter(r));
+		(void)hint_round(r, e, m, 64, 3, &st); /* 61 of 64 < 31 in 32: stays off */
+		assert_false(rix__ranked_skips_filter(r));
+		(void)hint_round(r, e, m, 64, 2, &st); /* 62 of 64: on */
+		assert_true(rix__ranked_skips_filter(r));
+		(void)hint_round(r, e, m, 64, 4, &st); /* 60 of 64 = 15 in 16: stays on */
+		assert_true(rix__ranked_skips_filter(r));
+		(void)hint_round(r, e, m, 15, 15, &st); /* 15 keys: too few to change it */
+		assert_true(rix__ranked_skips_filter(r));
+		(void)hint_round(r, e, m, 64, 5, &st); /* 59 of 64: off */
+		assert_false(rix__ranked_skips_filter(r));
+		(void)hint_round(r, e, m, 15, 0, &st); /* 15 keys: stays off */
+		assert_false(rix__ranked_skips_filter(r));
+		(void)hint_round(r, e, m, 16, 0, &st); /* 16: on */
+		assert_true(rix__ranked_skips_filter(r));
+		(void)hint_round(r, e, m, 33, 17, &st); /* mixed, the filter skipped: every answer exact */
+		assert_false(rix__ranked_skips_filter(r));
+	}
+	rix__ranked_free(r);
+	free(e);
+}
+
 static void test_image(void **state)
 {
 	(void)state;
@@ -728,6 +799,7 @@ int main(void)
 		cmocka_unit_test(test_crafted),
 		cmocka_unit_test(test_memory_1m),
 		cmocka_unit_test(test_image),
+		cmocka_unit_test(test_filter_hint),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
