@@ -30,7 +30,7 @@
  *                          than its instructions, bound how many keys are in flight. The
  *                          yardstick for a single lookup's instructions that write a register
  *                          (scripts/insn_count.py counts them).
- *   Limit/Lines/{Apart,Record,Small}
+ *   Limit/Lines/{Apart,Record,Small,Known}
  *                          the lines a batched known master lookup of 10M IDs reads, nothing
  *                          else, in groups of 32 keys prefetched first: Apart, the 4 small
  *                          arrays (filter 1 B an ID, directory 0.4, mid bits 1, pack table 4)
@@ -38,8 +38,10 @@
  *                          ranked table's layout until the session of 2026-12-03, fifth; named
  *                          Now then); Record, the small arrays and one 40-byte record (tail
  *                          and location together: the layout since); Small, the small arrays
- *                          alone. The memory floor of each layout, in regions of the same array
- *                          (bench/RESULTS.md).
+ *                          alone; Known, Record without the filter's word (what a batch of
+ *                          present IDs reads since the batched lookup skips the filter for
+ *                          them, index/ranked.c). The memory floor of each layout, in regions
+ *                          of the same array (bench/RESULTS.md).
  *
  * One array of 640 MiB of 64-bit words (close to a 10M-entry table) holds the permutation (so
  * every word is a random index); the keys are Lookup/N=10M/known's, hashed with XXH3 and the
@@ -62,7 +64,7 @@
 #define TABLE_SEED 0x5EEDF00DCAFEBEEFull /* bench_workloads.c's */
 
 enum { CHASE, GATHER1, GATHER2, GATHER1_PF, GATHER2_PF, GATHER2_PAD, GATHER1_WORK, GATHER2_WORK, LINES };
-enum { LINES_APART, LINES_RECORD, LINES_SMALL };
+enum { LINES_APART, LINES_RECORD, LINES_SMALL, LINES_KNOWN };
 
 /* The hint the lookups' prefetches use (RIX_PREFETCH, index/hash.h: T1, into the second-level
  * cache), so that a batched lookup is set beside the best its own requests allow. */
@@ -217,7 +219,8 @@ static void limit_run(bench_b *b)
 			size_t g = b->n - done < LIMIT_GROUP ? (size_t)(b->n - done) : LIMIT_GROUP;
 			for (size_t j = 0; j < g; j++) {
 				uint64_t i = id[j] = hashes[k] % n;
-				PROBE_PREFETCH(base + filt + i);
+				if (v != LINES_KNOWN)
+					PROBE_PREFETCH(base + filt + i);
 				PROBE_PREFETCH(base + dir + i * 4 / 10);
 				PROBE_PREFETCH(base + mid + i);
 				PROBE_PREFETCH(base + packs + i / 8 * 32);
@@ -226,7 +229,7 @@ static void limit_run(bench_b *b)
 					PROBE_PREFETCH(base + i * 28 + 27);
 					PROBE_PREFETCH(base + locs + i * 12);
 					PROBE_PREFETCH(base + locs + i * 12 + 11);
-				} else if (v == LINES_RECORD) {
+				} else if (v == LINES_RECORD || v == LINES_KNOWN) {
 					PROBE_PREFETCH(base + i * 40);
 					PROBE_PREFETCH(base + i * 40 + 39);
 				}
@@ -235,10 +238,12 @@ static void limit_run(bench_b *b)
 			}
 			for (size_t j = 0; j < g; j++) {
 				uint64_t i = id[j];
-				sum += base[filt + i] + base[dir + i * 4 / 10] + base[mid + i] + base[packs + i / 8 * 32];
+				sum += base[dir + i * 4 / 10] + base[mid + i] + base[packs + i / 8 * 32];
+				if (v != LINES_KNOWN)
+					sum += base[filt + i];
 				if (v == LINES_APART)
 					sum += base[i * 28] + base[i * 28 + 27] + base[locs + i * 12] + base[locs + i * 12 + 11];
-				else if (v == LINES_RECORD)
+				else if (v == LINES_RECORD || v == LINES_KNOWN)
 					sum += base[i * 40] + base[i * 40 + 39];
 			}
 			done += g;
@@ -293,7 +298,8 @@ void register_limit_benchmarks(void)
 	static const struct {
 		const char *name;
 		int which;
-	} lines[] = { { "Apart", LINES_APART }, { "Record", LINES_RECORD }, { "Small", LINES_SMALL } };
+	} lines[] = { { "Apart", LINES_APART }, { "Record", LINES_RECORD }, { "Small", LINES_SMALL },
+		     { "Known", LINES_KNOWN } };
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
 		bench_def d = { .setup = limit_setup, .run = limit_run, .family = 0 };
 		snprintf(d.name, sizeof(d.name), "Limit/Lines/%s", lines[i].name);
