@@ -65,11 +65,6 @@ struct rix__ranked {
 	uint32_t pm, om, lm, um; /* the fields' masks */
 	unsigned pob;   /* pb + ob: where the length starts */
 	bool split;     /* (pob & 7) + lb + ub <= 64: two 8-byte loads (loc_read) */
-	/* The table's one mutable field, a hint to the batched lookup: its last round of keys
-	 * found (nearly) all of them, so the next skips the filter (skip_next). Relaxed loads,
-	 * a relaxed store only when it changes; no answer depends on it. Last: the lookup copies
-	 * the fields before it. */
-	atomic_bool skip_filter;
 };
 
 _Static_assert(offsetof(struct rix__ranked, h) == 0, "rix__ranked_maybe reads the head through the table's pointer");
@@ -449,6 +444,15 @@ static bool skip_next(bool skipped, size_t hits, size_t m)
 	return skipped ? hits * 16 >= m * 15 : hits * 32 >= m * 31;
 }
 
+/* The hint, the calling thread's (so that threads whose keys differ do not set it for each
+ * other, nor write a line they share), for the one table it last looked up in batches: a
+ * thread that asks another table starts that one with the filter. A table freed and another
+ * built at its address may inherit it: only the cost of a round changes, never an answer. */
+static _Thread_local struct {
+	const struct rix__ranked *table;
+	bool skip;
+} skip_hint __attribute__((tls_model("initial-exec")));
+
 size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, size_t n, rix_loc *locs, bool *found)
 {
 	memset(found, 0, n * sizeof(*found));
@@ -459,11 +463,9 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 	uint64_t mask[BATCH];
 	uint16_t which[BATCH];
 	rix_id maybe[BATCH];
-	/* The hint, the table's one mutable field (struct rix__ranked), written through r. */
-	atomic_bool *hint = (atomic_bool *)&r->skip_filter;
+	bool skip = skip_hint.table == r && skip_hint.skip;
 	for (size_t g = 0; g < n; g += BATCH) {
 		size_t m = n - g < BATCH ? n - g : BATCH, k = 0, round_hits = 0;
-		const bool skip = atomic_load_explicit(hint, memory_order_relaxed);
 		if (skip) {
 			for (size_t i = 0; i < m; i++)
 				which[i] = (uint16_t)i;
@@ -489,10 +491,9 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 		/* The locations' lines are fetched with the IDs' tails, beside which they are, so that
 		 * decoding them below rarely waits. */
 		if (k > 0 && rix_idset_rank_many(rank, r->ids, pass, k) > 0) {
-			/* The table's fields copied (all but the hint): a store to locs[] could alias
-			 * them, which the compiler would then read again after every store. */
-			struct rix__ranked shape;
-			memcpy(&shape, r, offsetof(struct rix__ranked, skip_filter));
+			/* The table's shape copied: a store to locs[] could alias its fields, which
+			 * the compiler would then read again after every store. */
+			const struct rix__ranked shape = *r;
 			for (size_t j = 0; j < k; j++) {
 				if (rank[j] == RIX_IDSET_NO_RANK)
 					continue;
@@ -503,16 +504,16 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 			}
 		}
 		hits += round_hits;
-		const bool next = skip_next(skip, round_hits, m);
-		if (next != skip)
-			atomic_store_explicit(hint, next, memory_order_relaxed);
+		skip = skip_next(skip, round_hits, m);
 	}
+	skip_hint.table = r;
+	skip_hint.skip = skip;
 	return hits;
 }
 
 bool rix__ranked_skips_filter(const struct rix__ranked *r)
 {
-	return atomic_load_explicit(&r->skip_filter, memory_order_relaxed);
+	return skip_hint.table == r && skip_hint.skip;
 }
 
 void rix__ranked_totals(const struct rix__ranked *r, uint64_t *count, uint64_t *stored, uint64_t *plain)

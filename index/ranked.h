@@ -31,9 +31,7 @@
  * Limit/Lines). Crafted IDs: see idset.c (a lookup is at worst a binary search; the answers
  * stay exact).
  *
- * Thread-safety: a built table is immutable but for one hint the batched lookup keeps (an
- * atomic flag: whether to skip the filter, ranked.c); any number of threads may look it up at
- * once.
+ * Thread-safety: a built table is immutable; any number of threads may look it up at once.
  */
 #ifndef RIX_RANKED_H
 #define RIX_RANKED_H
@@ -163,7 +161,8 @@ static inline bool rix__ranked_find(const struct rix__ranked *r, const rix_id *i
  */
 size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, size_t n, rix_loc *locs, bool *found);
 
-/* Whether the next round of rix__ranked_find_many skips the filter (tests). r not NULL. */
+/* Whether the calling thread's next round of rix__ranked_find_many in r skips the filter
+ * (tests). */
 bool rix__ranked_skips_filter(const struct rix__ranked *r);
 
 /*

@@ -9,8 +9,11 @@
  * sharing 28 bytes; memory at 1M entries of the benchmarks' shape; the image (exported, copied,
  * imported: the same answers; refused when its shape, directory or pack numbers are off; bytes
  * flipped at random refused or harmless); the entries' collection the build starts from (every
- * field at the edges of its packed width, pack numbers shifted across one, each part's sort).
+ * field at the edges of its packed width, pack numbers shifted across one, each part's sort);
+ * the batched lookup's filter hint (on and off at its thresholds, each thread its own, the
+ * answers exact either way).
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -667,6 +670,26 @@ static size_t hint_round(const struct rix__ranked *r, const struct fentry *ref, 
 	return hits;
 }
 
+/* Another thread's hint for a table: its own (off until its rounds turn it on), so that an
+ * absent round there leaves the first thread's alone. */
+struct hint_thread {
+	const struct rix__ranked *r;
+	const struct fentry *ref;
+	size_t m;
+	bool saw_skip, skip_after;
+};
+
+static void *hint_thread_run(void *arg)
+{
+	struct hint_thread *h = arg;
+	uint64_t st = 77;
+	h->saw_skip = rix__ranked_skips_filter(h->r);
+	(void)hint_round(h->r, h->ref, h->m, 64, 64, &st); /* none present */
+	(void)hint_round(h->r, h->ref, h->m, 64, 0, &st);  /* all present: on, here */
+	h->skip_after = rix__ranked_skips_filter(h->r);
+	return NULL;
+}
+
 static void test_filter_hint(void **state)
 {
 	(void)state;
@@ -700,6 +723,27 @@ static void test_filter_hint(void **state)
 		(void)hint_round(r, e, m, 33, 17, &st); /* mixed, the filter skipped: every answer exact */
 		assert_false(rix__ranked_skips_filter(r));
 	}
+	/* Each thread its own hint; and a table asked in between starts with the filter. */
+	(void)hint_round(r, e, m, 64, 0, &st);
+	assert_true(rix__ranked_skips_filter(r));
+	struct hint_thread h = { .r = r, .ref = e, .m = m };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, hint_thread_run, &h), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_false(h.saw_skip);
+	assert_true(h.skip_after);
+	assert_true(rix__ranked_skips_filter(r)); /* untouched by the other thread's rounds */
+	struct fentry one[40];
+	random_entries(one, 40, &st, 9, 1000, 1000);
+	struct rix__ranked *r2 = build(one, 40, NULL, 1);
+	size_t m2 = ref_make(one, 40, NULL);
+	assert_false(rix__ranked_skips_filter(r2));
+	(void)hint_round(r2, one, m2, 15, 3, &st); /* a small round in r2 */
+	assert_false(rix__ranked_skips_filter(r2));
+	assert_false(rix__ranked_skips_filter(r)); /* the hint follows the table last asked */
+	(void)hint_round(r, e, m, 20, 0, &st);
+	assert_true(rix__ranked_skips_filter(r));
+	rix__ranked_free(r2);
 	rix__ranked_free(r);
 	free(e);
 }
