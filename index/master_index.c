@@ -479,7 +479,7 @@ static int each_round(void *payload, const rix_id *ids, const rix_loc *locs, siz
 {
 	const struct each *e = payload;
 	for (size_t i = 0; i < n; i++)
-		RIX_PREFETCH(&e->st->packs[locs[i].pack]);
+		rix__mstate_prefetch_pack(e->st, locs[i].pack);
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		rix_packed_blob pb;

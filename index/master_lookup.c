@@ -267,7 +267,7 @@ size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_maste
 		if (out != NULL)
 			for (size_t i = 0; i < g; i++)
 				if (hit[i])
-					RIX_PREFETCH(&st->packs[loc[i].pack]);
+					rix__mstate_prefetch_pack(st, loc[i].pack);
 		/* Only the table to ask (no dedup-only set, nothing stored since, no separate index):
 		 * the answers are the hits. */
 		if (set == NULL && nsep == 0 && rix__recent_empty(mi->recent)) {
