@@ -54,8 +54,9 @@ static IDSET_ATTR size_t IDSET_FN(find_many)(const struct rix_idset *s, const ri
 		IDSET_FN(bucket_range)(s, b[x_], &lo[x_], &hi[x_]);                      \
 		at[x_] = lo[x_];                                                         \
 		if (lo[x_] < hi[x_]) {                                                   \
-			if (w_) {                                                        \
+			if (w_) { /* the first and the last byte stage M's 8-byte loads read */ \
 				RIX_PREFETCH(s->mid + ((lo[x_] * w_) >> 3));             \
+				RIX_PREFETCH(s->mid + (((hi[x_] - 1) * w_) >> 3) + 7);   \
 			} else { /* no mid bits: the first tail is the candidate */      \
 				RIX_PREFETCH(tail_at(s, lo[x_]));                        \
 				RIX_PREFETCH(tail_at(s, lo[x_]) + s->stride - 1);        \
