@@ -463,7 +463,7 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 	uint64_t mask[BATCH];
 	uint16_t which[BATCH];
 	rix_id maybe[BATCH];
-	bool skip = skip_hint.table == r && skip_hint.skip;
+	bool skip = skip_hint.table == r && skip_hint.skip && r->h.nd > 0; /* (another table's, at r's address) */
 	for (size_t g = 0; g < n; g += BATCH) {
 		size_t m = n - g < BATCH ? n - g : BATCH, k = 0, round_hits = 0;
 		if (skip) {
