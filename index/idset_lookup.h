@@ -42,10 +42,10 @@ static IDSET_ATTR size_t IDSET_FN(find_many)(const struct rix_idset *s, const ri
 	size_t hits = 0;
 	_Static_assert(PIPE_RING > 3 * PIPE_D, "the ring holds every key in flight");
 	const unsigned w_ = s->w;
-	/* A candidate's last byte read: its tail's, or with extra bytes the 16th from their start
-	 * (the owner reads them with loads that run past them: ranked.c's loc_read; the record's
-	 * own last byte left a line unrequested 1 time in 8 at 10M, 40-byte records). */
-	const size_t end_ = s->extra ? s->tail + 15 : s->stride - 1;
+	/* A candidate's last byte read: its tail's, or with extra bytes the RIX__IDSET_EXTRA_MAX-th
+	 * from their start (the owner reads them with loads that run past them: ranked.c's
+	 * loc_read; the record's own last byte left a line unrequested 1 time in 8 at 10M). */
+	const size_t end_ = s->extra ? s->tail + RIX__IDSET_EXTRA_MAX - 1 : s->stride - 1;
 #define STAGE_A(i)                                                                       \
 	do {                                                                             \
 		size_t x_ = (i) % PIPE_RING;                                             \

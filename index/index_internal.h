@@ -138,9 +138,9 @@ int rix__idset_build_collected(struct rix_idset **out, struct rix__idcollect *c,
  * 1..31, then extra bytes of the caller's; cnt0[c] of them with first byte c), base taken over
  * (freed on failure), with 8 or more mid bits when mid8 (RIX__IDSET_MID8). Each ID's extra bytes
  * stay beside its tail (at tail_at(s, i) + tail: idset_internal.h), where a lookup that has read
- * the tail finds them in the same line as a rule: the ranked table's locations. The batched
- * lookup requests a candidate's lines up to the 16th byte from its extra bytes' start, which
- * an owner may read with loads that run past them (the block has room after the last).
+ * the tail finds them in the same line as a rule: the ranked table's locations. An owner may
+ * read up to RIX__IDSET_EXTRA_MAX bytes from their start (loads that run past them: the block
+ * has room after the last), and the batched lookup requests a candidate's lines that far.
  * extra <= RIX__IDSET_EXTRA_MAX. Also the sort of IDs that agree on their first d bytes.
  */
 #define RIX__IDSET_EXTRA_MAX 16u

@@ -92,10 +92,10 @@ static inline struct mstate *rix__mstate_of(rix_master_index *mi)
 	return atomic_load_explicit(&mi->state, memory_order_seq_cst);
 }
 
-/* Requests the lines of pack number p's ID: both its first and its last byte, for a table whose
- * IDs are not all within one line (an image's pack table is as its allocator aligned it; 16
- * bytes puts every other 32-byte ID across two lines, and a lookup that requested only the first
- * waited for the second: MasterLookupBatch known 68.1 -> 53.1 ns, bench/RESULTS.md). */
+/* Requests the lines of pack number p's ID, its first and its last byte: a pack table is as its
+ * allocator aligned it (rix_malloc: 16 bytes), which puts every other 32-byte ID across two
+ * lines, and a lookup that requested only the first waited for the second (MasterLookupBatch
+ * known 68.1 -> 53.1 ns; aligning the tables instead gained nothing more, bench/RESULTS.md). */
 static inline void rix__mstate_prefetch_pack(const struct mstate *st, uint32_t p)
 {
 	RIX_PREFETCH(&st->packs[p]);

@@ -453,6 +453,12 @@ static _Thread_local struct {
 	bool skip;
 } skip_hint __attribute__((tls_model("initial-exec")));
 
+/* (never for a table without IDs: another table's hint, left at the same address) */
+bool rix__ranked_skips_filter(const struct rix__ranked *r)
+{
+	return skip_hint.table == r && skip_hint.skip && r->h.nd > 0;
+}
+
 size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, size_t n, rix_loc *locs, bool *found)
 {
 	memset(found, 0, n * sizeof(*found));
@@ -463,13 +469,11 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 	uint64_t mask[BATCH];
 	uint16_t which[BATCH];
 	rix_id maybe[BATCH];
-	bool skip = skip_hint.table == r && skip_hint.skip && r->h.nd > 0; /* (another table's, at r's address) */
+	bool skip = rix__ranked_skips_filter(r);
 	for (size_t g = 0; g < n; g += BATCH) {
 		size_t m = n - g < BATCH ? n - g : BATCH, k = 0, round_hits = 0;
 		if (skip) {
-			for (size_t i = 0; i < m; i++)
-				which[i] = (uint16_t)i;
-			k = m;
+			k = m; /* every key passes, in place (which[] unused) */
 		} else {
 			/* The filter: every key's word on its way, then the keys that pass, gathered. */
 			for (size_t i = 0; i < m; i++) {
@@ -497,7 +501,7 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 			for (size_t j = 0; j < k; j++) {
 				if (rank[j] == RIX_IDSET_NO_RANK)
 					continue;
-				size_t i = g + which[j];
+				size_t i = g + (k < m ? which[j] : j);
 				found[i] = true;
 				loc_get(&shape, rank[j], &locs[i]);
 				round_hits++;
@@ -511,10 +515,6 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 	return hits;
 }
 
-bool rix__ranked_skips_filter(const struct rix__ranked *r)
-{
-	return skip_hint.table == r && skip_hint.skip;
-}
 
 void rix__ranked_totals(const struct rix__ranked *r, uint64_t *count, uint64_t *stored, uint64_t *plain)
 {

@@ -162,7 +162,7 @@ static inline bool rix__ranked_find(const struct rix__ranked *r, const rix_id *i
 size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, size_t n, rix_loc *locs, bool *found);
 
 /* Whether the calling thread's next round of rix__ranked_find_many in r skips the filter
- * (tests). */
+ * (its own rounds ask it, and tests). */
 bool rix__ranked_skips_filter(const struct rix__ranked *r);
 
 /*

@@ -633,16 +633,13 @@ static void test_memory_1m(void **state)
 	rix__ranked_free(r);
 }
 
-/* Exported, copied and imported: the same answers; an image whose shape, directory or pack
- * numbers are off is refused; one whose bytes are flipped at random is refused or, if it
- * passes the checks, answers without reading outside its arrays (ASan). */
 /*
  * The batched lookup's filter hint (ranked.c: skip_next): on after a round of 16 keys or more
  * that found at least 31 in 32, off after one that found fewer than 15 in 16, unchanged by a
  * smaller round; every answer, filter skipped or not, the single lookup's and the reference's.
  */
-static size_t hint_round(const struct rix__ranked *r, const struct fentry *ref, size_t m, size_t nkeys, size_t absent,
-			 uint64_t *st)
+static void hint_round(const struct rix__ranked *r, const struct fentry *ref, size_t m, size_t nkeys, size_t absent,
+		       uint64_t *st)
 {
 	rix_id keys[64];
 	rix_loc got[64];
@@ -667,7 +664,6 @@ static size_t hint_round(const struct rix__ranked *r, const struct fentry *ref, 
 		}
 	}
 	assert_int_equal(hits, nkeys - absent);
-	return hits;
 }
 
 /* Another thread's hint for a table: its own (off until its rounds turn it on, then off again
@@ -709,29 +705,29 @@ static void test_filter_hint(void **state)
 	for (int level = 0; level <= 2; level++) {
 		if (rix__ranked_use_level(r, level) != 0)
 			continue;
-		(void)hint_round(r, e, m, 64, 0, &st); /* all present: on */
+		hint_round(r, e, m, 64, 0, &st); /* all present: on */
 		assert_true(rix__ranked_skips_filter(r));
-		(void)hint_round(r, e, m, 64, 64, &st); /* none present, the filter skipped: off */
+		hint_round(r, e, m, 64, 64, &st); /* none present, the filter skipped: off */
 		assert_false(rix__ranked_skips_filter(r));
-		(void)hint_round(r, e, m, 64, 3, &st); /* 61 of 64 < 31 in 32: stays off */
+		hint_round(r, e, m, 64, 3, &st); /* 61 of 64 < 31 in 32: stays off */
 		assert_false(rix__ranked_skips_filter(r));
-		(void)hint_round(r, e, m, 64, 2, &st); /* 62 of 64: on */
+		hint_round(r, e, m, 64, 2, &st); /* 62 of 64: on */
 		assert_true(rix__ranked_skips_filter(r));
-		(void)hint_round(r, e, m, 64, 4, &st); /* 60 of 64 = 15 in 16: stays on */
+		hint_round(r, e, m, 64, 4, &st); /* 60 of 64 = 15 in 16: stays on */
 		assert_true(rix__ranked_skips_filter(r));
-		(void)hint_round(r, e, m, 15, 15, &st); /* 15 keys: too few to change it */
+		hint_round(r, e, m, 15, 15, &st); /* 15 keys: too few to change it */
 		assert_true(rix__ranked_skips_filter(r));
-		(void)hint_round(r, e, m, 64, 5, &st); /* 59 of 64: off */
+		hint_round(r, e, m, 64, 5, &st); /* 59 of 64: off */
 		assert_false(rix__ranked_skips_filter(r));
-		(void)hint_round(r, e, m, 15, 0, &st); /* 15 keys: stays off */
+		hint_round(r, e, m, 15, 0, &st); /* 15 keys: stays off */
 		assert_false(rix__ranked_skips_filter(r));
-		(void)hint_round(r, e, m, 16, 0, &st); /* 16: on */
+		hint_round(r, e, m, 16, 0, &st); /* 16: on */
 		assert_true(rix__ranked_skips_filter(r));
-		(void)hint_round(r, e, m, 33, 17, &st); /* mixed, the filter skipped: every answer exact */
+		hint_round(r, e, m, 33, 17, &st); /* mixed, the filter skipped: every answer exact */
 		assert_false(rix__ranked_skips_filter(r));
 	}
 	/* Each thread its own hint; and a table asked in between starts with the filter. */
-	(void)hint_round(r, e, m, 64, 0, &st);
+	hint_round(r, e, m, 64, 0, &st);
 	assert_true(rix__ranked_skips_filter(r));
 	rix_id present[64];
 	for (size_t i = 0; i < 64; i++)
@@ -751,16 +747,19 @@ static void test_filter_hint(void **state)
 	struct rix__ranked *r2 = build(one, 40, NULL, 1);
 	size_t m2 = ref_make(one, 40, NULL);
 	assert_false(rix__ranked_skips_filter(r2));
-	(void)hint_round(r2, one, m2, 15, 3, &st); /* a small round in r2 */
+	hint_round(r2, one, m2, 15, 3, &st); /* a small round in r2 */
 	assert_false(rix__ranked_skips_filter(r2));
 	assert_false(rix__ranked_skips_filter(r)); /* the hint follows the table last asked */
-	(void)hint_round(r, e, m, 20, 0, &st);
+	hint_round(r, e, m, 20, 0, &st);
 	assert_true(rix__ranked_skips_filter(r));
 	rix__ranked_free(r2);
 	rix__ranked_free(r);
 	free(e);
 }
 
+/* Exported, copied and imported: the same answers; an image whose shape, directory or pack
+ * numbers are off is refused; one whose bytes are flipped at random is refused or, if it
+ * passes the checks, answers without reading outside its arrays (ASan). */
 static void test_image(void **state)
 {
 	(void)state;
