@@ -1,13 +1,24 @@
 /*
  * index/idset_cmp.h — the byte order of IDs as rix_idset compares them (idset.c's lookups,
- * idset_sort.c's sort): big-endian 64-bit words, so that word order is memcmp order; and the
- * little-endian words its packed arrays (mid bits, the ranked table's locations) are read in.
+ * idset_sort.c's sort): big-endian 64-bit words, so that word order is memcmp order (32-bit
+ * ones for the ranked table's filter words); and the little-endian words its packed arrays (mid
+ * bits, the ranked table's locations) are read in.
  */
 #ifndef RIX_IDSET_CMP_H
 #define RIX_IDSET_CMP_H
 
 #include <stdint.h>
 #include <string.h>
+
+static inline uint32_t load32_be(const uint8_t *p)
+{
+	uint32_t x;
+	memcpy(&x, p, 4);
+#if __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+	x = __builtin_bswap32(x);
+#endif
+	return x;
+}
 
 static inline uint64_t load64_be(const uint8_t *p)
 {

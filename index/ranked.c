@@ -192,11 +192,34 @@ struct pass_job {
 	atomic_uint next;
 };
 
+/*
+ * The filter's masks (ranked.h): each RIX__RANKED_FILTER_K distinct bits of 64, drawn from a
+ * fixed sequence (splitmix64 from a fixed seed), so that every process and every image has the
+ * same; made before main (the library's lookups read them without a check).
+ */
+uint64_t rix__ranked_patterns[RIX__RANKED_PATTERNS];
+
+__attribute__((constructor)) static void patterns_make(void)
+{
+	uint64_t x = 0x72697866696c7472ull; /* "rixfiltr" */
+	for (size_t i = 0; i < RIX__RANKED_PATTERNS; i++) {
+		uint64_t m = 0;
+		while (__builtin_popcountll(m) < RIX__RANKED_FILTER_K) {
+			x += 0x9e3779b97f4a7c15ull;
+			uint64_t z = x;
+			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+			z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+			m |= 1ull << ((z ^ (z >> 31)) >> 58);
+		}
+		rix__ranked_patterns[i] = m;
+	}
+}
+
 static void *pass_worker(void *arg)
 {
 	struct pass_job *jb = arg;
 	struct rix__ranked *r = jb->r;
-	const size_t nw = rix__ranked_filter_words(r->h.nd), rsz = jb->rsz;
+	const size_t nw = r->h.nw, rsz = jb->rsz;
 	for (;;) {
 		unsigned b = atomic_fetch_add(&jb->next, 1);
 		if (b >= 256)
@@ -283,7 +306,8 @@ int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *
 		r->pb = r->ob = r->lb = r->ub = 32;
 	set_width(r);
 	r->h.nd = (uint32_t)nd;
-	r->h.filter = rix_calloc(rix__ranked_filter_words(nd), sizeof(uint64_t));
+	r->h.nw = (uint32_t)rix__ranked_filter_words(nd);
+	r->h.filter = rix_calloc(r->h.nw, sizeof(uint64_t));
 	if (ndup_max > 0)
 		r->dups = rix_malloc(ndup_max * sizeof(*r->dups));
 	/* The set's block: room for the records (31 bytes an ID and its location) and what its
@@ -301,7 +325,7 @@ int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *
 		return rix_error_set(RIX_ENOMEM, "master index: out of memory for %zu locations", count);
 	}
 	/* Read at random by the lookups: huge pages (advised before they are touched). */
-	rix__advise_huge(r->h.filter, rix__ranked_filter_words(nd) * sizeof(uint64_t));
+	rix__advise_huge(r->h.filter, r->h.nw * sizeof(uint64_t));
 	rix__advise_huge(jb->block, room);
 	/* The parts, on the workers: distinct IDs to the block as records, locations packed,
 	 * second locations aside unless they repeat; each part given back when done. */
@@ -405,7 +429,7 @@ size_t rix__ranked_memory(const struct rix__ranked *r)
 	if (r == NULL)
 		return 0;
 	return sizeof(*r) + rix_idset_memory(r->ids) + (size_t)r->ndups * sizeof(*r->dups) +
-	       rix__ranked_filter_words(r->h.nd) * sizeof(uint64_t);
+	       r->h.nw * sizeof(uint64_t);
 }
 
 unsigned rix__ranked_loc_bits(const struct rix__ranked *r)
@@ -464,7 +488,7 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 	memset(found, 0, n * sizeof(*found));
 	if (r == NULL)
 		return 0;
-	size_t hits = 0, nw = rix__ranked_filter_words(r->h.nd);
+	size_t hits = 0, nw = r->h.nw;
 	size_t rank[BATCH], word[BATCH];
 	uint64_t mask[BATCH];
 	uint16_t which[BATCH];
@@ -667,7 +691,7 @@ void rix__ranked_export(const struct rix__ranked *r, uint64_t desc[RIX__RANKED_D
 	sec[1] = r->ndups ? r->dups : NULL;
 	size[1] = (size_t)r->ndups * sizeof(*r->dups);
 	sec[2] = r->h.filter;
-	size[2] = rix__ranked_filter_words(r->h.nd) * sizeof(uint64_t);
+	size[2] = r->h.nw * sizeof(uint64_t);
 }
 
 /* Widths a build chooses: each at most 32, all 32 when their sum is over LOC_PACKED_MAX. */
@@ -711,6 +735,7 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 			     * outside the table (the image is sealed; the cache trusts its MAC) */
 	r->ndups = (uint32_t)desc[R_NDUPS];
 	r->h.nd = (uint32_t)desc[R_ND];
+	r->h.nw = (uint32_t)rix__ranked_filter_words(r->h.nd);
 	r->pb = (unsigned)desc[R_PB];
 	r->ob = (unsigned)desc[R_OB];
 	r->lb = (unsigned)desc[R_LB];

@@ -49,9 +49,9 @@ struct rix__ranked;
 /*
  * The filter in front of the set: a register-blocked Bloom filter of 8 bits an ID (one byte an
  * entry), RIX__RANKED_FILTER_K bits of one 64-bit word for each ID: the word by the ID's first
- * 8 bytes (its place among the IDs: the build, walking them in order, sets the words in order,
+ * 4 bytes (its place among the IDs: the build, walking them in order, sets the words in order,
  * where words chosen at random kept every line fill buffer waiting on a read-modify-write of a
- * line of the filter), the bits in it by bytes 16-23 (SHA-256 bits apart from the set's, which
+ * line of the filter), the bits in it by bytes 16-17 (SHA-256 bits apart from the set's, which
  * are the ID's first ones: a random absent ID meets a word as full as any). An absent ID passes
  * it about one time in 30 (bench/RESULTS.md): the rest are answered by one load of a word of an
  * array of nd bytes (mostly in cache), without the set's directory decode and run scan, which
@@ -59,21 +59,32 @@ struct rix__ranked;
  * present ID always passes: the answers stay the set's, exact. IDs crafted to crowd one word
  * (whose every bit then passes) only bring their lookups back to the set's cost.
  *
+ * An ID's bits are one of RIX__RANKED_PATTERNS masks of RIX__RANKED_FILTER_K distinct bits
+ * (rix__ranked_patterns, made once from a fixed sequence), picked by 12 of its bits: one load of
+ * a table of 32 KiB where the four bits shifted into place took 19 instructions without BMI2,
+ * and a single lookup is bound by what it holds in the core's window, instructions and
+ * registers written (its word's index likewise: a 32-bit product, which any register can hold,
+ * not a 128-bit one, which takes two fixed ones). Absent IDs pass as often as with four bits picked at random (a word's
+ * 8 IDs share an absent ID's mask one time in 500: test_ranked).
+ *
  * Here rather than in ranked.c, with the table's first members (struct rix__ranked_head), so
  * that every lookup of one ID tests it in line (rix__ranked_find below): an absent ID it turns
  * down costs the caller no call (the master index's single lookup: 121 -> 92 instructions,
- * bench/RESULTS.md).
+ * then 57 with the masks and its read section as a leaf, bench/RESULTS.md).
  */
 
 /* The first members of struct rix__ranked (ranked.c asserts that they stay first). */
 struct rix__ranked_head {
-	uint64_t *filter; /* rix__ranked_filter_words(nd) words, each distinct ID's bits in one */
+	uint64_t *filter; /* nw words, each distinct ID's bits in one */
 	uint32_t nd;      /* distinct IDs */
+	uint32_t nw;      /* rix__ranked_filter_words(nd) */
 };
 
-/* Bits an ID (the mask below sets 4); changing it, the words or the mask: bump
- * RIX__RANKED_SCHEME. */
+/* Bits an ID, and the masks they are picked from; changing either, the masks' sequence, the
+ * words or rix__ranked_filter_word: bump RIX__RANKED_SCHEME. */
 #define RIX__RANKED_FILTER_K 4
+#define RIX__RANKED_PATTERNS 4096
+extern uint64_t rix__ranked_patterns[RIX__RANKED_PATTERNS];
 
 static inline size_t rix__ranked_filter_words(size_t nd)
 {
@@ -82,18 +93,17 @@ static inline size_t rix__ranked_filter_words(size_t nd)
 
 __extension__ typedef unsigned __int128 rix__u128;
 
-/* The filter's word of id, of nw: ascending with the ID (its first 8 bytes, big-endian). */
+/* The filter's word of id, of nw (< 2^32): ascending with the ID (its first 4 bytes, big-endian). */
 static inline size_t rix__ranked_filter_word(const uint8_t *id, size_t nw)
 {
-	return (size_t)(((rix__u128)load64_be(id) * nw) >> 64);
+	return (size_t)(((uint64_t)load32_be(id) * nw) >> 32);
 }
 
-/* id's RIX__RANKED_FILTER_K bits (by its bytes 16-23), its word's index in *word. */
+/* id's RIX__RANKED_FILTER_K bits (by its bytes 16-17), its word's index in *word. */
 static inline uint64_t rix__ranked_filter_mask(const uint8_t *id, size_t nw, size_t *word)
 {
-	const uint64_t b = load64_le(id + 16);
 	*word = rix__ranked_filter_word(id, nw);
-	return (1ull << (b & 63)) | (1ull << ((b >> 6) & 63)) | (1ull << ((b >> 12) & 63)) | (1ull << ((b >> 18) & 63));
+	return rix__ranked_patterns[load64_le(id + 16) & (RIX__RANKED_PATTERNS - 1)];
 }
 
 /* Whether id may be in r (every ID of r is; most absent ones are not). r may be NULL (no). */
@@ -103,7 +113,7 @@ static inline bool rix__ranked_maybe(const struct rix__ranked *r, const rix_id *
 	if (h == NULL)
 		return false;
 	size_t w;
-	const uint64_t m = rix__ranked_filter_mask(id->b, rix__ranked_filter_words(h->nd), &w);
+	const uint64_t m = rix__ranked_filter_mask(id->b, h->nw, &w);
 	return (h->filter[w] & m) == m;
 }
 
@@ -199,9 +209,10 @@ int rix__ranked_foreach_round(const struct rix__ranked *r, rix__ranked_round_fn 
  * filter), borrowed from the table; a size may be 0 (its pointer then NULL).
  */
 /* What an image of the table was made with beyond its descriptor's words: the filter's bits
- * (RIX__RANKED_FILTER_K and the word and mask functions above) and the locations' packing. Changing
+ * (RIX__RANKED_FILTER_K, the masks and the word and mask functions above) and the locations' packing. Changing
  * either means a new number, so that images made before are refused, not misread. */
-#define RIX__RANKED_SCHEME 3u /* 2: the filter's word by the ID's first bytes; 3: locations beside the tails */
+#define RIX__RANKED_SCHEME 4u /* 2: the filter's word by the ID's first bytes; 3: locations beside the tails;
+			       * 4: the filter's bits from rix__ranked_patterns, its word by 4 bytes */
 #define RIX__RANKED_DESC_WORDS (6 + RIX__IDSET_DESC_WORDS)
 #define RIX__RANKED_SECTIONS 3
 void rix__ranked_export(const struct rix__ranked *r, uint64_t desc[RIX__RANKED_DESC_WORDS],

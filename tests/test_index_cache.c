@@ -597,6 +597,17 @@ static void test_image_api(void **state)
 	assert_int_equal(nsec, 7); /* packs; each type's set (with its locations), second locations, filter */
 	rix_master_image *im;
 	assert_int_equal(rix_master_image_parse(&im, desc, nd - 1), RIX_ECORRUPT);
+	/* An image of another scheme of the ranked tables (its filter's masks and words, its
+	 * locations' packing: word 6 of the descriptor) is refused, not misread. */
+	uint8_t *other = malloc(nd);
+	assert_non_null(other);
+	memcpy(other, desc, nd);
+	assert_int_equal(rix_master_image_parse(&im, other, nd), 0);
+	rix_master_image_free(im);
+	assert_int_equal(other[24], RIX__RANKED_SCHEME);
+	other[24] ^= 1;
+	assert_int_equal(rix_master_image_parse(&im, other, nd), RIX_ECORRUPT);
+	free(other);
 	assert_int_equal(rix_master_image_parse(&im, desc, nd), 0);
 	assert_int_equal(rix_master_image_blobs(im), rix_master_image_blobs(ex));
 	assert_int_equal(rix_master_index_install(rix_repo_master_index(r), im), RIX_EINVAL); /* not allocated */

@@ -1,7 +1,8 @@
 /*
  * tests/test_master_index.c — the master index: merged and separate indexes answer alike,
  * duplicates across indexes, batched lookups, pack and index ID lists, the pending set,
- * allocation failure N during a merge, and readers running during merges.
+ * allocation failure N during a merge, the single lookup's paths, and readers running during
+ * merges.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -467,6 +468,119 @@ static void test_top_allocation_failure(void **state)
 }
 
 /* ---- Concurrency: readers during merges, racing pending claims ---------------------------- */
+
+/*
+ * A single lookup answers alike by each of its paths: the leaf (the read section's fast path,
+ * the filters in line), inside a read section the caller already holds, and as a thread's
+ * first (no reader slot yet): the last two take the read section out of line. Each in two
+ * states: tables only (an absent ID answered by the filters), and tables with a separate index
+ * and blobs stored since. Every answer is checked against the data.
+ */
+#define PATH_IDS 600
+struct path_answers {
+	rix_master_index *mi;
+	const rix_id *ids;
+	const rix_blob_type *types;
+	int rc[PATH_IDS];
+	rix_packed_blob pb[PATH_IDS];
+};
+
+static void path_lookups(struct path_answers *a)
+{
+	for (int i = 0; i < PATH_IDS; i++) {
+		memset(&a->pb[i], 0, sizeof(a->pb[i]));
+		a->rc[i] = rix_master_index_lookup(&a->pb[i], a->mi, a->types[i], &a->ids[i]);
+	}
+}
+
+static void *path_thread(void *p)
+{
+	path_lookups(p);
+	return NULL;
+}
+
+static void check_paths(rix_master_index *mi, const struct idxdata *d, size_t nd, size_t nstored,
+			const rix_blob *stored, uint64_t *st)
+{
+	static rix_id ids[PATH_IDS];
+	static rix_blob_type types[PATH_IDS];
+	static struct path_answers leaf, nested, first;
+	const rix_blob *want[PATH_IDS];
+	for (int i = 0; i < PATH_IDS; i++) {
+		want[i] = NULL;
+		types[i] = RIX_BLOB_DATA;
+		if (i % 3 == 0) {
+			rix_test_random_id(&ids[i], st);
+		} else if (i % 3 == 1 || nstored == 0) {
+			want[i] = &d[rix_test_next(st) % nd].blobs[rix_test_next(st) % PACKS_PER_INDEX][1 + i % 7];
+		} else {
+			want[i] = &stored[rix_test_next(st) % nstored];
+		}
+		if (want[i] != NULL) {
+			ids[i] = want[i]->id;
+			types[i] = want[i]->type;
+		}
+	}
+	struct path_answers *all[3] = { &leaf, &nested, &first };
+	for (int k = 0; k < 3; k++) {
+		all[k]->mi = mi;
+		all[k]->ids = ids;
+		all[k]->types = types;
+	}
+	path_lookups(&leaf);
+	rix__rcu_read_lock();
+	path_lookups(&nested);
+	rix__rcu_read_unlock();
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, path_thread, &first), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	for (int i = 0; i < PATH_IDS; i++) {
+		if (want[i] == NULL) {
+			assert_int_equal(leaf.rc[i], RIX_ENOTFOUND);
+		} else {
+			assert_int_equal(leaf.rc[i], 0);
+			assert_memory_equal(leaf.pb[i].id.b, want[i]->id.b, 32);
+			assert_int_equal(leaf.pb[i].type, want[i]->type);
+			assert_int_equal(leaf.pb[i].offset, want[i]->offset);
+			assert_int_equal(leaf.pb[i].length, want[i]->length);
+		}
+		for (int k = 1; k < 3; k++) {
+			assert_int_equal(all[k]->rc[i], leaf.rc[i]);
+			assert_memory_equal(&all[k]->pb[i], &leaf.pb[i], sizeof(leaf.pb[i]));
+		}
+	}
+}
+
+static void test_lookup_paths(void **state)
+{
+	(void)state;
+	enum { N = 6 };
+	static struct idxdata d[N];
+	uint64_t st = 83;
+	for (int i = 0; i < N; i++)
+		make_idxdata(&d[i], &st, NULL);
+	rix_master_index *mi;
+	assert_int_equal(rix_master_index_new(&mi), 0);
+	for (int i = 0; i < N - 1; i++)
+		assert_int_equal(rix_master_index_add(mi, build_index(&d[i], 1)), 0);
+	assert_int_equal(rix_master_index_merge(mi), 0);
+	check_paths(mi, d, N - 1, 0, NULL, &st);
+	/* A separate index and blobs stored since: the tables' "no" is not the answer. */
+	assert_int_equal(rix_master_index_add(mi, build_index(&d[N - 1], 1)), 0);
+	rix_blob stored[PER_PACK];
+	rix_id pack;
+	rix_test_random_id(&pack, &st);
+	for (int b = 0; b < PER_PACK; b++) {
+		rix_test_random_id(&stored[b].id, &st);
+		stored[b].type = RIX_BLOB_DATA;
+		stored[b].offset = (uint32_t)b * 500;
+		stored[b].length = 300 + (uint32_t)b;
+		stored[b].uncompressed_length = 0;
+	}
+	assert_int_equal(rix_master_index_store_pack(mi, &pack, stored, PER_PACK), 0);
+	check_paths(mi, d, N, PER_PACK, stored, &st);
+	rix_master_index_free(mi);
+}
 
 struct reader_arg {
 	rix_master_index *mi;
@@ -1334,6 +1448,7 @@ int main(void)
 		cmocka_unit_test(test_pending),
 		cmocka_unit_test(test_merge_allocation_failure_n),
 		cmocka_unit_test(test_top_allocation_failure),
+		cmocka_unit_test(test_lookup_paths),
 		cmocka_unit_test(test_readers_during_merges),
 		cmocka_unit_test(test_pending_race),
 	};

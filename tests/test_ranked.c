@@ -619,6 +619,17 @@ static void test_memory_1m(void **state)
 		assert_memory_equal(&l, &kept[i / 97].loc, sizeof(l));
 	}
 	free(kept);
+	/* Its masks: each RIX__RANKED_FILTER_K distinct bits, and about as few the same as 4096
+	 * drawn at random from the 635376 would share (13 pairs): an absent ID passes a word
+	 * whenever one of its IDs has the absent ID's mask. */
+	size_t same = 0;
+	for (size_t i = 0; i < RIX__RANKED_PATTERNS; i++) {
+		assert_int_equal(__builtin_popcountll(rix__ranked_patterns[i]), RIX__RANKED_FILTER_K);
+		for (size_t j = 0; j < i; j++)
+			same += rix__ranked_patterns[i] == rix__ranked_patterns[j];
+	}
+	printf("filter masks: %zu pairs the same of %d\n", same, RIX__RANKED_PATTERNS);
+	assert_true(same < 40);
 	size_t pass = 0;
 	for (int i = 0; i < 200000; i++) {
 		rix_id id;
