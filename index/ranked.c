@@ -24,6 +24,7 @@
  * near 4 GiB in millions of packs) gets 32 bits a field, 128 a location (read with the two
  * loads as well: each pair of fields is 64 bits, byte-aligned).
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -195,11 +196,14 @@ struct pass_job {
 /*
  * The filter's masks (ranked.h): each RIX__RANKED_FILTER_K distinct bits of 64, drawn from a
  * fixed sequence (splitmix64 from a fixed seed), so that every process and every image has the
- * same; made before main (the library's lookups read them without a check).
+ * same. Made before main, and made sure of by every build and import (once: a table made in
+ * another constructor, which may run first), so that a lookup, which needs a table, reads them
+ * without a check.
  */
 uint64_t rix__ranked_patterns[RIX__RANKED_PATTERNS];
+static pthread_once_t patterns_once = PTHREAD_ONCE_INIT;
 
-__attribute__((constructor)) static void patterns_make(void)
+static void patterns_make(void)
 {
 	uint64_t x = 0x72697866696c7472ull; /* "rixfiltr" */
 	for (size_t i = 0; i < RIX__RANKED_PATTERNS; i++) {
@@ -213,6 +217,11 @@ __attribute__((constructor)) static void patterns_make(void)
 		}
 		rix__ranked_patterns[i] = m;
 	}
+}
+
+__attribute__((constructor)) static void patterns_ready(void)
+{
+	(void)pthread_once(&patterns_once, patterns_make);
 }
 
 static void *pass_worker(void *arg)
@@ -276,6 +285,7 @@ int rix__ranked_build_collected(struct rix__ranked **out, struct rix__ecollect *
 				unsigned workers)
 {
 	*out = NULL;
+	patterns_ready();
 	size_t count = c->n;
 	struct rix__ranked *r = count <= 0xFFFFFFFEu ? rix_calloc(1, sizeof(*r)) : NULL;
 	struct pass_job *jb = r != NULL ? rix_calloc(1, sizeof(*jb)) : NULL;
@@ -720,6 +730,7 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 		       void *sec[RIX__RANKED_SECTIONS], const size_t size[RIX__RANKED_SECTIONS], uint32_t npacks)
 {
 	*out = NULL;
+	patterns_ready();
 	size_t want[RIX__RANKED_SECTIONS];
 	int rc = rix__ranked_section_sizes(desc, want);
 	for (int k = 0; rc == 0 && k < RIX__RANKED_SECTIONS; k++)
