@@ -7,8 +7,8 @@
  *
  * What a lookup executes is what limits it: a lookup that misses in DRAM waits anyway, and the
  * fewer instructions each one holds in the core's window, the more lookups' misses overlap
- * (bench/RESULTS.md). So the table's answer is taken first, and everything it does not answer
- * goes on out of line.
+ * (bench/RESULTS.md). So a single lookup's common miss (nothing beside the tables, both
+ * filters turn the ID down) is answered in line, and everything else goes on out of line.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -134,9 +134,10 @@ static __attribute__((noinline)) int lookup_locking(rix_packed_blob *out, rix_ma
 
 /*
  * The common miss is a leaf: the read section's fast path, the two filters in line, and the
- * answer, with no call and so no callee-saved register to save and restore (92 -> 57
- * instructions, 57 -> 32 registers written: bench/RESULTS.md); everything else goes on in one of
- * the functions above, called last.
+ * answer, with no call, so that none of the six callee-saved registers a call kept live is
+ * saved (GCC 12 still saves two around the filters, for want of others: 92 -> 57 instructions,
+ * 57 -> 32 registers written, bench/RESULTS.md); everything else goes on in one of the
+ * functions above, called last.
  */
 int rix_master_index_lookup(rix_packed_blob *out, rix_master_index *mi, rix_blob_type t,
 			    const rix_id *id)

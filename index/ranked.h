@@ -64,8 +64,8 @@ struct rix__ranked;
  * a table of 32 KiB where the four bits shifted into place took 19 instructions without BMI2,
  * and a single lookup is bound by what it holds in the core's window, instructions and
  * registers written (its word's index likewise: a 32-bit product, which any register can hold,
- * not a 128-bit one, which takes two fixed ones). Absent IDs pass as often as with four bits picked at random (a word's
- * 8 IDs share an absent ID's mask one time in 500: test_ranked).
+ * not a 128-bit one, which takes two fixed ones). Absent IDs pass as often as with four bits
+ * picked at random (test_ranked; a word's 8 IDs share an absent ID's mask 8 times in 4096).
  *
  * Here rather than in ranked.c, with the table's first members (struct rix__ranked_head), so
  * that every lookup of one ID tests it in line (rix__ranked_find below): an absent ID it turns

@@ -69,8 +69,8 @@ static inline void rix__rcu_read_unlock(void)
 
 /*
  * The outermost read section of the fast path, for a leaf: a function that, calling nothing
- * before it ends the section with rix__rcu_read_unlock_leaf, needs no callee-saved register (a
- * single lookup is bound by the registers it writes: bench/RESULTS.md). false, and nothing
+ * before it ends the section with rix__rcu_read_unlock_leaf, keeps no value across a call in a
+ * callee-saved register (a single lookup is bound by the registers it writes: bench/RESULTS.md). false, and nothing
  * taken, where rix__rcu_read_lock would call (no slot claimed yet, seq_cst readers) or inside
  * another section: the caller then takes rix__rcu_read_lock out of line. A section begun here
  * may also be ended by rix__rcu_read_unlock (a callee the leaf hands it on to).

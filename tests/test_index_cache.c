@@ -604,8 +604,11 @@ static void test_image_api(void **state)
 	memcpy(other, desc, nd);
 	assert_int_equal(rix_master_image_parse(&im, other, nd), 0);
 	rix_master_image_free(im);
-	assert_int_equal(other[24], RIX__RANKED_SCHEME);
-	other[24] ^= 1;
+	uint32_t scheme;
+	memcpy(&scheme, other + 24, 4);
+	assert_int_equal(scheme, RIX__RANKED_SCHEME);
+	scheme ^= 1;
+	memcpy(other + 24, &scheme, 4);
 	assert_int_equal(rix_master_image_parse(&im, other, nd), RIX_ECORRUPT);
 	free(other);
 	assert_int_equal(rix_master_image_parse(&im, desc, nd), 0);

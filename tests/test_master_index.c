@@ -472,9 +472,10 @@ static void test_top_allocation_failure(void **state)
 /*
  * A single lookup answers alike by each of its paths: the leaf (the read section's fast path,
  * the filters in line), inside a read section the caller already holds, and as a thread's
- * first (no reader slot yet): the last two take the read section out of line. Each in two
- * states: tables only (an absent ID answered by the filters), and tables with a separate index
- * and blobs stored since. Every answer is checked against the data.
+ * first (no reader slot yet; its first ID a present one): the last two take the read section
+ * out of line. Each in three states: tables only (an absent ID answered by the filters), tables
+ * and blobs stored since, and those with a separate index too (where the tables' "no" is not
+ * the answer). Every answer is checked against the data.
  */
 #define PATH_IDS 600
 struct path_answers {
@@ -509,9 +510,9 @@ static void check_paths(rix_master_index *mi, const struct idxdata *d, size_t nd
 	for (int i = 0; i < PATH_IDS; i++) {
 		want[i] = NULL;
 		types[i] = RIX_BLOB_DATA;
-		if (i % 3 == 0) {
+		if (i % 3 == 2) {
 			rix_test_random_id(&ids[i], st);
-		} else if (i % 3 == 1 || nstored == 0) {
+		} else if (i % 3 == 0 || nstored == 0) {
 			want[i] = &d[rix_test_next(st) % nd].blobs[rix_test_next(st) % PACKS_PER_INDEX][1 + i % 7];
 		} else {
 			want[i] = &stored[rix_test_next(st) % nstored];
@@ -565,8 +566,6 @@ static void test_lookup_paths(void **state)
 		assert_int_equal(rix_master_index_add(mi, build_index(&d[i], 1)), 0);
 	assert_int_equal(rix_master_index_merge(mi), 0);
 	check_paths(mi, d, N - 1, 0, NULL, &st);
-	/* A separate index and blobs stored since: the tables' "no" is not the answer. */
-	assert_int_equal(rix_master_index_add(mi, build_index(&d[N - 1], 1)), 0);
 	rix_blob stored[PER_PACK];
 	rix_id pack;
 	rix_test_random_id(&pack, &st);
@@ -578,6 +577,8 @@ static void test_lookup_paths(void **state)
 		stored[b].uncompressed_length = 0;
 	}
 	assert_int_equal(rix_master_index_store_pack(mi, &pack, stored, PER_PACK), 0);
+	check_paths(mi, d, N - 1, PER_PACK, stored, &st);
+	assert_int_equal(rix_master_index_add(mi, build_index(&d[N - 1], 1)), 0);
 	check_paths(mi, d, N, PER_PACK, stored, &st);
 	rix_master_index_free(mi);
 }
