@@ -97,9 +97,26 @@ static inline uint32_t home_line(uint64_t h, uint32_t nlines)
 	return rix__hash_bucket(h, nlines);
 }
 
+/* over_bits' values, one for each of its 10 bits of h, made when compiled: a load where the two
+ * shifted ones took 9 instructions, 8 of them writing a register (no BMI2 in a baseline build),
+ * in an absent ID's lookup of 52 (bench/RESULTS.md: what a single lookup holds in the core's
+ * window is what keeps the next ones' misses from starting). */
+#define OVER_1(x) ((1u << ((x) & 31)) | (1u << (((x) >> 5) & 31)))
+#define OVER_4(x) OVER_1(x), OVER_1((x) + 1), OVER_1((x) + 2), OVER_1((x) + 3)
+#define OVER_16(x) OVER_4(x), OVER_4((x) + 4), OVER_4((x) + 8), OVER_4((x) + 12)
+#define OVER_64(x) OVER_16(x), OVER_16((x) + 16), OVER_16((x) + 32), OVER_16((x) + 48)
+#define OVER_256(x) OVER_64(x), OVER_64((x) + 64), OVER_64((x) + 128), OVER_64((x) + 192)
+static const uint32_t over_masks[1024] = { OVER_256(0), OVER_256(256), OVER_256(512), OVER_256(768) };
+#undef OVER_256
+#undef OVER_64
+#undef OVER_16
+#undef OVER_4
+#undef OVER_1
+
+/* Two bits of 32 (one when both numbers are equal): 1 << bits 32..36 of h, 1 << bits 37..41. */
 static inline uint32_t over_bits(uint64_t h)
 {
-	return (1u << ((h >> 32) & 31)) | (1u << ((h >> 37) & 31));
+	return over_masks[(h >> 32) & 1023];
 }
 
 /* Whether line ln's filter holds both of h's bits: a probe for h goes on past ln. */
