@@ -66,6 +66,7 @@
 #include <xxhash.h>
 
 #include "bench.h"
+#include "index/ranked.h"
 
 #define LIMIT_WORDS ((size_t)640 << 17) /* 640 MiB of uint64_t */
 #define LIMIT_KEYS ((size_t)10000000)
@@ -151,13 +152,11 @@ static void limit_run(bench_b *b)
 		break;
 	case GATHER1_FILTER: {
 		const rix_id *keys = gen_unknown_ids(LIMIT_KEYS);
-		const uint64_t fw = LIMIT_KEYS / 8 + 1; /* rix__ranked_filter_words(10M) */
+		const size_t fw = rix__ranked_filter_words(LIMIT_KEYS);
 		for (uint64_t i = 0; i < b->n; i++) {
-			uint32_t x;
 			uint64_t m;
-			memcpy(&x, keys[k].b, 4);
 			memcpy(&m, keys[k].b + 16, 8);
-			sum += w[((uint64_t)__builtin_bswap32(x) * fw) >> 32] & m;
+			sum += w[rix__ranked_filter_word(keys[k].b, fw)] & m;
 			if (++k == LIMIT_KEYS)
 				k = 0;
 		}

@@ -43,6 +43,8 @@
 #define LOC_PACKED_MAX 120u /* widest packed location other than 4 fields of 32 bits */
 #define BATCH 256u          /* keys a round of rix__ranked_find_many */
 #define SKIP_MIN 16u        /* keys a round needs to change the batched lookup's filter hint */
+
+__extension__ typedef unsigned __int128 rix__u128; /* a location's two 64-bit loads, as one */
 #define BUILD_PARALLEL 65536u /* entries from which a build's sort and pass are spread over the CPUs */
 
 struct rdup {
@@ -548,7 +550,6 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 	skip_hint.skip = skip;
 	return hits;
 }
-
 
 void rix__ranked_totals(const struct rix__ranked *r, uint64_t *count, uint64_t *stored, uint64_t *plain)
 {

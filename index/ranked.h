@@ -77,7 +77,7 @@ struct rix__ranked;
 struct rix__ranked_head {
 	uint64_t *filter; /* nw words, each distinct ID's bits in one */
 	uint32_t nd;      /* distinct IDs */
-	uint32_t nw;      /* rix__ranked_filter_words(nd) */
+	uint32_t nw;      /* rix__ranked_filter_words(nd), kept: two instructions fewer a lookup */
 };
 
 /* Bits an ID, and the masks they are picked from; changing either, the masks' sequence, the
@@ -90,8 +90,6 @@ static inline size_t rix__ranked_filter_words(size_t nd)
 {
 	return nd / 8 + 1;
 }
-
-__extension__ typedef unsigned __int128 rix__u128;
 
 /* The filter's word of id, of nw (< 2^32): ascending with the ID (its first 4 bytes, big-endian). */
 static inline size_t rix__ranked_filter_word(const uint8_t *id, size_t nw)
@@ -209,8 +207,9 @@ int rix__ranked_foreach_round(const struct rix__ranked *r, rix__ranked_round_fn 
  * filter), borrowed from the table; a size may be 0 (its pointer then NULL).
  */
 /* What an image of the table was made with beyond its descriptor's words: the filter's bits
- * (RIX__RANKED_FILTER_K, the masks and the word and mask functions above) and the locations' packing. Changing
- * either means a new number, so that images made before are refused, not misread. */
+ * (RIX__RANKED_FILTER_K, the masks and the word and mask functions above) and the locations'
+ * packing. Changing either means a new number, so that images made before are refused, not
+ * misread. */
 #define RIX__RANKED_SCHEME 4u /* 2: the filter's word by the ID's first bytes; 3: locations beside the tails;
 			       * 4: the filter's bits from rix__ranked_patterns, its word by 4 bytes */
 #define RIX__RANKED_DESC_WORDS (6 + RIX__IDSET_DESC_WORDS)

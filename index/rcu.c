@@ -111,9 +111,7 @@ void rix__rcu_lock_slow(void)
 		if (fast && me.slot != NULL) {
 			/* From now on the inline path; this first time, its store here. */
 			rix__rcu_me.seq = &me.slot->seq;
-			uint64_t v = atomic_load_explicit(&me.slot->seq, memory_order_relaxed) + 1;
-			atomic_store_explicit(&me.slot->seq, v, memory_order_relaxed);
-			atomic_signal_fence(memory_order_seq_cst);
+			rix__rcu_seq_enter(&me.slot->seq);
 			return;
 		}
 	}

@@ -39,6 +39,20 @@ extern _Thread_local struct rix__rcu_reader rix__rcu_me __attribute__((tls_model
 void rix__rcu_lock_slow(void);
 void rix__rcu_unlock_slow(void);
 
+/* The fast path's stores to the thread's own sequence (only it writes it: plain stores): odd on
+ * entering the outermost section, even on leaving it. Always inlined: left to GCC 12, the
+ * single master lookup's leaf took a register move more. */
+static inline __attribute__((always_inline)) void rix__rcu_seq_enter(_Atomic uint64_t *seq)
+{
+	atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst); /* the section's loads stay after the store */
+}
+
+static inline __attribute__((always_inline)) void rix__rcu_seq_leave(_Atomic uint64_t *seq)
+{
+	atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_release);
+}
+
 /* Inline: a lookup's read section is a handful of instructions, not two calls (the fewer a
  * lookup executes, the more lookups' misses the core keeps in flight at once). */
 static inline void rix__rcu_read_lock(void)
@@ -47,12 +61,10 @@ static inline void rix__rcu_read_lock(void)
 	if (r->depth++ != 0)
 		return;
 	_Atomic uint64_t *seq = r->seq;
-	if (__builtin_expect(seq != NULL, 1)) {
-		atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_relaxed);
-		atomic_signal_fence(memory_order_seq_cst); /* the section's loads stay after the store */
-	} else {
+	if (__builtin_expect(seq != NULL, 1))
+		rix__rcu_seq_enter(seq);
+	else
 		rix__rcu_lock_slow();
-	}
 }
 
 static inline void rix__rcu_read_unlock(void)
@@ -62,7 +74,7 @@ static inline void rix__rcu_read_unlock(void)
 		return;
 	_Atomic uint64_t *seq = r->seq;
 	if (__builtin_expect(seq != NULL, 1))
-		atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_release);
+		rix__rcu_seq_leave(seq);
 	else
 		rix__rcu_unlock_slow();
 }
@@ -70,10 +82,11 @@ static inline void rix__rcu_read_unlock(void)
 /*
  * The outermost read section of the fast path, for a leaf: a function that, calling nothing
  * before it ends the section with rix__rcu_read_unlock_leaf, keeps no value across a call in a
- * callee-saved register (a single lookup is bound by the registers it writes: bench/RESULTS.md). false, and nothing
- * taken, where rix__rcu_read_lock would call (no slot claimed yet, seq_cst readers) or inside
- * another section: the caller then takes rix__rcu_read_lock out of line. A section begun here
- * may also be ended by rix__rcu_read_unlock (a callee the leaf hands it on to).
+ * callee-saved register (a single lookup is bound by the registers it writes:
+ * bench/RESULTS.md). false, and nothing taken, where rix__rcu_read_lock would call (no slot
+ * claimed yet, seq_cst readers) or inside another section: the caller then takes
+ * rix__rcu_read_lock out of line. A section begun here may also be ended by
+ * rix__rcu_read_unlock (a callee the leaf hands it on to).
  */
 static inline bool rix__rcu_read_lock_leaf(void)
 {
@@ -82,8 +95,7 @@ static inline bool rix__rcu_read_lock_leaf(void)
 	if (r->depth != 0 || seq == NULL)
 		return false;
 	r->depth = 1;
-	atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst); /* the section's loads stay after the store */
+	rix__rcu_seq_enter(seq);
 	return true;
 }
 
@@ -93,7 +105,7 @@ static inline void rix__rcu_read_unlock_leaf(void)
 	struct rix__rcu_reader *r = &rix__rcu_me;
 	_Atomic uint64_t *seq = r->seq;
 	r->depth = 0;
-	atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_release);
+	rix__rcu_seq_leave(seq);
 }
 
 void rix__rcu_synchronize(void);

@@ -556,30 +556,21 @@ static void test_lookup_paths(void **state)
 {
 	(void)state;
 	enum { N = 6 };
-	static struct idxdata d[N];
+	static struct idxdata d[N], more; /* more: one pack of it stored, named by no index */
 	uint64_t st = 83;
 	for (int i = 0; i < N; i++)
 		make_idxdata(&d[i], &st, NULL);
+	make_idxdata(&more, &st, NULL);
 	rix_master_index *mi;
 	assert_int_equal(rix_master_index_new(&mi), 0);
 	for (int i = 0; i < N - 1; i++)
 		assert_int_equal(rix_master_index_add(mi, build_index(&d[i], 1)), 0);
 	assert_int_equal(rix_master_index_merge(mi), 0);
 	check_paths(mi, d, N - 1, 0, NULL, &st);
-	rix_blob stored[PER_PACK];
-	rix_id pack;
-	rix_test_random_id(&pack, &st);
-	for (int b = 0; b < PER_PACK; b++) {
-		rix_test_random_id(&stored[b].id, &st);
-		stored[b].type = RIX_BLOB_DATA;
-		stored[b].offset = (uint32_t)b * 500;
-		stored[b].length = 300 + (uint32_t)b;
-		stored[b].uncompressed_length = 0;
-	}
-	assert_int_equal(rix_master_index_store_pack(mi, &pack, stored, PER_PACK), 0);
-	check_paths(mi, d, N - 1, PER_PACK, stored, &st);
+	assert_int_equal(rix_master_index_store_pack(mi, &more.packs[0], more.blobs[0], PER_PACK), 0);
+	check_paths(mi, d, N - 1, PER_PACK, more.blobs[0], &st);
 	assert_int_equal(rix_master_index_add(mi, build_index(&d[N - 1], 1)), 0);
-	check_paths(mi, d, N, PER_PACK, stored, &st);
+	check_paths(mi, d, N, PER_PACK, more.blobs[0], &st);
 	rix_master_index_free(mi);
 }
 
