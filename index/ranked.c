@@ -68,6 +68,10 @@ struct rix__ranked {
 	uint32_t pm, om, lm, um; /* the fields' masks */
 	unsigned pob;   /* pb + ob: where the length starts */
 	bool split;     /* (pob & 7) + lb + ub <= 64: two 8-byte loads (loc_read) */
+	uint32_t lob;   /* pob >> 3: the second load's byte */
+	/* split: each field's shift in its load (the first's for pack and offset, the second's for
+	 * the lengths) and its mask, as 4 lanes (the AVX-512 instance's loc_vec, ranked_lookup.h) */
+	uint64_t lshift[4], lmask[4];
 };
 
 _Static_assert(offsetof(struct rix__ranked, h) == 0, "rix__ranked_maybe reads the head through the table's pointer");
@@ -96,6 +100,15 @@ static void set_width(struct rix__ranked *r)
 	r->um = (uint32_t)mask_of(r->ub);
 	r->pob = r->pb + r->ob;
 	r->split = (r->pob & 7) + r->lb + r->ub <= 64; /* (pob <= 64: each field has 32 bits at most) */
+	r->lob = r->pob >> 3;
+	r->lshift[0] = 0;
+	r->lshift[1] = r->pb;
+	r->lshift[2] = r->pob & 7;
+	r->lshift[3] = (r->pob & 7) + r->lb;
+	r->lmask[0] = r->pm;
+	r->lmask[1] = r->om;
+	r->lmask[2] = r->lm;
+	r->lmask[3] = r->um;
 }
 
 /* Bytes of a packed location (the set's extra bytes an ID). */
@@ -530,19 +543,8 @@ size_t rix__ranked_find_many(const struct rix__ranked *r, const rix_id *ids, siz
 		}
 		/* The locations' lines are fetched with the IDs' tails, beside which they are, so that
 		 * decoding them below rarely waits. */
-		if (k > 0 && rix_idset_rank_many(rank, r->ids, pass, k) > 0) {
-			/* The table's shape copied: a store to locs[] could alias its fields, which
-			 * the compiler would then read again after every store. */
-			const struct rix__ranked shape = *r;
-			for (size_t j = 0; j < k; j++) {
-				if (rank[j] == RIX_IDSET_NO_RANK)
-					continue;
-				size_t i = g + (k < m ? which[j] : j);
-				found[i] = true;
-				loc_get(&shape, rank[j], &locs[i]);
-				round_hits++;
-			}
-		}
+		if (k > 0 && rix_idset_rank_many(rank, r->ids, pass, k) > 0)
+			round_hits = DISPATCH(r->ids, ranked_decode, r, rank, k, k < m ? which : NULL, g, locs, found);
 		hits += round_hits;
 		skip = skip_next(skip, round_hits, m);
 	}
