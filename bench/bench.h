@@ -162,6 +162,7 @@ int rgen_index_build(const rgen_index *g, uint32_t batch, rix_index **out);
 
 void register_workload_benchmarks(void);
 void register_limit_benchmarks(void);
+void register_twoline_benchmarks(void);
 void register_idset_benchmarks(void);
 void register_restic_benchmarks(void);
 void register_crypto_benchmarks(void);
@@ -175,6 +176,8 @@ void register_stage_benchmarks(void);
 void workload_caches_free(void);
 /* The limit probes' array and hashes (bench_limit.c), freed with the workload family's caches. */
 void limit_caches_free(void);
+/* Limit/TwoLine's layout (bench_twoline.c), freed with them. */
+void twoline_caches_free(void);
 void idset_caches_free(void);
 void restic_caches_free(void);
 

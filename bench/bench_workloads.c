@@ -338,6 +338,7 @@ void workload_caches_free(void)
 	rix_master_index_free(master_cache.mi);
 	memset(&master_cache, 0, sizeof(master_cache));
 	limit_caches_free();
+	twoline_caches_free();
 	idset_caches_free();
 }
 

@@ -554,6 +554,7 @@ int main(int argc, char **argv)
 
 	register_workload_benchmarks();
 	register_limit_benchmarks(); /* beside the lookups: the same family, the same run */
+	register_twoline_benchmarks();
 	register_idset_benchmarks(); /* the dedup-only set, beside the probes too */
 	register_restic_benchmarks();
 	register_crypto_benchmarks();
