@@ -1,11 +1,13 @@
 /*
- * bench/bench_twoline.c — Limit/TwoLine/{known,unknown}: the two-line layout issue 13 names as
+ * bench/bench_twoline.c — Limit/TwoLine{,Batch}/{known,unknown}: the two-line layout issue 13 names as
  * what the probes allow a known lookup ("bucket word with enough filter or fingerprint bits to go
  * straight to its entry, then the entry"), built of RankedLookup/N=10M's entries and looked up
- * one ID at a time by a lean loop, so that each single lookup of the index can be set beside the
- * best a layout of that shape does on the same machine (bench/RESULTS.md). A yardstick, not an
- * index: no filter, no overflow handling (the build checks that its fixed keys need none), no
- * second locations, no checks beyond the answer's.
+ * one ID at a time by a lean loop (TwoLine), and in groups of 32 keys whose lines are requested
+ * first, as Limit/Gather2Prefetch runs (TwoLineBatch, in RankedLookupBatch's calls of 64), so that
+ * each lookup of the index can be set beside the best a layout of that shape does on the same
+ * machine (bench/RESULTS.md). A yardstick, not an index: no filter, no overflow handling (the
+ * build checks that its fixed keys need none), no second locations, no checks beyond the
+ * answer's.
  *
  *   line: 64 bytes for 32 consecutive buckets (2^24 buckets: the ID's top 24 bits)
  *   +---------+----------------------------------+---------------------------------------+
@@ -124,13 +126,16 @@ TL_TARGET static inline unsigned tl_zero(uint64_t z0, uint64_t z1, unsigned c0, 
 		      : 64 + (unsigned)__builtin_ctzll(_pdep_u64(1ull << (j - c0), z1));
 }
 
-/* Whether id is in the layout; *pack and *offset its location's when it is. */
-TL_TARGET __attribute__((noinline)) static bool tl_find(const rix_id *id, uint32_t *pack, uint32_t *offset)
+/* id's line. */
+static inline const uint8_t *tl_line(const rix_id *id)
 {
-	const uint64_t top = tl_be64(id->b);
-	const uint32_t bucket = (uint32_t)(top >> (64 - TL_K));
-	const uint8_t *ln = tl_lines + (size_t)(bucket >> 5) * 64;
-	const unsigned j = bucket & 31;
+	return tl_lines + (size_t)(tl_be64(id->b) >> (64 - TL_K) >> 5) * 64;
+}
+
+/* The records of id's run whose mid byte is id's: bit i of the result for record *first + i. */
+TL_TARGET static inline uint64_t tl_candidates(const rix_id *id, const uint8_t *ln, size_t *first)
+{
+	const unsigned j = (unsigned)(tl_be64(id->b) >> (64 - TL_K)) & 31;
 	uint32_t base, c1;
 	memcpy(&base, ln, 4);
 	memcpy(&c1, ln + 12, 4);
@@ -146,18 +151,64 @@ TL_TARGET __attribute__((noinline)) static bool tl_find(const rix_id *id, uint32
 	m |= (uint64_t)(uint32_t)_mm256_movemask_epi8(
 		     _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(ln + 32)), key))
 	     << 16; /* bytes 32..63: ids 16..47 */
-	m = (m >> start) & ((1ull << cnt) - 1);
-	for (; m != 0; m &= m - 1) {
-		const uint8_t *rec = tl_recs + ((size_t)base + start + (unsigned)__builtin_ctzll(m)) * TL_REC;
-		const uint8_t *t = id->b + 4;
-		if (((tl_le64(rec) ^ tl_le64(t)) | (tl_le64(rec + 8) ^ tl_le64(t + 8)) | (tl_le64(rec + 16) ^ tl_le64(t + 16)) |
-		     (tl_le64(rec + 20) ^ tl_le64(t + 20))) == 0) {
-			memcpy(pack, rec + 28, 4);
-			memcpy(offset, rec + 32, 4);
+	*first = (size_t)base + start;
+	return (m >> start) & ((1ull << cnt) - 1);
+}
+
+/* Whether the record rec holds id; *pack and *offset its location's when it does. */
+static inline bool tl_match(const rix_id *id, const uint8_t *rec, uint32_t *pack, uint32_t *offset)
+{
+	const uint8_t *t = id->b + 4;
+	if (((tl_le64(rec) ^ tl_le64(t)) | (tl_le64(rec + 8) ^ tl_le64(t + 8)) | (tl_le64(rec + 16) ^ tl_le64(t + 16)) |
+	     (tl_le64(rec + 20) ^ tl_le64(t + 20))) != 0)
+		return false;
+	memcpy(pack, rec + 28, 4);
+	memcpy(offset, rec + 32, 4);
+	return true;
+}
+
+/* Whether id is in the layout; *pack and *offset its location's when it is. */
+TL_TARGET __attribute__((noinline)) static bool tl_find(const rix_id *id, uint32_t *pack, uint32_t *offset)
+{
+	size_t first;
+	for (uint64_t m = tl_candidates(id, tl_line(id), &first); m != 0; m &= m - 1)
+		if (tl_match(id, tl_recs + (first + (unsigned)__builtin_ctzll(m)) * TL_REC, pack, offset))
 			return true;
+	return false;
+}
+
+/*
+ * tl_find for n <= TL_GROUP keys, as Limit/Gather2Prefetch runs: every key's line requested,
+ * then each key's first candidate record requested, then the records compared (the rare second
+ * candidate read when asked). found[i], pack[i], offset[i]. @return how many found.
+ */
+#define TL_GROUP 32
+TL_TARGET __attribute__((noinline)) static size_t tl_find_group(const rix_id *keys, size_t n, uint32_t *pack,
+								uint32_t *offset, bool *found)
+{
+	const uint8_t *ln[TL_GROUP];
+	uint64_t m[TL_GROUP];
+	size_t first[TL_GROUP], hits = 0;
+	for (size_t i = 0; i < n; i++) {
+		ln[i] = tl_line(&keys[i]);
+		__builtin_prefetch(ln[i], 0, 2); /* PREFETCHT1, as the lookups' RIX_PREFETCH */
+	}
+	for (size_t i = 0; i < n; i++) {
+		m[i] = tl_candidates(&keys[i], ln[i], &first[i]);
+		if (m[i] != 0) {
+			const uint8_t *rec = tl_recs + (first[i] + (unsigned)__builtin_ctzll(m[i])) * TL_REC;
+			__builtin_prefetch(rec, 0, 2);
+			__builtin_prefetch(rec + TL_REC - 1, 0, 2);
 		}
 	}
-	return false;
+	for (size_t i = 0; i < n; i++) {
+		found[i] = false;
+		for (uint64_t c = m[i]; c != 0 && !found[i]; c &= c - 1)
+			found[i] = tl_match(&keys[i], tl_recs + (first[i] + (unsigned)__builtin_ctzll(c)) * TL_REC, &pack[i],
+					    &offset[i]);
+		hits += found[i];
+	}
+	return hits;
 }
 #define TL_HAVE 1
 #else
@@ -193,6 +244,17 @@ static int tl_setup(bench_b *b)
 				return bench_fail(b, "Limit/TwoLine: a wrong answer at entry %zu", i);
 			}
 		}
+		for (size_t i = 0; i + TL_GROUP <= TL_N; i += 997 * TL_GROUP) {
+			uint32_t p[TL_GROUP], o[TL_GROUP];
+			bool f[TL_GROUP];
+			size_t hits = tl_find_group(&ids[i], TL_GROUP, p, o, f);
+			for (size_t j = 0; j < TL_GROUP; j++)
+				hits += f[j] && (p[j] != locs[i + j].pack || o[j] != locs[i + j].offset) ? TL_N : 0;
+			if (hits != TL_GROUP || tl_find_group(&unknown[i], TL_GROUP, p, o, f) != 0) {
+				twoline_caches_free();
+				return bench_fail(b, "Limit/TwoLineBatch: a wrong answer near entry %zu", i);
+			}
+		}
 	}
 	b->state = tl_lines;
 	return 0;
@@ -207,6 +269,25 @@ static void tl_run(bench_b *b)
 	const rix_id *keys = b->def->arg[0] ? gen_unknown_ids(TL_N) : gen_known_ids(TL_N);
 	size_t k = (size_t)(b->n * 7919 % TL_N);
 	uint64_t found = 0, sum = 0;
+	if (b->def->arg[1]) { /* batched: RankedLookupBatch's calls of 64 keys, its loop over their answers */
+		uint32_t p[2 * TL_GROUP], o[2 * TL_GROUP];
+		bool f[2 * TL_GROUP];
+		for (uint64_t left = b->n; left > 0;) {
+			size_t c = left < 2 * TL_GROUP ? (size_t)left : 2 * TL_GROUP;
+			if (c > TL_N - k)
+				c = TL_N - k;
+			for (size_t g = 0; g < c; g += TL_GROUP)
+				found += tl_find_group(&keys[k + g], c - g < TL_GROUP ? c - g : TL_GROUP, &p[g], &o[g], &f[g]);
+			for (size_t i = 0; i < c; i++)
+				sum += f[i] ? o[i] + tl_packs[p[i]].b[0] : 0;
+			left -= c;
+			k += c;
+			if (k == TL_N)
+				k = 0;
+		}
+		tl_sink = sum + found;
+		return;
+	}
 	for (uint64_t i = 0; i < b->n; i++) {
 		uint32_t p, o;
 		if (tl_find(&keys[k], &p, &o)) { /* as RankedLookup's loop: the location and its pack's ID */
@@ -233,10 +314,13 @@ void twoline_caches_free(void)
 void register_twoline_benchmarks(void)
 {
 	static const char *const mode[] = { "known", "unknown" };
-	for (int m = 0; m < 2; m++) {
-		bench_def d = { .setup = tl_setup, .run = tl_run, .family = 0 };
-		snprintf(d.name, sizeof(d.name), "Limit/TwoLine/%s", mode[m]);
-		d.arg[0] = (uint64_t)m;
-		bench_register(&d);
+	for (int batched = 0; batched < 2; batched++) {
+		for (int m = 0; m < 2; m++) {
+			bench_def d = { .setup = tl_setup, .run = tl_run, .family = 0 };
+			snprintf(d.name, sizeof(d.name), "Limit/TwoLine%s/%s", batched ? "Batch" : "", mode[m]);
+			d.arg[0] = (uint64_t)m;
+			d.arg[1] = (uint64_t)batched;
+			bench_register(&d);
+		}
 	}
 }
