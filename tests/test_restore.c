@@ -35,6 +35,8 @@
  *   test_bad_file_nodes    a node size that is not its content's; hard links to a file whose
  *                          blob is missing: each reported, none counted restored; a first file
  *                          with no content member: restored empty
+ *   test_many_blobs        a file of 150 blobs (the planner looks them up 64 at a time): restored
+ *                          equal; one of them missing past the first 64: that file reported
  *   test_many_files        3000 small files, dozens a pack: restored equal, each pack byte read
  *                          once; again verified, in batches of a few files, with 4 workers
  *   test_create_fails      a directory planted where a file goes, after the walk: that file
@@ -1230,6 +1232,66 @@ static void test_bad_file_nodes(void **state)
 	rix_test_free_dir(work);
 }
 
+/* A file of 150 blobs, more than the planner looks up at once (backup/restorer.c's
+ * RS_LOOKUP_BATCH, 64): each blob's bytes land at its place; a file whose 101st blob is stored
+ * nowhere is reported, the other restored. */
+static void test_many_blobs(void **state)
+{
+	(void)state;
+	enum { NB = 150, MISSING = 100 };
+	char *work = rix_test_new_dir("rix-restore-manyblobs");
+	char repo[4300];
+	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
+	rix_id nowhere;
+	rix_sha256(&nowhere, "stored nowhere", 14);
+	static char want[NB * 10 + 1], all[NB * 68], gap[NB * 68];
+	size_t wl = 0, al = 0, gl = 0;
+	for (int i = 0; i < NB; i++) {
+		char data[16], hex[65], nhex[65];
+		int dl = snprintf(data, sizeof(data), "blob %03d\n", i);
+		rix_id id;
+		MUST(rix_repo_save_blob(&id, NULL, r, RIX_BLOB_DATA, data, (size_t)dl));
+		memcpy(want + wl, data, (size_t)dl);
+		wl += (size_t)dl;
+		rix_id_to_hex(hex, &id);
+		rix_id_to_hex(nhex, &nowhere);
+		al += (size_t)snprintf(all + al, sizeof(all) - al, "%s\"%s\"", i ? "," : "", hex);
+		gl += (size_t)snprintf(gap + gl, sizeof(gap) - gl, "%s\"%s\"", i ? "," : "", i == MISSING ? nhex : hex);
+	}
+	const char *node = "{\"name\":\"%s\",\"type\":\"file\",\"mode\":420,\"mtime\":\"2020-01-01T00:00:00Z\","
+			   "\"atime\":\"2020-01-01T00:00:00Z\",\"ctime\":\"2020-01-01T00:00:00Z\",\"uid\":0,\"gid\":0,"
+			   "\"size\":%zu,\"content\":[%s]}";
+	size_t cap = sizeof(all) + sizeof(gap) + 1024;
+	char *json = malloc(cap);
+	assert_non_null(json);
+	int jl = snprintf(json, cap, "{\"nodes\":[");
+	jl += snprintf(json + jl, cap - (size_t)jl, node, "all", wl, all);
+	jl += snprintf(json + jl, cap - (size_t)jl, ",");
+	jl += snprintf(json + jl, cap - (size_t)jl, node, "gap", wl, gap);
+	snprintf(json + jl, cap - (size_t)jl, "]}\n");
+	rix_id tree;
+	save_json_tree(r, &tree, json);
+	free(json);
+	MUST(rix_repo_flush(r));
+	char tgt[4400], path[4500];
+	snprintf(tgt, sizeof(tgt), "%s/target", work);
+	struct errs e;
+	rix_restore_summary sum;
+	assert_int_equal(restore(&sum, &e, r, &tree, tgt, NULL), RIX_EIO);
+	assert_true(has_error_for(&e, "/gap"));
+	assert_false(has_error_for(&e, "/all"));
+	assert_int_equal(sum.files_restored, 1);
+	snprintf(path, sizeof(path), "%s/all", tgt);
+	size_t n;
+	char *got = rix_test_read_file(path, &n);
+	assert_non_null(got);
+	assert_int_equal(n, wl);
+	assert_memory_equal(got, want, wl);
+	free(got);
+	rix_repo_free(r);
+	rix_test_free_dir(work);
+}
+
 /* An index that puts blob B at the very place of blob A's pack (B itself stored nowhere): the
  * files of B must be reported, never given A's bytes. */
 static void test_shared_offset(void **state)
@@ -1584,7 +1646,7 @@ int main(void)
 		cmocka_unit_test(test_swapped_file),   cmocka_unit_test(test_shared_offset),
 		cmocka_unit_test(test_bad_file_nodes), cmocka_unit_test(test_many_files),
 		cmocka_unit_test(test_create_fails),
-		cmocka_unit_test(test_missing_pack),   cmocka_unit_test(test_full_target),    cmocka_unit_test(test_options),        cmocka_unit_test(test_oom),
+		cmocka_unit_test(test_many_blobs),     cmocka_unit_test(test_missing_pack),   cmocka_unit_test(test_full_target),    cmocka_unit_test(test_options),        cmocka_unit_test(test_oom),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
