@@ -327,10 +327,8 @@ size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_maste
 				ok = 1;
 			if (!ok)
 				ok = rix__recent_find(mi->recent, t, &ids[base + i], out ? &out[base + i] : NULL);
-			if (!ok && in_set[i]) { /* known, at no location held: see no_location */
-				(void)no_location(&out[base + i], &ids[base + i]);
-				ok = 1;
-			}
+			/* A set member asked for its location: the separate indexes may hold one (as the
+			 * single lookup asks them, lookup_miss), else it is known at no location. */
 			if (!ok && nsep > 0) {
 				/* Read lock inside the read section is safe: writers never hold
 				 * the write lock while they wait for RCU readers. */
@@ -339,6 +337,10 @@ size_t rix_master_index_lookup_many(rix_packed_blob *out, bool *found, rix_maste
 					locked = 1;
 				}
 				ok = lookup_locked(mi, st, t, &ids[base + i], out ? &out[base + i] : NULL) == 0;
+			}
+			if (!ok && in_set[i]) { /* known, at no location held: see no_location */
+				(void)no_location(&out[base + i], &ids[base + i]);
+				ok = 1;
 			}
 			if (found != NULL)
 				found[base + i] = (uint8_t)ok;

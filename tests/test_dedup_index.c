@@ -264,6 +264,22 @@ static void test_dedup_vs_full(void **state)
 		/* A separate index: the locked path answers too. */
 		assert_true(rix_master_index_has(mi, RIX_BLOB_DATA, &files[1].blobs[0][2].id));
 		assert_true(rix_master_index_has(mi, RIX_BLOB_DATA, &extra.blobs[0][2].id));
+		if (k == 1) {
+			/* extra's blob 0 of each pack: a set member with a location in the separate
+			 * index; the batched lookup gives it as the single one does, not "no location". */
+			rix_id ids[PACKS];
+			rix_packed_blob many[PACKS], one;
+			bool fnd[PACKS];
+			for (int p = 0; p < PACKS; p++)
+				ids[p] = extra.blobs[p][0].id;
+			assert_int_equal(rix_master_index_lookup_many(many, fnd, mi, RIX_BLOB_DATA, ids, PACKS), PACKS);
+			for (int p = 0; p < PACKS; p++) {
+				assert_true(fnd[p]);
+				assert_int_equal(rix_master_index_lookup(&one, mi, RIX_BLOB_DATA, &ids[p]), 0);
+				assert_memory_equal(one.pack_id.b, extra.packs[p].b, 32);
+				assert_same_loc(&one, &many[p]);
+			}
+		}
 		assert_int_equal(rix_master_index_merge(mi), 0);
 	}
 	/* files[0]'s blob 1 of each pack now has a copy in extra, with a location: left out here. */
