@@ -36,7 +36,8 @@
  *                          blob is missing: each reported, none counted restored; a first file
  *                          with no content member: restored empty
  *   test_many_blobs        a file of 150 blobs (the planner looks them up 64 at a time): restored
- *                          equal; one of them missing past the first 64: that file reported
+ *                          equal; one of them missing past the first 64: that file reported,
+ *                          naming it; through a dedup-only index: both reported, no location
  *   test_many_files        3000 small files, dozens a pack: restored equal, each pack byte read
  *                          once; again verified, in batches of a few files, with 4 workers
  *   test_create_fails      a directory planted where a file goes, after the walk: that file
@@ -1244,17 +1245,18 @@ static void test_many_blobs(void **state)
 	rix_repo *r = new_repo(work, "repo", repo, sizeof(repo));
 	rix_id nowhere;
 	rix_sha256(&nowhere, "stored nowhere", 14);
+	char nhex[65];
+	rix_id_to_hex(nhex, &nowhere);
 	static char want[NB * 10 + 1], all[NB * 68], gap[NB * 68];
 	size_t wl = 0, al = 0, gl = 0;
 	for (int i = 0; i < NB; i++) {
-		char data[16], hex[65], nhex[65];
+		char data[16], hex[65];
 		int dl = snprintf(data, sizeof(data), "blob %03d\n", i);
 		rix_id id;
 		MUST(rix_repo_save_blob(&id, NULL, r, RIX_BLOB_DATA, data, (size_t)dl));
 		memcpy(want + wl, data, (size_t)dl);
 		wl += (size_t)dl;
 		rix_id_to_hex(hex, &id);
-		rix_id_to_hex(nhex, &nowhere);
 		al += (size_t)snprintf(all + al, sizeof(all) - al, "%s\"%s\"", i ? "," : "", hex);
 		gl += (size_t)snprintf(gap + gl, sizeof(gap) - gl, "%s\"%s\"", i ? "," : "", i == MISSING ? nhex : hex);
 	}
@@ -1280,6 +1282,7 @@ static void test_many_blobs(void **state)
 	assert_int_equal(restore(&sum, &e, r, &tree, tgt, NULL), RIX_EIO);
 	assert_true(has_error_for(&e, "/gap"));
 	assert_false(has_error_for(&e, "/all"));
+	assert_non_null(strstr(e.lastmsg, nhex)); /* the blob stored nowhere, not another */
 	assert_int_equal(sum.files_restored, 1);
 	snprintf(path, sizeof(path), "%s/all", tgt);
 	size_t n;
@@ -1288,6 +1291,19 @@ static void test_many_blobs(void **state)
 	assert_int_equal(n, wl);
 	assert_memory_equal(got, want, wl);
 	free(got);
+	rix_repo_free(r);
+	/* The same through a dedup-only index (no data blob's location): both files reported. */
+	rix_backend *b;
+	MUST(rix_backend_local_open(&b, repo, false));
+	MUST(rix_repo_open(&r, b, PW, strlen(PW), &fast));
+	rix_repo_set_dedup_only(r, true);
+	MUST(rix_repo_load_index(NULL, r, NULL, NULL));
+	snprintf(tgt, sizeof(tgt), "%s/target-dd", work);
+	assert_int_equal(restore(&sum, &e, r, &tree, tgt, NULL), RIX_EIO);
+	assert_true(has_error_for(&e, "/all"));
+	assert_true(has_error_for(&e, "/gap"));
+	assert_int_equal(sum.files_restored, 0);
+	assert_non_null(strstr(e.lastmsg, "no location"));
 	rix_repo_free(r);
 	rix_test_free_dir(work);
 }
