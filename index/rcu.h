@@ -57,10 +57,9 @@ static inline __attribute__((always_inline)) void rix__rcu_seq_leave(_Atomic uin
  * lookup executes, the more lookups' misses the core keeps in flight at once). */
 static inline void rix__rcu_read_lock(void)
 {
-	struct rix__rcu_reader *r = &rix__rcu_me;
-	if (r->depth++ != 0)
+	if (rix__rcu_me.depth++ != 0)
 		return;
-	_Atomic uint64_t *seq = r->seq;
+	_Atomic uint64_t *seq = rix__rcu_me.seq;
 	if (__builtin_expect(seq != NULL, 1))
 		rix__rcu_seq_enter(seq);
 	else
@@ -69,10 +68,9 @@ static inline void rix__rcu_read_lock(void)
 
 static inline void rix__rcu_read_unlock(void)
 {
-	struct rix__rcu_reader *r = &rix__rcu_me;
-	if (--r->depth != 0)
+	if (--rix__rcu_me.depth != 0)
 		return;
-	_Atomic uint64_t *seq = r->seq;
+	_Atomic uint64_t *seq = rix__rcu_me.seq;
 	if (__builtin_expect(seq != NULL, 1))
 		rix__rcu_seq_leave(seq);
 	else
@@ -90,11 +88,10 @@ static inline void rix__rcu_read_unlock(void)
  */
 static inline bool rix__rcu_read_lock_leaf(void)
 {
-	struct rix__rcu_reader *r = &rix__rcu_me;
-	_Atomic uint64_t *seq = r->seq;
-	if (r->depth != 0 || seq == NULL)
+	_Atomic uint64_t *seq = rix__rcu_me.seq;
+	if (rix__rcu_me.depth != 0 || seq == NULL)
 		return false;
-	r->depth = 1;
+	rix__rcu_me.depth = 1;
 	rix__rcu_seq_enter(seq);
 	return true;
 }
@@ -102,9 +99,8 @@ static inline bool rix__rcu_read_lock_leaf(void)
 /* Ends a section rix__rcu_read_lock_leaf began (its seq is set: a slot's, for good). */
 static inline void rix__rcu_read_unlock_leaf(void)
 {
-	struct rix__rcu_reader *r = &rix__rcu_me;
-	_Atomic uint64_t *seq = r->seq;
-	r->depth = 0;
+	_Atomic uint64_t *seq = rix__rcu_me.seq;
+	rix__rcu_me.depth = 0;
 	rix__rcu_seq_leave(seq);
 }
 
