@@ -20,8 +20,8 @@
  * two selects in the code, the run's IDs with its byte 3 by one compare of the line's bytes,
  * and compares their records' tails: one line, then the record; a known ID's pack ID after, as
  * RankedLookup's loop reads it. 43.4 bytes an ID with the records (the ranked table: 42.4 with
- * its filter). Needs BMI1, BMI2, POPCNT and AVX2 (PDEP, 32-byte compares); where the CPU lacks them, it
- * fails with a message.
+ * its filter). Needs BMI1, BMI2, POPCNT and AVX2 (PDEP, 32-byte compares); where the CPU lacks
+ * them, it fails with a message.
  */
 #include <stdio.h>
 #include <stdlib.h>

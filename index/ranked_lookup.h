@@ -54,34 +54,25 @@ static IDSET_ATTR inline void IDSET_FN(loc_at)(const struct rix__ranked *r, size
 static IDSET_ATTR size_t IDSET_FN(ranked_decode)(const struct rix__ranked *r, const size_t *rank, size_t k,
 						 const uint16_t *which, size_t g, rix_loc *locs, bool *found)
 {
-	size_t hits = 0;
-#ifdef IDSET_AVX512
-	if (__builtin_expect(r->split, 1)) {
-		/* The table's fields read once, before the first store (which could alias them). */
-		const uint8_t *base = r->locs;
-		const size_t stride = r->stride, lob = r->lob;
-		const __m256i sh = _mm256_loadu_si256((const __m256i *)(const void *)r->lshift);
-		const __m256i mk = _mm256_loadu_si256((const __m256i *)(const void *)r->lmask);
-		for (size_t j = 0; j < k; j++) {
-			if (rank[j] == RIX_IDSET_NO_RANK)
-				continue;
-			size_t i = g + (which != NULL ? which[j] : j);
-			found[i] = true;
-			IDSET_FN(loc_vec)(base + rank[j] * stride, lob, sh, mk, &locs[i]);
-			hits++;
-		}
-		return hits;
-	}
-#endif
-	/* The table's shape copied: a store to locs[] could alias its fields, which the compiler
-	 * would then read again after every store. */
+	/* The table's shape copied, its lanes loaded, before the first store: a store to locs[]
+	 * could alias its fields, which the compiler would then read again after every store. */
 	const struct rix__ranked shape = *r;
+#ifdef IDSET_AVX512
+	const __m256i sh = _mm256_loadu_si256((const __m256i *)(const void *)r->lshift);
+	const __m256i mk = _mm256_loadu_si256((const __m256i *)(const void *)r->lmask);
+#endif
+	size_t hits = 0;
 	for (size_t j = 0; j < k; j++) {
 		if (rank[j] == RIX_IDSET_NO_RANK)
 			continue;
 		size_t i = g + (which != NULL ? which[j] : j);
 		found[i] = true;
-		loc_get(&shape, rank[j], &locs[i]);
+#ifdef IDSET_AVX512
+		if (__builtin_expect(shape.split, 1))
+			IDSET_FN(loc_vec)(shape.locs + rank[j] * shape.stride, shape.lob, sh, mk, &locs[i]);
+		else
+#endif
+			loc_get(&shape, rank[j], &locs[i]);
 		hits++;
 	}
 	return hits;
