@@ -148,7 +148,8 @@ typedef struct rix_restore_summary {
 /*
  * Restores tree (a snapshot's root tree, or rix_tree_find_dir's) into directory target (made
  * if missing, with its parents not). r must have its index loaded. sum (may be NULL) gets the
- * counts, also on failure. opt may be NULL (the defaults).
+ * counts, also on failure. opt may be NULL (the defaults). The calling thread plans the restore
+ * and looks its blobs up in batches: give it some 64 KiB of stack (any default thread has more).
  * @return 0 when everything was restored; RIX_EIO when some entries were not (each reported
  * through opt->error and counted in sum->errors: a missing or damaged pack fails the files it
  * touches, named by path, and the rest are restored); RIX_EINVAL (options of another version,
