@@ -43,9 +43,9 @@
 #define LOC_PACKED_MAX 120u /* widest packed location other than 4 fields of 32 bits */
 #define BATCH 256u          /* keys a round of rix__ranked_find_many */
 #define SKIP_MIN 16u        /* keys a round needs to change the batched lookup's filter hint */
+#define BUILD_PARALLEL 65536u /* entries from which a build's sort and pass are spread over the CPUs */
 
 __extension__ typedef unsigned __int128 rix__u128; /* a location's two 64-bit loads, as one */
-#define BUILD_PARALLEL 65536u /* entries from which a build's sort and pass are spread over the CPUs */
 
 struct rdup {
 	uint32_t rank;
@@ -65,13 +65,13 @@ struct rix__ranked {
 	uint32_t ndups;
 	unsigned width; /* bits a location */
 	unsigned pb, ob, lb, ub;
-	uint32_t pm, om, lm, um; /* the fields' masks */
 	unsigned pob;   /* pb + ob: where the length starts */
 	bool split;     /* (pob & 7) + lb + ub <= 64: two 8-byte loads (loc_read) */
 	uint32_t lob;   /* pob >> 3: the second load's byte */
-	/* split: each field's shift in its load (the first's for pack and offset, the second's for
-	 * the lengths) and its mask, as 4 lanes (the AVX-512 instance's loc_vec, ranked_lookup.h) */
-	uint64_t lshift[4], lmask[4];
+	/* The fields' masks (pack, offset, length, uncompressed length) and, split, each field's
+	 * shift in its load (the first's for pack and offset, the second's for the lengths): as 4
+	 * lanes, which the AVX-512 instance's loc_vec (ranked_lookup.h) loads whole. */
+	uint64_t lmask[4], lshift[4];
 };
 
 _Static_assert(offsetof(struct rix__ranked, h) == 0, "rix__ranked_maybe reads the head through the table's pointer");
@@ -94,10 +94,10 @@ static inline uint64_t mask_of(unsigned b)
 static void set_width(struct rix__ranked *r)
 {
 	r->width = r->pb + r->ob + r->lb + r->ub;
-	r->pm = (uint32_t)mask_of(r->pb);
-	r->om = (uint32_t)mask_of(r->ob);
-	r->lm = (uint32_t)mask_of(r->lb);
-	r->um = (uint32_t)mask_of(r->ub);
+	r->lmask[0] = mask_of(r->pb);
+	r->lmask[1] = mask_of(r->ob);
+	r->lmask[2] = mask_of(r->lb);
+	r->lmask[3] = mask_of(r->ub);
 	r->pob = r->pb + r->ob;
 	r->split = (r->pob & 7) + r->lb + r->ub <= 64; /* (pob <= 64: each field has 32 bits at most) */
 	r->lob = r->pob >> 3;
@@ -105,10 +105,6 @@ static void set_width(struct rix__ranked *r)
 	r->lshift[1] = r->pb;
 	r->lshift[2] = r->pob & 7;
 	r->lshift[3] = (r->pob & 7) + r->lb;
-	r->lmask[0] = r->pm;
-	r->lmask[1] = r->om;
-	r->lmask[2] = r->lm;
-	r->lmask[3] = r->um;
 }
 
 /* Bytes of a packed location (the set's extra bytes an ID). */
@@ -136,20 +132,20 @@ static inline void loc_read(const struct rix__ranked *r, const uint8_t *p, rix_l
 	if (__builtin_expect(r->split, 1)) {
 		uint64_t a = load64_le(p);
 		uint64_t b = load64_le(p + (r->pob >> 3)) >> (r->pob & 7);
-		loc->pack = (uint32_t)a & r->pm;
-		loc->offset = (uint32_t)(a >> r->pb) & r->om;
-		loc->length = (uint32_t)b & r->lm;
-		loc->uncompressed_length = (uint32_t)(b >> r->lb) & r->um;
+		loc->pack = (uint32_t)(a & r->lmask[0]);
+		loc->offset = (uint32_t)((a >> r->pb) & r->lmask[1]);
+		loc->length = (uint32_t)(b & r->lmask[2]);
+		loc->uncompressed_length = (uint32_t)((b >> r->lb) & r->lmask[3]);
 		return;
 	}
 	rix__u128 v = ((rix__u128)load64_le(p + 8) << 64) | load64_le(p);
-	loc->pack = (uint32_t)v & r->pm;
+	loc->pack = (uint32_t)((uint64_t)v & r->lmask[0]);
 	v >>= r->pb;
-	loc->offset = (uint32_t)v & r->om;
+	loc->offset = (uint32_t)((uint64_t)v & r->lmask[1]);
 	v >>= r->ob;
-	loc->length = (uint32_t)v & r->lm;
+	loc->length = (uint32_t)((uint64_t)v & r->lmask[2]);
 	v >>= r->lb;
-	loc->uncompressed_length = (uint32_t)v & r->um;
+	loc->uncompressed_length = (uint32_t)((uint64_t)v & r->lmask[3]);
 }
 
 static inline void loc_get(const struct rix__ranked *r, size_t rank, rix_loc *loc)
@@ -766,7 +762,7 @@ int rix__ranked_import(struct rix__ranked **out, const uint64_t desc[RIX__RANKED
 	}
 	set_locs(r);
 	bool ok = true;
-	if (r->pm >= npacks) /* some number the width allows is outside the pack table: ask each */
+	if (r->lmask[0] >= npacks) /* some number the width allows is outside the pack table: ask each */
 		for (uint32_t i = 0; ok && i < r->h.nd; i++) {
 			rix_loc l;
 			loc_get(r, i, &l);
