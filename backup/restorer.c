@@ -743,8 +743,9 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 	bool missing = false;
 	uint64_t sum = 0;
 	/* Looked up RS_LOOKUP_BATCH at a time, the misses of many overlapping (a known single lookup
-	 * waits for each of its lines in turn: bench/RESULTS.md). A blob the index holds only in a
-	 * dedup-only set (no location: length 0) cannot be read: reported as one it lacks is. */
+	 * waits for each of its lines in turn: bench/RESULTS.md). A blob found with length 0 (a
+	 * dedup-only index gives no location; an index file may omit the length) cannot be read:
+	 * reported, as one the index lacks is. */
 	rix_packed_blob pbs[RS_LOOKUP_BATCH];
 	bool found[RS_LOOKUP_BATCH];
 	for (size_t b0 = 0; b0 < n->content_len && !missing; b0 += RS_LOOKUP_BATCH) {
@@ -756,7 +757,7 @@ static int add_file(struct rs *s, int pfd, const char *name, const rix_node *n, 
 				char hex[65];
 				rix_id_to_hex(hex, &n->content[b0 + j]);
 				if (found[j])
-					rix__rs_report(s, rel, "data blob %s has no location in the index (a dedup-only index holds none)", hex);
+					rix__rs_report(s, rel, "data blob %s has no location in the index (length 0)", hex);
 				else
 					rix__rs_report(s, rel, "data blob %s is not in the index", hex);
 				missing = true;
