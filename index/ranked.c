@@ -65,12 +65,12 @@ struct rix__ranked {
 	uint32_t ndups;
 	unsigned width; /* bits a location */
 	unsigned pb, ob, lb, ub;
-	unsigned pob;   /* pb + ob: where the length starts */
-	bool split;     /* (pob & 7) + lb + ub <= 64: two 8-byte loads (loc_read) */
-	uint32_t lob;   /* pob >> 3: the second load's byte */
+	bool split;     /* ((pb + ob) & 7) + lb + ub <= 64: two 8-byte loads (loc_read) */
+	uint32_t lob;   /* (pb + ob) >> 3: the second load's byte, the length's first */
 	/* The fields' masks (pack, offset, length, uncompressed length) and, split, each field's
 	 * shift in its load (the first's for pack and offset, the second's for the lengths): as 4
-	 * lanes, which the AVX-512 instance's loc_vec (ranked_lookup.h) loads whole. */
+	 * lanes, which loc_read reads one by one and the AVX-512 instance's loc_vec
+	 * (ranked_lookup.h) loads whole. */
 	uint64_t lmask[4], lshift[4];
 };
 
@@ -98,13 +98,13 @@ static void set_width(struct rix__ranked *r)
 	r->lmask[1] = mask_of(r->ob);
 	r->lmask[2] = mask_of(r->lb);
 	r->lmask[3] = mask_of(r->ub);
-	r->pob = r->pb + r->ob;
-	r->split = (r->pob & 7) + r->lb + r->ub <= 64; /* (pob <= 64: each field has 32 bits at most) */
-	r->lob = r->pob >> 3;
+	const unsigned pob = r->pb + r->ob; /* where the length starts (<= 64: each field has 32 bits at most) */
+	r->split = (pob & 7) + r->lb + r->ub <= 64;
+	r->lob = pob >> 3;
 	r->lshift[0] = 0;
 	r->lshift[1] = r->pb;
-	r->lshift[2] = r->pob & 7;
-	r->lshift[3] = (r->pob & 7) + r->lb;
+	r->lshift[2] = pob & 7;
+	r->lshift[3] = (pob & 7) + r->lb;
 }
 
 /* Bytes of a packed location (the set's extra bytes an ID). */
@@ -130,12 +130,11 @@ static void set_locs(struct rix__ranked *r)
 static inline void loc_read(const struct rix__ranked *r, const uint8_t *p, rix_loc *loc)
 {
 	if (__builtin_expect(r->split, 1)) {
-		uint64_t a = load64_le(p);
-		uint64_t b = load64_le(p + (r->pob >> 3)) >> (r->pob & 7);
-		loc->pack = (uint32_t)(a & r->lmask[0]);
-		loc->offset = (uint32_t)((a >> r->pb) & r->lmask[1]);
-		loc->length = (uint32_t)(b & r->lmask[2]);
-		loc->uncompressed_length = (uint32_t)((b >> r->lb) & r->lmask[3]);
+		uint64_t a = load64_le(p), b = load64_le(p + r->lob);
+		loc->pack = (uint32_t)(a & r->lmask[0]); /* (lshift[0] is 0) */
+		loc->offset = (uint32_t)((a >> r->lshift[1]) & r->lmask[1]);
+		loc->length = (uint32_t)((b >> r->lshift[2]) & r->lmask[2]);
+		loc->uncompressed_length = (uint32_t)((b >> r->lshift[3]) & r->lmask[3]);
 		return;
 	}
 	rix__u128 v = ((rix__u128)load64_le(p + 8) << 64) | load64_le(p);
