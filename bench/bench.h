@@ -77,6 +77,10 @@ void bench_register(const bench_def *d);
 
 /* Number of threads the parallel benchmarks use (online CPUs, like GOMAXPROCS). */
 int bench_procs(void);
+/* n bytes, 2 MiB-aligned, asking for huge pages where the kernel gives them (MADV_HUGEPAGE), as
+ * the index's large tables do: for the probes and yardsticks read at random. free() frees it;
+ * NULL when out of memory. */
+void *bench_alloc_huge(size_t n);
 /* Monotonic clock in ns. */
 uint64_t bench_now_ns(void);
 /* Bytes currently held through the rix allocator (malloc_usable_size of each block). */

@@ -61,7 +61,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include <xxhash.h>
 
@@ -87,12 +86,7 @@ static volatile uint64_t sink;
 static int limit_setup(bench_b *b)
 {
 	if (words == NULL) {
-		/* Huge pages where the kernel gives them, as the tables ask for theirs (indexmap.c). */
-		uint64_t *w = aligned_alloc((size_t)2 << 20, LIMIT_WORDS * sizeof(*w));
-#ifdef MADV_HUGEPAGE
-		if (w != NULL)
-			(void)madvise(w, LIMIT_WORDS * sizeof(*w), MADV_HUGEPAGE);
-#endif
+		uint64_t *w = bench_alloc_huge(LIMIT_WORDS * sizeof(*w));
 		uint64_t *h = malloc(LIMIT_KEYS * sizeof(*h));
 		if (w == NULL || h == NULL) {
 			free(w);

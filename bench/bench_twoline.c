@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "bench.h"
 
@@ -46,17 +45,6 @@ static inline uint64_t tl_be64(const uint8_t *p)
 	uint64_t v;
 	memcpy(&v, p, 8);
 	return __builtin_bswap64(v);
-}
-
-static void *tl_alloc(size_t n)
-{
-	size_t huge = (size_t)2 << 20;
-	void *p = aligned_alloc(huge, (n + huge - 1) / huge * huge);
-#ifdef MADV_HUGEPAGE
-	if (p != NULL)
-		(void)madvise(p, n, MADV_HUGEPAGE); /* as the tables ask for theirs */
-#endif
-	return p;
 }
 
 static const rix_id *tl_ids; /* the entries, for tl_cmp */
@@ -223,8 +211,8 @@ static int tl_setup(bench_b *b)
 	    !__builtin_cpu_supports("avx2"))
 		return bench_fail(b, "Limit/TwoLine needs BMI1, BMI2, POPCNT and AVX2");
 	if (tl_lines == NULL) {
-		tl_lines = tl_alloc(TL_LINES * 64);
-		tl_recs = tl_alloc(TL_N * TL_REC);
+		tl_lines = bench_alloc_huge(TL_LINES * 64);
+		tl_recs = bench_alloc_huge(TL_N * TL_REC);
 		if (tl_lines == NULL || tl_recs == NULL) {
 			twoline_caches_free();
 			return bench_fail(b, "out of memory for Limit/TwoLine");

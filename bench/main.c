@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +46,17 @@ uint64_t bench_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void *bench_alloc_huge(size_t n)
+{
+	const size_t huge = (size_t)2 << 20;
+	void *p = aligned_alloc(huge, (n + huge - 1) / huge * huge); /* (a multiple of the alignment) */
+#ifdef MADV_HUGEPAGE
+	if (p != NULL)
+		(void)madvise(p, n, MADV_HUGEPAGE);
+#endif
+	return p;
 }
 
 int bench_procs(void)
